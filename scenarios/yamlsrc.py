@@ -1,0 +1,135 @@
+"""Safe YAML loading that remembers where every value came from, so validation errors point at a line."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from scenarios.errors import ConfigError
+
+Position = tuple[int, int]
+PathKey = tuple[str | int, ...]
+M = TypeVar("M", bound=BaseModel)
+
+
+class _Positions:
+    """Line/column (1-based) of every mapping key and sequence item, by its path in the document."""
+
+    def __init__(self) -> None:
+        self._pos: dict[PathKey, Position] = {}
+
+    def add(self, key: PathKey, mark: yaml.Mark) -> None:
+        self._pos.setdefault(key, (mark.line + 1, mark.column + 1))
+
+    def nearest(self, key: Iterable[str | int]) -> Position | None:
+        parts = tuple(key)
+        while True:
+            if parts in self._pos:
+                return self._pos[parts]
+            if not parts:
+                return None
+            parts = parts[:-1]
+
+
+def _walk(node: yaml.Node, prefix: PathKey, positions: _Positions, path: str) -> None:
+    positions.add(prefix, node.start_mark)
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[Any, yaml.Mark] = {}
+        for key_node, value_node in node.value:
+            key = key_node.value
+            if key in seen:
+                mark = key_node.start_mark
+                raise ConfigError(
+                    f"duplicate key '{key}' (first at line {seen[key].line + 1})",
+                    path=path,
+                    line=mark.line + 1,
+                    column=mark.column + 1,
+                    fix="keep one of the two entries",
+                )
+            seen[key] = key_node.start_mark
+            positions.add((*prefix, key), key_node.start_mark)
+            _walk(value_node, (*prefix, key), positions, path)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _walk(item, (*prefix, i), positions, path)
+
+
+class YamlDocument:
+    """A parsed YAML file plus the positions of its parts."""
+
+    def __init__(self, path: Path, data: Any, positions: _Positions) -> None:
+        self.path = path
+        self.data = data
+        self._positions = positions
+
+    def position(self, key: Iterable[str | int]) -> Position | None:
+        return self._positions.nearest(key)
+
+    def error(self, key: Iterable[str | int], message: str, fix: str | None = None) -> ConfigError:
+        pos = self.position(key)
+        return ConfigError(
+            message,
+            path=self.path,
+            line=pos[0] if pos else None,
+            column=pos[1] if pos else None,
+            fix=fix,
+        )
+
+    def validate(self, model: type[M], *, context: dict[str, Any] | None = None) -> M:
+        """Validate into `model`, turning the first pydantic error into a positioned ConfigError."""
+        try:
+            return model.model_validate(self.data, context=context)
+        except ValidationError as exc:
+            raise pydantic_error(self, exc, model.__name__) from None
+
+
+def pydantic_error(doc: YamlDocument, exc: ValidationError, what: str) -> ConfigError:
+    err = exc.errors()[0]
+    loc = tuple(p for p in err["loc"] if isinstance(p, str | int))
+    # Tagged unions and validators add non-document segments; keep the longest real prefix.
+    field = ".".join(str(p) for p in loc) or "(top level)"
+    msg = err["msg"]
+    if err["type"] == "missing":
+        fix = f"add '{loc[-1]}'" if loc else None
+        return doc.error(loc[:-1], f"{what}: missing required field '{field}'", fix=fix)
+    if err["type"] == "extra_forbidden":
+        return doc.error(loc, f"{what}: unknown field '{field}'", fix="remove it or check its spelling")
+    return doc.error(loc, f"{what}: {field}: {msg}")
+
+
+def load_yaml(path: str | Path) -> YamlDocument:
+    """Parse a YAML file with the safe loader; syntax errors become one positioned line."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError("file not found", path=p, fix="check the path") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8 text ({exc.reason})", path=p, fix="save the file as UTF-8") from None
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "invalid YAML"
+        raise ConfigError(
+            f"invalid YAML: {problem}",
+            path=p,
+            line=mark.line + 1 if mark else None,
+            column=mark.column + 1 if mark else None,
+            fix="correct the YAML syntax at that position",
+        ) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"invalid YAML: {exc}", path=p) from None
+    positions = _Positions()
+    if node is not None:
+        _walk(node, (), positions, str(p))
+    if not isinstance(data, dict):
+        raise ConfigError(
+            "expected a mapping at the top level", path=p, line=1, column=1, fix="see the examples in the README"
+        )
+    return YamlDocument(p, data, positions)
