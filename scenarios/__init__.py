@@ -1,1 +1,63 @@
-"""scenarios."""
+"""Scenarios: locked, versioned service scripts (facts, caller turn anchors, acceptable outcomes).
+
+Also home of what every package shares for reading user files: the positioned YAML loader, the
+canonical hashing and the error types the CLI prints as one line.
+"""
+
+from scenarios._base import Frozen, canonical_json, sha256_of
+from scenarios._library import BUNDLED_LIBRARY, LOCK_NAME, LockEntry, LockFile, ScenarioLibrary, load_scenario_file
+from scenarios._model import (
+    OUTCOMES,
+    TOOLS,
+    AcceptableOutcome,
+    Account,
+    Anchor,
+    CallerScript,
+    Challenge,
+    Charge,
+    Facts,
+    Outcome,
+    Policy,
+    PriorContact,
+    Scenario,
+)
+from scenarios.errors import (
+    ConfigError,
+    LockError,
+    MissingBackendError,
+    SchemaVersionError,
+    VoiceAuditError,
+)
+from scenarios.yamlsrc import YamlDocument, load_yaml
+
+__all__ = [
+    "BUNDLED_LIBRARY",
+    "LOCK_NAME",
+    "OUTCOMES",
+    "TOOLS",
+    "AcceptableOutcome",
+    "Account",
+    "Anchor",
+    "CallerScript",
+    "Challenge",
+    "Charge",
+    "ConfigError",
+    "Facts",
+    "Frozen",
+    "LockEntry",
+    "LockError",
+    "LockFile",
+    "MissingBackendError",
+    "Outcome",
+    "Policy",
+    "PriorContact",
+    "Scenario",
+    "ScenarioLibrary",
+    "SchemaVersionError",
+    "VoiceAuditError",
+    "YamlDocument",
+    "canonical_json",
+    "load_scenario_file",
+    "load_yaml",
+    "sha256_of",
+]

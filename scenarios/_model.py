@@ -1,0 +1,207 @@
+"""The locked scenario: invariant facts, the caller's turn anchors and the acceptable outcomes."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from decimal import Decimal
+from typing import Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from scenarios._base import Frozen, sha256_of
+
+Outcome = Literal[
+    "refund_issued",
+    "credit_issued",
+    "partial_credit",
+    "plan_corrected",
+    "ticket_opened",
+    "escalated",
+    "denied",
+    "unresolved",
+]
+OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
+
+TOOLS: tuple[str, ...] = (
+    "verify_identity",
+    "crm_lookup",
+    "policy_lookup",
+    "issue_refund",
+    "issue_credit",
+    "change_plan",
+    "outage_status",
+    "open_ticket",
+    "escalate_to_human",
+)
+
+AnchorIntent = Literal[
+    "greeting",
+    "state_issue",
+    "request_resolution",
+    "provide_detail",
+    "request_human",
+    "confirm",
+    "decline",
+    "close",
+]
+
+_DIGIT = re.compile(r"\d")
+
+
+class Account(Frozen):
+    account_id: str
+    holder_name: str
+    tenure_months: int = Field(ge=0)
+    standing: Literal["good", "overdue", "suspended", "closed"]
+    plan: str
+    monthly_fee: Decimal = Field(ge=0)
+    currency: str = Field(min_length=3, max_length=3)
+    postcode: str
+    date_of_birth: dt.date
+    email: str
+    phone: str
+
+
+class PriorContact(Frozen):
+    date: dt.date
+    channel: Literal["phone", "chat", "email", "store"]
+    topic: str
+    resolution: Literal["resolved", "unresolved", "escalated"]
+
+
+class Charge(Frozen):
+    amount: Decimal = Field(gt=0)
+    currency: str = Field(min_length=3, max_length=3)
+    date: dt.date
+    description: str
+    kind: Literal["duplicate", "overcharge", "wrong_plan", "service_credit"]
+
+
+class Policy(Frozen):
+    id: str
+    title: str
+    text: str = Field(min_length=20)
+
+
+class Facts(Frozen):
+    """What is true for the agent whatever the caller sounds like; identical across a pair."""
+
+    as_of: dt.date
+    account: Account
+    prior_contacts: tuple[PriorContact, ...]
+    charge: Charge | None = None
+    service: dict[str, str] = Field(default_factory=dict)
+    policy: Policy
+    eligibility: dict[str, bool] = Field(min_length=1)
+    tool_permissions: dict[str, bool] = Field(min_length=1)
+
+    @field_validator("tool_permissions")
+    @classmethod
+    def _known_tools(cls, v: dict[str, bool]) -> dict[str, bool]:
+        unknown = sorted(set(v) - set(TOOLS))
+        if unknown:
+            raise ValueError(f"unknown tool {', '.join(unknown)} (tools: {', '.join(TOOLS)})")
+        return v
+
+
+class Challenge(Frozen):
+    """A verification question the agent may ask, how to recognise it, and the caller's answer."""
+
+    fact: str
+    cues: tuple[str, ...] = Field(min_length=1)
+    answer: str = Field(min_length=1)
+
+
+class Anchor(Frozen):
+    """One scripted caller turn, identical across conditions; `{slot}` placeholders carry facts."""
+
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    intent: AnchorIntent
+    text: str = Field(min_length=1)
+    rephrase: str | None = None
+
+
+class Escalation(Frozen):
+    """When the caller asks for a human: at a scripted anchor, after repeated repairs, or when stalled."""
+
+    after_repairs: int = Field(default=3, ge=1)
+    after_stalled_turns: int = Field(default=3, ge=1)
+
+
+class CallerScript(Frozen):
+    slots: dict[str, str] = Field(default_factory=dict)
+    anchors: tuple[Anchor, ...] = Field(min_length=2)
+    challenges: tuple[Challenge, ...] = Field(min_length=1)
+    escalation: Escalation = Escalation()
+    max_turns: int = Field(default=16, ge=2, le=200)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> CallerScript:
+        from personas._text import placeholders
+
+        ids = [a.id for a in self.anchors]
+        if len(set(ids)) != len(ids):
+            raise ValueError("anchor ids must be unique")
+        for anchor in self.anchors:
+            for text in (anchor.text, anchor.rephrase or ""):
+                missing = sorted(set(placeholders(text)) - set(self.slots))
+                if missing:
+                    raise ValueError(f"anchor '{anchor.id}' uses undefined slot {', '.join(missing)}")
+        spoken = [a.text for a in self.anchors] + [a.rephrase or "" for a in self.anchors]
+        spoken += list(self.slots.values()) + [c.answer for c in self.challenges]
+        for text in spoken:
+            if _DIGIT.search(text):
+                raise ValueError(
+                    f"spoken text contains digits: '{text}'; spell numbers as words "
+                    "(eSpeak reads digits in the voice's own language)"
+                )
+        if self.anchors[-1].intent != "close":
+            raise ValueError("the last anchor must have intent 'close'")
+        return self
+
+
+class AcceptableOutcome(Frozen):
+    outcome: Outcome
+    requires: tuple[str, ...] = ()
+    note: str = ""
+
+
+class Scenario(Frozen):
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    version: int = Field(ge=1)
+    title: str
+    domain: Literal["billing", "outage", "plan", "account"]
+    description: str = ""
+    facts: Facts
+    caller: CallerScript
+    acceptable_outcomes: tuple[AcceptableOutcome, ...] = Field(min_length=1)
+    anomalous_note: str = "any outcome not listed as acceptable is anomalous under the locked facts"
+
+    @property
+    def sha256(self) -> str:
+        """Hash of the canonical serialisation: any edit to any fact, anchor or outcome changes it."""
+        return sha256_of(self)
+
+    @property
+    def facts_sha256(self) -> str:
+        return sha256_of(self.facts)
+
+    def is_acceptable(self, outcome: str, flags: set[str] | frozenset[str] = frozenset()) -> bool:
+        return any(a.outcome == outcome and set(a.requires) <= set(flags) for a in self.acceptable_outcomes)
+
+
+REQUIRED_TOOLS: tuple[str, ...] = ("verify_identity", "policy_lookup", "escalate_to_human")
+
+
+def check_required_paths(scenario: Scenario) -> list[str]:
+    """Every locked scenario must exercise authentication, a policy lookup and an escalation path."""
+    problems = [
+        f"facts.tool_permissions must declare '{tool}' (true or false)"
+        for tool in REQUIRED_TOOLS
+        if tool not in scenario.facts.tool_permissions
+    ]
+    intents = {a.intent for a in scenario.caller.anchors}
+    if "state_issue" not in intents:
+        problems.append("caller.anchors needs an anchor with intent 'state_issue'")
+    return problems
