@@ -1,0 +1,137 @@
+"""Turn the long episode frame into one row per matched pair, reporting every drop.
+
+Input convention (shared by the whole ``analysis.stats`` package)
+------------------------------------------------------------------
+A long *episode frame*: one row per service episode, with columns
+
+* ``pair_id``     -- identifies the matched pair; exactly one ``a`` and one ``b`` row per pair;
+* ``side``        -- ``'a'`` or ``'b'`` (deltas are always a - b);
+* ``scenario_id``, ``run_batch``, ``agent`` -- pair-level keys, equal within a pair (the design
+  guarantees shared scenario, fact state, tool access and run batch; a mismatch is a data error
+  and raises);
+* ``voice_id``    -- the voice realising the side's condition (differs within a pair);
+* metric columns  -- floats, NaN = missing or not exposed by the architecture; binary metrics
+  (terminal outcomes, safety events, parity violations) are 0/1 floats with NaN.
+
+A pair is dropped from a metric's analysis when its partner row is absent or either side's value
+is NaN. Drops are counted per reason, logged, and carried into every ``Estimate.n_dropped``;
+nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+log = logging.getLogger(__name__)
+
+PAIR_KEYS: tuple[str, ...] = ("scenario_id", "run_batch", "agent")
+ID_COLUMNS: tuple[str, ...] = ("pair_id", "side", "scenario_id", "voice_id", "run_batch", "agent")
+
+
+@dataclass(frozen=True)
+class PairedValues:
+    """One metric, one row per complete pair.
+
+    ``table`` is indexed by ``pair_id`` with columns ``a``, ``b`` (the metric), ``voice_a``,
+    ``voice_b`` and the pair-level keys. ``drops`` maps reason -> number of pairs dropped.
+    """
+
+    metric: str
+    table: pd.DataFrame
+    drops: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def n_pairs(self) -> int:
+        return len(self.table)
+
+    @property
+    def n_dropped(self) -> int:
+        return sum(self.drops.values())
+
+    @property
+    def a(self) -> np.ndarray:
+        return self.table["a"].to_numpy(dtype=float)
+
+    @property
+    def b(self) -> np.ndarray:
+        return self.table["b"].to_numpy(dtype=float)
+
+    @property
+    def diff(self) -> np.ndarray:
+        """Per-pair a - b."""
+        return self.a - self.b
+
+    def drop_notes(self) -> tuple[str, ...]:
+        return tuple(f"dropped {n} pair(s): {reason}" for reason, n in sorted(self.drops.items()) if n)
+
+
+def validate_episode_frame(frame: pd.DataFrame, metrics: Sequence[str] = ()) -> None:
+    """Raise ``ValueError`` on structural problems that would make pairing ambiguous."""
+    missing = [c for c in ("pair_id", "side", *metrics) if c not in frame.columns]
+    if missing:
+        raise ValueError(f"episode frame lacks column(s) {missing}")
+    sides = set(frame["side"].unique())
+    if not sides <= {"a", "b"}:
+        raise ValueError(f"side must be 'a' or 'b', found {sorted(map(str, sides - {'a', 'b'}))}")
+    dup = frame.duplicated(["pair_id", "side"])
+    if dup.any():
+        bad = frame.loc[dup, "pair_id"].unique()[:5].tolist()
+        raise ValueError(f"more than one episode for the same pair and side, e.g. pair_id {bad}")
+    for key in PAIR_KEYS:
+        if key in frame.columns:
+            n_levels = frame.groupby("pair_id")[key].nunique(dropna=False)
+            if (n_levels > 1).any():
+                bad = n_levels[n_levels > 1].index[:5].tolist()
+                raise ValueError(f"{key} differs within pair(s) {bad}: the pair is not matched")
+
+
+def pivot_pairs(frame: pd.DataFrame, metric: str) -> PairedValues:
+    """Side-by-side a and b values of ``metric`` for every complete pair, with drop counts."""
+    validate_episode_frame(frame, [metric])
+    keys = [k for k in PAIR_KEYS if k in frame.columns]
+    value = frame.pivot(index="pair_id", columns="side", values=metric)
+    value = value.reindex(columns=["a", "b"])
+    present = frame.pivot(index="pair_id", columns="side", values="side").reindex(columns=["a", "b"])
+    has_a = present["a"].notna()
+    has_b = present["b"].notna()
+    partner_missing = ~(has_a & has_b)
+    value_missing = ~partner_missing & (value["a"].isna() | value["b"].isna())
+    drops = {
+        "missing partner episode": int(partner_missing.sum()),
+        "metric value missing (NaN) on a or b": int(value_missing.sum()),
+    }
+    keep = ~(partner_missing | value_missing)
+    table = value.loc[keep].astype(float)
+    table.columns.name = None
+    if keys:
+        pair_level = frame.groupby("pair_id")[keys].first()
+        table = table.join(pair_level, how="left")
+    if "voice_id" in frame.columns:
+        voices = frame.pivot(index="pair_id", columns="side", values="voice_id").reindex(columns=["a", "b"])
+        table = table.join(voices.rename(columns={"a": "voice_a", "b": "voice_b"}), how="left")
+    table = table.sort_index()
+    result = PairedValues(metric=metric, table=table, drops={k: v for k, v in drops.items() if v})
+    if result.n_dropped:
+        log.info("metric %s: %d complete pairs, dropped %s", metric, result.n_pairs, result.drops)
+    return result
+
+
+def complete_pairs_frame(frame: pd.DataFrame, metric: str) -> tuple[pd.DataFrame, dict[str, int]]:
+    """The long frame restricted to episodes of complete pairs for ``metric`` (for the models)."""
+    paired = pivot_pairs(frame, metric)
+    kept = frame[frame["pair_id"].isin(paired.table.index)].copy()
+    return kept, paired.drops
+
+
+def as_paired(data: pd.DataFrame | PairedValues, metric: str | None) -> PairedValues:
+    """Accept either an episode frame plus metric name or an already pivoted ``PairedValues``."""
+    if isinstance(data, PairedValues):
+        return data
+    if metric is None:
+        raise ValueError("metric is required when passing an episode frame")
+    return pivot_pairs(data, metric)
