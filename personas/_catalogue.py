@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from personas._model import AXES, Catalogue, CallerCondition, SpeechParams
+from personas._model import AXES, CallerCondition, Catalogue, SpeechParams
 from scenarios.errors import ConfigError
 from scenarios.yamlsrc import load_yaml
 

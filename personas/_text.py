@@ -12,7 +12,7 @@ import random
 import re
 from xml.sax.saxutils import escape
 
-from personas._model import Catalogue, CallerCondition
+from personas._model import CallerCondition, Catalogue
 from scenarios._base import Frozen
 
 _PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")

@@ -5,7 +5,14 @@ canonical hashing and the error types the CLI prints as one line.
 """
 
 from scenarios._base import Frozen, canonical_json, sha256_of
-from scenarios._library import BUNDLED_LIBRARY, LOCK_NAME, LockEntry, LockFile, ScenarioLibrary, load_scenario_file
+from scenarios._library import (
+    BUNDLED_LIBRARY,
+    LOCK_NAME,
+    LockEntry,
+    LockFile,
+    ScenarioLibrary,
+    load_scenario_file,
+)
 from scenarios._model import (
     OUTCOMES,
     TOOLS,

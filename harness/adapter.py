@@ -1,0 +1,205 @@
+"""The agent plug point: what an adapter must provide, and what flows between it and the harness.
+
+An adapter opens one session per call. The harness pushes caller audio in the session's input
+format and reads agent events until the call ends. Two styles share this one interface:
+
+- turn-based sessions (in-process, HTTP turn API) answer each `end_turn()` with events that end
+  in `TurnEnd`; they can run in accelerated pacing on a virtual clock;
+- streaming sessions (WebSocket, Twilio Media Streams, OpenAI Realtime) take 20 ms frames in real
+  time and emit events whenever the agent speaks; they need real-time pacing.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from harness.model.campaign import AgentSpec, Architecture
+from harness.model.events import FailureKind
+from scenarios import Facts, sha256_of
+
+Encoding = Literal["pcm16", "mulaw"]
+
+
+@dataclass(frozen=True, slots=True)
+class AudioFormat:
+    encoding: Encoding = "pcm16"
+    sample_rate: int = 16000
+
+    @property
+    def bytes_per_second(self) -> int:
+        return self.sample_rate * (2 if self.encoding == "pcm16" else 1)
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What an adapter exposes; analysis treats what is not exposed as missing, never as zero."""
+
+    architecture: Architecture | None
+    turn_based: bool
+    streaming: bool
+    transcripts: bool
+    tool_trace: bool
+    fact_provisioning: bool
+    input_format: AudioFormat = AudioFormat()
+    protocol: str = "in-process"
+
+
+@dataclass(frozen=True, slots=True)
+class CallInfo:
+    """What the agent is told about a call. It carries no trace of the caller's condition.
+
+    `call_id` is random per call, so ids, file names and metadata the agent could see never
+    reveal which side of a pair it is serving.
+    """
+
+    facts: Facts
+    scenario_id: str
+    call_id: str = field(default_factory=lambda: "CA" + secrets.token_hex(16))
+    caller_number: str = "+15550100000"
+
+    @property
+    def facts_sha256(self) -> str:
+        return sha256_of(self.facts)
+
+
+@dataclass(frozen=True, slots=True)
+class AudioOut:
+    pcm: bytes
+    sample_rate: int
+    encoding: Encoding = "pcm16"
+
+    @property
+    def duration_ms(self) -> float:
+        per_sample = 2 if self.encoding == "pcm16" else 1
+        return 1000.0 * len(self.pcm) / per_sample / self.sample_rate
+
+
+@dataclass(frozen=True, slots=True)
+class TextOut:
+    """Words the agent says in this turn, as the agent itself reports them."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class HeardOut:
+    """What the agent's recogniser heard from the caller."""
+
+    text: str
+    confidence: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallOut:
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultOut:
+    call_id: str
+    name: str
+    ok: bool
+    result_keys: tuple[str, ...] = ()
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StateOut:
+    from_state: str
+    to_state: str
+    flags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FactsSeenOut:
+    """The hash of the facts the agent says it saw, for the fact-invariance gate."""
+
+    sha256: str
+
+
+@dataclass(frozen=True, slots=True)
+class MarkOut:
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClearOut:
+    """Drop agent audio queued but not yet played (barge-in on Twilio-style transports)."""
+
+
+@dataclass(frozen=True, slots=True)
+class HangupOut:
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorOut:
+    kind: FailureKind
+    message: str
+    fatal: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class TurnEnd:
+    """A turn-based agent finished its response; `compute_ms` is its own measured work."""
+
+    compute_ms: float | None = None
+
+
+AgentEvent = (
+    AudioOut
+    | TextOut
+    | HeardOut
+    | ToolCallOut
+    | ToolResultOut
+    | StateOut
+    | FactsSeenOut
+    | MarkOut
+    | ClearOut
+    | HangupOut
+    | ErrorOut
+    | TurnEnd
+)
+
+
+class AgentError(Exception):
+    """Raised by adapters for failures with a machine-readable kind."""
+
+    def __init__(self, kind: FailureKind, message: str) -> None:
+        super().__init__(message)
+        self.kind: FailureKind = kind
+        self.message = message
+
+
+@runtime_checkable
+class AgentSession(Protocol):
+    async def send_audio(self, chunk: bytes) -> None:
+        """Caller audio in the adapter's input format: 20 ms frames when streaming, a whole turn otherwise."""
+
+    async def end_turn(self) -> None:
+        """The caller finished speaking (commit for turn-based agents; may be a no-op when streaming)."""
+
+    async def send_dtmf(self, digit: str) -> None: ...
+
+    def events(self) -> AsyncIterator[AgentEvent]:
+        """Agent events in order; the iterator ends when the agent side of the call is over."""
+
+    async def close(self, reason: str) -> None: ...
+
+
+@runtime_checkable
+class AgentAdapter(Protocol):
+    name: str
+    capabilities: Capabilities
+
+    async def connect(self, call: CallInfo) -> AgentSession: ...
+
+    async def aclose(self) -> None: ...
+
+
+AdapterFactory = Callable[[AgentSpec], AgentAdapter]

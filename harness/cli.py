@@ -1,0 +1,138 @@
+"""The `voice-audit` command line. Every user error is one line on stderr and a non-zero exit."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from scenarios import BUNDLED_LIBRARY, ScenarioLibrary, VoiceAuditError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Matched-pair audits of voice AI agents.")
+scenarios_app = typer.Typer(no_args_is_help=True, help="List, show, lock and verify locked scenarios.")
+app.add_typer(scenarios_app, name="scenarios")
+
+console = Console()
+DirArg = Annotated[Path, typer.Argument(help="scenario folder (holds *.yaml and scenarios.lock)")]
+
+
+@scenarios_app.command("list")
+def scenarios_list(directory: DirArg = BUNDLED_LIBRARY) -> None:
+    """List the scenarios of a folder with their lock state."""
+    lib = ScenarioLibrary(directory)
+    lock = lib.read_lock()
+    table = Table("id", "version", "domain", "sha256", "lock")
+    for sid, (_, sc) in sorted(lib.load_all().items()):
+        entry = lock.scenarios.get(sid) if lock else None
+        state = "locked" if entry and entry.sha256 == sc.sha256 else ("EDITED" if entry else "unlocked")
+        table.add_row(sid, str(sc.version), sc.domain, sc.sha256[:16], state)
+    console.print(table)
+
+
+@scenarios_app.command("show")
+def scenarios_show(scenario_id: str, directory: DirArg = BUNDLED_LIBRARY) -> None:
+    """Print one scenario as canonical JSON, with its hash."""
+    lib = ScenarioLibrary(directory)
+    found = lib.load_all()
+    if scenario_id not in found:
+        raise VoiceAuditError(f"unknown scenario '{scenario_id}' in {directory} (known: {', '.join(sorted(found))})")
+    sc = found[scenario_id][1]
+    typer.echo(json.dumps({"sha256": sc.sha256, "scenario": sc.model_dump(mode="json")}, indent=2))
+
+
+@scenarios_app.command("lock")
+def scenarios_lock(
+    directory: DirArg = BUNDLED_LIBRARY,
+    allow_same_version: Annotated[bool, typer.Option(help="overwrite a changed scenario without a version bump")] = False,
+) -> None:
+    """Hash every scenario of a folder into its scenarios.lock."""
+    lock = ScenarioLibrary(directory).lock(allow_same_version_edit=allow_same_version)
+    for sid, entry in sorted(lock.scenarios.items()):
+        typer.echo(f"locked {sid} v{entry.version} {entry.sha256}")
+
+
+@scenarios_app.command("verify")
+def scenarios_verify(directory: DirArg = BUNDLED_LIBRARY) -> None:
+    """Check that every scenario matches its lock; exit 1 listing each problem otherwise."""
+    problems = ScenarioLibrary(directory).verify()
+    for p in problems:
+        typer.echo(p, err=True)
+    if problems:
+        raise typer.Exit(1)
+    typer.echo(f"all scenarios in {directory} match {directory / 'scenarios.lock'}")
+
+
+@app.command("personas")
+def personas_cmd(catalogue: Annotated[Path | None, typer.Option(help="persona catalogue YAML")] = None) -> None:
+    """List the persona axes and their levels."""
+    from personas import AXES, load_catalogue
+
+    cat = load_catalogue(catalogue)
+    for axis in AXES:
+        typer.echo(f"{axis}: {', '.join(cat.levels(axis))}")
+
+
+@app.command("plan")
+def plan_cmd(campaign: Annotated[Path, typer.Argument(help="campaign YAML")]) -> None:
+    """Validate a campaign and print its planned matched pairs; places no call."""
+    from harness.planning import load_campaign
+
+    loaded = load_campaign(campaign)
+    _print_plan(loaded)
+
+
+def _print_plan(loaded: object) -> None:
+    from harness.planning import LoadedCampaign
+
+    assert isinstance(loaded, LoadedCampaign)
+    table = Table("pair", "agent", "scenario", "contrast", "voice", "rep", "a", "b", title=f"plan {loaded.plan.sha256[:12]}")
+    for a, _b in loaded.plan.pairs():
+        p = a.pair
+        table.add_row(
+            p.pair_id, a.agent, p.scenario_id, ",".join(p.contrast) or "A/A", str(p.voice_index), str(p.replicate),
+            p.condition_a.label(), p.condition_b.label(),
+        )
+    console.print(table)
+    n_pairs = len(loaded.plan.pairs())
+    typer.echo(
+        f"campaign {loaded.campaign.name} ({loaded.campaign.sha256[:12]}): {n_pairs} matched pairs, "
+        f"{len(loaded.plan.episodes)} calls"
+    )
+
+
+@app.command("schema")
+def schema_cmd(out: Annotated[Path, typer.Option("-o", "--out", help="folder for the JSON Schemas")] = Path("schemas")) -> None:
+    """Write JSON Schemas for scenario, campaign, episode, event, run manifest and audit instance."""
+    from harness.schemas import write_schemas
+
+    for path in write_schemas(out):
+        typer.echo(f"wrote {path}")
+
+
+def main() -> None:
+    try:
+        app(standalone_mode=False)
+    except VoiceAuditError as exc:
+        print(f"voice-audit: error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        print("voice-audit: aborted", file=sys.stderr)
+        sys.exit(130)
+    except Exception as exc:  # click usage errors arrive here with standalone_mode=False
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,95 @@
+"""Campaign: scenarios x matched pairs x voices x replicates x agents, with pacing and backends."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
+
+from personas._model import AXES, Axis
+from scenarios._base import Frozen, sha256_of
+
+Pacing = Literal["realtime", "accelerated"]
+Architecture = Literal["nat", "casc", "hyb"]
+
+
+class AgentSpec(Frozen):
+    """Which agent to call and how: a registered adapter name (entry point), or `module:attr`."""
+
+    name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
+    adapter: str = Field(min_length=1)
+    url: str | None = None
+    architecture: Architecture | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class BackendSpec(Frozen):
+    name: str = Field(min_length=1)
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class ChannelSpec(Frozen):
+    telephone: bool = True
+    snr_db: float | None = Field(default=None, ge=-10, le=80)
+    packet_loss: float = Field(default=0.0, ge=0.0, le=0.5)
+
+
+class Timeouts(Frozen):
+    connect_s: float = Field(default=10.0, gt=0)
+    turn_s: float = Field(default=30.0, gt=0)
+    call_s: float = Field(default=300.0, gt=0)
+
+
+class PairSpec(Frozen):
+    """A planned contrast: shared `base` levels, then the levels that make condition a and b."""
+
+    name: str | None = None
+    contrast: tuple[Axis, ...]
+    base: dict[str, str] = Field(default_factory=dict)
+    a: dict[str, str] = Field(default_factory=dict)
+    b: dict[str, str] = Field(default_factory=dict)
+    scenarios: tuple[str, ...] | None = None
+
+    @field_validator("contrast")
+    @classmethod
+    def _unique(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        if len(set(v)) != len(v):
+            raise ValueError("contrast lists an axis twice")
+        return v
+
+
+class Campaign(Frozen):
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+    description: str = ""
+    seed: int = 0
+    batch: str = Field(default="b1", pattern=r"^[A-Za-z0-9_.-]+$")
+    scenario_dir: str | None = None
+    catalogue: str | None = None
+    scenarios: tuple[str, ...] = Field(min_length=1)
+    agents: tuple[AgentSpec, ...] = Field(min_length=1)
+    pairs: tuple[PairSpec, ...] = Field(min_length=1)
+    voices: int = Field(default=3, ge=1)
+    replicates: int = Field(default=1, ge=1)
+    concurrency: int = Field(default=4, ge=1, le=4096)
+    pacing: Pacing = "accelerated"
+    tts: BackendSpec = BackendSpec(name="espeak")
+    asr: BackendSpec = BackendSpec(name="faster-whisper")
+    channel: ChannelSpec = ChannelSpec()
+    timeouts: Timeouts = Timeouts()
+    retries: int = Field(default=0, ge=0, le=5)
+
+    @field_validator("agents")
+    @classmethod
+    def _unique_agents(cls, v: tuple[AgentSpec, ...]) -> tuple[AgentSpec, ...]:
+        names = [a.name for a in v]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"agent name {', '.join(dupes)} used twice")
+        return v
+
+    @property
+    def sha256(self) -> str:
+        return sha256_of(self)
+
+
+__all__ = ["AXES", "AgentSpec", "Architecture", "BackendSpec", "Campaign", "ChannelSpec", "Pacing", "PairSpec", "Timeouts"]

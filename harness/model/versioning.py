@@ -1,0 +1,28 @@
+"""Schema versions of what voice-audit writes; readers accept older ones and refuse newer ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from scenarios.errors import SchemaVersionError
+
+SCHEMA_VERSION = 1
+
+
+def check_schema_version(found: Any, where: str | Path) -> int:
+    """Validate a `schema_version` field read from `where`; newer than ours is refused with the fix."""
+    if not isinstance(found, int) or isinstance(found, bool) or found < 1:
+        raise SchemaVersionError(f"{where}: missing or invalid schema_version {found!r}; not a voice-audit file")
+    if found > SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{where}: schema_version {found} was written by a newer voice-audit (this one reads up to "
+            f"{SCHEMA_VERSION}); upgrade with: pip install -U voice-audit"
+        )
+    return found
+
+
+def upgrade(data: dict[str, Any], kind: str) -> dict[str, Any]:
+    """Bring an older record up to the current schema. Version 1 is the first; later ones add steps here."""
+    del kind
+    return data

@@ -1,0 +1,241 @@
+"""Loading a campaign file, checking it against scenarios, personas and registries, and planning pairs."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import ValidationError
+
+from harness.model.campaign import Campaign
+from harness.registry import agent_adapter_names, asr_backend_names, is_module_ref, tts_backend_names
+from personas import (
+    AXES,
+    Axis,
+    CallerCondition,
+    Catalogue,
+    MatchedPair,
+    check_level,
+    load_catalogue,
+)
+from scenarios import BUNDLED_LIBRARY, ConfigError, Frozen, Scenario, ScenarioLibrary, sha256_of
+from scenarios.yamlsrc import YamlDocument, load_yaml, pydantic_error
+
+
+class PlannedEpisode(Frozen):
+    """One call to place: a side of a matched pair against one agent."""
+
+    episode_id: str
+    side: Literal["a", "b"]
+    agent: str
+    pair: MatchedPair
+    pair_name: str
+    caller_id: str
+
+
+class Plan(Frozen):
+    campaign_sha256: str
+    episodes: tuple[PlannedEpisode, ...]
+
+    @property
+    def sha256(self) -> str:
+        return sha256_of(self)
+
+    def pairs(self) -> list[tuple[PlannedEpisode, PlannedEpisode]]:
+        by_pair: dict[str, dict[str, PlannedEpisode]] = {}
+        for ep in self.episodes:
+            by_pair.setdefault(ep.pair.pair_id, {})[ep.side] = ep
+        return [(sides["a"], sides["b"]) for sides in by_pair.values()]
+
+
+@dataclass(frozen=True)
+class LoadedCampaign:
+    path: Path
+    campaign: Campaign
+    scenarios: dict[str, Scenario]
+    scenario_dir: Path
+    catalogue: Catalogue
+    plan: Plan
+
+
+def _hex(*parts: object, n: int = 16) -> str:
+    return hashlib.sha256("|".join(str(p) for p in parts).encode()).hexdigest()[:n]
+
+
+def _check_backends(doc: YamlDocument, campaign: Campaign) -> None:
+    checks: tuple[tuple[str, str, Callable[[], list[str]]], ...] = (
+        ("tts", campaign.tts.name, tts_backend_names),
+        ("asr", campaign.asr.name, asr_backend_names),
+    )
+    for key, name, known in checks:
+        if is_module_ref(name):
+            continue
+        names = known()
+        if name not in names:
+            raise doc.error(
+                (key, "name"),
+                f"unknown {key.upper()} backend '{name}' (known: {', '.join(sorted(names))})",
+                fix="use a known name, or module:attr for your own backend",
+            )
+
+
+def _check_agents(doc: YamlDocument, campaign: Campaign) -> None:
+    names = agent_adapter_names()
+    for i, agent in enumerate(campaign.agents):
+        if is_module_ref(agent.adapter):
+            continue
+        if agent.adapter not in names:
+            raise doc.error(
+                ("agents", i, "adapter"),
+                f"unknown agent adapter '{agent.adapter}' for agent '{agent.name}' "
+                f"(known: {', '.join(sorted(names)) or 'none installed'})",
+                fix="use a registered adapter name or module:attr",
+            )
+
+
+def _resolve_condition(
+    doc: YamlDocument, catalogue: Catalogue, index: int, side: str, levels: dict[str, str], where: dict[str, str]
+) -> CallerCondition:
+    for axis, level in levels.items():
+        problem = check_level(catalogue, axis, level)
+        if problem:
+            key = ("pairs", index, where[axis], axis)
+            raise doc.error(key, f"pair {index}: {problem}")
+    missing = [a for a in AXES if a not in levels]
+    if missing:
+        raise doc.error(
+            ("pairs", index),
+            f"pair {index}: condition {side} has no level for axis {', '.join(missing)}",
+            fix="set it in the pair's base (shared) or in a/b",
+        )
+    return CallerCondition(**levels)
+
+
+_Resolved = tuple[str, tuple[Axis, ...], CallerCondition, CallerCondition, tuple[str, ...] | None]
+
+
+def _resolve_pairs(doc: YamlDocument, campaign: Campaign, catalogue: Catalogue) -> list[_Resolved]:
+    resolved: list[_Resolved] = []
+    for i, spec in enumerate(campaign.pairs):
+        sides = []
+        for side, own in (("a", spec.a), ("b", spec.b)):
+            levels = dict(spec.base)
+            where = dict.fromkeys(spec.base, "base")
+            levels.update(own)
+            where.update(dict.fromkeys(own, side))
+            sides.append(_resolve_condition(doc, catalogue, i, side, levels, where))
+        cond_a, cond_b = sides
+        differing = set(cond_a.differing_axes(cond_b))
+        undeclared = sorted(differing - set(spec.contrast))
+        if undeclared:
+            raise doc.error(
+                ("pairs", i),
+                f"pair {i}: conditions differ on undeclared axis {', '.join(undeclared)} "
+                f"(contrast: {', '.join(spec.contrast) or 'none'})",
+                fix="add the axis to contrast, or give both conditions the same level",
+            )
+        same = sorted(set(spec.contrast) - differing)
+        if same:
+            raise doc.error(
+                ("pairs", i, "contrast"),
+                f"pair {i}: contrast axis {', '.join(same)} has the same level in a and b",
+                fix="give a and b different levels on it, or remove it from contrast",
+            )
+        name = spec.name or (
+            "A/A " + cond_a.label() if not spec.contrast else f"{'+'.join(spec.contrast)}: "
+            + " vs ".join("/".join(getattr(c, ax) for ax in spec.contrast) for c in (cond_a, cond_b))
+        )
+        resolved.append((name, tuple(spec.contrast), cond_a, cond_b, spec.scenarios))
+    return resolved
+
+
+def plan_campaign(
+    doc: YamlDocument, campaign: Campaign, scenarios: dict[str, Scenario], catalogue: Catalogue
+) -> Plan:
+    """Expand the campaign into episodes; ids and seeds derive from content, so re-planning is stable.
+
+    The seed and caller id depend on scenario, pair, voice and replicate but not on the agent, so
+    the same synthetic caller meets every agent (the cross-agent gap needs that).
+    """
+    pairs = _resolve_pairs(doc, campaign, catalogue)
+    episodes: list[PlannedEpisode] = []
+    for p_index, (name, contrast, cond_a, cond_b, only) in enumerate(pairs):
+        n_voices = min(
+            len(catalogue.voice_profile[cond_a.voice_profile].realisations),
+            len(catalogue.voice_profile[cond_b.voice_profile].realisations),
+        )
+        if campaign.voices > n_voices:
+            raise doc.error(
+                ("voices",),
+                f"voices: {campaign.voices} asked but pair {p_index} has only {n_voices} realisations per cell",
+                fix=f"set voices to {n_voices} or fewer, or add realisations to the catalogue",
+            )
+        for scenario_id in campaign.scenarios:
+            if only is not None and scenario_id not in only:
+                continue
+            for voice in range(campaign.voices):
+                for rep in range(campaign.replicates):
+                    caller_key = _hex(campaign.seed, scenario_id, cond_a, cond_b, contrast, voice, rep, n=12)
+                    seed = int(_hex("seed", campaign.seed, caller_key, n=8), 16)
+                    for agent in campaign.agents:
+                        pair = MatchedPair(
+                            pair_id=_hex("pair", caller_key, agent.name, campaign.batch, n=12),
+                            scenario_id=scenario_id,
+                            contrast=contrast,
+                            condition_a=cond_a,
+                            condition_b=cond_b,
+                            voice_index=voice,
+                            seed=seed,
+                            replicate=rep,
+                            run_batch=campaign.batch,
+                        )
+                        sides: tuple[Literal["a"], Literal["b"]] = ("a", "b")
+                        for side in sides:
+                            episodes.append(
+                                PlannedEpisode(
+                                    episode_id=_hex("episode", pair.pair_id, side),
+                                    side=side,
+                                    agent=agent.name,
+                                    pair=pair,
+                                    pair_name=name,
+                                    caller_id=f"{caller_key}{side}",
+                                )
+                            )
+    ids = [e.episode_id for e in episodes]
+    if len(set(ids)) != len(ids):
+        raise doc.error(("pairs",), "two planned pairs are identical", fix="remove the duplicate pair")
+    return Plan(campaign_sha256=campaign.sha256, episodes=tuple(episodes))
+
+
+def load_campaign(path: str | Path) -> LoadedCampaign:
+    """Read, validate and plan a campaign; any problem is one positioned ConfigError and nothing is written."""
+    doc = load_yaml(path)
+    try:
+        campaign = Campaign.model_validate(doc.data)
+    except ValidationError as exc:
+        raise pydantic_error(doc, exc, "Campaign") from None
+    base = doc.path.parent
+    catalogue = load_catalogue(base / campaign.catalogue) if campaign.catalogue else load_catalogue()
+    scenario_dir = (base / campaign.scenario_dir) if campaign.scenario_dir else BUNDLED_LIBRARY
+    library = ScenarioLibrary(scenario_dir)
+    scenarios: dict[str, Scenario] = {}
+    for i, sid in enumerate(campaign.scenarios):
+        try:
+            scenarios[sid] = library.get_locked(sid)
+        except ConfigError as exc:
+            raise doc.error(("scenarios", i), exc.message, fix=exc.fix) from None
+    for i, spec in enumerate(campaign.pairs):
+        for j, sid in enumerate(spec.scenarios or ()):
+            if sid not in scenarios:
+                raise doc.error(
+                    ("pairs", i, "scenarios", j),
+                    f"pair {i} names scenario '{sid}' that the campaign does not list",
+                    fix="add it to the campaign's scenarios",
+                )
+    _check_agents(doc, campaign)
+    _check_backends(doc, campaign)
+    plan = plan_campaign(doc, campaign, scenarios, catalogue)
+    return LoadedCampaign(doc.path, campaign, scenarios, scenario_dir, catalogue, plan)

@@ -1,0 +1,208 @@
+"""The run folder: atomic writes, append-and-flush logs, resumable, schema-checked on read.
+
+```
+runs/<run_id>/
+  run.json                      RunManifest
+  episodes.jsonl                one EpisodeRecord per finished episode, appended and flushed
+  episodes/<id>/events.jsonl    every event with t_ms
+  episodes/<id>/call.wav        stereo: caller left, agent right, on the episode clock
+```
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from harness.model.episode import EpisodeRecord, RunManifest
+from harness.model.events import EVENT_ADAPTER, Event
+from harness.model.versioning import check_schema_version, upgrade
+from scenarios.errors import VoiceAuditError
+
+RUN_JSON = "run.json"
+EPISODES_JSONL = "episodes.jsonl"
+EPISODES_DIR = "episodes"
+EVENTS_JSONL = "events.jsonl"
+CALL_WAV = "call.wav"
+
+
+class RunFolderError(VoiceAuditError):
+    """A run folder is missing, unreadable, or not writable."""
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write to a temp file in the same folder, fsync, rename: readers never see half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_json(path: Path, data: Any) -> None:
+    atomic_write_bytes(path, (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode())
+
+
+class EventLog:
+    """Append-and-flush writer for one episode's events; keeps a running hash of what it wrote."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._fh: IO[bytes] = open(path, "wb")  # noqa: SIM115 - lives as long as the call
+        self._hash = hashlib.sha256()
+        self.count = 0
+
+    def append(self, event: Event) -> None:
+        line = EVENT_ADAPTER.dump_json(event) + b"\n"
+        self._fh.write(line)
+        self._fh.flush()
+        self._hash.update(line)
+        self.count += 1
+
+    def close(self) -> str:
+        if not self._fh.closed:
+            os.fsync(self._fh.fileno())
+            self._fh.close()
+        return self._hash.hexdigest()
+
+
+class RunWriter:
+    """Creates or resumes a run folder. Only finished episodes are ever recorded in episodes.jsonl."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.run_dir = Path(run_dir)
+
+    def create(self, manifest: RunManifest) -> None:
+        if self.run_dir.exists() and any(self.run_dir.iterdir()):
+            raise RunFolderError(
+                f"{self.run_dir}: run folder already exists and is not empty; "
+                f"resume it with: voice-audit run --resume {self.run_dir}"
+            )
+        try:
+            (self.run_dir / EPISODES_DIR).mkdir(parents=True, exist_ok=True)
+            atomic_write_json(self.run_dir / RUN_JSON, manifest.model_dump(mode="json"))
+            (self.run_dir / EPISODES_JSONL).touch()
+        except OSError as exc:
+            raise RunFolderError(f"{self.run_dir}: cannot create run folder: {exc.strerror}") from None
+
+    def prepare_resume(self) -> set[str]:
+        """Finished episode ids; drops a torn last line and the folders of unfinished episodes."""
+        path = self.run_dir / EPISODES_JSONL
+        if not (self.run_dir / RUN_JSON).exists():
+            raise RunFolderError(f"{self.run_dir}: no {RUN_JSON}; not a run folder")
+        data = path.read_bytes() if path.exists() else b""
+        finished: set[str] = set()
+        good_end = 0
+        for raw in data.splitlines(keepends=True):
+            if not raw.endswith(b"\n"):
+                break
+            try:
+                rec = json.loads(raw)
+                finished.add(rec["header"]["episode_id"])
+            except (json.JSONDecodeError, KeyError, TypeError):
+                break
+            good_end += len(raw)
+        if good_end != len(data):
+            with open(path, "r+b") as fh:
+                fh.truncate(good_end)
+                fh.flush()
+                os.fsync(fh.fileno())
+        episodes = self.run_dir / EPISODES_DIR
+        if episodes.exists():
+            for child in episodes.iterdir():
+                if child.is_dir() and child.name not in finished:
+                    shutil.rmtree(child)
+        return finished
+
+    def episode_dir(self, episode_id: str) -> Path:
+        d = self.run_dir / EPISODES_DIR / episode_id
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    def append_record(self, record: EpisodeRecord) -> None:
+        line = record.model_dump_json().encode() + b"\n"
+        fd = os.open(self.run_dir / EPISODES_JSONL, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+@dataclass
+class ReadProblems:
+    """What a reader skipped and why; analysis reports these counts instead of dropping silently."""
+
+    items: list[str] = field(default_factory=list)
+
+    def add(self, message: str) -> None:
+        self.items.append(message)
+
+
+class RunReader:
+    """Reads a run folder, accepting older schema versions and refusing newer ones."""
+
+    def __init__(self, run_dir: str | Path) -> None:
+        self.run_dir = Path(run_dir)
+        self.problems = ReadProblems()
+        path = self.run_dir / RUN_JSON
+        if not path.exists():
+            raise RunFolderError(f"{self.run_dir}: no {RUN_JSON}; not a voice-audit run folder")
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise RunFolderError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON ({exc.msg})") from None
+        check_schema_version(data.get("schema_version") if isinstance(data, dict) else None, path)
+        try:
+            self.manifest = RunManifest.model_validate(upgrade(data, "run"))
+        except ValidationError as exc:
+            raise RunFolderError(f"{path}: invalid run manifest: {exc.errors()[0]['msg']}") from None
+
+    def records(self) -> Iterator[EpisodeRecord]:
+        path = self.run_dir / EPISODES_JSONL
+        if not path.exists():
+            self.problems.add(f"{path}: missing")
+            return
+        with open(path, "rb") as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                if not raw.strip():
+                    continue
+                if not raw.endswith(b"\n"):
+                    self.problems.add(f"{path}:{lineno}: truncated last line skipped")
+                    continue
+                try:
+                    data = json.loads(raw)
+                    check_schema_version(data.get("schema_version"), f"{path}:{lineno}")
+                    yield EpisodeRecord.model_validate(upgrade(data, "episode"))
+                except (json.JSONDecodeError, ValidationError, AttributeError) as exc:
+                    self.problems.add(f"{path}:{lineno}: invalid record skipped ({type(exc).__name__})")
+
+    def events(self, episode_id: str) -> list[Event]:
+        path = self.run_dir / EPISODES_DIR / episode_id / EVENTS_JSONL
+        out: list[Event] = []
+        with open(path, "rb") as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                try:
+                    out.append(EVENT_ADAPTER.validate_json(raw))
+                except ValidationError as exc:
+                    raise RunFolderError(f"{path}:{lineno}: invalid event ({exc.errors()[0]['msg']})") from None
+        return out
+
+    def audio_path(self, episode_id: str) -> Path:
+        return self.run_dir / EPISODES_DIR / episode_id / CALL_WAV
