@@ -186,6 +186,12 @@ class AgentSession(Protocol):
 
     async def send_dtmf(self, digit: str) -> None: ...
 
+    async def mark_played(self, name: str) -> None:
+        """The harness's playback clock reached a mark the agent sent (Twilio echoes it back)."""
+
+    async def barge_in(self, played_ms: int) -> None:
+        """The caller spoke over the agent after `played_ms` of the current agent turn had played."""
+
     def events(self) -> AsyncIterator[AgentEvent]:
         """Agent events in order; the iterator ends when the agent side of the call is over."""
 
