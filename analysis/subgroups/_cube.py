@@ -161,7 +161,9 @@ def _bottomup(
         ok[levels[a] :] = False
         item_ok.append(ok)
     n_cells = len(cell_codes)
-    stack = [((), np.arange(n_cells), np.zeros(n_cells, dtype=np.int64), np.empty((1, 0), dtype=np.int64))]
+    stack: list[tuple[tuple[int, ...], np.ndarray, np.ndarray, np.ndarray]] = [
+        ((), np.arange(n_cells), np.zeros(n_cells, dtype=np.int64), np.empty((1, 0), dtype=np.int64))
+    ]
     while stack:
         subset, members, gid, gcodes = stack.pop()
         if len(subset) >= max_length:

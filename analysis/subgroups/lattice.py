@@ -107,13 +107,14 @@ class Lattice:
     def encode(self, ref: ItemsetRef) -> np.ndarray:
         """Code row of an itemset given as a label, a mapping {attribute: value} or 'a=v' items."""
         if isinstance(ref, str):
-            items: list[tuple[str, str]] = [] if not ref.strip() else [
-                tuple(part.strip().split("=", 1)) for part in ref.split(",")  # type: ignore[misc]
-            ]
+            parts = [part.strip() for part in ref.split(",")] if ref.strip() else []
         elif isinstance(ref, Mapping):
-            items = [(str(a), str(v)) for a, v in ref.items()]
+            parts = [f"{a}={v}" for a, v in ref.items()]
+        elif isinstance(ref, Iterable):
+            parts = [str(item) for item in ref]
         else:
-            items = [tuple(str(item).split("=", 1)) for item in ref]  # type: ignore[misc]
+            raise UnknownItemsetError(f"cannot read itemset {ref!r}; pass a label, mapping or items")
+        items = [tuple(part.split("=", 1)) for part in parts]
         row = np.full(len(self.attributes), -1, dtype=np.int32)
         for pair in items:
             if len(pair) != 2:
