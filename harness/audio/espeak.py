@@ -1,0 +1,196 @@
+"""eSpeak NG through ctypes on the `espeakng-loader` wheel: the embedded, offline default TTS.
+
+The library holds one global, non-reentrant engine per process, so this module keeps one engine
+per process behind a lock; the async facade runs it in a process pool for parallelism and so that
+an engine crash (eSpeak calls exit() on some internal errors) cannot take the caller down.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import re
+import threading
+from functools import cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.audio.errors import EmptyTextError, SynthesisError, UnknownVoiceError
+from harness.audio.types import Synthesis
+from personas._model import SpeechParams
+
+_AUDIO_OUTPUT_SYNCHRONOUS = 2
+_INIT_DONT_EXIT = 0x8000
+_POS_CHARACTER = 1
+_SSML = 0x10
+_PARAM = {"rate": 1, "volume": 2, "pitch": 3, "range": 4, "wordgap": 7}
+_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p)
+
+
+@cache
+def _paths() -> tuple[str, str]:
+    import espeakng_loader
+
+    return espeakng_loader.get_library_path(), espeakng_loader.get_data_path()
+
+
+@cache
+def espeak_voices() -> dict[str, str]:
+    """Voice name (lower case) -> voice file identifier such as "gmw/en-US".
+
+    `espeak_SetVoiceByName` only matches file names, while persona voices are often language codes
+    ("en-gb" is declared inside the file "gmw/en"), so languages map to the file that declares them
+    with the best priority, as the espeak-ng command line does.
+    """
+    lang_dir = Path(_paths()[1]) / "lang"
+    files: dict[str, str] = {}
+    languages: dict[str, tuple[int, str]] = {}
+    for path in sorted(lang_dir.rglob("*")):
+        if not path.is_file():
+            continue
+        ident = path.relative_to(lang_dir).as_posix()
+        files[path.name.lower()] = ident
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and parts[0] == "language":
+                priority = int(parts[2]) if len(parts) > 2 and parts[2].isdigit() else 5
+                best = languages.get(parts[1].lower())
+                if best is None or (priority, ident) < best:
+                    languages[parts[1].lower()] = (priority, ident)
+    return {**{lang: ident for lang, (_, ident) in languages.items()}, **files}
+
+
+@cache
+def espeak_variants() -> frozenset[str]:
+    """Variant names usable after '+', e.g. f2, m3, klatt4, grandma."""
+    vdir = Path(_paths()[1]) / "voices" / "!v"
+    return frozenset(p.name.lower() for p in vdir.iterdir() if p.is_file())
+
+
+class _Engine:
+    """The process's single eSpeak NG engine."""
+
+    def __init__(self) -> None:
+        lib_path, data_path = _paths()
+        self.lib = ctypes.CDLL(lib_path)
+        self.lib.espeak_Info.restype = ctypes.c_char_p
+        rate = int(
+            self.lib.espeak_Initialize(_AUDIO_OUTPUT_SYNCHRONOUS, 0, data_path.encode(), _INIT_DONT_EXIT)
+        )
+        if rate <= 0:
+            raise SynthesisError(f"eSpeak NG failed to initialise with data at {data_path} (code {rate})")
+        self.sample_rate = rate
+        self.version = (self.lib.espeak_Info(None) or b"unknown").decode()
+        self._chunks: list[np.ndarray] = []
+        self._callback = _CALLBACK(self._collect)
+        self.lib.espeak_SetSynthCallback(self._callback)
+        self.lock = threading.Lock()
+
+    def _collect(self, wav: Any, n: int, _events: Any) -> int:
+        if wav and n > 0:
+            self._chunks.append(np.ctypeslib.as_array(wav, shape=(n,)).copy())
+        return 0
+
+    def set_voice(self, name: str) -> int:
+        return int(self.lib.espeak_SetVoiceByName(name.encode()))
+
+    def speak(self, payload: str, *, ssml: bool, params: dict[str, int]) -> np.ndarray:
+        for key, value in params.items():
+            self.lib.espeak_SetParameter(_PARAM[key], value, 0)
+        data = payload.encode("utf-8") + b"\0"
+        self._chunks = []
+        code = int(
+            self.lib.espeak_Synth(data, len(data), 0, _POS_CHARACTER, 0, _SSML if ssml else 0, None, None)
+        )
+        if code != 0:
+            raise SynthesisError(f"espeak_Synth returned error code {code}")
+        chunks, self._chunks = self._chunks, []
+        return np.concatenate(chunks).astype(np.int16) if chunks else np.zeros(0, dtype=np.int16)
+
+
+_engine: _Engine | None = None
+_engine_lock = threading.Lock()
+
+
+def _get_engine() -> _Engine:
+    global _engine
+    with _engine_lock:
+        if _engine is None:
+            _engine = _Engine()
+        return _engine
+
+
+def _speakable(text: str) -> bool:
+    stripped = re.sub(r"<[^>]*>", " ", text)
+    return any(ch.isalnum() for ch in stripped)
+
+
+class EspeakBackend:
+    """eSpeak NG TTS. Accents are voices (en-gb-scotland, es, ...), voice profiles are variants (+f2)."""
+
+    name = "espeak"
+
+    def __init__(self, use_ssml: bool = True) -> None:
+        self.use_ssml = use_ssml
+        self.sample_rate = 22050
+        self.version = f"espeakng-loader {metadata.version('espeakng-loader')}"
+
+    def check_voice(self, params: SpeechParams) -> None:
+        """Raise UnknownVoiceError before synthesis: eSpeak silently ignores an unknown variant."""
+        if params.voice.lower() not in espeak_voices():
+            english = sorted(v for v in espeak_voices() if v.startswith("en"))
+            raise UnknownVoiceError(
+                self.name,
+                params.voice,
+                f"use an eSpeak NG voice name such as {', '.join(english)}, or a language code (es, fr, de, vi)",
+            )
+        if params.variant is not None and params.variant.lower() not in espeak_variants():
+            raise UnknownVoiceError(
+                self.name,
+                params.espeak_name,
+                "use a variant from espeak-ng-data/voices/!v, e.g. m1-m8, f1-f5, klatt2-klatt6, grandma",
+            )
+
+    def synthesize(self, text: str, ssml: str | None, params: SpeechParams) -> Synthesis:
+        use_ssml = bool(ssml) and self.use_ssml
+        payload = ssml if use_ssml and ssml else text
+        if not payload or not _speakable(payload):
+            raise EmptyTextError(
+                f"{self.name}: nothing speakable in {payload!r} (voice {params.espeak_name})"
+            )
+        self.check_voice(params)
+        engine = _get_engine()
+        applied = {
+            "rate": params.rate_wpm,
+            "volume": params.volume,
+            "pitch": params.pitch,
+            "range": params.pitch_range,
+            "wordgap": params.word_gap_ms // 10,
+        }
+        ident = espeak_voices()[params.voice.lower()] + (f"+{params.variant}" if params.variant else "")
+        with engine.lock:
+            if engine.set_voice(ident) != 0:
+                raise UnknownVoiceError(
+                    self.name, params.espeak_name, f"eSpeak NG refused voice file {ident}"
+                )
+            pcm = engine.speak(payload, ssml=use_ssml, params=applied)
+        if pcm.size == 0 or not np.any(pcm):
+            raise EmptyTextError(f"{self.name}: voice {params.espeak_name} produced no audio for {payload!r}")
+        return Synthesis(
+            pcm=pcm,
+            sample_rate=engine.sample_rate,
+            backend=self.name,
+            backend_version=f"{self.version}; espeak-ng {engine.version}",
+            params={
+                "voice": params.espeak_name,
+                "voice_file": ident,
+                "rate_wpm": params.rate_wpm,
+                "pitch": params.pitch,
+                "pitch_range": params.pitch_range,
+                "volume": params.volume,
+                "word_gap_ms": applied["wordgap"] * 10,
+                "input": "ssml" if use_ssml else "text",
+            },
+        )

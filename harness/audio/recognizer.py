@@ -1,0 +1,71 @@
+"""`SpeechRecognizer`: the async face of ASR, cached by audio hash + backend + model.
+
+Recognition runs in a thread pool: CTranslate2, PocketSphinx and torch release the GIL while
+decoding, and the model is loaded once per process instead of once per worker process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+
+from harness.audio.cache import ContentCache, content_key, transcript_cache
+from harness.audio.dsp import pcm_sha256
+from harness.audio.registry import create_asr
+from harness.audio.types import ASRBackend, AsyncASRBackend, Transcript
+
+
+class SpeechRecognizer:
+    """`await asr.transcribe(pcm, sample_rate)` -> Transcript, off the event loop and cached."""
+
+    def __init__(
+        self,
+        backend: str | ASRBackend = "faster-whisper",
+        *,
+        options: dict[str, Any] | None = None,
+        max_workers: int = 1,
+        cache_dir: str | Path | None = None,
+        cache_items: int = 4096,
+    ) -> None:
+        self.backend: ASRBackend = (
+            create_asr(backend, **(options or {})) if isinstance(backend, str) else backend
+        )
+        self.cache: ContentCache[Transcript] = transcript_cache(cache_dir, cache_items)
+        self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="asr")
+        self.recognised = 0
+
+    def key(self, pcm: np.ndarray, sample_rate: int) -> str:
+        return content_key(
+            audio=pcm_sha256(pcm, sample_rate), backend=self.backend.name, model=self.backend.model
+        )
+
+    async def transcribe(self, pcm: np.ndarray, sample_rate: int) -> Transcript:
+        key = self.key(pcm, sample_rate)
+        hit = self.cache.get(key)
+        if hit is not None:
+            return hit.model_copy(update={"cached": True})
+        self.recognised += 1
+        backend = self.backend
+        if isinstance(backend, AsyncASRBackend):
+            result = await backend.transcribe_async(pcm, sample_rate)
+        else:
+            loop = asyncio.get_running_loop()
+            result = await loop.run_in_executor(self._pool, backend.transcribe, pcm, sample_rate)
+        self.cache.put(key, result)
+        return result
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    async def __aenter__(self) -> SpeechRecognizer:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await asyncio.to_thread(self.close)
