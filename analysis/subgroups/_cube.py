@@ -81,19 +81,19 @@ def _emit(
     min_count: int,
     out: _Collector,
 ) -> None:
-    view = table[(slice(None), *(slice(0, levels[a]) for a in subset))]
-    mask = view[0] >= min_count
+    view = table[tuple(slice(0, levels[a]) for a in subset)]
+    mask = view[..., 0] >= min_count
     if not mask.any():
         return
     where = np.nonzero(mask)
     codes = np.full((len(where[0]), n_attr), -1, dtype=np.int32)
     for pos, a in enumerate(subset):
         codes[:, a] = where[pos]
-    out.add(codes, view[:, mask].T)
+    out.add(codes, view[mask])
 
 
 def _topdown(
-    codes: np.ndarray,
+    codes: Sequence[np.ndarray],
     sizes: Sequence[int],
     levels: Sequence[int],
     weights: np.ndarray,
@@ -104,14 +104,14 @@ def _topdown(
     m = len(sizes)
     n_stats = len(weights)
     n_cells = math.prod(sizes)
-    flat = np.ravel_multi_index(tuple(codes.T), tuple(sizes))
-    cube = np.empty((n_stats, n_cells))
-    cube[0] = np.bincount(flat, minlength=n_cells)
+    flat = np.ravel_multi_index(tuple(codes), tuple(sizes))
+    cube = np.empty((n_cells, n_stats))
+    cube[:, 0] = np.bincount(flat, minlength=n_cells)
     for j in range(1, n_stats):
-        cube[j] = np.bincount(flat, weights=weights[j], minlength=n_cells)
-    root = cube.sum(axis=1)
+        cube[:, j] = np.bincount(flat, weights=weights[j], minlength=n_cells)
+    root = cube.sum(axis=0)
     full = tuple(range(m))
-    tables = {full: cube.reshape((n_stats, *sizes))}
+    tables = {full: cube.reshape((*sizes, n_stats))}
     if m <= max_length:
         _emit(full, tables[full], levels, m, min_count, out)
     for size in range(m - 1, 0, -1):
@@ -119,20 +119,20 @@ def _topdown(
         for subset in combinations(range(m), size):
             extra = min((a for a in range(m) if a not in subset), key=lambda a: sizes[a])
             parent = tuple(sorted((*subset, extra)))
-            built[subset] = tables[parent].sum(axis=1 + parent.index(extra))
+            built[subset] = tables[parent].sum(axis=parent.index(extra))
             if size <= max_length:
                 _emit(subset, built[subset], levels, m, min_count, out)
         tables = built
     return root
 
 
-def _base_cells(codes: np.ndarray, sizes: Sequence[int], weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _base_cells(codes: Sequence[np.ndarray], sizes: Sequence[int], weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if math.prod(sizes) < 2**62:
-        flat = np.ravel_multi_index(tuple(codes.T), tuple(sizes))
+        flat = np.ravel_multi_index(tuple(codes), tuple(sizes))
         uniq, inverse = np.unique(flat, return_inverse=True)
         cell_codes = np.column_stack(np.unravel_index(uniq, tuple(sizes)))
     else:
-        cell_codes, inverse = np.unique(codes, axis=0, return_inverse=True)
+        cell_codes, inverse = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
     inverse = inverse.ravel()
     n_cells = len(cell_codes)
     stats = np.empty((len(weights), n_cells))
@@ -143,7 +143,7 @@ def _base_cells(codes: np.ndarray, sizes: Sequence[int], weights: np.ndarray) ->
 
 
 def _bottomup(
-    codes: np.ndarray,
+    codes: Sequence[np.ndarray],
     sizes: Sequence[int],
     levels: Sequence[int],
     weights: np.ndarray,
@@ -202,7 +202,7 @@ def _bottomup(
 
 
 def aggregate(
-    codes: np.ndarray,
+    codes: Sequence[np.ndarray],
     sizes: Sequence[int],
     levels: Sequence[int],
     weights: np.ndarray,

@@ -17,7 +17,7 @@ from .errors import AttributeInputError, OutcomeError, SubgroupWarning, TooManyL
 class _Attributes:
     names: tuple[str, ...]
     levels: tuple[tuple[str, ...], ...]
-    codes: np.ndarray  # (n_rows, n_attr) int64, missing coded as the level count
+    codes: tuple[np.ndarray, ...]  # one int64 row per attribute, missing coded as the level count
     sizes: tuple[int, ...]  # levels + 1 when the attribute has missing values
 
 
@@ -65,8 +65,7 @@ def _encode_attributes(
         sizes.append(k + int(has_missing))
     if not names:
         raise AttributeInputError("no usable attribute left; change `attributes`")
-    matrix = np.column_stack(columns) if columns else np.empty((len(df), 0), dtype=np.int64)
-    return _Attributes(tuple(names), tuple(levels), matrix, tuple(sizes))
+    return _Attributes(tuple(names), tuple(levels), tuple(columns), tuple(sizes))
 
 
 def _outcome_values(df: pd.DataFrame, name: str) -> np.ndarray:

@@ -84,11 +84,17 @@ class Lattice:
         """Itemset labels 'a=x, b=y' in attribute order; the empty itemset is ''."""
         out = np.full(len(self), "", dtype=object)
         present = self.codes >= 0
-        patterns, inverse = np.unique(present, axis=0, return_inverse=True)
+        if len(self.attributes) < 63:
+            bits = present.astype(np.int64) @ (np.int64(1) << np.arange(len(self.attributes), dtype=np.int64))
+            _, first, inverse = np.unique(bits, return_index=True, return_inverse=True)
+        else:
+            _, first, inverse = np.unique(present, axis=0, return_index=True, return_inverse=True)
         inverse = inverse.ravel()
-        for p, pattern in enumerate(patterns):
-            rows = np.nonzero(inverse == p)[0]
-            parts = [np.array(self.item_labels[a], dtype=object)[self.codes[rows, a]] for a in np.nonzero(pattern)[0]]
+        order = np.argsort(inverse, kind="stable")
+        bounds = np.searchsorted(inverse[order], np.arange(len(first) + 1))
+        for p, start in enumerate(first):
+            rows = order[bounds[p] : bounds[p + 1]]
+            parts = [np.array(self.item_labels[a], dtype=object)[self.codes[rows, a]] for a in np.nonzero(present[start])[0]]
             if not parts:
                 continue
             text = parts[0]
