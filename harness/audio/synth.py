@@ -157,9 +157,7 @@ class SpeechSynthesizer:
             pool = self._executor()
             await asyncio.gather(
                 *(
-                    loop.run_in_executor(
-                        pool, _worker_synthesize, name, self._options, "ok", None, probe
-                    )
+                    loop.run_in_executor(pool, _worker_synthesize, name, self._options, "ok", None, probe)
                     for _ in range(self.pool_size)
                 )
             )
