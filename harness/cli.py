@@ -105,6 +105,39 @@ def _print_plan(loaded: object) -> None:
     )
 
 
+@app.command("run")
+def run_cmd(
+    campaign: Annotated[Path | None, typer.Argument(help="campaign YAML")] = None,
+    out: Annotated[Path, typer.Option("--out", help="parent folder of run folders")] = Path("runs"),
+    run_id: Annotated[str | None, typer.Option(help="name of the run folder (default: NAME-TIMESTAMP-RANDOM)")] = None,
+    resume: Annotated[Path | None, typer.Option(help="resume this run folder: finished episodes are skipped")] = None,
+    plan_only: Annotated[bool, typer.Option(help="validate and print the plan; place no call")] = False,
+    quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
+) -> None:
+    """Place the campaign's calls and write a run folder (or resume one)."""
+    import asyncio
+
+    from harness.planning import load_campaign
+    from harness.runtime import CampaignRunner, new_run_id, resume_campaign_path
+
+    if resume is not None:
+        loaded = resume_campaign_path(resume)
+        run_dir = resume
+    elif campaign is not None:
+        loaded = load_campaign(campaign)
+        run_dir = out / (run_id or new_run_id(loaded.campaign.name))
+    else:
+        raise VoiceAuditError("give a campaign file, or --resume RUN_FOLDER")
+    if plan_only:
+        _print_plan(loaded)
+        return
+    summary = asyncio.run(CampaignRunner(loaded, run_dir, progress=not quiet).run(resume=resume is not None))
+    for line in summary.lines():
+        typer.echo(line)
+    if summary.statuses.get("completed", 0) == 0 and summary.ran:
+        raise typer.Exit(1)
+
+
 @app.command("schema")
 def schema_cmd(out: Annotated[Path, typer.Option("-o", "--out", help="folder for the JSON Schemas")] = Path("schemas")) -> None:
     """Write JSON Schemas for scenario, campaign, episode, event, run manifest and audit instance."""

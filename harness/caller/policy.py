@@ -1,0 +1,191 @@
+"""The deterministic caller policy: follow the locked anchors and react to the agent by rule.
+
+The policy decides *what* to say (an anchor, a challenge answer, a repeat, a request for a
+human) from the agent's words and the scenario alone. The persona only changes *how* it is said
+(text transforms applied later), so both calls of a pair make the same decisions whenever the
+agent treats them the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from harness.caller.classify import Reading, classify
+from harness.model.events import Classification
+from scenarios import Anchor, Scenario
+
+UtteranceKind = Literal["anchor", "challenge_answer", "repeat", "rephrase", "human_request", "nudge"]
+EscalationReason = Literal["scripted", "repairs", "stalled", "denial"]
+
+HUMAN_REQUEST = "Can I speak to a human agent, please?"
+NUDGE = "Okay."
+UNKNOWN_FACT = "I am sorry, I do not have that with me."
+_REMEDY = {"billing": "refund_issued", "outage": "credit_issued", "plan": "plan_corrected", "account": "unresolved"}
+
+
+@dataclass(frozen=True)
+class Say:
+    kind: UtteranceKind
+    template: str
+    anchor_id: str | None = None
+    framing: bool = False
+
+
+@dataclass(frozen=True)
+class Decision:
+    reading: Reading
+    action: str
+    reason: str
+    say: Say | None = None
+    hang_up: bool = False
+    escalation: EscalationReason | None = None
+    handoff: Literal["confirmed", "refused"] | None = None
+    terminal: str | None = None
+
+    @property
+    def classification(self) -> Classification:
+        return self.reading.classification
+
+
+class CallerPolicy:
+    """One caller's state across a call."""
+
+    def __init__(self, scenario: Scenario) -> None:
+        self.scenario = scenario
+        self.script = scenario.caller
+        self.anchors: tuple[Anchor, ...] = self.script.anchors
+        self.next_index = 0
+        self.last_say: Say | None = None
+        self.repairs_in_row = 0
+        self.stalled_in_row = 0
+        self.escalation_requested = False
+        self.human_requests = 0
+        self.turns = 0
+        self.terminal: str | None = None
+
+    # -- helpers -------------------------------------------------------------
+    def _anchor_by_intent(self, intent: str) -> int | None:
+        for i, a in enumerate(self.anchors):
+            if a.intent == intent:
+                return i
+        return None
+
+    def _speak_anchor(self, index: int, reading: Reading, reason: str) -> Decision:
+        anchor = self.anchors[index]
+        self.next_index = index + 1
+        if anchor.intent == "request_human":
+            return self._request_human(reading, "scripted", reason)
+        say = Say("anchor", anchor.text, anchor.id, framing=anchor.intent == "state_issue")
+        self.last_say = say
+        if anchor.intent == "close":
+            return Decision(reading, "close", reason, say=say, hang_up=True, terminal=self.terminal)
+        return Decision(reading, f"say:{anchor.id}", reason, say=say)
+
+    def _request_human(self, reading: Reading, why: EscalationReason, reason: str) -> Decision:
+        first = not self.escalation_requested
+        self.escalation_requested = True
+        self.human_requests += 1
+        idx = self._anchor_by_intent("request_human")
+        template = self.anchors[idx].text if idx is not None else HUMAN_REQUEST
+        say = Say("human_request", template, self.anchors[idx].id if idx is not None else None)
+        self.last_say = say
+        return Decision(reading, "request_human", reason, say=say, escalation=why if first else None)
+
+    def _close(self, reading: Reading, reason: str, terminal: str) -> Decision:
+        self.terminal = terminal
+        idx = self._anchor_by_intent("close")
+        assert idx is not None  # the scenario model guarantees a closing anchor
+        return self._speak_anchor(idx, reading, reason)
+
+    def _next(self, reading: Reading, reason: str) -> Decision:
+        close_idx = self._anchor_by_intent("close")
+        if self.next_index >= len(self.anchors) or self.next_index == close_idx:
+            # Script exhausted without a resolution: ask once more for the remedy via a human.
+            if not self.escalation_requested:
+                return self._request_human(reading, "stalled", reason + "; script exhausted")
+            return Decision(reading, "hang_up", reason + "; nothing left to say", hang_up=True, terminal="unresolved")
+        return self._speak_anchor(self.next_index, reading, reason)
+
+    # -- the policy ----------------------------------------------------------
+    def decide(self, agent_text: str) -> Decision:
+        """Read one agent turn and decide the caller's reply."""
+        self.turns += 1
+        reading = classify(agent_text, self.script.challenges)
+        c = reading.classification
+        if self.turns >= self.script.max_turns:
+            return Decision(reading, "hang_up", "turn limit reached", hang_up=True, terminal="unresolved")
+        if c != "repair_request":
+            self.repairs_in_row = 0
+        if c not in ("silence", "other", "hold"):
+            self.stalled_in_row = 0
+
+        if c == "handoff":
+            self.terminal = "escalated"
+            return Decision(reading, "hang_up", "agent is handing off to a human", hang_up=True,
+                            handoff="confirmed", terminal="escalated")
+        if c == "denial" and reading.rule == "handoff_refused":
+            if self.escalation_requested:
+                return Decision(reading, "hang_up", "agent refused the handoff", hang_up=True,
+                                handoff="refused", terminal="unresolved")
+            return self._next(reading, "agent says no human is available")
+        if c == "repair_request":
+            self.repairs_in_row += 1
+            if self.repairs_in_row >= self.script.escalation.after_repairs:
+                self.repairs_in_row = 0
+                return self._request_human(reading, "repairs", f"{self.script.escalation.after_repairs} repair requests in a row")
+            return self._repeat(reading)
+        if c == "challenge":
+            return self._answer(reading)
+        if c == "confirmation":
+            return self._close(reading, "agent confirmed the remedy", _REMEDY[self.scenario.domain])
+        if c == "denial":
+            if not self.escalation_requested:
+                return self._request_human(reading, "denial", "agent denied the remedy")
+            return Decision(reading, "hang_up", "denied again after asking for a human", hang_up=True, terminal="denied")
+        if c == "offer":
+            idx = self._anchor_by_intent("confirm")
+            if idx is not None:
+                return self._speak_anchor(idx, reading, "accepting the agent's offer")
+            return self._next(reading, "offer without a confirm anchor")
+        if c == "closing":
+            if self.terminal is None and self.next_index <= (self._anchor_by_intent("request_resolution") or 0):
+                return self._next(reading, "agent closing before the issue was raised")
+            return self._close(reading, "agent is closing the call", self.terminal or "unresolved")
+        if c in ("silence", "other", "hold"):
+            self.stalled_in_row += 1
+            if self.stalled_in_row >= self.script.escalation.after_stalled_turns:
+                self.stalled_in_row = 0
+                if self.escalation_requested:
+                    return Decision(reading, "hang_up", "agent stalled after a human was requested",
+                                    hang_up=True, terminal="unresolved")
+                return self._request_human(reading, "stalled", f"{self.script.escalation.after_stalled_turns} turns without progress")
+            if c == "hold":
+                say = Say("nudge", NUDGE)
+                return Decision(reading, "wait", "agent asked to hold", say=say)
+            if c == "silence":
+                return self._repeat(reading) if self.last_say else self._next(reading, "agent silent at the start")
+        if self.escalation_requested and self.human_requests < 3 and c in ("question", "pressure", "other"):
+            return self._request_human(reading, "scripted", "still waiting for the requested human")
+        return self._next(reading, f"agent {c}; continuing the script")
+
+    def _repeat(self, reading: Reading) -> Decision:
+        last = self.last_say
+        if last is None:
+            return self._next(reading, "repair requested before the caller spoke")
+        anchor = next((a for a in self.anchors if a.id == last.anchor_id), None)
+        if last.kind in ("anchor", "repeat") and anchor is not None and anchor.rephrase and last.kind == "repeat":
+            say = Say("rephrase", anchor.rephrase, anchor.id)
+        else:
+            say = Say("repeat", last.template, last.anchor_id)
+        self.last_say = say
+        return Decision(reading, say.kind, "agent asked the caller to repeat", say=say)
+
+    def _answer(self, reading: Reading) -> Decision:
+        answers = [c.answer for c in self.script.challenges if c.fact in reading.challenge_facts]
+        if not answers:
+            answers = [self.script.challenges[0].answer]
+        say = Say("challenge_answer", " ".join(answers))
+        self.last_say = say
+        facts = ",".join(reading.challenge_facts) or "generic"
+        return Decision(reading, "answer_challenge", f"verification challenge: {facts}", say=say)

@@ -1,0 +1,272 @@
+"""Running a whole campaign: one task per call under a semaphore, a progress bar, resumable output."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import hashlib
+import platform
+import secrets
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from harness.adapter import AgentAdapter
+from harness.audio import SpeechRecognizer, SpeechSynthesizer
+from harness.model.campaign import AgentSpec
+from harness.model.episode import BackendInfo, EpisodeRecord, RunManifest
+from harness.planning import LoadedCampaign, PlannedEpisode, load_campaign
+from harness.registry import AGENT_GROUP, load_object
+from harness.rundir import RunFolderError, RunReader, RunWriter
+from harness.runtime.episode import EpisodeContext, EpisodeRunner
+from scenarios import ConfigError, sha256_of
+
+DEFAULT_CACHE = Path.home() / ".cache" / "voice-audit"
+
+
+@dataclass
+class RunSummary:
+    run_dir: Path
+    planned: int
+    resumed: int
+    ran: int = 0
+    statuses: Counter[str] = field(default_factory=Counter)
+    failures: Counter[str] = field(default_factory=Counter)
+    outcomes: Counter[str] = field(default_factory=Counter)
+    stats: dict[str, Any] = field(default_factory=dict)
+    wall_s: float = 0.0
+
+    def lines(self) -> list[str]:
+        out = [
+            f"run folder: {self.run_dir}",
+            f"episodes: {self.planned} planned, {self.resumed} already finished (resumed), {self.ran} run now",
+            "status: " + (", ".join(f"{k} {v}" for k, v in sorted(self.statuses.items())) or "none"),
+        ]
+        if self.failures:
+            out.append("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(self.failures.items())))
+        if self.outcomes:
+            out.append("outcomes (completed calls): " + ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items())))
+        out.append(f"wall time: {self.wall_s:.1f} s")
+        return out
+
+
+def _git_sha() -> str | None:
+    try:
+        res = subprocess.run(
+            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, cwd=Path(__file__).parent
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return res.stdout.strip() or None if res.returncode == 0 else None
+
+
+def _package_version() -> str:
+    try:
+        return version("voice-audit")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def new_run_id(name: str) -> str:
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{name}-{stamp}-{secrets.token_hex(3)}"
+
+
+def build_adapter(spec: AgentSpec) -> AgentAdapter:
+    factory = load_object(spec.adapter, AGENT_GROUP)
+    adapter: AgentAdapter = factory(spec)
+    return adapter
+
+
+def _ordered(loaded: LoadedCampaign) -> list[PlannedEpisode]:
+    """Plan order, with a seeded coin per pair for which side calls first, so order never aligns with condition."""
+    out: list[PlannedEpisode] = []
+    for a, b in loaded.plan.pairs():
+        flip = int(hashlib.sha256(f"order|{a.pair.pair_id}".encode()).hexdigest(), 16) % 2
+        out.extend((b, a) if flip else (a, b))
+    return out
+
+
+class CampaignRunner:
+    def __init__(
+        self,
+        loaded: LoadedCampaign,
+        run_dir: Path,
+        *,
+        adapter_factory: Callable[[AgentSpec], AgentAdapter] = build_adapter,
+        cache_dir: Path | None = DEFAULT_CACHE,
+        progress: bool = True,
+        tts_pool_size: int | None = None,
+    ) -> None:
+        self.loaded = loaded
+        self.run_dir = run_dir
+        self.adapter_factory = adapter_factory
+        self.cache_dir = cache_dir
+        self.progress = progress
+        self.tts_pool_size = tts_pool_size
+        self.stats: dict[str, Any] = {}
+
+    def manifest(self, run_id: str, tts: BackendInfo, asr: BackendInfo | None) -> RunManifest:
+        c = self.loaded.campaign
+        backends = {"tts": tts} | ({"asr": asr} if asr else {})
+        return RunManifest(
+            run_id=run_id,
+            created_at=dt.datetime.now(dt.UTC),
+            voice_audit_version=_package_version(),
+            git_sha=_git_sha(),
+            python=sys.version.split()[0],
+            platform=platform.platform(),
+            campaign_file=str(self.loaded.path.resolve()),
+            campaign=c,
+            campaign_sha256=c.sha256,
+            scenario_hashes={sid: sc.sha256 for sid, sc in self.loaded.scenarios.items()},
+            facts_hashes={sid: sc.facts_sha256 for sid, sc in self.loaded.scenarios.items()},
+            catalogue_sha256=self.loaded.catalogue.sha256,
+            plan_sha256=self.loaded.plan.sha256,
+            n_planned_episodes=len(self.loaded.plan.episodes),
+            backends=backends,
+        )
+
+    async def run(self, *, resume: bool = False) -> RunSummary:
+        loop_t0 = asyncio.get_running_loop().time()
+        c = self.loaded.campaign
+        writer = RunWriter(self.run_dir)
+        adapters = {spec.name: self.adapter_factory(spec) for spec in c.agents}
+        for spec in c.agents:
+            caps = adapters[spec.name].capabilities
+            if c.pacing == "accelerated" and not caps.turn_based:
+                raise ConfigError(
+                    f"agent '{spec.name}' ({caps.protocol}) streams and needs real-time pacing",
+                    path=self.loaded.path,
+                    fix="set pacing: realtime",
+                )
+        tts_dir = self.cache_dir / "tts" if self.cache_dir else None
+        synth = SpeechSynthesizer(c.tts.name, options=c.tts.options, pool_size=self.tts_pool_size, cache_dir=tts_dir)
+        needs_asr = any(not a.capabilities.transcripts for a in adapters.values())
+        asr = SpeechRecognizer(c.asr.name, options=c.asr.options) if needs_asr else None
+        tts_info = BackendInfo(name=synth.backend.name, version=synth.backend.version)
+        asr_info = BackendInfo(name=asr.backend.name, version="", model=asr.backend.model) if asr else None
+        if resume:
+            reader = RunReader(self.run_dir)
+            manifest = reader.manifest
+            if manifest.campaign_sha256 != c.sha256 or manifest.plan_sha256 != self.loaded.plan.sha256:
+                raise RunFolderError(
+                    f"{self.run_dir}: the campaign or its plan changed since this run started "
+                    f"(campaign {c.sha256[:12]} vs {manifest.campaign_sha256[:12]}); start a new run instead"
+                )
+            finished = writer.prepare_resume()
+        else:
+            manifest = self.manifest(self.run_dir.name, tts_info, asr_info)
+            writer.create(manifest)
+            finished = set()
+        todo = [e for e in _ordered(self.loaded) if e.episode_id not in finished]
+        summary = RunSummary(self.run_dir, len(self.loaded.plan.episodes), len(finished))
+        sem = asyncio.Semaphore(c.concurrency)
+        in_flight = 0
+        progress_cb = _Progress(len(todo), enabled=self.progress)
+
+        async def one(planned: PlannedEpisode) -> None:
+            nonlocal in_flight
+            async with sem:
+                in_flight += 1
+                progress_cb.update(in_flight=in_flight)
+                ctx = EpisodeContext(
+                    planned=planned,
+                    scenario=self.loaded.scenarios[planned.pair.scenario_id],
+                    catalogue=self.loaded.catalogue,
+                    campaign=c,
+                    agent=next(a for a in c.agents if a.name == planned.agent),
+                    adapter=adapters[planned.agent],
+                    synth=synth,
+                    asr=asr,
+                    run_id=manifest.run_id,
+                    plan_sha256=self.loaded.plan.sha256,
+                    episode_dir=writer.episode_dir(planned.episode_id),
+                    tts_info=tts_info,
+                    asr_info=asr_info,
+                    stats=self.stats,
+                )
+                try:
+                    record = await EpisodeRunner(ctx).run()
+                finally:
+                    in_flight -= 1
+                writer.append_record(record)
+                self._count(summary, record)
+                progress_cb.update(done=1, failed=int(record.outcome.status != "completed"), in_flight=in_flight)
+
+        try:
+            with progress_cb:
+                async with asyncio.TaskGroup() as tg:
+                    for planned in todo:
+                        tg.create_task(one(planned))
+        finally:
+            synth.close()
+            if asr is not None:
+                asr.close()
+            for adapter in adapters.values():
+                await adapter.aclose()
+        summary.stats = self.stats
+        summary.wall_s = asyncio.get_running_loop().time() - loop_t0
+        return summary
+
+    @staticmethod
+    def _count(summary: RunSummary, record: EpisodeRecord) -> None:
+        summary.ran += 1
+        summary.statuses[record.outcome.status] += 1
+        if record.outcome.failure_kind:
+            summary.failures[record.outcome.failure_kind] += 1
+        if record.outcome.status == "completed" and record.outcome.terminal_outcome:
+            summary.outcomes[record.outcome.terminal_outcome] += 1
+
+
+class _Progress:
+    """A rich progress bar: episodes done, failures, calls in flight, ETA."""
+
+    def __init__(self, total: int, *, enabled: bool) -> None:
+        self.enabled = enabled and total > 0
+        self.total = total
+        self.failed = 0
+        self._progress: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> _Progress:
+        if self.enabled:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self._progress = Progress(
+                TextColumn("calls"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("failed {task.fields[failed]}  in flight {task.fields[in_flight]}"),
+                TimeRemainingColumn(),
+                transient=False,
+            )
+            self._progress.__enter__()
+            self._task = self._progress.add_task("calls", total=self.total, failed=0, in_flight=0)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._progress is not None:
+            self._progress.__exit__(None, None, None)
+
+    def update(self, *, done: int = 0, failed: int = 0, in_flight: int = 0) -> None:
+        self.failed += failed
+        if self._progress is not None:
+            self._progress.update(self._task, advance=done, failed=self.failed, in_flight=in_flight)
+
+
+def resume_campaign_path(run_dir: Path) -> LoadedCampaign:
+    """The campaign of an existing run, reloaded from its file and checked against the stored hash."""
+    manifest = RunReader(run_dir).manifest
+    loaded = load_campaign(manifest.campaign_file)
+    if sha256_of(loaded.campaign) != manifest.campaign_sha256:
+        raise RunFolderError(
+            f"{manifest.campaign_file}: campaign file changed since run {manifest.run_id} started; "
+            "restore it or start a new run"
+        )
+    return loaded

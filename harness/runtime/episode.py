@@ -1,0 +1,377 @@
+"""One call, start to finish: connect, follow the caller policy, log every event, judge, record.
+
+A call that fails (timeout, disconnect, malformed frame, agent error) still produces a record
+with its failure kind; it is never counted as completed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import time
+import traceback
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.adapter import (
+    AgentAdapter,
+    AgentError,
+    AgentEvent,
+    AgentSession,
+    AudioOut,
+    CallInfo,
+    ClearOut,
+    ErrorOut,
+    FactsSeenOut,
+    HangupOut,
+    HeardOut,
+    MarkOut,
+    StateOut,
+    TextOut,
+    ToolCallOut,
+    ToolResultOut,
+    TurnEnd,
+)
+from harness.audio import SpeechRecognizer, SpeechSynthesizer, TelephoneChannel
+from harness.caller.policy import CallerPolicy, Decision
+from harness.model.campaign import AgentSpec, Campaign
+from harness.model.episode import BackendInfo, EpisodeHeader, EpisodeOutcome, EpisodeRecord, Status
+from harness.model.events import FailureKind
+from harness.model.outcome import judge_outcome
+from harness.model.versioning import SCHEMA_VERSION
+from harness.planning import PlannedEpisode
+from harness.rundir import CALL_WAV, EVENTS_JSONL, EventLog
+from harness.runtime.clock import EpisodeClock, RealClock, VirtualClock
+from harness.runtime.eventlog import Stamper
+from harness.runtime.playback import Playback
+from harness.runtime.recorder import CallRecorder
+from harness.runtime.voice import CallerVoice, Spoken
+from harness.tools import ToolFixture
+from personas import Catalogue, speech_params
+from scenarios import Scenario
+
+CALLER_GAP_MS = 300
+"""Accelerated pacing: the caller's reaction time before answering, the same for every condition."""
+
+
+class _CallFailed(AgentError):
+    """A failure the harness detected itself (timeouts, fatal agent error events)."""
+
+
+@dataclass
+class EpisodeContext:
+    planned: PlannedEpisode
+    scenario: Scenario
+    catalogue: Catalogue
+    campaign: Campaign
+    agent: AgentSpec
+    adapter: AgentAdapter
+    synth: SpeechSynthesizer
+    asr: SpeechRecognizer | None
+    run_id: str
+    plan_sha256: str
+    episode_dir: Path
+    tts_info: BackendInfo
+    asr_info: BackendInfo | None
+    attempt: int = 0
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _AgentTurn:
+    text: list[str] = field(default_factory=list)
+    pcm16k: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int16))
+    hung_up: str | None = None
+    had_audio: bool = False
+
+
+class EpisodeRunner:
+    """Runs one planned call. Turn-based sessions run on either clock; streaming ones need real time."""
+
+    def __init__(self, ctx: EpisodeContext) -> None:
+        self.ctx = ctx
+        pacing = ctx.campaign.pacing
+        caps = ctx.adapter.capabilities
+        self.clock: EpisodeClock = VirtualClock() if pacing == "accelerated" else RealClock()
+        self.recorder = CallRecorder()
+        self.log = EventLog(ctx.episode_dir / EVENTS_JSONL)
+        self.stamper = Stamper(self.log, self.clock)
+        self.playback = Playback(self.stamper, self.recorder)
+        self.policy = CallerPolicy(ctx.scenario)
+        pair = ctx.planned.pair
+        condition = pair.condition_a if ctx.planned.side == "a" else pair.condition_b
+        self.condition = condition
+        self.speech = speech_params(ctx.catalogue, condition, pair.voice_index)
+        ch = ctx.campaign.channel
+        channel = TelephoneChannel(snr_db=ch.snr_db, packet_loss=ch.packet_loss, seed=pair.seed) if ch.telephone else None
+        self.voice = CallerVoice(
+            ctx.synth, ctx.catalogue, condition, self.speech, dict(ctx.scenario.caller.slots), pair.seed, channel,
+            caps.input_format,
+        )
+        self.channel_info: dict[str, Any] = {"telephone": ch.telephone, "snr_db": ch.snr_db, "packet_loss": ch.packet_loss}
+        self.turn = 0
+        self.facts_seen: str | None = None
+        self.session: AgentSession | None = None
+        self._events: AsyncIterator[AgentEvent] | None = None
+
+    # -- logging helpers --------------------------------------------------------
+    def _handle_common(self, ev: AgentEvent, t: int | None = None) -> None:
+        s = self.stamper
+        if isinstance(ev, HeardOut):
+            s.emit("agent_heard", t, turn=self.turn, text=ev.text, confidence=ev.confidence)
+        elif isinstance(ev, ToolCallOut):
+            s.emit("tool_call", t, call_id=ev.call_id, name=ev.name, arguments=ev.arguments)
+        elif isinstance(ev, ToolResultOut):
+            s.emit("tool_result", t, call_id=ev.call_id, name=ev.name, ok=ev.ok, result_keys=ev.result_keys, error=ev.error)
+        elif isinstance(ev, StateOut):
+            s.emit("state_transition", t, from_state=ev.from_state, to_state=ev.to_state, flags=ev.flags)
+        elif isinstance(ev, FactsSeenOut):
+            self.facts_seen = ev.sha256
+            s.emit("facts_provisioned", t, sha256=ev.sha256, reported_by_agent=True)
+        elif isinstance(ev, ErrorOut):
+            s.emit("error", t, kind=ev.kind, message=ev.message, fatal=ev.fatal)
+            if ev.fatal:
+                raise _CallFailed(ev.kind, ev.message)
+
+    async def _next_event(self, timeout_s: float) -> AgentEvent | None:
+        assert self._events is not None
+        try:
+            async with asyncio.timeout(timeout_s):
+                return await anext(self._events)
+        except StopAsyncIteration:
+            return None
+
+    # -- turn-based --------------------------------------------------------------
+    async def _agent_turn_based(self) -> _AgentTurn:
+        """Collect one response of a turn-based agent and place it on the clock."""
+        out = _AgentTurn()
+        t0 = self.stamper.now()
+        wall0 = time.perf_counter()
+        arrived: list[tuple[float, AgentEvent]] = []
+        compute_ms: float | None = None
+        timeout = self.ctx.campaign.timeouts.turn_s
+        while True:
+            try:
+                ev = await self._next_event(timeout - (time.perf_counter() - wall0))
+            except TimeoutError:
+                raise _CallFailed("timeout_turn", f"agent gave no complete turn within {timeout:g} s") from None
+            if ev is None:
+                out.hung_up = out.hung_up or "agent ended the session"
+                break
+            if isinstance(ev, TurnEnd):
+                compute_ms = ev.compute_ms
+                break
+            arrived.append(((time.perf_counter() - wall0) * 1000.0, ev))
+            if isinstance(ev, HangupOut):
+                out.hung_up = ev.reason
+        wall_ms = (time.perf_counter() - wall0) * 1000.0
+        compute = wall_ms if compute_ms is None else compute_ms
+        if self.clock.virtual:
+            self.clock.advance(compute)
+        for offset, ev in arrived:
+            t = t0 + round(min(offset, compute)) if self.clock.virtual else None
+            if isinstance(ev, AudioOut):
+                out.had_audio = True
+                self.playback.enqueue(ev, self.stamper.now())
+            elif isinstance(ev, TextOut):
+                out.text.append(ev.text)
+            elif isinstance(ev, HangupOut | MarkOut | ClearOut):
+                continue
+            else:
+                self._handle_common(ev, t)
+        out.pcm16k = self.playback.finish_turn()
+        await self.clock.sleep_until(self.playback.end_ms)
+        self.stamper.flush(self.stamper.now())
+        return out
+
+    async def _say_turn_based(self, spoken: Spoken) -> None:
+        assert self.session is not None
+        if self.clock.virtual:
+            self.clock.advance(CALLER_GAP_MS)
+        t = self.stamper.now()
+        self._log_utterance_start(t, spoken)
+        self.recorder.caller(t, spoken.pcm16k)
+        await self.clock.sleep_until(t + spoken.duration_ms)
+        self.stamper.emit("caller_utterance_end", t + spoken.duration_ms, turn=self.turn)
+        await self.session.send_audio(spoken.wire)
+        await self.session.end_turn()
+
+    # -- shared ------------------------------------------------------------------
+    def _log_utterance_start(self, t: int, spoken: Spoken) -> None:
+        say = self._pending_say
+        self.stamper.emit(
+            "caller_utterance_start", t, turn=self.turn, kind=say.kind if say else "anchor",
+            anchor_id=say.anchor_id if say else None, text=spoken.text, duration_ms=spoken.duration_ms,
+        )
+
+    async def _hear(self, turn: _AgentTurn) -> str:
+        """The agent's words for the caller policy: its own text when exposed, else our ASR of its audio."""
+        if turn.text:
+            text = " ".join(t.strip() for t in turn.text if t.strip())
+            self.stamper.emit("agent_transcript", turn=self.turn, text=text, source="agent")
+            return text
+        if not turn.had_audio or len(turn.pcm16k) < 1600:
+            return ""
+        if self.ctx.asr is None:
+            raise _CallFailed("harness_error", "agent exposes no transcript and the campaign has no ASR backend")
+        tr = await self.ctx.asr.transcribe(turn.pcm16k, 16000)
+        self.stamper.emit("agent_transcript", turn=self.turn, text=tr.text, source="harness_asr", confidence=tr.confidence)
+        return tr.text
+
+    def _log_decision(self, text: str, d: Decision) -> None:
+        s = self.stamper
+        s.emit(
+            "caller_decision", turn=self.turn, heard=text, classification=d.classification, action=d.action,
+            reason=f"{d.reason} [rule {d.reading.rule}]",
+            challenge_fact=",".join(d.reading.challenge_facts) or None,
+        )
+        if d.escalation:
+            s.emit("escalation_requested", turn=self.turn, reason=d.escalation)
+        if d.handoff:
+            s.emit("handoff", status=d.handoff, source="agent_words")
+
+    async def _converse(self) -> str:
+        """The call loop; returns the termination reason."""
+        streaming = not self.ctx.adapter.capabilities.turn_based
+        if streaming:
+            from harness.runtime.streaming import StreamingCall
+
+            return await StreamingCall(self).run()
+        self._pending_say = None
+        turn = await self._agent_turn_based()
+        while True:
+            text = await self._hear(turn)
+            decision = self.policy.decide(text)
+            self._log_decision(text, decision)
+            if turn.hung_up:
+                self.stamper.emit("hang_up", by="agent", reason=turn.hung_up)
+                return f"agent hung up: {turn.hung_up}"
+            self.turn += 1
+            if decision.say is not None:
+                self._pending_say = decision.say
+                spoken = await self.voice.speak(decision.say, self.turn)
+                if decision.hang_up:
+                    t = self.stamper.now() + (CALLER_GAP_MS if self.clock.virtual else 0)
+                    self._log_utterance_start(t, spoken)
+                    self.recorder.caller(t, spoken.pcm16k)
+                    self.clock.advance(CALLER_GAP_MS + spoken.duration_ms)
+                    await self.clock.sleep_until(t + spoken.duration_ms)
+                    self.stamper.emit("caller_utterance_end", t + spoken.duration_ms, turn=self.turn)
+                else:
+                    await self._say_turn_based(spoken)
+            if decision.hang_up:
+                self.stamper.emit("hang_up", by="caller", reason=decision.reason)
+                return f"caller hung up: {decision.reason}"
+            turn = await self._agent_turn_based()
+
+    # -- the whole episode -----------------------------------------------------------
+    async def run(self) -> EpisodeRecord:
+        ctx = self.ctx
+        caps = ctx.adapter.capabilities
+        call = CallInfo(facts=ctx.scenario.facts, scenario_id=ctx.scenario.id)
+        fixture = ToolFixture(ctx.scenario.facts)
+        status: Status = "completed"
+        failure: FailureKind | None = None
+        termination = ""
+        self._pending_say = None
+        try:
+            async with asyncio.timeout(ctx.campaign.timeouts.call_s):
+                try:
+                    async with asyncio.timeout(ctx.campaign.timeouts.connect_s):
+                        self.session = await ctx.adapter.connect(call)
+                except TimeoutError:
+                    raise _CallFailed("connect_failed", f"no session within {ctx.campaign.timeouts.connect_s:g} s") from None
+                self._events = self.session.events().__aiter__()
+                self.stamper.emit("call_started", 0, pacing=ctx.campaign.pacing, protocol=caps.protocol)
+                self.stamper.emit("facts_provisioned", sha256=call.facts_sha256, tools=fixture.available())
+                termination = await self._converse()
+        except AgentError as exc:
+            status, failure, termination = "failed", exc.kind, exc.message
+        except TimeoutError:
+            status, failure = "failed", "timeout_call"
+            termination = f"call exceeded {ctx.campaign.timeouts.call_s:g} s"
+        except asyncio.CancelledError:
+            self._record_failure("cancelled", "campaign cancelled while the call was in progress")
+            await self._close_session("cancelled")
+            self.log.close()
+            raise
+        except Exception as exc:  # a bug in the harness must not take the campaign down
+            status, failure = "failed", "harness_error"
+            termination = f"{type(exc).__name__}: {exc}"
+            ctx.stats.setdefault("harness_errors", []).append(traceback.format_exc())
+        if failure is not None:
+            self._record_failure(failure, termination)
+        await self._close_session(termination)
+        return self._finish(status, failure, termination)
+
+    def _record_failure(self, kind: FailureKind, message: str) -> None:
+        self.stamper.flush()
+        with contextlib.suppress(ValueError):
+            self.stamper.emit("error", kind=kind, message=message, fatal=True)
+            self.stamper.emit("hang_up", by="harness", reason=kind)
+
+    async def _close_session(self, reason: str) -> None:
+        if self.session is not None:
+            with contextlib.suppress(Exception):
+                async with asyncio.timeout(5):
+                    await self.session.close(reason)
+
+    def _finish(self, status: Status, failure: FailureKind | None, termination: str) -> EpisodeRecord:
+        ctx = self.ctx
+        self.stamper.flush()
+        events = self.stamper.events
+        end_ms = max((e.t_ms for e in events), default=0)
+        events_sha = self.log.close()
+        self.recorder.write(ctx.episode_dir / CALL_WAV, min_ms=end_ms)
+        outcome, flags, _source = judge_outcome(events, ctx.scenario.domain)
+        pair = ctx.planned.pair
+        header = EpisodeHeader(
+            episode_id=ctx.planned.episode_id,
+            run_id=ctx.run_id,
+            pair_id=pair.pair_id,
+            caller_id=ctx.planned.caller_id,
+            side=ctx.planned.side,
+            attempt=ctx.attempt,
+            scenario_id=ctx.scenario.id,
+            scenario_version=ctx.scenario.version,
+            scenario_sha256=ctx.scenario.sha256,
+            facts_sha256=ctx.scenario.facts_sha256,
+            campaign_sha256=ctx.campaign.sha256,
+            plan_sha256=ctx.plan_sha256,
+            agent=ctx.agent.name,
+            architecture=ctx.adapter.capabilities.architecture,
+            adapter=ctx.agent.adapter,
+            condition=self.condition,
+            contrast=pair.contrast,
+            voice_index=pair.voice_index,
+            speech=self.speech,
+            seed=pair.seed,
+            replicate=pair.replicate,
+            run_batch=pair.run_batch,
+            pacing=ctx.campaign.pacing,
+            tts=ctx.tts_info,
+            asr=ctx.asr_info,
+            channel=self.channel_info,
+        )
+        result = EpisodeOutcome(
+            status=status,
+            failure_kind=failure,
+            termination=termination,
+            terminal_outcome=outcome if status == "completed" else None,
+            outcome_flags=flags,
+            facts_sha256_seen=self.facts_seen,
+            duration_ms=end_ms,
+            turns=self.turn,
+            n_events=len(events),
+            events_sha256=events_sha,
+            audio_file=f"episodes/{ctx.episode_dir.name}/{CALL_WAV}",
+            audio_sample_rate=16000,
+        )
+        return EpisodeRecord(
+            schema_version=SCHEMA_VERSION, header=header, outcome=result, finished_at=dt.datetime.now(dt.UTC)
+        )
