@@ -1,0 +1,91 @@
+"""Real calls through the runtime: real eSpeak TTS for the caller, the telephone channel, a run folder."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import numpy as np
+import soundfile as sf
+
+from harness.model import check_monotonic
+from harness.planning import load_campaign
+from harness.rundir import RunReader
+from harness.runtime import CampaignRunner
+
+CAMPAIGN = """\
+name: rt
+seed: 5
+scenarios: [refund_duplicate_charge]
+agents: [{name: s, adapter: "agents.testing:scripted"}]
+pairs:
+  - contrast: [accent]
+    base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}
+    a: {accent: us_general}
+    b: {accent: l2_spanish}
+voices: 2
+concurrency: 4
+"""
+
+
+def run(tmp_path: Path, text: str = CAMPAIGN, resume: bool = False) -> Path:
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    run_dir = tmp_path / "run"
+    summary = asyncio.run(
+        CampaignRunner(load_campaign(path), run_dir, cache_dir=tmp_path / "cache", progress=False, tts_pool_size=1).run(resume=resume)
+    )
+    assert summary.stats.get("harness_errors") is None
+    return run_dir
+
+
+def test_accelerated_calls_log_aligned_events_and_audio(tmp_path: Path) -> None:
+    run_dir = run(tmp_path)
+    reader = RunReader(run_dir)
+    records = list(reader.records())
+    assert len(records) == 4 and not reader.problems.items
+    for rec in records:
+        assert rec.outcome.status == "completed" and rec.outcome.terminal_outcome == "refund_issued"
+        assert rec.outcome.facts_sha256_seen == rec.header.facts_sha256
+        events = reader.events(rec.header.episode_id)
+        assert check_monotonic(events) is None
+        audio, rate = sf.read(reader.audio_path(rec.header.episode_id), dtype="int16")
+        assert rate == 16000 and audio.shape[1] == 2
+        assert abs(len(audio) / rate * 1000 - rec.outcome.duration_ms) <= 25
+        for ev in events:
+            if ev.type == "agent_speech_start":
+                i = ev.t_ms * 16
+                if i > 0:
+                    assert np.abs(audio[max(0, i - 80) : i, 1]).max() < 50, "agent audio before its start event"
+                assert np.abs(audio[i : i + 80, 1]).max() > 1000, "no agent audio at its start event"
+            if ev.type == "caller_utterance_start":
+                i = ev.t_ms * 16
+                if i > 0:
+                    assert np.abs(audio[max(0, i - 80) : i, 0]).max() < 50
+                assert np.abs(audio[i : i + 1600, 0]).max() > 300
+    by_pair: dict[str, list[str]] = {}
+    for rec in records:
+        texts = [e.text for e in reader.events(rec.header.episode_id) if e.type == "caller_utterance_start"]
+        by_pair.setdefault(rec.header.pair_id, []).append(json.dumps(texts))
+    for texts in by_pair.values():
+        assert len(texts) == 2 and texts[0] == texts[1], "both calls of a pair must say the same words"
+
+
+def test_pairs_differ_in_caller_audio_only_by_accent(tmp_path: Path) -> None:
+    run_dir = run(tmp_path)
+    reader = RunReader(run_dir)
+    recs = list(reader.records())
+    for rec in recs:
+        other = next(r for r in recs if r.header.pair_id == rec.header.pair_id and r.header.side != rec.header.side)
+        a, b = rec.header.speech, other.header.speech
+        assert {k for k in type(a).model_fields if getattr(a, k) != getattr(b, k)} == {"voice"}
+
+
+def test_resume_after_partial_run_skips_finished_and_duplicates_nothing(tmp_path: Path) -> None:
+    run_dir = run(tmp_path)
+    lines = (run_dir / "episodes.jsonl").read_bytes().splitlines(keepends=True)
+    (run_dir / "episodes.jsonl").write_bytes(lines[0] + lines[1][:40])
+    run_dir = run(tmp_path, resume=True)
+    ids = [r.header.episode_id for r in RunReader(run_dir).records()]
+    assert len(ids) == 4 and len(set(ids)) == 4

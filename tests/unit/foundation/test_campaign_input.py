@@ -1,0 +1,98 @@
+"""Bad campaign input: one clear line with file, line and column; a non-zero exit; nothing written."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.planning import load_campaign
+from scenarios import ConfigError
+
+GOOD = """\
+name: t
+seed: 3
+scenarios: [refund_duplicate_charge, outage_support]
+agents:
+  - {name: s, adapter: "agents.testing:scripted"}
+pairs:
+  - contrast: [accent]
+    base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}
+    a: {accent: us_general}
+    b: {accent: l2_spanish}
+  - contrast: []
+    base: {accent: gb_rp, voice_profile: male_adult, affect: calm, disfluency: none, wording: plain}
+voices: 3
+replicates: 2
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "c.yaml"
+    p.write_text(text)
+    return p
+
+
+def test_good_campaign_plans_matched_pairs(tmp_path: Path) -> None:
+    loaded = load_campaign(write(tmp_path, GOOD))
+    pairs = loaded.plan.pairs()
+    assert len(pairs) == 2 * 2 * 3 * 2
+    for a, b in pairs:
+        assert a.pair == b.pair and a.side == "a" and b.side == "b"
+        assert a.caller_id[:-1] == b.caller_id[:-1]
+    again = load_campaign(write(tmp_path, GOOD))
+    assert again.plan.sha256 == loaded.plan.sha256
+    assert len({e.episode_id for e in loaded.plan.episodes}) == len(loaded.plan.episodes)
+
+
+def test_same_caller_meets_every_agent(tmp_path: Path) -> None:
+    text = GOOD.replace('  - {name: s, adapter: "agents.testing:scripted"}\n',
+                        '  - {name: s, adapter: "agents.testing:scripted"}\n  - {name: t, adapter: "agents.testing:scripted"}\n')
+    loaded = load_campaign(write(tmp_path, text))
+    by_agent: dict[str, set[tuple[str, int]]] = {}
+    for e in loaded.plan.episodes:
+        by_agent.setdefault(e.agent, set()).add((e.caller_id, e.pair.seed))
+    assert by_agent["s"] == by_agent["t"]
+
+
+CASES = [
+    ("malformed", GOOD.replace("seed: 3", "seed: [3"), "invalid YAML", None),
+    ("unknown axis", GOOD.replace("affect: calm, disfluency", "mood: calm, affect: calm, disfluency", 1), "unknown persona axis 'mood'", 8),
+    ("unknown level", GOOD.replace("l2_spanish", "klingon"), "unknown level 'klingon' for axis 'accent'", 10),
+    ("undeclared axis", GOOD.replace("b: {accent: l2_spanish}", "b: {accent: l2_spanish, affect: anxious}"), "undeclared axis affect", 7),
+    ("unknown agent", GOOD.replace('adapter: "agents.testing:scripted"', "adapter: nosuchagent"), "unknown agent adapter 'nosuchagent'", 5),
+    ("unknown tts", GOOD + "tts: {name: nosuchtts}\n", "unknown TTS backend 'nosuchtts'", 15),
+    ("unknown scenario", GOOD.replace("outage_support]", "outage_suport]"), "unknown scenario 'outage_suport'", 3),
+    ("missing axis", GOOD.replace("wording: plain}\n    a:", "}\n    a:"), "no level for axis wording", 7),
+    ("unknown field", GOOD + "concurency: 3\n", "unknown field 'concurency'", 15),
+    ("duplicate key", GOOD + "seed: 4\n", "duplicate key 'seed'", 15),
+    ("too many voices", GOOD.replace("voices: 3", "voices: 4"), "only 3 realisations", 13),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "message", "line"), CASES, ids=[c[0] for c in CASES])
+def test_bad_campaign_gives_one_positioned_line(tmp_path: Path, name: str, text: str, message: str, line: int | None) -> None:
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_campaign(path)
+    rendered = str(err.value)
+    assert message in rendered, rendered
+    assert rendered.startswith(str(path) + ":")
+    assert "\n" not in rendered
+    if line is not None:
+        assert err.value.line == line, rendered
+
+
+def test_cli_bad_input_exits_nonzero_and_writes_nothing(tmp_path: Path) -> None:
+    path = write(tmp_path, GOOD.replace("l2_spanish", "klingon"))
+    out = tmp_path / "runs"
+    res = subprocess.run(
+        [sys.executable, "-m", "harness.cli", "run", str(path), "--out", str(out)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "klingon" in lines[0] and f"{path}:10:" in lines[0]
+    assert not out.exists()
