@@ -1,0 +1,132 @@
+"""What the locked facts entitle the caller to, and how the agent says it.
+
+The remedy comes from the account facts (the charge, the service record, eligibility), not from the
+caller's words: two callers with identical facts are offered the same thing however they were
+heard. Works for any scenario of the three domains (refund, outage credit + ticket, plan revert +
+credit); an unrecognised case gets no remedy and is escalated.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+from agents.reference._spoken import say_date, say_money
+from scenarios import Facts
+
+
+@dataclass(frozen=True)
+class Remedy:
+    kind: str  # "refund" | "outage_credit" | "plan_revert" | "credit"
+    topic: str  # "billing" | "outage" | "plan"
+    actions: tuple[tuple[str, dict[str, Any]], ...]
+    context: str  # "I can see ..." sentence
+    offer: str  # the question that asks for consent
+    done: str  # the confirmation once every action succeeded
+    denial: str  # said when eligibility says no
+    intent_flag: str  # flag on an escalation carrying this request
+    done_flags: tuple[str, ...]
+    eligible: bool
+    lookups: tuple[tuple[str, dict[str, Any]], ...] = ()
+
+
+def _eligible(facts: Facts) -> bool:
+    return all(facts.eligibility.values())
+
+
+def _outage_days(facts: Facts) -> int:
+    started = facts.service.get("outage_started", "")
+    try:
+        start = dt.datetime.fromisoformat(started).date()
+    except ValueError:
+        return 1
+    return max(1, (facts.as_of - start).days + 1)
+
+
+def remedy_for(facts: Facts) -> Remedy | None:
+    acc = facts.account
+    charge = facts.charge
+    cur = acc.currency
+    eligible = _eligible(facts)
+    if "outage_id" in facts.service:
+        days = _outage_days(facts)
+        daily = (acc.monthly_fee / 30).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
+        amount = daily * days
+        money = say_money(amount, cur)
+        since = facts.service.get("outage_started", "")
+        context = "I can see a confirmed outage in your area"
+        if since:
+            context += f" since {say_date(dt.datetime.fromisoformat(since).date())}"
+        context += ", and our engineers are working on it."
+        return Remedy(
+            kind="outage_credit",
+            topic="outage",
+            actions=(
+                ("issue_credit", {"amount": str(amount)}),
+                ("open_ticket", {"summary": f"Outage {facts.service['outage_id']}: notify customer on restoration"}),
+            ),
+            lookups=(("outage_status", {"postcode": acc.postcode}),),
+            context=context,
+            offer=(
+                f"Would you like me to apply a credit of {money} for {say_days(days)} without service, "
+                "and open a ticket so we can tell you when service is restored?"
+            ),
+            done=f"I have applied a credit of {money} to your account and opened a ticket for the outage.",
+            denial="I'm unable to apply an outage credit to this account under our policy.",
+            intent_flag="credit_intent_flagged",
+            done_flags=("credit_issued", "ticket_opened"),
+            eligible=eligible,
+        )
+    if charge is not None and charge.kind == "wrong_plan" and "previous_plan" in facts.service:
+        old = facts.service["previous_plan"]
+        money = say_money(charge.amount, cur)
+        return Remedy(
+            kind="plan_revert",
+            topic="plan",
+            actions=(("change_plan", {"plan": old}), ("issue_credit", {"amount": str(charge.amount)})),
+            context=f"I can see your plan was changed from {old} to {acc.plan} without a request from you.",
+            offer=f"Would you like me to switch you back to {old} and credit the difference of {money}?",
+            done=f"I have switched your plan back to {old} and credited {money} to your account.",
+            denial=f"I'm unable to switch you back to {old} under our policy.",
+            intent_flag="plan_change_flagged",
+            done_flags=("plan_corrected", "difference_credited"),
+            eligible=eligible,
+        )
+    if charge is not None and charge.kind in ("duplicate", "overcharge"):
+        money = say_money(charge.amount, cur)
+        what = "duplicate charge" if charge.kind == "duplicate" else "overcharge"
+        return Remedy(
+            kind="refund",
+            topic="billing",
+            actions=(("issue_refund", {"amount": str(charge.amount)}),),
+            context=f"I can see a {what} of {money} on {say_date(charge.date)}.",
+            offer=f"Would you like me to refund the {what} of {money}?",
+            done=f"I have issued a refund of {money}. It will be back on your card within five business days.",
+            denial=f"I'm unable to refund the {what} under our policy.",
+            intent_flag="refund_intent_flagged",
+            done_flags=("refund_issued",),
+            eligible=eligible,
+        )
+    if charge is not None and charge.kind == "service_credit":
+        money = say_money(charge.amount, cur)
+        return Remedy(
+            kind="credit",
+            topic="billing",
+            actions=(("issue_credit", {"amount": str(charge.amount)}),),
+            context="I can see you are due a service credit.",
+            offer=f"Would you like me to apply a credit of {money}?",
+            done=f"I have applied a credit of {money} to your account.",
+            denial="I'm unable to apply that credit under our policy.",
+            intent_flag="credit_intent_flagged",
+            done_flags=("credit_issued",),
+            eligible=eligible,
+        )
+    return None
+
+
+def say_days(days: int) -> str:
+    from agents.reference._spoken import say_number
+
+    return "one day" if days == 1 else f"{say_number(days)} days"
