@@ -1,0 +1,70 @@
+"""Registry: names, module:attr, and MissingBackendError with the right extra."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+
+from harness.audio import asr_names, create_asr, create_tts, tts_names
+from scenarios.errors import ConfigError, MissingBackendError
+
+
+def test_builtin_names() -> None:
+    assert {"espeak", "piper", "coqui", "openai"} <= set(tts_names())
+    assert {"faster-whisper", "whisper", "pocketsphinx", "openai"} <= set(asr_names())
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "module", "extra"),
+    [
+        ("asr", "faster-whisper", "faster_whisper", "offline"),
+        ("asr", "whisper", "whisper", "whisper"),
+        ("asr", "pocketsphinx", "pocketsphinx", "offline"),
+        ("tts", "piper", "piper", "piper"),
+        ("tts", "coqui", "TTS", "coqui"),
+    ],
+)
+def test_missing_backend_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, kind: str, name: str, module: str, extra: str
+) -> None:
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda m, *a: None if m == module else real(m, *a))
+    with pytest.raises(MissingBackendError) as info:
+        (create_asr if kind == "asr" else create_tts)(name)
+    assert f"pip install 'voice-audit[{extra}]'" in str(info.value)
+    assert info.value.extra == extra
+
+
+def test_crepe_missing_names_its_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    from analysis.acoustics import crepe_f0
+
+    monkeypatch.setitem(sys.modules, "torchcrepe", None)
+    with pytest.raises(MissingBackendError, match=r"voice-audit\[crepe\]"):
+        crepe_f0(np.ones(16000, np.int16) * 100, 16000)
+
+
+def test_module_attr_and_unknown_names() -> None:
+    backend = create_tts("harness.audio.espeak:EspeakBackend", use_ssml=False)
+    assert backend.name == "espeak" and backend.use_ssml is False  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match="unknown TTS backend 'nope'"):
+        create_tts("nope")
+    with pytest.raises(ConfigError, match="has no"):
+        create_asr("harness.audio.asr_whisper:Nothing")
+    with pytest.raises(ConfigError, match="cannot import"):
+        create_asr("no_such_pkg.mod:X")
+
+
+def test_import_and_name_lookup_do_not_import_heavy_packages() -> None:
+    code = (
+        "import sys, harness.audio as a; a.tts_names(); a.asr_names();"
+        "heavy = [m for m in ('faster_whisper', 'ctranslate2', 'torch', 'whisper', 'piper', 'TTS',"
+        " 'pocketsphinx', 'librosa', 'aiohttp', 'parselmouth') if m in sys.modules];"
+        "print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
