@@ -44,6 +44,9 @@ class GapResult:
 
     root_testable = True
 
+    def __len__(self) -> int:
+        return len(self.mined)
+
     @property
     def lattice(self) -> Lattice:
         return self.mined.lattice
