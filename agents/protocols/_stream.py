@@ -1,0 +1,124 @@
+"""Plumbing shared by the streaming clients: a bounded event channel and a socket reader's exit.
+
+A session's reader task is the only producer; the harness is the only consumer. The channel is
+bounded so an agent that floods audio is throttled by TCP backpressure rather than memory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from websockets.asyncio.client import ClientConnection
+from websockets.exceptions import ConnectionClosed
+
+from harness.adapter import AgentError, AgentEvent, ErrorOut, HangupOut
+from harness.model.events import FailureKind
+
+log = logging.getLogger(__name__)
+
+EVENT_QUEUE_SIZE = 2048
+
+
+class EventChannel:
+    """Single-consumer event queue with an end: `events()` drains what is queued, then stops."""
+
+    def __init__(self, maxsize: int = EVENT_QUEUE_SIZE) -> None:
+        self._q: asyncio.Queue[AgentEvent] = asyncio.Queue(maxsize)
+        self._wake = asyncio.Event()
+        self.done = False
+        self.end_reason: str | None = None
+        self.failure: ErrorOut | None = None
+
+    async def put(self, ev: AgentEvent) -> None:
+        if self.done:
+            return
+        await self._q.put(ev)
+        self._wake.set()
+
+    def put_final(self, ev: AgentEvent) -> None:
+        """Last word of a session; never blocks (a full queue loses the oldest audio, not the verdict)."""
+        if self.done:
+            return
+        if isinstance(ev, ErrorOut):
+            self.failure = ev
+        if self._q.full():
+            with contextlib.suppress(asyncio.QueueEmpty):
+                self._q.get_nowait()
+        self._q.put_nowait(ev)
+        self._wake.set()
+
+    def finish(self, reason: str) -> None:
+        if not self.done:
+            self.done, self.end_reason = True, reason
+            self._wake.set()
+
+    async def events(self) -> AsyncIterator[AgentEvent]:
+        while True:
+            try:
+                yield self._q.get_nowait()
+                continue
+            except asyncio.QueueEmpty:
+                pass
+            if self.done:
+                return
+            self._wake.clear()
+            await self._wake.wait()
+
+
+def closed_event(ws: ClientConnection, exc: ConnectionClosed | None) -> AgentEvent:
+    """How a socket the agent ended maps to an event: a clean close is a hang-up, else a disconnect."""
+    rcvd = ws.protocol.close_rcvd if exc is None else exc.rcvd
+    if rcvd is not None and rcvd.code in (1000, 1001):
+        return HangupOut(f"agent closed the socket ({rcvd.code}{': ' + rcvd.reason if rcvd.reason else ''})")
+    if rcvd is None:
+        return ErrorOut("disconnect", "socket dropped without a close frame")
+    return ErrorOut("disconnect", f"agent closed the socket with code {rcvd.code} {rcvd.reason}".strip())
+
+
+async def send_text(ws: ClientConnection, text: str, timeout_s: float) -> None:
+    """Send with a deadline; a dead or stalled socket becomes an AgentError with a kind."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            await ws.send(text)
+    except ConnectionClosed as exc:
+        raise AgentError("disconnect", f"socket closed: {exc}") from None
+    except TimeoutError:
+        raise AgentError("timeout_turn", f"send stalled for {timeout_s:.1f} s (agent not reading)") from None
+
+
+async def stop_task(task: asyncio.Task[None] | None, why: str) -> None:
+    if task is None or task.done():
+        return
+    task.cancel(why)
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+def describe(ev: AgentEvent | None) -> str:
+    if isinstance(ev, HangupOut):
+        return ev.reason
+    if isinstance(ev, ErrorOut):
+        return f"{ev.kind}: {ev.message}"
+    return "socket closed"
+
+
+def fail_kind(exc: BaseException) -> tuple[FailureKind, str]:
+    if isinstance(exc, AgentError):
+        return exc.kind, exc.message
+    return "protocol_error", f"{type(exc).__name__}: {exc}"
+
+
+async def open_ws(
+    url: str, headers: dict[str, str] | None = None, timeout_s: float = 10.0, max_size: int = 16 * 2**20
+) -> ClientConnection:
+    """Open a client WebSocket; every way that can fail is `connect_failed`."""
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import InvalidHandshake, InvalidURI
+
+    try:
+        return await connect(url, additional_headers=headers, open_timeout=timeout_s, max_size=max_size)
+    except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
+        raise AgentError("connect_failed", f"cannot open {url}: {type(exc).__name__}: {exc}") from None

@@ -1,0 +1,243 @@
+"""HTTP turn API client: one JSON request per caller turn, for turn-based agents.
+
+Wire contract (JSON bodies, UTF-8; audio is base64 of raw samples):
+
+    POST   {url}/sessions
+           {"call": <call info, see wire.py>, "audio": {"encoding":"pcm16","sample_rate":16000}}
+        -> 201 {"session_id": str, "events": [<greeting events, ending in turn_end or hangup>]}
+    POST   {url}/sessions/{id}/turns
+           {"audio": <b64>, "encoding": "pcm16", "sample_rate": 16000}
+        -> 200 {"events": [<agent events of this turn, ending in turn_end or hangup>]}
+    POST   {url}/sessions/{id}/dtmf      {"digit": "1"}        -> 204
+    POST   {url}/sessions/{id}/barge_in  {"played_ms": 1200}   -> 204
+    DELETE {url}/sessions/{id}?reason=..                        -> 204
+
+Event objects are those of `wire.py`. Errors answer with a status and
+`{"error": {"kind": <FailureKind>, "message": str}}`; 404 is an unknown session.
+
+Failure kinds on the client side: connection refused at session creation -> `connect_failed`;
+later -> `disconnect`; no answer within `turn_timeout_s` (or a 504) -> `timeout_turn`; other 5xx
+-> `http_error`; other 4xx -> `protocol_error`; a body that is not the JSON above ->
+`malformed_frame`. The failing call raises `AgentError`, and the event stream ends with the
+same `ErrorOut`, so the runtime sees the failure whichever side it is watching.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import weakref
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+
+from agents.protocols._stream import EventChannel, describe
+from agents.protocols.wire import b64encode, call_to_json, event_from_json, format_from_json, format_to_json
+from harness.adapter import (
+    AgentError,
+    AgentEvent,
+    AudioFormat,
+    CallInfo,
+    Capabilities,
+    ErrorOut,
+    HangupOut,
+)
+from harness.model.campaign import AgentSpec
+from harness.model.events import FailureKind
+
+__all__ = ["HttpTurnAdapter", "HttpTurnSession", "http_adapter"]
+
+
+class HttpTurnSession:
+    def __init__(self, adapter: HttpTurnAdapter, session_id: str, fmt: AudioFormat) -> None:
+        self._adapter = adapter
+        self.session_id = session_id
+        self._fmt = fmt
+        self._buf = bytearray()
+        self._chan = EventChannel()
+        self._closed = False
+
+    @property
+    def _base(self) -> str:
+        return f"{self._adapter.url}/sessions/{self.session_id}"
+
+    def _ensure_open(self) -> None:
+        if self._closed or self._chan.done:
+            raise AgentError("disconnect", f"session is over ({self._chan.end_reason or 'closed'})")
+
+    async def _fail(self, exc: AgentError) -> AgentError:
+        self._chan.put_final(ErrorOut(exc.kind, exc.message))
+        self._chan.finish(exc.message)
+        return exc
+
+    async def deliver(self, events: list[AgentEvent]) -> None:
+        for ev in events:
+            if isinstance(ev, HangupOut) or (isinstance(ev, ErrorOut) and ev.fatal):
+                self._chan.put_final(ev)
+                self._chan.finish(describe(ev))
+                return
+            await self._chan.put(ev)
+
+    async def send_audio(self, chunk: bytes) -> None:
+        self._ensure_open()
+        self._buf += chunk
+
+    async def end_turn(self) -> None:
+        """POST the buffered utterance; the answer's events are queued for `events()`."""
+        self._ensure_open()
+        audio, self._buf = bytes(self._buf), bytearray()
+        body = {"audio": b64encode(audio), **format_to_json(self._fmt)}
+        try:
+            data = await self._adapter.request("POST", f"{self._base}/turns", body, "disconnect")
+            await self.deliver(parse_events(data))
+        except AgentError as exc:
+            raise await self._fail(exc) from None
+
+    async def send_dtmf(self, digit: str) -> None:
+        self._ensure_open()
+        try:
+            await self._adapter.request("POST", f"{self._base}/dtmf", {"digit": digit}, "disconnect")
+        except AgentError as exc:
+            raise await self._fail(exc) from None
+
+    async def mark_played(self, name: str) -> None:
+        """The turn API has no marks; nothing to echo."""
+
+    async def barge_in(self, played_ms: int) -> None:
+        self._ensure_open()
+        try:
+            await self._adapter.request(
+                "POST", f"{self._base}/barge_in", {"played_ms": int(played_ms)}, "disconnect"
+            )
+        except AgentError as exc:
+            raise await self._fail(exc) from None
+
+    def events(self) -> AsyncIterator[AgentEvent]:
+        return self._chan.events()
+
+    async def close(self, reason: str) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if not self._chan.done:
+                await self._adapter.request(
+                    "DELETE", self._base, None, "disconnect", params={"reason": reason[:200]}
+                )
+        except AgentError:
+            pass  # the call is over either way; a failed DELETE must not mask the real outcome
+        finally:
+            self._chan.finish(f"closed by harness: {reason}")
+
+
+def parse_events(data: Any) -> list[AgentEvent]:
+    if not isinstance(data, dict) or not isinstance(data.get("events"), list):
+        raise AgentError("malformed_frame", "response has no 'events' list")
+    return [event_from_json(e) for e in data["events"]]
+
+
+class HttpTurnAdapter:
+    """Options: `sample_rate` (16000), `encoding` ("pcm16"), `turn_timeout_s` (30),
+    `connect_timeout_s` (10), `transcripts`/`tool_trace` (true), `headers` (dict)."""
+
+    def __init__(self, spec: AgentSpec) -> None:
+        if not spec.url:
+            raise AgentError("connect_failed", f"agent {spec.name!r}: the http adapter needs a url")
+        self.name, self.url, self.options = spec.name, spec.url.rstrip("/"), dict(spec.options)
+        fmt = format_from_json(
+            {
+                "encoding": self.options.get("encoding", "pcm16"),
+                "sample_rate": self.options.get("sample_rate", 16000),
+            }
+        )
+        self.capabilities = Capabilities(
+            architecture=spec.architecture,
+            turn_based=True,
+            streaming=False,
+            transcripts=bool(self.options.get("transcripts", True)),
+            tool_trace=bool(self.options.get("tool_trace", True)),
+            fact_provisioning=True,
+            input_format=fmt,
+            protocol="http",
+        )
+        self._timeout = float(self.options.get("turn_timeout_s", 30.0))
+        self._connect_timeout = float(self.options.get("connect_timeout_s", 10.0))
+        self._http: aiohttp.ClientSession | None = None
+        self._sessions: weakref.WeakSet[HttpTurnSession] = weakref.WeakSet()
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._http is None or self._http.closed:
+            headers = {str(k): str(v) for k, v in dict(self.options.get("headers") or {}).items()}
+            self._http = aiohttp.ClientSession(headers=headers)
+        return self._http
+
+    async def request(
+        self,
+        method: str,
+        url: str,
+        body: dict[str, Any] | None,
+        unreachable: FailureKind,
+        params: dict[str, str] | None = None,
+    ) -> Any:
+        """One request with a deadline; every failure becomes an AgentError with a kind."""
+        timeout = aiohttp.ClientTimeout(total=self._timeout, sock_connect=self._connect_timeout)
+        try:
+            async with self._client().request(method, url, json=body, params=params, timeout=timeout) as resp:
+                text = await resp.text()
+                if resp.status >= 400:
+                    raise _status_error(resp.status, text)
+                if resp.status == 204 or not text:
+                    return None
+                try:
+                    return json.loads(text)
+                except json.JSONDecodeError as exc:
+                    raise AgentError("malformed_frame", f"{method} {url}: invalid JSON ({exc})") from None
+        except TimeoutError:
+            raise AgentError(
+                "timeout_turn", f"{method} {url}: no answer within {self._timeout:.1f} s"
+            ) from None
+        except aiohttp.ClientConnectorError as exc:
+            raise AgentError(unreachable, f"{method} {url}: {exc}") from None
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError) as exc:
+            raise AgentError("disconnect", f"{method} {url}: {exc}") from None
+        except aiohttp.ClientError as exc:
+            raise AgentError("http_error", f"{method} {url}: {type(exc).__name__}: {exc}") from None
+
+    async def connect(self, call: CallInfo) -> HttpTurnSession:
+        body = {"call": call_to_json(call), "audio": format_to_json(self.capabilities.input_format)}
+        data = await self.request("POST", f"{self.url}/sessions", body, "connect_failed")
+        if not isinstance(data, dict) or not isinstance(data.get("session_id"), str):
+            raise AgentError("malformed_frame", "session creation answered without a 'session_id'")
+        session = HttpTurnSession(self, data["session_id"], self.capabilities.input_format)
+        await session.deliver(parse_events(data))
+        self._sessions.add(session)
+        return session
+
+    async def aclose(self) -> None:
+        for s in list(self._sessions):
+            await s.close("adapter closed")
+        if self._http is not None:
+            await self._http.close()
+            await asyncio.sleep(0)
+
+
+def _status_error(status: int, text: str) -> AgentError:
+    message = text[:300]
+    try:
+        err = json.loads(text).get("error") or {}
+        message = f"{err.get('kind', '')}: {err.get('message', '')}".strip(": ")
+    except (json.JSONDecodeError, AttributeError):
+        pass
+    kind: FailureKind
+    if status == 504:
+        kind = "timeout_turn"
+    elif status >= 500:
+        kind = "http_error"
+    else:
+        kind = "protocol_error"
+    return AgentError(kind, f"HTTP {status}: {message}")
+
+
+def http_adapter(spec: AgentSpec) -> HttpTurnAdapter:
+    return HttpTurnAdapter(spec)

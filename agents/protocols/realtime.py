@@ -1,0 +1,449 @@
+"""OpenAI Realtime API client: the harness is the client application of a speech-to-speech agent.
+
+Client -> server (JSON text frames):
+    session.update            instructions (+ the call's facts, option), audio formats, turn
+                              detection (server_vad / semantic_vad, or null for manual commit),
+                              input transcription, tools from the scenario's `ToolFixture`
+    input_audio_buffer.append {audio: b64}; with manual turns `input_audio_buffer.commit` +
+                              `response.create` on `end_turn()`
+    conversation.item.create  function_call_output {call_id, output}, then `response.create`
+    response.cancel, conversation.item.truncate {item_id, content_index, audio_end_ms} on barge-in
+Server -> client (current name / beta name):
+    response.output_audio.delta / response.audio.delta                 -> AudioOut
+    response.output_audio_transcript.delta / response.audio_transcript.delta
+        (and output_text / text deltas)                                -> one TextOut per response
+    conversation.item.input_audio_transcription.completed              -> HeardOut
+    response.function_call_arguments.done {call_id, name, arguments}   -> queued; when the response
+        is `completed` the fixture runs -> ToolCallOut + ToolResultOut, output sent back
+    response.done {response: {status}}                                 -> TurnEnd (when no tool
+        follow-up is pending); a `failed` status also gives a non-fatal ErrorOut
+    input_audio_buffer.speech_started while agent audio is out         -> ClearOut (the server
+        has interrupted itself; the runtime drops queued audio and calls `barge_in`)
+    error {error: {message, code}}                                      -> ErrorOut(fatal=False)
+
+Tool calls of cancelled or incomplete responses are dropped, never executed, because the server
+emits argument events for them too. Two session shapes: `api: "ga"` (nested `audio` config,
+`audio/pcm` / `audio/pcmu`) and `api: "beta"` (`input_audio_format: pcm16 / g711_ulaw`, and the
+`OpenAI-Beta: realtime=v1` header). The bearer token is read from the environment variable named
+by option `api_key_env` and is never logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import weakref
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
+
+from websockets.asyncio.client import ClientConnection
+from websockets.exceptions import ConnectionClosed
+
+from agents.protocols._stream import (
+    EventChannel,
+    closed_event,
+    describe,
+    fail_kind,
+    open_ws,
+    send_text,
+    stop_task,
+)
+from agents.protocols.wire import b64decode, b64encode
+from harness.adapter import (
+    AgentError,
+    AgentEvent,
+    AudioFormat,
+    AudioOut,
+    CallInfo,
+    Capabilities,
+    ClearOut,
+    ErrorOut,
+    HeardOut,
+    TextOut,
+    ToolCallOut,
+    ToolResultOut,
+    TurnEnd,
+)
+from harness.model.campaign import AgentSpec
+from harness.tools import ToolFixture
+from scenarios import canonical_json
+
+__all__ = ["RealtimeAdapter", "RealtimeSession", "realtime_adapter", "session_config"]
+
+log = logging.getLogger(__name__)
+
+AUDIO_DELTAS = ("response.output_audio.delta", "response.audio.delta")
+TEXT_DELTAS = (
+    "response.output_audio_transcript.delta",
+    "response.audio_transcript.delta",
+    "response.output_text.delta",
+    "response.text.delta",
+)
+TEXT_DONES = ("response.output_audio_transcript.done", "response.audio_transcript.done")
+
+
+@dataclass
+class _Response:
+    id: str
+    text: list[str] = field(default_factory=list)
+    done_text: dict[str, str] = field(default_factory=dict)
+    calls: dict[str, tuple[str, str]] = field(default_factory=dict)  # call_id -> (name, arguments)
+
+
+def session_config(
+    *,
+    api: str,
+    fmt: AudioFormat,
+    instructions: str,
+    turn_detection: str,
+    tools: list[dict[str, Any]],
+    voice: str | None,
+    transcription_model: str | None,
+) -> dict[str, Any]:
+    """The `session` object of a `session.update`, in the GA or the beta shape."""
+    td: dict[str, Any] | None = None if turn_detection == "none" else {"type": turn_detection}
+    if api == "beta":
+        beta_fmt = "g711_ulaw" if fmt.encoding == "mulaw" else "pcm16"
+        s: dict[str, Any] = {
+            "modalities": ["audio", "text"],
+            "instructions": instructions,
+            "input_audio_format": beta_fmt,
+            "output_audio_format": beta_fmt,
+            "turn_detection": td,
+            "tools": tools,
+            "tool_choice": "auto" if tools else "none",
+        }
+        if transcription_model:
+            s["input_audio_transcription"] = {"model": transcription_model}
+        if voice:
+            s["voice"] = voice
+        return s
+    ga_fmt: dict[str, Any] = (
+        {"type": "audio/pcmu"} if fmt.encoding == "mulaw" else {"type": "audio/pcm", "rate": 24000}
+    )
+    audio_in: dict[str, Any] = {"format": ga_fmt, "turn_detection": td}
+    if transcription_model:
+        audio_in["transcription"] = {"model": transcription_model}
+    audio_out: dict[str, Any] = {"format": ga_fmt}
+    if voice:
+        audio_out["voice"] = voice
+    return {
+        "type": "realtime",
+        "output_modalities": ["audio"],
+        "instructions": instructions,
+        "audio": {"input": audio_in, "output": audio_out},
+        "tools": tools,
+        "tool_choice": "auto" if tools else "none",
+    }
+
+
+class RealtimeSession:
+    def __init__(
+        self,
+        ws: ClientConnection,
+        fixture: ToolFixture,
+        fmt: AudioFormat,
+        manual: bool,
+        send_timeout_s: float,
+    ) -> None:
+        self._ws = ws
+        self._fixture = fixture
+        self._fmt = fmt
+        self._manual = manual
+        self._send_timeout = send_timeout_s
+        self._chan = EventChannel()
+        self._closing = False
+        self._reader: asyncio.Task[None] | None = None
+        self._responses: dict[str, _Response] = {}
+        self._active: str | None = None
+        self._turn_items: list[tuple[str, float]] = []  # (item_id, audio ms) of the agent's current turn
+        self._handled_calls: set[str] = set()
+
+    async def _send(self, msg: dict[str, Any]) -> None:
+        await send_text(self._ws, json.dumps(msg, separators=(",", ":")), self._send_timeout)
+
+    def start(self) -> None:
+        self._reader = asyncio.create_task(self._read(), name="realtime-reader")
+
+    def _ensure_open(self) -> None:
+        if self._closing or self._chan.done:
+            raise AgentError("disconnect", f"session is over ({self._chan.end_reason or 'closed'})")
+
+    async def send_audio(self, chunk: bytes) -> None:
+        self._ensure_open()
+        await self._send({"type": "input_audio_buffer.append", "audio": b64encode(chunk)})
+
+    async def end_turn(self) -> None:
+        """Manual turns: commit the buffer and ask for a response; with server VAD, nothing to do."""
+        self._ensure_open()
+        if self._manual:
+            self._turn_items.clear()
+            await self._send({"type": "input_audio_buffer.commit"})
+            await self._send({"type": "response.create"})
+
+    async def send_dtmf(self, digit: str) -> None:
+        """Realtime has no keypad: the digit becomes a user text item, as telephony bridges do."""
+        self._ensure_open()
+        item = {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": f"DTMF {digit}"}],
+        }
+        await self._send({"type": "conversation.item.create", "item": item})
+
+    async def mark_played(self, name: str) -> None:
+        """Realtime has no marks."""
+
+    async def barge_in(self, played_ms: int) -> None:
+        """Cancel the response if the server has not, and truncate the agent's item at what was played."""
+        self._ensure_open()
+        if self._active is not None:
+            await self._send({"type": "response.cancel"})
+        left = float(max(0, played_ms))
+        for item_id, ms in self._turn_items:
+            if left < ms:
+                await self._send(
+                    {
+                        "type": "conversation.item.truncate",
+                        "item_id": item_id,
+                        "content_index": 0,
+                        "audio_end_ms": int(left),
+                    }
+                )
+                break
+            left -= ms
+        self._turn_items.clear()
+
+    def events(self) -> AsyncIterator[AgentEvent]:
+        return self._chan.events()
+
+    async def close(self, reason: str) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        try:
+            await self._ws.close(1000, reason[:100])
+        finally:
+            await stop_task(self._reader, f"harness closed the call: {reason}")
+            self._chan.finish(f"closed by harness: {reason}")
+
+    # -- receiving -----------------------------------------------------------------------------
+    async def _read(self) -> None:
+        final: AgentEvent | None = None
+        try:
+            async for raw in self._ws:
+                if isinstance(raw, bytes):
+                    raise AgentError("malformed_frame", "binary frame on a Realtime session")
+                try:
+                    msg = json.loads(raw)
+                except json.JSONDecodeError as exc:
+                    raise AgentError("malformed_frame", f"invalid JSON from server: {exc}") from None
+                if not isinstance(msg, dict) or not isinstance(msg.get("type"), str):
+                    raise AgentError("malformed_frame", "server event without a string 'type'")
+                await self._handle(msg)
+            final = closed_event(self._ws, None)
+        except ConnectionClosed as exc:
+            final = closed_event(self._ws, exc)
+        except AgentError as exc:
+            final = ErrorOut(*fail_kind(exc))
+            await self._ws.close(1002, exc.message[:100])
+        if not self._closing and final is not None:
+            self._chan.put_final(final)
+        self._chan.finish(describe(final))
+
+    def _resp(self, rid: Any) -> _Response:
+        key = str(rid or self._active or "")
+        return self._responses.setdefault(key, _Response(key))
+
+    async def _handle(self, m: dict[str, Any]) -> None:
+        t = m["type"]
+        if t in AUDIO_DELTAS:
+            pcm = b64decode(m.get("delta"), f"{t}.delta")
+            if not pcm:
+                return
+            ev = AudioOut(pcm, self._fmt.sample_rate, self._fmt.encoding)
+            item_id = str(m.get("item_id") or "")
+            if self._turn_items and self._turn_items[-1][0] == item_id:
+                self._turn_items[-1] = (item_id, self._turn_items[-1][1] + ev.duration_ms)
+            else:
+                self._turn_items.append((item_id, ev.duration_ms))
+            await self._chan.put(ev)
+        elif t in TEXT_DELTAS:
+            self._resp(m.get("response_id")).text.append(str(m.get("delta") or ""))
+        elif t in TEXT_DONES:
+            self._resp(m.get("response_id")).done_text[str(m.get("item_id"))] = str(m.get("transcript") or "")
+        elif t == "response.created":
+            self._active = str((m.get("response") or {}).get("id") or "")
+            self._resp(self._active)
+        elif t == "response.function_call_arguments.done":
+            call_id = str(m.get("call_id") or "")
+            self._resp(m.get("response_id")).calls[call_id] = (
+                str(m.get("name") or ""),
+                str(m.get("arguments") or "{}"),
+            )
+        elif t == "response.done":
+            await self._response_done(m.get("response") or {})
+        elif t == "conversation.item.input_audio_transcription.completed":
+            await self._chan.put(HeardOut(str(m.get("transcript") or "")))
+        elif t == "input_audio_buffer.speech_started":
+            if self._turn_items:
+                await self._chan.put(ClearOut())
+        elif t == "input_audio_buffer.committed" and not self._manual:
+            self._turn_items.clear()
+        elif t == "error":
+            err = m.get("error") or {}
+            detail = " ".join(str(err.get(k)) for k in ("type", "code", "message") if err.get(k))
+            await self._chan.put(ErrorOut("agent_error", detail or "error event", fatal=False))
+
+    async def _response_done(self, r: dict[str, Any]) -> None:
+        rid = str(r.get("id") or self._active or "")
+        resp = self._responses.pop(rid, None) or _Response(rid)
+        if self._active == rid:
+            self._active = None
+        status = str(r.get("status") or "completed")
+        text = "".join(resp.done_text.values()) if resp.done_text else "".join(resp.text)
+        if text.strip():
+            await self._chan.put(TextOut(text))
+        for item in r.get("output") or []:  # servers that only report calls in the final output
+            if isinstance(item, dict) and item.get("type") == "function_call" and item.get("call_id"):
+                resp.calls.setdefault(
+                    str(item["call_id"]), (str(item.get("name")), str(item.get("arguments") or "{}"))
+                )
+        if status == "failed":
+            details = r.get("status_details") or {}
+            await self._chan.put(ErrorOut("agent_error", f"response failed: {details}", fatal=False))
+        calls = {k: v for k, v in resp.calls.items() if k not in self._handled_calls}
+        if status != "completed" or not calls:
+            await self._chan.put(TurnEnd())
+            return
+        for call_id, (name, arguments) in calls.items():
+            self._handled_calls.add(call_id)
+            try:
+                args = json.loads(arguments) if arguments.strip() else {}
+                if not isinstance(args, dict):
+                    raise ValueError("arguments are not an object")
+            except ValueError as exc:
+                await self._chan.put(ToolCallOut(call_id, name, {"_raw": arguments}))
+                await self._chan.put(ToolResultOut(call_id, name, False, (), f"bad_arguments: {exc}"))
+                output: dict[str, Any] = {"ok": False, "error": "bad_arguments"}
+            else:
+                await self._chan.put(ToolCallOut(call_id, name, args))
+                outcome = self._fixture.call(name, args)
+                await self._chan.put(
+                    ToolResultOut(call_id, name, outcome.ok, outcome.result_keys, outcome.error)
+                )
+                output = {"ok": outcome.ok, "result": outcome.result, "error": outcome.error}
+            item = {
+                "type": "function_call_output",
+                "call_id": call_id,
+                "output": json.dumps(output, default=str),
+            }
+            await self._send({"type": "conversation.item.create", "item": item})
+        await self._send({"type": "response.create"})
+
+
+class RealtimeAdapter:
+    """Options: `model` ("gpt-realtime"), `api` ("ga" | "beta"), `openai_beta_header` (default: api
+    == "beta"), `api_key_env` (name of the env var holding the key), `audio_format` ("pcm16" at
+    24 kHz | "mulaw" at 8 kHz), `turn_detection` ("server_vad" | "semantic_vad" | "none"),
+    `instructions`, `voice`, `transcription_model`, `facts_in_instructions` (true), `tools`
+    (true), `connect_timeout_s` (10), `send_timeout_s` (5)."""
+
+    def __init__(self, spec: AgentSpec) -> None:
+        if not spec.url:
+            raise AgentError(
+                "connect_failed", f"agent {spec.name!r}: the realtime adapter needs a ws(s):// url"
+            )
+        self.name, self.options = spec.name, dict(spec.options)
+        self.api = str(self.options.get("api", "ga"))
+        if self.api not in ("ga", "beta"):
+            raise AgentError(
+                "protocol_error", f"realtime option api must be 'ga' or 'beta', not {self.api!r}"
+            )
+        self.url = self._with_model(spec.url, str(self.options.get("model", "gpt-realtime")))
+        enc = str(self.options.get("audio_format", "pcm16"))
+        self.format = (
+            AudioFormat("mulaw", 8000)
+            if enc in ("mulaw", "g711_ulaw", "pcmu")
+            else AudioFormat("pcm16", 24000)
+        )
+        self.turn_detection = str(self.options.get("turn_detection", "server_vad") or "none")
+        manual = self.turn_detection == "none"
+        self.capabilities = Capabilities(
+            architecture=spec.architecture,
+            turn_based=manual,
+            streaming=not manual,
+            transcripts=True,
+            tool_trace=bool(self.options.get("tools", True)),
+            fact_provisioning=True,
+            input_format=self.format,
+            protocol="realtime",
+        )
+        self._sessions: weakref.WeakSet[RealtimeSession] = weakref.WeakSet()
+
+    @staticmethod
+    def _with_model(url: str, model: str) -> str:
+        parts = urlsplit(url)
+        if "model" in parse_qs(parts.query):
+            return url
+        query = "&".join(q for q in (parts.query, urlencode({"model": model})) if q)
+        return urlunsplit(parts._replace(query=query))
+
+    def _headers(self) -> dict[str, str]:
+        headers: dict[str, str] = {}
+        env = self.options.get("api_key_env")
+        if env:
+            key = os.environ.get(str(env))
+            if not key:
+                raise AgentError("connect_failed", f"environment variable {env} (api_key_env) is not set")
+            headers["Authorization"] = f"Bearer {key}"
+        if bool(self.options.get("openai_beta_header", self.api == "beta")):
+            headers["OpenAI-Beta"] = "realtime=v1"
+        return headers
+
+    def instructions(self, call: CallInfo) -> str:
+        text = str(self.options.get("instructions", "You are a customer-care voice agent."))
+        if self.options.get("facts_in_instructions", True):
+            facts = canonical_json(call.facts.model_dump(mode="json"))
+            text += f'\n\n<facts scenario="{call.scenario_id}" call_id="{call.call_id}">{facts}</facts>'
+        return text
+
+    async def connect(self, call: CallInfo) -> RealtimeSession:
+        ws = await open_ws(self.url, self._headers(), float(self.options.get("connect_timeout_s", 10.0)))
+        fixture = ToolFixture(call.facts)
+        config = session_config(
+            api=self.api,
+            fmt=self.format,
+            instructions=self.instructions(call),
+            turn_detection=self.turn_detection,
+            tools=fixture.schemas() if self.options.get("tools", True) else [],
+            voice=self.options.get("voice"),
+            transcription_model=self.options.get("transcription_model"),
+        )
+        session = RealtimeSession(
+            ws,
+            fixture,
+            self.format,
+            self.turn_detection == "none",
+            float(self.options.get("send_timeout_s", 5.0)),
+        )
+        try:
+            await session._send({"type": "session.update", "session": config})
+        except AgentError as exc:
+            await ws.close()
+            raise AgentError("connect_failed", f"session.update not delivered: {exc.message}") from None
+        session.start()
+        self._sessions.add(session)
+        return session
+
+    async def aclose(self) -> None:
+        for s in list(self._sessions):
+            await s.close("adapter closed")
+
+
+def realtime_adapter(spec: AgentSpec) -> RealtimeAdapter:
+    return RealtimeAdapter(spec)

@@ -1,0 +1,215 @@
+"""JSON shapes shared by the harness-side clients and the serving front ends.
+
+The HTTP turn API and the WebSocket streaming contract carry agent events as small JSON objects
+tagged by `type`; both sides of the repo use this one codec so a field can never drift between a
+client and the server it is tested against.
+
+Agent event objects (`type` first):
+
+    {"type": "audio", "audio": <b64>, "sample_rate": 16000, "encoding": "pcm16"|"mulaw"}
+    {"type": "text", "text": str}                      words the agent says
+    {"type": "heard", "text": str, "confidence": float|null}
+    {"type": "tool_call", "call_id": str, "name": str, "arguments": {...}}
+    {"type": "tool_result", "call_id": str, "name": str, "ok": bool, "result_keys": [str], "error": str|null}
+    {"type": "state", "from": str, "to": str, "flags": [str]}
+    {"type": "facts_seen", "sha256": str}
+    {"type": "mark", "name": str}
+    {"type": "clear"}
+    {"type": "hangup", "reason": str}
+    {"type": "error", "kind": <FailureKind>, "message": str, "fatal": bool}
+    {"type": "turn_end", "compute_ms": float|null}
+
+Call info travels as {"call_id", "scenario_id", "caller_number", "facts": <Facts as JSON>}.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any
+
+from pydantic import ValidationError
+
+from harness.adapter import (
+    AgentError,
+    AgentEvent,
+    AudioFormat,
+    AudioOut,
+    CallInfo,
+    ClearOut,
+    ErrorOut,
+    FactsSeenOut,
+    HangupOut,
+    HeardOut,
+    MarkOut,
+    StateOut,
+    TextOut,
+    ToolCallOut,
+    ToolResultOut,
+    TurnEnd,
+)
+from harness.model.events import FAILURE_KINDS, FailureKind
+from scenarios import Facts
+
+__all__ = [
+    "b64decode",
+    "b64encode",
+    "call_from_json",
+    "call_to_json",
+    "event_from_json",
+    "event_to_json",
+    "format_from_json",
+    "format_to_json",
+]
+
+
+def b64encode(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def b64decode(text: Any, what: str = "audio") -> bytes:
+    """Strict base64: a bad payload is a malformed frame, never silently empty audio."""
+    if not isinstance(text, str):
+        raise AgentError("malformed_frame", f"{what} must be a base64 string, got {type(text).__name__}")
+    try:
+        return base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise AgentError("malformed_frame", f"{what} is not valid base64: {exc}") from None
+
+
+def call_to_json(call: CallInfo) -> dict[str, Any]:
+    return {
+        "call_id": call.call_id,
+        "scenario_id": call.scenario_id,
+        "caller_number": call.caller_number,
+        "facts": call.facts.model_dump(mode="json"),
+    }
+
+
+def call_from_json(data: Any) -> CallInfo:
+    if not isinstance(data, dict):
+        raise AgentError("malformed_frame", "call must be a JSON object")
+    try:
+        facts = Facts.model_validate(data["facts"])
+        return CallInfo(
+            facts=facts,
+            scenario_id=str(data["scenario_id"]),
+            call_id=str(data.get("call_id") or CallInfo(facts=facts, scenario_id="").call_id),
+            caller_number=str(data.get("caller_number") or "+15550100000"),
+        )
+    except KeyError as exc:
+        raise AgentError("malformed_frame", f"call is missing {exc}") from None
+    except ValidationError as exc:
+        raise AgentError("malformed_frame", f"call facts are invalid: {exc.error_count()} errors") from None
+
+
+def format_to_json(fmt: AudioFormat) -> dict[str, Any]:
+    return {"encoding": fmt.encoding, "sample_rate": fmt.sample_rate}
+
+
+def format_from_json(data: Any) -> AudioFormat:
+    if not isinstance(data, dict):
+        raise AgentError("malformed_frame", "audio format must be a JSON object")
+    enc, rate = data.get("encoding", "pcm16"), data.get("sample_rate", 16000)
+    if enc not in ("pcm16", "mulaw") or not isinstance(rate, int) or not 4000 <= rate <= 96000:
+        raise AgentError("malformed_frame", f"unsupported audio format {enc!r} at {rate!r} Hz")
+    return AudioFormat(enc, rate)
+
+
+def event_to_json(ev: AgentEvent) -> dict[str, Any]:
+    match ev:
+        case AudioOut():
+            return {
+                "type": "audio",
+                "audio": b64encode(ev.pcm),
+                "sample_rate": ev.sample_rate,
+                "encoding": ev.encoding,
+            }
+        case TextOut():
+            return {"type": "text", "text": ev.text}
+        case HeardOut():
+            return {"type": "heard", "text": ev.text, "confidence": ev.confidence}
+        case ToolCallOut():
+            return {"type": "tool_call", "call_id": ev.call_id, "name": ev.name, "arguments": ev.arguments}
+        case ToolResultOut():
+            return {
+                "type": "tool_result",
+                "call_id": ev.call_id,
+                "name": ev.name,
+                "ok": ev.ok,
+                "result_keys": list(ev.result_keys),
+                "error": ev.error,
+            }
+        case StateOut():
+            return {"type": "state", "from": ev.from_state, "to": ev.to_state, "flags": list(ev.flags)}
+        case FactsSeenOut():
+            return {"type": "facts_seen", "sha256": ev.sha256}
+        case MarkOut():
+            return {"type": "mark", "name": ev.name}
+        case ClearOut():
+            return {"type": "clear"}
+        case HangupOut():
+            return {"type": "hangup", "reason": ev.reason}
+        case ErrorOut():
+            return {"type": "error", "kind": ev.kind, "message": ev.message, "fatal": ev.fatal}
+        case TurnEnd():
+            return {"type": "turn_end", "compute_ms": ev.compute_ms}
+    raise TypeError(f"not an agent event: {ev!r}")
+
+
+def _kind(value: Any) -> FailureKind:
+    return value if value in FAILURE_KINDS else "agent_error"
+
+
+def event_from_json(data: Any) -> AgentEvent:
+    """Parse one event object; anything malformed raises AgentError('malformed_frame')."""
+    if not isinstance(data, dict) or not isinstance(data.get("type"), str):
+        raise AgentError("malformed_frame", "event must be a JSON object with a string 'type'")
+    t = data["type"]
+    try:
+        match t:
+            case "audio":
+                enc = data.get("encoding", "pcm16")
+                if enc not in ("pcm16", "mulaw"):
+                    raise AgentError("malformed_frame", f"unknown audio encoding {enc!r}")
+                return AudioOut(b64decode(data["audio"]), int(data["sample_rate"]), enc)
+            case "text":
+                return TextOut(str(data["text"]))
+            case "heard":
+                conf = data.get("confidence")
+                return HeardOut(str(data["text"]), None if conf is None else float(conf))
+            case "tool_call":
+                args = data.get("arguments") or {}
+                if not isinstance(args, dict):
+                    raise AgentError("malformed_frame", "tool_call arguments must be an object")
+                return ToolCallOut(str(data["call_id"]), str(data["name"]), args)
+            case "tool_result":
+                return ToolResultOut(
+                    str(data["call_id"]),
+                    str(data["name"]),
+                    bool(data["ok"]),
+                    tuple(str(k) for k in data.get("result_keys") or ()),
+                    None if data.get("error") is None else str(data["error"]),
+                )
+            case "state":
+                return StateOut(
+                    str(data["from"]), str(data["to"]), tuple(str(f) for f in data.get("flags") or ())
+                )
+            case "facts_seen":
+                return FactsSeenOut(str(data["sha256"]))
+            case "mark":
+                return MarkOut(str(data["name"]))
+            case "clear":
+                return ClearOut()
+            case "hangup":
+                return HangupOut(str(data.get("reason") or "agent hung up"))
+            case "error":
+                return ErrorOut(
+                    _kind(data.get("kind")), str(data.get("message", "")), bool(data.get("fatal", True))
+                )
+            case "turn_end":
+                cm = data.get("compute_ms")
+                return TurnEnd(None if cm is None else float(cm))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise AgentError("malformed_frame", f"bad {t!r} event: {exc!r}") from None
+    raise AgentError("malformed_frame", f"unknown event type {t!r}")

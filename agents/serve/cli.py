@@ -1,0 +1,80 @@
+"""`voice-audit agents serve NAME --protocol P`: put any registered agent behind a protocol front end."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+from typing import Annotated, Any
+
+import typer
+
+from agents.serve.config import ServeConfig
+from agents.serve.server import PROTOCOLS, Protocol, serve
+from harness.adapter import AgentAdapter, CallInfo
+from harness.model.campaign import AgentSpec
+from harness.registry import AGENT_GROUP, load_object
+from scenarios import BUNDLED_LIBRARY, ConfigError, ScenarioLibrary
+
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="Serve bundled or third-party agents over a protocol."
+)
+
+
+def _options(pairs: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise ConfigError(f"--option needs KEY=VALUE, got {pair!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def build_adapter(name: str, options: dict[str, Any]) -> AgentAdapter:
+    """NAME is an entry point of `voice_audit.agents` or `module:attr`: a factory or an adapter."""
+    obj = load_object(name, AGENT_GROUP)
+    if hasattr(obj, "connect") and hasattr(obj, "capabilities"):
+        adapter: AgentAdapter = obj
+        return adapter
+    safe = re.sub(r"[^a-z0-9_-]", "-", name.lower().split(":")[-1]).strip("-") or "agent"
+    if not safe[0].isalpha():
+        safe = "a" + safe
+    return obj(AgentSpec(name=safe, adapter=name, options=options))
+
+
+def default_call(scenario_id: str) -> CallInfo:
+    found = ScenarioLibrary(BUNDLED_LIBRARY).load_all()
+    if scenario_id not in found:
+        raise ConfigError(f"unknown scenario {scenario_id!r} (known: {', '.join(sorted(found))})")
+    return CallInfo(facts=found[scenario_id][1].facts, scenario_id=scenario_id)
+
+
+@app.command("serve")
+def serve_cmd(
+    name: Annotated[str, typer.Argument(help="agent entry point name or module:attr")],
+    protocol: Annotated[str, typer.Option(help="|".join(PROTOCOLS))] = "twilio",
+    host: Annotated[str, typer.Option(help="bind address (loopback by default)")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port")] = 7860,
+    option: Annotated[
+        list[str] | None, typer.Option("--option", "-o", help="agent option KEY=VALUE (JSON values)")
+    ] = None,
+    scenario: Annotated[
+        str | None,
+        typer.Option(help="facts for calls whose client sends none (Twilio bots, plain Realtime clients)"),
+    ] = None,
+    greeting_timeout: Annotated[float, typer.Option(help="seconds to wait for a greeting")] = 5.0,
+) -> None:
+    """Serve NAME over one protocol until interrupted."""
+    if protocol not in PROTOCOLS:
+        raise ConfigError(f"unknown protocol {protocol!r} (one of {', '.join(PROTOCOLS)})")
+    adapter = build_adapter(name, _options(option or []))
+    call = default_call(scenario) if scenario else None
+    config = ServeConfig(greeting_timeout_s=greeting_timeout, default_call=(lambda: call) if call else None)
+    proto: Protocol = protocol
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(serve(adapter, proto, host, port, config))

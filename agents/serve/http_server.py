@@ -1,0 +1,157 @@
+"""HTTP turn API front end (aiohttp): serves a turn-based agent with the contract documented in
+`agents.protocols.http_turn`. One lock per session keeps turns of a call strictly sequential."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from agents.protocols.wire import b64decode, call_from_json, event_to_json, format_from_json
+from agents.serve._inner import InnerCall
+from agents.serve.config import ServeConfig
+from harness.adapter import AgentAdapter, AgentError, AgentEvent, HangupOut
+from harness.model.events import FailureKind
+
+__all__ = ["build_http_app"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Served:
+    inner: InnerCall
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+def _error(status: int, kind: FailureKind, message: str) -> web.Response:
+    return web.json_response({"error": {"kind": kind, "message": message}}, status=status)
+
+
+async def _json(request: web.Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise AgentError("malformed_frame", "request body is not JSON") from None
+    if not isinstance(body, dict):
+        raise AgentError("malformed_frame", "request body is not a JSON object")
+    return body
+
+
+def build_http_app(adapter: AgentAdapter, config: ServeConfig) -> web.Application:
+    sessions: dict[str, _Served] = {}
+
+    async def collect(served: _Served, first_timeout: float | None) -> tuple[list[dict[str, Any]], bool]:
+        events: list[dict[str, Any]] = []
+
+        async def add(ev: AgentEvent) -> None:
+            events.append(event_to_json(ev))
+
+        status = await served.inner.run_turn(add, first_timeout)
+        if status == "ended" and not any(e["type"] in ("hangup", "error") for e in events):
+            events.append(event_to_json(HangupOut("agent session ended")))
+        return events, status in ("hangup", "error", "ended")
+
+    async def finish(sid: str, reason: str) -> None:
+        served = sessions.pop(sid, None)
+        if served is not None:
+            await served.inner.close(reason)
+
+    @web.middleware
+    async def errors(request: web.Request, handler: Any) -> web.StreamResponse:
+        try:
+            resp: web.StreamResponse = await handler(request)
+            return resp
+        except AgentError as exc:
+            status = 400 if exc.kind == "malformed_frame" else 502
+            return _error(status, exc.kind, exc.message)
+        except TimeoutError:
+            return _error(
+                504, "timeout_turn", f"agent did not finish its turn within {config.turn_timeout_s:.0f} s"
+            )
+
+    async def create(request: web.Request) -> web.Response:
+        body = await _json(request)
+        call = call_from_json(body.get("call"))
+        format_from_json(body.get("audio") or {})
+        try:
+            inner = await InnerCall.open(adapter, call, config.turn_timeout_s)
+        except AgentError as exc:
+            return _error(502, exc.kind, exc.message)
+        sid = secrets.token_hex(12)
+        served = sessions[sid] = _Served(inner)
+        async with served.lock:
+            events, over = await collect(served, config.greeting_timeout_s)
+        if over:
+            await finish(sid, "agent ended the call during its greeting")
+        return web.json_response({"session_id": sid, "events": events}, status=201)
+
+    def lookup(request: web.Request) -> _Served:
+        served = sessions.get(request.match_info["sid"])
+        if served is None:
+            raise web.HTTPNotFound(
+                text=json.dumps({"error": {"kind": "protocol_error", "message": "unknown session"}}),
+                content_type="application/json",
+            )
+        return served
+
+    async def turn(request: web.Request) -> web.Response:
+        served = lookup(request)
+        body = await _json(request)
+        fmt = format_from_json(
+            {"encoding": body.get("encoding", "pcm16"), "sample_rate": body.get("sample_rate", 16000)}
+        )
+        audio = b64decode(body.get("audio"))
+        async with served.lock:
+            try:
+                await served.inner.send_turn(audio, fmt)
+                events, over = await collect(served, None)
+            except TimeoutError:
+                await finish(request.match_info["sid"], "agent turn timed out")
+                raise
+        if over:
+            await finish(request.match_info["sid"], "agent ended the call")
+        return web.json_response({"events": events})
+
+    async def dtmf(request: web.Request) -> web.Response:
+        served = lookup(request)
+        digit = (await _json(request)).get("digit")
+        if not isinstance(digit, str) or len(digit) != 1:
+            raise AgentError("malformed_frame", "dtmf needs a one-character 'digit'")
+        await served.inner.session.send_dtmf(digit)
+        return web.Response(status=204)
+
+    async def barge_in(request: web.Request) -> web.Response:
+        served = lookup(request)
+        played = (await _json(request)).get("played_ms")
+        if not isinstance(played, int | float):
+            raise AgentError("malformed_frame", "barge_in needs a numeric 'played_ms'")
+        await served.inner.session.barge_in(int(played))
+        return web.Response(status=204)
+
+    async def delete(request: web.Request) -> web.Response:
+        lookup(request)
+        await finish(request.match_info["sid"], request.query.get("reason", "caller hung up"))
+        return web.Response(status=204)
+
+    async def on_cleanup(app: web.Application) -> None:
+        for sid in list(sessions):
+            await finish(sid, "server shutting down")
+
+    app = web.Application(middlewares=[errors], client_max_size=64 * 2**20)
+    app.add_routes(
+        [
+            web.post("/sessions", create),
+            web.post("/sessions/{sid}/turns", turn),
+            web.post("/sessions/{sid}/dtmf", dtmf),
+            web.post("/sessions/{sid}/barge_in", barge_in),
+            web.delete("/sessions/{sid}", delete),
+        ]
+    )
+    app.on_cleanup.append(on_cleanup)
+    return app

@@ -1,0 +1,94 @@
+"""Start a front end: any in-process turn-based agent, reachable over one protocol on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Literal
+
+from aiohttp import web
+from websockets.asyncio.server import serve as ws_serve
+
+from agents.serve.config import ServeConfig
+from agents.serve.http_server import build_http_app
+from agents.serve.realtime_server import realtime_handler
+from agents.serve.twilio_server import twilio_handler
+from agents.serve.ws_server import ws_handler
+from harness.adapter import AgentAdapter
+
+__all__ = ["PROTOCOLS", "Protocol", "ServerHandle", "serve", "start_server"]
+
+log = logging.getLogger(__name__)
+
+Protocol = Literal["http", "ws", "twilio", "realtime"]
+PROTOCOLS: tuple[Protocol, ...] = ("http", "ws", "twilio", "realtime")
+_PATHS = {"http": "", "ws": "/ws", "twilio": "/ws", "realtime": "/v1/realtime"}
+
+
+@dataclass(frozen=True)
+class ServerHandle:
+    protocol: Protocol
+    host: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        scheme = "http" if self.protocol == "http" else "ws"
+        return f"{scheme}://{self.host}:{self.port}{_PATHS[self.protocol]}"
+
+
+@asynccontextmanager
+async def start_server(
+    adapter: AgentAdapter,
+    protocol: Protocol,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    config: ServeConfig | None = None,
+) -> AsyncIterator[ServerHandle]:
+    """Serve until the block exits; port 0 picks a free port (see `handle.port`). WebSocket front
+    ends accept any path, so `ws://host:port/ws` (Pipecat's default) and `/v1/realtime` both work."""
+    cfg = config or ServeConfig()
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown protocol {protocol!r} (one of {', '.join(PROTOCOLS)})")
+    if protocol == "http":
+        runner = web.AppRunner(build_http_app(adapter, cfg), handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, host, port)
+        await site.start()
+        bound = runner.addresses[0][1]
+        try:
+            yield ServerHandle(protocol, host, bound)
+        finally:
+            await runner.cleanup()
+        return
+    handler = {"ws": ws_handler, "twilio": twilio_handler, "realtime": realtime_handler}[protocol](
+        adapter, cfg
+    )
+    async with ws_serve(handler, host, port, max_size=32 * 2**20) as server:
+        bound = next(iter(server.sockets)).getsockname()[1]
+        try:
+            yield ServerHandle(protocol, host, bound)
+        finally:
+            server.close()
+            try:
+                async with asyncio.timeout(5):
+                    await server.wait_closed()
+            except TimeoutError:
+                log.warning("connections still open after 5 s at shutdown")
+
+
+async def serve(
+    adapter: AgentAdapter,
+    protocol: Protocol,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    config: ServeConfig | None = None,
+) -> None:
+    """Serve forever (until cancelled)."""
+    async with start_server(adapter, protocol, host, port, config) as handle:
+        log.info("serving %s on %s", adapter.name, handle.url)
+        print(f"serving {adapter.name} over {protocol} at {handle.url}", flush=True)
+        await asyncio.Event().wait()

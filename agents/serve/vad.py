@@ -1,0 +1,73 @@
+"""Energy endpointer: turns a continuous 20 ms frame stream into caller utterances.
+
+Deliberately simple and deterministic (frame RMS against a dBFS threshold, a minimum speech run
+to start, a hangover of silence to end, a pre-roll so onsets are not clipped): the front ends
+need the turn boundaries a telephone agent would find, not a state-of-the-art VAD.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from agents.protocols.audio import dbfs
+
+__all__ = ["Endpointer", "VadConfig"]
+
+
+@dataclass(frozen=True)
+class VadConfig:
+    threshold_dbfs: float = -42.0
+    min_speech_ms: int = 60
+    hangover_ms: int = 500
+    preroll_ms: int = 200
+    max_utterance_ms: int = 30_000
+
+
+class Endpointer:
+    """Feed pcm16 at `sample_rate`; `push` returns ("start", b"") and ("end", utterance) markers."""
+
+    def __init__(self, sample_rate: int, config: VadConfig | None = None) -> None:
+        self.cfg = config or VadConfig()
+        self.frame_bytes = sample_rate // 50 * 2
+        self._rest = b""
+        self._pre: deque[bytes] = deque(maxlen=max(1, self.cfg.preroll_ms // 20))
+        self._utt: list[bytes] = []
+        self._speech_run = 0
+        self._silence_run = 0
+        self.speaking = False
+
+    def push(self, pcm16: bytes) -> list[tuple[str, bytes]]:
+        out: list[tuple[str, bytes]] = []
+        data = self._rest + pcm16
+        n = len(data) - len(data) % self.frame_bytes
+        self._rest = data[n:]
+        for i in range(0, n, self.frame_bytes):
+            out.extend(self._frame(data[i : i + self.frame_bytes]))
+        return out
+
+    def _frame(self, frame: bytes) -> list[tuple[str, bytes]]:
+        voiced = dbfs(frame) > self.cfg.threshold_dbfs
+        if not self.speaking:
+            self._pre.append(frame)
+            self._speech_run = self._speech_run + 1 if voiced else 0
+            if self._speech_run * 20 >= self.cfg.min_speech_ms:
+                self.speaking, self._silence_run = True, 0
+                self._utt = list(self._pre)
+                self._pre.clear()
+                return [("start", b"")]
+            return []
+        self._utt.append(frame)
+        self._silence_run = 0 if voiced else self._silence_run + 1
+        if self._silence_run * 20 >= self.cfg.hangover_ms or len(self._utt) * 20 >= self.cfg.max_utterance_ms:
+            return [("end", self._finish())]
+        return []
+
+    def _finish(self) -> bytes:
+        utt = b"".join(self._utt)
+        self._utt, self.speaking, self._speech_run, self._silence_run = [], False, 0, 0
+        return utt
+
+    def flush(self) -> bytes | None:
+        """End the current utterance now (an explicit end-of-turn hint); None when nobody is speaking."""
+        return self._finish() if self.speaking else None

@@ -1,0 +1,139 @@
+"""WebSocket streaming front end: the contract of `agents.protocols.ws_stream`, agent side.
+
+Caller frames are endpointed with the energy VAD (an explicit `end_turn` from the client ends the
+utterance at once, so a harness that knows its own turn boundaries gets deterministic turns);
+each utterance goes to the inner agent, whose events are forwarded as JSON as they come.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+from typing import Any
+
+from websockets.asyncio.server import ServerConnection
+from websockets.exceptions import ConnectionClosed
+
+from agents.protocols.audio import to_pcm16
+from agents.protocols.wire import call_from_json, event_to_json, format_from_json, format_to_json
+from agents.serve._inner import InnerCall
+from agents.serve._tasks import until_first
+from agents.serve.config import ServeConfig
+from agents.serve.vad import Endpointer
+from harness.adapter import AgentAdapter, AgentError, AgentEvent, AudioFormat
+
+__all__ = ["ws_handler"]
+
+log = logging.getLogger(__name__)
+
+
+async def _send(ws: ServerConnection, msg: dict[str, Any]) -> None:
+    await ws.send(json.dumps(msg, separators=(",", ":")))
+
+
+def ws_handler(adapter: AgentAdapter, config: ServeConfig) -> Any:
+    async def handler(ws: ServerConnection) -> None:
+        try:
+            async with asyncio.timeout(10):
+                raw = await ws.recv()
+            msg = json.loads(raw)
+            if not isinstance(msg, dict) or msg.get("type") != "start":
+                raise AgentError("protocol_error", "first message must be {'type': 'start', ...}")
+            call = call_from_json(msg.get("call"))
+            fmt = format_from_json(msg.get("audio") or {})
+            inner = await InnerCall.open(adapter, call, config.turn_timeout_s)
+        except (AgentError, json.JSONDecodeError, TimeoutError, ConnectionClosed) as exc:
+            kind = exc.kind if isinstance(exc, AgentError) else "protocol_error"
+            text = exc.message if isinstance(exc, AgentError) else f"{type(exc).__name__}: {exc}"
+            try:
+                await _send(ws, {"type": "error", "kind": kind, "message": text, "fatal": True})
+                await ws.close(1008, text[:100])
+            except ConnectionClosed:
+                pass
+            return
+        try:
+            await _send(
+                ws,
+                {
+                    "type": "started",
+                    "session_id": secrets.token_hex(8),
+                    "output": format_to_json(inner.input_format),
+                },
+            )
+            utterances: asyncio.Queue[bytes] = asyncio.Queue(16)
+            await until_first(
+                "call over",
+                _read(ws, inner, fmt, config, utterances),
+                _run(ws, inner, fmt, config, utterances),
+            )
+        except* ConnectionClosed:
+            pass
+        finally:
+            await inner.close("caller left")
+
+    return handler
+
+
+async def _read(
+    ws: ServerConnection,
+    inner: InnerCall,
+    fmt: AudioFormat,
+    config: ServeConfig,
+    utterances: asyncio.Queue[bytes],
+) -> None:
+    endp = Endpointer(fmt.sample_rate, config.vad)
+
+    def done(utt: bytes) -> None:
+        if utterances.full():
+            log.warning("dropping a caller utterance: the agent is %d turns behind", utterances.qsize())
+            return
+        utterances.put_nowait(utt)
+
+    async for raw in ws:
+        if isinstance(raw, bytes):
+            for kind, utt in endp.push(to_pcm16(raw, fmt, fmt.sample_rate)):
+                if kind == "end":
+                    done(utt)
+            continue
+        try:
+            msg = json.loads(raw)
+            t = msg["type"]
+        except (json.JSONDecodeError, TypeError, KeyError):
+            await _send(
+                ws,
+                {"type": "error", "kind": "malformed_frame", "message": "bad client message", "fatal": False},
+            )
+            continue
+        if t == "end_turn":
+            flushed = endp.flush()
+            if flushed is not None:
+                done(flushed)
+        elif t == "dtmf":
+            await inner.session.send_dtmf(str(msg.get("digit", "")))
+        elif t == "barge_in":
+            await inner.session.barge_in(int(msg.get("played_ms") or 0))
+        elif t == "stop":
+            return
+
+
+async def _run(
+    ws: ServerConnection,
+    inner: InnerCall,
+    fmt: AudioFormat,
+    config: ServeConfig,
+    utterances: asyncio.Queue[bytes],
+) -> None:
+    async def forward(ev: AgentEvent) -> None:
+        await _send(ws, event_to_json(ev))
+
+    status = await inner.run_turn(forward, config.greeting_timeout_s)
+    pcm_fmt = AudioFormat("pcm16", fmt.sample_rate)
+    while status in ("turn_end", "silent"):
+        utt = await utterances.get()
+        await inner.send_turn(utt, pcm_fmt)
+        status = await inner.run_turn(forward)
+    if status == "ended":
+        await _send(ws, {"type": "hangup", "reason": "agent session ended"})
+    await ws.close(1000, "agent hung up")
