@@ -67,7 +67,9 @@ def run_divexplorer(df: pd.DataFrame, min_support: float) -> tuple[float, int]:
 
     start = time.perf_counter()
     explorer = DivergenceExplorer(df)
-    quant = explorer.get_pattern_divergence(min_support=min_support, quantitative_outcomes=QUANT, attributes=ATTRIBUTES)
+    quant = explorer.get_pattern_divergence(
+        min_support=min_support, quantitative_outcomes=QUANT, attributes=ATTRIBUTES
+    )
     explorer.get_pattern_divergence(min_support=min_support, boolean_outcomes=BOOL, attributes=ATTRIBUTES)
     return time.perf_counter() - start, len(quant)
 
@@ -75,7 +77,9 @@ def run_divexplorer(df: pd.DataFrame, min_support: float) -> tuple[float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000, help="rows for the side-by-side run")
-    parser.add_argument("--big-rows", type=int, default=1_000_000, help="rows for our engine alone (0 = skip)")
+    parser.add_argument(
+        "--big-rows", type=int, default=1_000_000, help="rows for our engine alone (0 = skip)"
+    )
     parser.add_argument("--min-support", type=float, default=0.001)
     parser.add_argument("--skip-divexplorer", action="store_true")
     args = parser.parse_args()
@@ -95,7 +99,9 @@ def main() -> None:
             dx, ratio = f"{dx_wall:13.2f}", f"{dx_wall / wall:6.1f}x"
         else:
             dx, ratio = f"{'-':>13}", f"{'-':>7}"
-        print(f"{n:>9} {len(ATTRIBUTES):>5} {len(QUANT + BOOL):>8} {n_sets:>9} {wall:8.2f} {peak:9.0f} {dx} {ratio}")
+        print(
+            f"{n:>9} {len(ATTRIBUTES):>5} {len(QUANT + BOOL):>8} {n_sets:>9} {wall:8.2f} {peak:9.0f} {dx} {ratio}"
+        )
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"process peak RSS {rss:.0f} MiB (includes the synthetic tables and DivExplorer)")
 

@@ -126,7 +126,9 @@ def _topdown(
     return root
 
 
-def _base_cells(codes: Sequence[np.ndarray], sizes: Sequence[int], weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _base_cells(
+    codes: Sequence[np.ndarray], sizes: Sequence[int], weights: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     if math.prod(sizes) < 2**62:
         flat = np.ravel_multi_index(tuple(codes), tuple(sizes))
         uniq, inverse = np.unique(flat, return_inverse=True)

@@ -89,9 +89,7 @@ def _is_boolean(df: pd.DataFrame, name: str, values: np.ndarray) -> bool:
     return bool(np.all((present == 0.0) | (present == 1.0)))
 
 
-def _encode_outcomes(
-    df: pd.DataFrame, outcomes: Sequence[str], boolean: Sequence[str] | None
-) -> _Outcomes:
+def _encode_outcomes(df: pd.DataFrame, outcomes: Sequence[str], boolean: Sequence[str] | None) -> _Outcomes:
     if not outcomes:
         raise OutcomeError("no outcome given; change `outcomes`")
     if len(set(outcomes)) != len(outcomes):

@@ -144,7 +144,9 @@ def cross_agent_gap(
         if key not in table.columns:
             raise GapInputError(f"key {key!r} not in table {name}; change `key`")
         if table[key].isna().any() or table[key].duplicated().any():
-            raise GapInputError(f"key {key!r} is missing or repeated in table {name}; one row per caller per agent")
+            raise GapInputError(
+                f"key {key!r} is missing or repeated in table {name}; one row per caller per agent"
+            )
     for o in outcomes:
         if o not in m1.columns or o not in m2.columns:
             raise OutcomeError(f"outcome {o!r} missing from one agent's table; change `outcomes`")

@@ -77,7 +77,9 @@ class Lattice:
     @cached_property
     def item_labels(self) -> tuple[tuple[str, ...], ...]:
         """'attribute=value' per attribute and level, spelled as DivExplorer's one-hot columns."""
-        return tuple(tuple(f"{a}={v}" for v in lv) for a, lv in zip(self.attributes, self.levels, strict=True))
+        return tuple(
+            tuple(f"{a}={v}" for v in lv) for a, lv in zip(self.attributes, self.levels, strict=True)
+        )
 
     @cached_property
     def labels(self) -> np.ndarray:
@@ -94,7 +96,10 @@ class Lattice:
         bounds = np.searchsorted(inverse[order], np.arange(len(first) + 1))
         for p, start in enumerate(first):
             rows = order[bounds[p] : bounds[p + 1]]
-            parts = [np.array(self.item_labels[a], dtype=object)[self.codes[rows, a]] for a in np.nonzero(present[start])[0]]
+            parts = [
+                np.array(self.item_labels[a], dtype=object)[self.codes[rows, a]]
+                for a in np.nonzero(present[start])[0]
+            ]
             if not parts:
                 continue
             text = parts[0]
@@ -132,7 +137,9 @@ class Lattice:
             if value not in self.levels[a]:
                 raise UnknownItemsetError(f"unknown value {value!r} of {attr!r}; change the itemset")
             if row[a] >= 0:
-                raise UnknownItemsetError(f"attribute {attr!r} repeats; an itemset has one value per attribute")
+                raise UnknownItemsetError(
+                    f"attribute {attr!r} repeats; an itemset has one value per attribute"
+                )
             row[a] = self.levels[a].index(value)
         return row
 

@@ -39,7 +39,9 @@ def redundant(result: Scored, outcome: str, epsilon: float) -> np.ndarray:
 def prune_redundant(result: Scored, outcome: str, epsilon: float) -> pd.DataFrame:
     """The tidy table of `outcome` without redundant itemsets (the more general ones are kept)."""
     table = result.table([outcome])
-    return table.loc[~redundant(result, outcome, epsilon)[table["itemset_id"].to_numpy()]].reset_index(drop=True)
+    return table.loc[~redundant(result, outcome, epsilon)[table["itemset_id"].to_numpy()]].reset_index(
+        drop=True
+    )
 
 
 @dataclass(frozen=True)

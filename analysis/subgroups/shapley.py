@@ -39,7 +39,9 @@ def shapley_values(result: Scored, itemset: ItemsetRef, outcome: str) -> pd.Seri
         raise SubgroupError("a subset of a frequent itemset is missing from the lattice; re-mine the table")
     value = score[rows]
     card = bits.sum(axis=1)
-    weight = np.array([math.factorial(s) * math.factorial(size - s - 1) / math.factorial(size) for s in range(size)])
+    weight = np.array(
+        [math.factorial(s) * math.factorial(size - s - 1) / math.factorial(size) for s in range(size)]
+    )
     contributions = []
     for pos in range(size):
         without = np.nonzero(bits[:, pos] == 0)[0]

@@ -44,7 +44,9 @@ def test_row_order_does_not_change_bins() -> None:
     assert np.array_equal(bin_codes(x, 3)[perm], bin_codes(x[perm], 3))
 
 
-@pytest.mark.parametrize(("values", "expected"), [([5.0] * 4, ["medium"] * 4), ([1.0, 2.0, 1.0], ["low", "high", "low"])])
+@pytest.mark.parametrize(
+    ("values", "expected"), [([5.0] * 4, ["medium"] * 4), ([1.0, 2.0, 1.0], ["low", "high", "low"])]
+)
 def test_fewer_distinct_values_than_bins(values: list[float], expected: list[str]) -> None:
     out = discretise(pd.DataFrame({"x": values}), ["x"])
     assert list(out["x"]) == expected

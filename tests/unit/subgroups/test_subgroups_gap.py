@@ -35,7 +35,9 @@ def agents() -> tuple[pd.DataFrame, pd.DataFrame]:
 
 def test_gap_tests_match_scipy_on_a_subgroup(agents: tuple[pd.DataFrame, pd.DataFrame]) -> None:
     m1, m2 = agents
-    gap = cross_agent_gap(m1, m2, key="caller", outcomes=["repairs"], attributes=["accent", "affect"], min_support=0.05)
+    gap = cross_agent_gap(
+        m1, m2, key="caller", outcomes=["repairs"], attributes=["accent", "affect"], min_support=0.05
+    )
     assert (gap.n_matched, gap.n_only_m1, gap.n_only_m2) == (300, 0, 1)
     table = gap.table().set_index("itemset")
     row = table.loc["accent=ng, affect=anxious"]
@@ -57,7 +59,9 @@ def test_gap_tests_match_scipy_on_a_subgroup(agents: tuple[pd.DataFrame, pd.Data
 
 def test_gap_shapley_sums_to_gap_beyond_the_overall_gap(agents: tuple[pd.DataFrame, pd.DataFrame]) -> None:
     m1, m2 = agents
-    gap = cross_agent_gap(m1, m2, key="caller", outcomes=["repairs"], attributes=["accent", "affect"], min_support=0.05)
+    gap = cross_agent_gap(
+        m1, m2, key="caller", outcomes=["repairs"], attributes=["accent", "affect"], min_support=0.05
+    )
     values = shapley_values(gap, {"accent": "ng", "affect": "anxious"}, "repairs")
     g = gap.gap("repairs")
     row = gap.lattice.find("accent=ng, affect=anxious")
@@ -69,7 +73,9 @@ def test_gap_shapley_sums_to_gap_beyond_the_overall_gap(agents: tuple[pd.DataFra
 
 def test_gap_ranking_and_pruning(agents: tuple[pd.DataFrame, pd.DataFrame]) -> None:
     m1, m2 = agents
-    gap = cross_agent_gap(m1, m2, key="caller", outcomes=["repairs"], attributes=["accent", "affect"], min_support=0.05)
+    gap = cross_agent_gap(
+        m1, m2, key="caller", outcomes=["repairs"], attributes=["accent", "affect"], min_support=0.05
+    )
     rank = rank_subgroups(gap, "repairs", direction="positive", epsilon=0.05)
     assert rank.table.iloc[0]["itemset"] == "accent=ng, affect=anxious"
     assert rank.n_tested == len(gap) - int(redundant(gap, "repairs", 0.05).sum())

@@ -23,14 +23,18 @@ from analysis.subgroups import (
 
 def _table(n: int = 400, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
-    return pd.DataFrame({f"a{i}": rng.choice(["x", "y", "z"], n) for i in range(5)}).assign(o=rng.normal(size=n))
+    return pd.DataFrame({f"a{i}": rng.choice(["x", "y", "z"], n) for i in range(5)}).assign(
+        o=rng.normal(size=n)
+    )
 
 
 def test_errors_are_value_errors_with_one_line_naming_the_parameter() -> None:
     with pytest.raises(TooManyItemsetsError) as info:
         mine(_table(), ["o"], min_support=0.01, max_itemsets=50)
     assert isinstance(info.value, ValueError)
-    assert "\n" not in str(info.value) and "max_itemsets" in str(info.value) and "min_support" in str(info.value)
+    assert (
+        "\n" not in str(info.value) and "max_itemsets" in str(info.value) and "min_support" in str(info.value)
+    )
     with pytest.raises(SubgroupError, match="min_support"):
         mine(_table(), ["o"], min_support=0.0)
 

@@ -27,10 +27,14 @@ def pair(episodes: pd.DataFrame, attrs: list[str]) -> tuple[Subgroups, Divergenc
     ref = DivergenceExplorer(episodes).get_pattern_divergence(
         min_support=SUPPORT, quantitative_outcomes=["latency"], attributes=attrs
     )
-    return mine(episodes, ["latency", "escalated"], attrs, min_support=SUPPORT), DivergencePatternProcessor(ref, "latency")
+    return mine(episodes, ["latency", "escalated"], attrs, min_support=SUPPORT), DivergencePatternProcessor(
+        ref, "latency"
+    )
 
 
-def test_shapley_matches_divexplorer_and_sums_to_divergence(pair: tuple[Subgroups, DivergencePatternProcessor]) -> None:
+def test_shapley_matches_divexplorer_and_sums_to_divergence(
+    pair: tuple[Subgroups, DivergencePatternProcessor],
+) -> None:
     ours, ref = pair
     div = ours.divergence("latency")
     checked = 0
@@ -56,7 +60,9 @@ def test_shapley_accepts_labels_and_mappings(pair: tuple[Subgroups, DivergencePa
         shapley_values(ours, {"accent": "fr"}, "latency")
 
 
-def test_global_item_divergence_matches_divexplorer(pair: tuple[Subgroups, DivergencePatternProcessor]) -> None:
+def test_global_item_divergence_matches_divexplorer(
+    pair: tuple[Subgroups, DivergencePatternProcessor],
+) -> None:
     ours, ref = pair
     expected = {next(iter(k)): v for k, v in ref.global_shapley_value().items()}
     got = global_item_divergence(ours, "latency")
@@ -66,7 +72,9 @@ def test_global_item_divergence_matches_divexplorer(pair: tuple[Subgroups, Diver
 
 
 @pytest.mark.parametrize("epsilon", [0.0, 0.02, 0.1])
-def test_pruned_sets_match_divexplorer(pair: tuple[Subgroups, DivergencePatternProcessor], epsilon: float) -> None:
+def test_pruned_sets_match_divexplorer(
+    pair: tuple[Subgroups, DivergencePatternProcessor], epsilon: float
+) -> None:
     ours, ref = pair
     kept = {ours.lattice.itemset(i) for i in np.nonzero(~redundant(ours, "latency", epsilon))[0]}
     assert kept == set(ref.redundancy_pruning(epsilon)["itemset"])
@@ -84,7 +92,9 @@ def test_pruning_keeps_the_general_itemset_by_hand() -> None:
         redundant(result, "o", -1.0)
 
 
-def test_ranking_applies_bh_over_the_tested_itemsets(pair: tuple[Subgroups, DivergencePatternProcessor]) -> None:
+def test_ranking_applies_bh_over_the_tested_itemsets(
+    pair: tuple[Subgroups, DivergencePatternProcessor],
+) -> None:
     ours, _ = pair
     rank = rank_subgroups(ours, "latency", epsilon=0.02, direction="both")
     kept = ~redundant(ours, "latency", 0.02)
@@ -104,12 +114,16 @@ def test_negative_direction_and_lower_bound(pair: tuple[Subgroups, DivergencePat
     rank = rank_subgroups(ours, "latency", by="lcb", direction="negative", top=5, confidence=0.9)
     table = rank.table
     assert len(table) == 5
-    np.testing.assert_allclose(table["bound"], table["estimate"] + 1.2815515655446004 * table["se"], rtol=1e-12)
+    np.testing.assert_allclose(
+        table["bound"], table["estimate"] + 1.2815515655446004 * table["se"], rtol=1e-12
+    )
     assert np.all(np.diff(table["bound"].to_numpy()) >= 0)  # most confidently negative first
     assert rank.n_tested > 5  # BH ran over all tested itemsets, not only the top 5
 
 
-def test_boolean_ranking_uses_the_beta_test_by_default(pair: tuple[Subgroups, DivergencePatternProcessor]) -> None:
+def test_boolean_ranking_uses_the_beta_test_by_default(
+    pair: tuple[Subgroups, DivergencePatternProcessor],
+) -> None:
     ours, _ = pair
     auto = rank_subgroups(ours, "escalated", direction="both")
     beta = ours.effect("escalated", "beta")

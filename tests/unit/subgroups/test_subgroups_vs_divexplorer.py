@@ -31,12 +31,18 @@ def test_quantitative_outcomes_match(episodes: pd.DataFrame, attrs: list[str], s
     np.testing.assert_allclose(ours.lattice.support[rows], ref["support"].to_numpy(), rtol=0, atol=1e-12)
     for outcome in outcomes:
         np.testing.assert_allclose(ours.mean(outcome)[rows], ref[outcome].to_numpy(), rtol=0, atol=1e-9)
-        np.testing.assert_allclose(ours.divergence(outcome)[rows], ref[f"{outcome}_div"].to_numpy(), rtol=0, atol=1e-9)
-        np.testing.assert_allclose(ours.effect(outcome).t[rows], ref[f"{outcome}_t"].to_numpy(), rtol=1e-9, atol=1e-9)
+        np.testing.assert_allclose(
+            ours.divergence(outcome)[rows], ref[f"{outcome}_div"].to_numpy(), rtol=0, atol=1e-9
+        )
+        np.testing.assert_allclose(
+            ours.effect(outcome).t[rows], ref[f"{outcome}_t"].to_numpy(), rtol=1e-9, atol=1e-9
+        )
 
 
 @pytest.mark.parametrize("strategy", ["topdown", "bottomup"])
-def test_boolean_outcome_with_missing_values_matches(episodes: pd.DataFrame, attrs: list[str], strategy: str) -> None:
+def test_boolean_outcome_with_missing_values_matches(
+    episodes: pd.DataFrame, attrs: list[str], strategy: str
+) -> None:
     ref = DivergenceExplorer(episodes).get_pattern_divergence(
         min_support=SUPPORT, boolean_outcomes=["escalated"], attributes=attrs
     )
@@ -46,10 +52,16 @@ def test_boolean_outcome_with_missing_values_matches(episodes: pd.DataFrame, att
     assert set(index) == set(ref["itemset"])
     rows = np.array([index[fs] for fs in ref["itemset"]])
     np.testing.assert_allclose(ours.mean("escalated")[rows], ref["escalated"].to_numpy(), rtol=0, atol=1e-12)
-    np.testing.assert_allclose(ours.divergence("escalated")[rows], ref["escalated_div"].to_numpy(), rtol=0, atol=1e-12)
-    np.testing.assert_allclose(ours.effect("escalated", "beta").t[rows], ref["escalated_t"].to_numpy(), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        ours.divergence("escalated")[rows], ref["escalated_div"].to_numpy(), rtol=0, atol=1e-12
+    )
+    np.testing.assert_allclose(
+        ours.effect("escalated", "beta").t[rows], ref["escalated_t"].to_numpy(), rtol=1e-9, atol=1e-12
+    )
     tidy = ours.table(["escalated"]).set_index("itemset_id").loc[rows]
-    np.testing.assert_allclose(tidy["t_beta"].to_numpy(), ref["escalated_t"].to_numpy(), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(
+        tidy["t_beta"].to_numpy(), ref["escalated_t"].to_numpy(), rtol=1e-9, atol=1e-12
+    )
 
 
 def test_attribute_nan_belongs_to_no_item(episodes: pd.DataFrame, attrs: list[str]) -> None:
