@@ -11,7 +11,10 @@
   working correlation, clustered by pair, robust SEs) and says which was used and why.
 * ``linear_mixed`` -- burden metrics, as sensitivity analysis: ``MixedLM`` fitted by REML with
   crossed variance components (pair, scenario, voice, run batch, agent where they vary) inside a
-  single all-episode group, the statsmodels idiom for crossed random effects.
+  single all-episode group, the statsmodels idiom for crossed random effects. Powell then L-BFGS:
+  the gradient optimisers alone often stall on the zero-variance boundary these designs produce.
+  Voices are nested in condition, so the voice component makes the interval generalise over
+  voices; with few voices per condition it is wider than the paired t interval by design.
 
 The coefficient is that of ``is_a`` (1 for side a, 0 for side b), i.e. a - b: a log odds ratio of
 a versus b for the logistic models, a mean difference for the linear model. A negative burden
@@ -38,6 +41,7 @@ from analysis.stats.pairing import complete_pairs_frame
 BINARY_COMPONENTS: tuple[str, ...] = ("scenario_id", "voice_id", "run_batch", "agent")
 LINEAR_COMPONENTS: tuple[str, ...] = ("pair_id", "scenario_id", "voice_id", "run_batch", "agent")
 _SEPARATION_LIMIT = 10.0
+_ABSORB_VARIANCE = 10.0
 
 
 class ModelSummary(BaseModel):
@@ -168,6 +172,10 @@ def logistic_mixed(
             dropped,
             f"outcome constant ({values.pop():g}) in every episode",
         )
+    by_side = data.groupby("side")["_y"].agg(["min", "max"])
+    if len(by_side) == 2 and (by_side["min"] == by_side["max"]).all():
+        reason = "outcome perfectly separated by condition: the log odds ratio is infinite; use the paired risk difference"
+        return _not_estimable(metric, family, scale, alpha, data, dropped, reason)
     n_pairs = int(data["pair_id"].nunique())
     common = dict(
         metric=metric,
@@ -198,6 +206,13 @@ def logistic_mixed(
                 reason = f"mixed model coefficient |{coef:.1f}| > {_SEPARATION_LIMIT:g}: (quasi-)separation"
             else:
                 lo, hi, p = _wald(coef, se, alpha)
+                absorbing = [k for k, v in vcs.items() if v > _ABSORB_VARIANCE]
+                if absorbing:
+                    msgs = (
+                        *msgs,
+                        f"variance component(s) {absorbing} exceed {_ABSORB_VARIANCE:g} on the logit scale and may "
+                        "absorb the condition effect (voices are nested in condition)",
+                    )
                 return ModelSummary(
                     **common,
                     method="BinomialBayesMixedGLM (variational Bayes, posterior mean +- z * posterior SD)",
@@ -265,7 +280,7 @@ def linear_mixed(
         model = sm.MixedLM.from_formula("_y ~ is_a", groups="_all", re_formula="0", vc_formula=vc, data=data)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            result = model.fit(reml=reml)
+            result = model.fit(reml=reml, method=["powell", "lbfgs"])
     except Exception as exc:
         return _not_estimable(
             metric, family, scale, alpha, data, dropped, f"MixedLM failed: {type(exc).__name__}: {exc}"

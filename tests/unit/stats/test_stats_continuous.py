@@ -1,0 +1,86 @@
+"""Paired mean delta: t interval vs scipy, bootstrap determinism, degenerate data, burden vector, sign."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from analysis.stats import paired_mean_delta, path_burden_delta
+
+
+def _frame(values: dict[str, tuple[np.ndarray, np.ndarray]]) -> pd.DataFrame:
+    n = len(next(iter(values.values()))[0])
+    rows = []
+    for i in range(n):
+        for j, side in enumerate("ab"):
+            row = dict(
+                pair_id=f"p{i}", side=side, scenario_id=f"s{i % 3}", voice_id=side, run_batch="r", agent="g"
+            )
+            row.update({k: float(v[j][i]) for k, v in values.items()})
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+RNG = np.random.default_rng(7)
+A = RNG.normal(3.0, 1.0, 25)
+B = A - 0.4 + RNG.normal(0, 0.8, 25)
+
+
+def test_t_interval_matches_scipy() -> None:
+    est = paired_mean_delta(_frame({"m": (A, B)}), "m", alpha=0.1)
+    ref = stats.ttest_rel(A, B)
+    lo, hi = stats.t.interval(0.9, len(A) - 1, loc=np.mean(A - B), scale=stats.sem(A - B))
+    assert est.estimate == pytest.approx(np.mean(A) - np.mean(B))
+    assert est.p_value == pytest.approx(ref.pvalue)
+    assert (est.ci_low, est.ci_high) == pytest.approx((lo, hi))
+    ci = ref.confidence_interval(0.9)
+    assert (est.ci_low, est.ci_high) == pytest.approx((ci.low, ci.high))
+
+
+@pytest.mark.parametrize("interval", ["bca", "percentile"])
+def test_bootstrap_is_seeded_and_close_to_t(interval: str) -> None:
+    frame = _frame({"m": (A, B)})
+    one = paired_mean_delta(frame, "m", interval=interval, n_boot=1999, seed=3)  # type: ignore[arg-type]
+    two = paired_mean_delta(frame, "m", interval=interval, n_boot=1999, seed=3)  # type: ignore[arg-type]
+    t = paired_mean_delta(frame, "m")
+    assert one == two
+    assert one.ci_low == pytest.approx(t.ci_low, abs=0.12) and one.ci_high == pytest.approx(
+        t.ci_high, abs=0.12
+    )
+    assert one.p_value is not None and 0 < one.p_value <= 1
+
+
+def test_sign_convention_negative_means_b_carried_more_burden() -> None:
+    est = paired_mean_delta(_frame({"m": (B, A)}), "m")
+    assert est.estimate is not None and est.estimate < 0
+    assert "condition b fared worse" in est.sentence(higher_is_worse=True)
+
+
+def test_degenerate_continuous_data() -> None:
+    same = paired_mean_delta(_frame({"m": (np.ones(5), np.ones(5))}), "m")
+    assert (same.estimate, same.ci_low, same.ci_high, same.p_value) == (0.0, 0.0, 0.0, 1.0)
+    shifted = paired_mean_delta(_frame({"m": (np.full(4, 3.0), np.ones(4))}), "m")
+    assert shifted.estimate == 2.0 and shifted.p_value is None and shifted.notes
+    single = paired_mean_delta(_frame({"m": (np.array([2.0]), np.array([1.0]))}), "m")
+    assert single.estimate == 1.0 and single.ci_low is None
+    for interval in ("bca", "percentile"):
+        boot = paired_mean_delta(_frame({"m": (np.ones(5), np.ones(5))}), "m", interval=interval)  # type: ignore[arg-type]
+        assert boot.ci_low == 0.0 and boot.p_value == 1.0
+
+
+def test_path_burden_vector_is_componentwise() -> None:
+    repair_b = np.array([2, 3, 1, 4, 2, 3.0])
+    auth_b = np.array([1, 1, 2, 1, 1, 2.0])
+    esc = np.array([0, 30, 0, 12, 0, 8.0])
+    frame = _frame(
+        {"repair": (repair_b - 1, repair_b), "auth": (auth_b, auth_b), "esc": (esc, esc + np.arange(6.0))}
+    )
+    frame.loc[(frame["pair_id"] == "p0") & (frame["side"] == "b"), "esc"] = np.nan
+    delta = path_burden_delta(frame)
+    assert delta.vector()[0] == pytest.approx(-1.0)
+    assert delta.vector()[1] == 0.0
+    assert delta["esc"].n_pairs == 5 and delta["esc"].n_dropped == 1 and delta["repair"].n_pairs == 6
+    assert delta["esc"].estimate == pytest.approx(-np.arange(1, 6.0).mean())
+    assert all(e.family == "path_burden" and e.convention == "a - b" for e in delta.components)
