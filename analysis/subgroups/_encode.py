@@ -49,7 +49,7 @@ def _encode_attributes(
         if k > max_levels:
             raise TooManyLevelsError(
                 f"attribute {name!r} has {k} distinct values (> max_levels={max_levels}); "
-                "discretise it or raise `max_levels`"
+                "discretise it, drop it from `attributes` or raise `max_levels`"
             )
         codes = np.asarray(cat.codes, dtype=np.int64)
         has_missing = bool((codes < 0).any())

@@ -116,7 +116,10 @@ class Lattice:
         return [self.itemset(i) for i in range(len(self))]
 
     def encode(self, ref: ItemsetRef) -> np.ndarray:
-        """Code row of an itemset given as a label, a mapping {attribute: value} or 'a=v' items."""
+        """Code row of an itemset given as a label, a mapping {attribute: value} or 'a=v' items.
+
+        Labels split on ',' and the first '='; use a mapping when values contain either.
+        """
         if isinstance(ref, str):
             parts = [part.strip() for part in ref.split(",")] if ref.strip() else []
         elif isinstance(ref, Mapping):
