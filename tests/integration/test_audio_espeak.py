@@ -69,14 +69,19 @@ def test_rate_volume_and_breaks_act_on_the_audio(tts) -> None:  # type: ignore[n
     loud = tts.synthesize(TEXT, None, SpeechParams(voice="en-us", volume=160))
     assert rms_dbfs(loud.pcm) > rms_dbfs(soft.pcm) + 6
     plain = tts.synthesize("yes um I can", "<speak>yes um, I can</speak>", SpeechParams(voice="en-us"))
-    paused = tts.synthesize("yes um I can", '<speak>yes um,<break time="700ms"/> I can</speak>', SpeechParams(voice="en-us"))
+    paused = tts.synthesize(
+        "yes um I can", '<speak>yes um,<break time="700ms"/> I can</speak>', SpeechParams(voice="en-us")
+    )
     assert paused.params["input"] == "ssml"
     assert paused.duration_s > plain.duration_s + 0.5
-    assert timing(paused.pcm, paused.sample_rate).pause_total_s > timing(plain.pcm, plain.sample_rate).pause_total_s + 0.5
+    assert (
+        timing(paused.pcm, paused.sample_rate).pause_total_s
+        > timing(plain.pcm, plain.sample_rate).pause_total_s + 0.5
+    )
 
 
 def test_bad_input_gives_clear_errors(tts) -> None:  # type: ignore[no-untyped-def]
-    with pytest.raises(UnknownVoiceError, match="no voice 'xx-nowhere'.*fix: use an eSpeak NG voice"):
+    with pytest.raises(UnknownVoiceError, match=r"no voice 'xx-nowhere'.*fix: use an eSpeak NG voice"):
         tts.synthesize(TEXT, None, SpeechParams(voice="xx-nowhere"))
     with pytest.raises(UnknownVoiceError, match=r"en-us\+zz9.*variant"):
         tts.synthesize(TEXT, None, SpeechParams(voice="en-us", variant="zz9"))
@@ -101,7 +106,9 @@ async def test_process_pool_speaks_and_reports_unknown_voice() -> None:
         assert b.cached and synth.synthesized == 2
 
 
-async def test_engine_crash_is_an_error_not_a_dead_parent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_engine_crash_is_an_error_not_a_dead_parent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "crashing_tts.py").write_text(
         textwrap.dedent(
             """

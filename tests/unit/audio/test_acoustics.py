@@ -14,15 +14,17 @@ from analysis.acoustics import (
     praat_f0,
     pyin_f0,
     snr_estimate,
-    spectral_flatness,
     speaking_rate,
+    spectral_flatness,
     timing,
 )
 
 SR = 16000
 
 
-def glide(f_start: float = 110.0, f_end: float = 260.0, seconds: float = 1.5, pad: float = 0.25) -> np.ndarray:
+def glide(
+    f_start: float = 110.0, f_end: float = 260.0, seconds: float = 1.5, pad: float = 0.25
+) -> np.ndarray:
     t = np.arange(int(seconds * SR)) / SR
     f = f_start + (f_end - f_start) * t / seconds
     phase = 2 * np.pi * np.cumsum(f) / SR

@@ -26,8 +26,13 @@ class CountingBackend:
         if not text:
             raise EmptyTextError("nothing to say")
         pcm = (np.sin(np.arange(1600) * 0.1 * len(text)) * 1000).astype(np.int16)
-        return Synthesis(pcm=pcm, sample_rate=16000, backend=self.name, backend_version=self.version,
-                         params=params.model_dump())
+        return Synthesis(
+            pcm=pcm,
+            sample_rate=16000,
+            backend=self.name,
+            backend_version=self.version,
+            params=params.model_dump(),
+        )
 
 
 P = SpeechParams(voice="en-us", variant="f2")
