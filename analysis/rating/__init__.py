@@ -1,0 +1,35 @@
+"""Blind rating app: raters judge clips in a browser, feeding the perceptibility and reliability gates.
+
+``voice-audit rate RUN_DIR`` (``rate_cmd``) serves one task over a run folder; labels land in
+``RUN_DIR/ratings/labels.jsonl`` (format in ``analysis.rating.store``); ``rating_gates`` turns them
+into gate verdicts through ``analysis.agreement``.
+"""
+
+from analysis.rating.cli import rate_cmd, serve
+from analysis.rating.gates import RatingGates, perceptibility_frame, quality_frame, rating_gates
+from analysis.rating.scales import QUALITY_SCALES, Scale
+from analysis.rating.server import RatingServer
+from analysis.rating.session import RatingSession
+from analysis.rating.store import LabelRecord, LabelStore, labels_path, read_labels
+from analysis.rating.tasks import Item, TaskSpec, build_task, rater_order
+
+__all__ = [
+    "QUALITY_SCALES",
+    "Item",
+    "LabelRecord",
+    "LabelStore",
+    "RatingGates",
+    "RatingServer",
+    "RatingSession",
+    "Scale",
+    "TaskSpec",
+    "build_task",
+    "labels_path",
+    "perceptibility_frame",
+    "quality_frame",
+    "rate_cmd",
+    "rater_order",
+    "rating_gates",
+    "read_labels",
+    "serve",
+]

@@ -1,0 +1,241 @@
+// Blind rating client: keyboard first (Space plays, 1-9 pick, arrows move, Enter submits).
+// It knows only opaque clip tokens and the question; the server keeps every label.
+"use strict";
+(function () {
+  const $ = (id) => document.getElementById(id);
+  const audio = $("audio");
+  const params = new URLSearchParams(window.location.search);
+  const rater = params.get("rater");
+  const RATER_RE = /^[A-Za-z0-9_.-]{1,40}$/;
+  let item = null;
+  let selected = null;
+  let scores = {};
+  let current = 0;
+  let plays = 0;
+  let busy = false;
+
+  function show(id) {
+    for (const s of ["who", "rate", "finished"]) $(s).hidden = s !== id;
+  }
+
+  function say(text) {
+    $("message").textContent = text || "";
+  }
+
+  function button(label, key, onPick) {
+    const b = document.createElement("button");
+    b.type = "button";
+    b.className = "choice";
+    b.setAttribute("aria-pressed", "false");
+    const k = document.createElement("kbd");
+    k.textContent = String(key);
+    b.append(k, " ", label);
+    b.addEventListener("click", onPick);
+    return b;
+  }
+
+  function renderOptions() {
+    const box = $("choices");
+    box.replaceChildren();
+    item.options.forEach((label, i) => {
+      box.append(button(label, i + 1, () => pick(i + 1)));
+    });
+  }
+
+  function renderScales() {
+    const box = $("choices");
+    box.replaceChildren();
+    item.scales.forEach((scale, si) => {
+      const row = document.createElement("fieldset");
+      row.className = "scale";
+      row.dataset.index = String(si);
+      const legend = document.createElement("legend");
+      legend.textContent = scale.title;
+      const q = document.createElement("p");
+      q.className = "muted";
+      q.textContent = scale.question;
+      const points = document.createElement("div");
+      points.className = "points";
+      scale.points.forEach((label, pi) => {
+        points.append(button(label, pi + 1, () => { current = si; pick(pi + 1); }));
+      });
+      row.append(legend, q, points);
+      box.append(row);
+    });
+  }
+
+  function refresh() {
+    if (item.kind === "perceptibility") {
+      $("choices").querySelectorAll(".choice").forEach((b, i) => {
+        b.setAttribute("aria-pressed", String(selected === i + 1));
+      });
+    } else {
+      $("choices").querySelectorAll(".scale").forEach((row, si) => {
+        row.classList.toggle("current", si === current);
+        const chosen = scores[item.scales[si].name];
+        row.querySelectorAll(".choice").forEach((b, pi) => {
+          b.setAttribute("aria-pressed", String(chosen === pi + 1));
+        });
+      });
+      const row = $("choices").querySelectorAll(".scale")[current];
+      if (row) row.scrollIntoView({ block: "nearest" });
+    }
+  }
+
+  function pick(n) {
+    if (!item || item.done) return;
+    if (item.kind === "perceptibility") {
+      if (n < 1 || n > item.options.length) return;
+      selected = n;
+    } else {
+      const scale = item.scales[current];
+      if (n < 1 || n > scale.points.length) return;
+      scores[scale.name] = n;
+      const next = item.scales.findIndex((s, i) => i > current && !(s.name in scores));
+      const anyOpen = item.scales.findIndex((s) => !(s.name in scores));
+      current = next >= 0 ? next : anyOpen >= 0 ? anyOpen : current;
+    }
+    say("");
+    refresh();
+  }
+
+  function move(delta) {
+    if (!item || item.kind !== "quality") return;
+    current = Math.max(0, Math.min(item.scales.length - 1, current + delta));
+    refresh();
+  }
+
+  function togglePlay() {
+    if (!item || item.done) return;
+    if (audio.paused) {
+      audio.play().catch(() => say("The browser refused to play; press Space again."));
+    } else {
+      audio.pause();
+    }
+  }
+
+  function replay() {
+    if (!item || item.done) return;
+    audio.currentTime = 0;
+    audio.play().catch(() => say("The browser refused to play; press Space again."));
+  }
+
+  function answer() {
+    if (item.kind === "perceptibility") return selected;
+    return item.scales.every((s) => s.name in scores) ? scores : null;
+  }
+
+  async function submit() {
+    if (!item || item.done || busy) return;
+    if (plays === 0) return say("Play the clip first (Space).");
+    const a = answer();
+    if (a === null) {
+      return say(item.kind === "perceptibility" ? "Pick an answer first (number keys)." : "Give a point on every scale.");
+    }
+    busy = true;
+    try {
+      const r = await fetch("api/label", {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ rater: rater, clip: item.clip, answer: a, plays: plays }),
+        cache: "no-store",
+      });
+      if (!r.ok && r.status !== 409) {
+        say("Not saved: " + (await r.text()));
+        return;
+      }
+      audio.pause();
+      await loadNext();
+    } catch (e) {
+      say("Not saved (connection lost); press Enter to try again.");
+    } finally {
+      busy = false;
+    }
+  }
+
+  async function loadNext() {
+    const r = await fetch("api/next?rater=" + encodeURIComponent(rater), { cache: "no-store" });
+    if (!r.ok) {
+      say(await r.text());
+      return;
+    }
+    item = await r.json();
+    $("progress").textContent = "Rater " + rater + " \u00b7 " + item.completed + " of " + item.total + " rated";
+    if (item.done) {
+      item.done = true;
+      audio.removeAttribute("src");
+      show("finished");
+      return;
+    }
+    selected = null;
+    scores = {};
+    current = 0;
+    plays = 0;
+    audio.src = "clip/" + item.clip;
+    audio.load();
+    $("audio-hint").textContent = item.audio_hint;
+    $("question").textContent = item.question;
+    if (item.kind === "perceptibility") renderOptions(); else renderScales();
+    say("");
+    refresh();
+    show("rate");
+    $("play").focus();
+  }
+
+  function onKey(ev) {
+    if (ev.target instanceof HTMLInputElement || ev.altKey || ev.ctrlKey || ev.metaKey) return;
+    if ($("rate").hidden) return;
+    if (ev.key === " " || ev.code === "Space") {
+      ev.preventDefault();
+      if (!ev.repeat) togglePlay();
+    } else if (ev.key === "Enter") {
+      ev.preventDefault();
+      submit();
+    } else if (/^[1-9]$/.test(ev.key)) {
+      ev.preventDefault();
+      pick(Number(ev.key));
+    } else if (ev.key === "ArrowDown") {
+      ev.preventDefault();
+      move(1);
+    } else if (ev.key === "ArrowUp") {
+      ev.preventDefault();
+      move(-1);
+    } else if (ev.key === "r" || ev.key === "R") {
+      ev.preventDefault();
+      replay();
+    }
+  }
+
+  function init() {
+    audio.tabIndex = -1;
+    audio.addEventListener("play", () => { plays += 1; $("play").textContent = "Pause "; $("play").append(kbd("Space")); });
+    audio.addEventListener("pause", () => { $("play").textContent = "Play "; $("play").append(kbd("Space")); });
+    $("play").addEventListener("click", togglePlay);
+    $("submit").addEventListener("click", submit);
+    document.addEventListener("keydown", onKey);
+    // Buttons activate on Space/Enter key-up; the key-down handler already acted.
+    document.addEventListener("keyup", (ev) => {
+      if (!(ev.target instanceof HTMLInputElement) && (ev.key === " " || ev.key === "Enter")) ev.preventDefault();
+    });
+    if (!rater || !RATER_RE.test(rater)) {
+      show("who");
+      $("who-form").addEventListener("submit", (ev) => {
+        ev.preventDefault();
+        const v = $("rater-input").value.trim();
+        if (!RATER_RE.test(v)) return;
+        window.location.search = "?rater=" + encodeURIComponent(v);
+      });
+      $("rater-input").focus();
+      return;
+    }
+    loadNext();
+  }
+
+  function kbd(text) {
+    const k = document.createElement("kbd");
+    k.textContent = text;
+    return k;
+  }
+
+  init();
+})();
