@@ -59,10 +59,11 @@ class CallInfo:
     scenario_id: str
     call_id: str = field(default_factory=lambda: "CA" + secrets.token_hex(16))
     caller_number: str = "+15550100000"
+    facts_sha256: str = ""
 
-    @property
-    def facts_sha256(self) -> str:
-        return sha256_of(self.facts)
+    def __post_init__(self) -> None:
+        if not self.facts_sha256:
+            object.__setattr__(self, "facts_sha256", sha256_of(self.facts))
 
 
 @dataclass(frozen=True, slots=True)

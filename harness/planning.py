@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
@@ -40,7 +41,7 @@ class Plan(Frozen):
     campaign_sha256: str
     episodes: tuple[PlannedEpisode, ...]
 
-    @property
+    @cached_property
     def sha256(self) -> str:
         return sha256_of(self)
 

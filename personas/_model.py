@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -88,7 +89,7 @@ class Catalogue(Frozen):
         table: dict[str, object] = getattr(self, axis)
         return list(table)
 
-    @property
+    @cached_property
     def sha256(self) -> str:
         return sha256_of(self)
 

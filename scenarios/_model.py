@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from decimal import Decimal
+from functools import cached_property
 from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -178,12 +179,12 @@ class Scenario(Frozen):
     acceptable_outcomes: tuple[AcceptableOutcome, ...] = Field(min_length=1)
     anomalous_note: str = "any outcome not listed as acceptable is anomalous under the locked facts"
 
-    @property
+    @cached_property
     def sha256(self) -> str:
         """Hash of the canonical serialisation: any edit to any fact, anchor or outcome changes it."""
         return sha256_of(self)
 
-    @property
+    @cached_property
     def facts_sha256(self) -> str:
         return sha256_of(self.facts)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
@@ -87,7 +88,7 @@ class Campaign(Frozen):
             raise ValueError(f"agent name {', '.join(dupes)} used twice")
         return v
 
-    @property
+    @cached_property
     def sha256(self) -> str:
         return sha256_of(self)
 

@@ -24,6 +24,7 @@ from harness.planning import LoadedCampaign, PlannedEpisode, load_campaign
 from harness.registry import AGENT_GROUP, load_object
 from harness.rundir import RunFolderError, RunReader, RunWriter
 from harness.runtime.episode import EpisodeContext, EpisodeRunner
+from harness.runtime.voice import SpokenCache
 from scenarios import ConfigError, sha256_of
 
 DEFAULT_CACHE = Path.home() / ".cache" / "voice-audit"
@@ -167,6 +168,7 @@ class CampaignRunner:
         todo = [e for e in _ordered(self.loaded) if e.episode_id not in finished]
         summary = RunSummary(self.run_dir, len(self.loaded.plan.episodes), len(finished))
         sem = asyncio.Semaphore(c.concurrency)
+        spoken_cache = SpokenCache()
         in_flight = 0
         progress_cb = _Progress(len(todo), enabled=self.progress)
 
@@ -190,6 +192,7 @@ class CampaignRunner:
                     tts_info=tts_info,
                     asr_info=asr_info,
                     stats=self.stats,
+                    spoken_cache=spoken_cache,
                 )
                 try:
                     record = await EpisodeRunner(ctx).run()
@@ -205,6 +208,7 @@ class CampaignRunner:
                     for planned in todo:
                         tg.create_task(one(planned))
         finally:
+            writer.close()
             synth.close()
             if asr is not None:
                 asr.close()

@@ -50,7 +50,7 @@ from harness.runtime.clock import EpisodeClock, RealClock, VirtualClock
 from harness.runtime.eventlog import Stamper
 from harness.runtime.playback import Playback
 from harness.runtime.recorder import CallRecorder
-from harness.runtime.voice import CallerVoice, Spoken
+from harness.runtime.voice import CallerVoice, Spoken, SpokenCache
 from harness.tools import ToolFixture
 from personas import Catalogue, speech_params
 from scenarios import Scenario
@@ -80,6 +80,7 @@ class EpisodeContext:
     asr_info: BackendInfo | None
     attempt: int = 0
     stats: dict[str, Any] = field(default_factory=dict)
+    spoken_cache: SpokenCache | None = None
 
 
 @dataclass
@@ -112,6 +113,7 @@ class EpisodeRunner:
         self.voice = CallerVoice(
             ctx.synth, ctx.catalogue, condition, self.speech, dict(ctx.scenario.caller.slots), pair.seed, channel,
             caps.input_format,
+            ctx.spoken_cache,
         )
         self.channel_info: dict[str, Any] = {"telephone": ch.telephone, "snr_db": ch.snr_db, "packet_loss": ch.packet_loss}
         self.turn = 0
@@ -273,7 +275,7 @@ class EpisodeRunner:
     async def run(self) -> EpisodeRecord:
         ctx = self.ctx
         caps = ctx.adapter.capabilities
-        call = CallInfo(facts=ctx.scenario.facts, scenario_id=ctx.scenario.id)
+        call = CallInfo(facts=ctx.scenario.facts, scenario_id=ctx.scenario.id, facts_sha256=ctx.scenario.facts_sha256)
         fixture = ToolFixture(ctx.scenario.facts)
         status: Status = "completed"
         failure: FailureKind | None = None
@@ -307,7 +309,7 @@ class EpisodeRunner:
         if failure is not None:
             self._record_failure(failure, termination)
         await self._close_session(termination)
-        return self._finish(status, failure, termination)
+        return await asyncio.to_thread(self._finish, status, failure, termination)
 
     def _record_failure(self, kind: FailureKind, message: str) -> None:
         self.stamper.flush()

@@ -62,4 +62,4 @@ class CallRecorder:
     def write(self, path: Path, min_ms: int = 0) -> None:
         buf = io.BytesIO()
         sf.write(buf, self.render(min_ms), RECORDING_RATE, subtype="PCM_16", format="WAV")
-        atomic_write_bytes(path, buf.getvalue())
+        atomic_write_bytes(path, buf.getvalue(), fsync=False)

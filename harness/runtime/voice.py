@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,30 @@ class Spoken:
     channel: dict[str, Any]
 
 
+class SpokenCache:
+    """LRU of finished caller audio: the same words, voice, channel seed and format give the same bytes.
+
+    The same synthetic caller meets every agent of a campaign, so its audio is reused across agents.
+    """
+
+    def __init__(self, items: int = 4096) -> None:
+        self.items = items
+        self._data: OrderedDict[tuple[Any, ...], Spoken] = OrderedDict()
+        self.hits = 0
+
+    def get(self, key: tuple[Any, ...]) -> Spoken | None:
+        hit = self._data.get(key)
+        if hit is not None:
+            self._data.move_to_end(key)
+            self.hits += 1
+        return hit
+
+    def put(self, key: tuple[Any, ...], value: Spoken) -> None:
+        self._data[key] = value
+        if len(self._data) > self.items:
+            self._data.popitem(last=False)
+
+
 class CallerVoice:
     """Speaks for one caller. Channel noise is seeded by (pair seed, turn), so both sides get the same noise."""
 
@@ -36,6 +61,7 @@ class CallerVoice:
         seed: int,
         channel: TelephoneChannel | None,
         target: AudioFormat,
+        cache: SpokenCache | None = None,
     ) -> None:
         self.synth = synth
         self.catalogue = catalogue
@@ -46,33 +72,52 @@ class CallerVoice:
         self.channel = channel
         self.target = target
         self._said: dict[str, int] = {}
+        self.cache = cache if cache is not None else SpokenCache(64)
 
     async def speak(self, say: Say, turn: int) -> Spoken:
-        key = f"{say.kind}:{say.anchor_id or say.template}"
-        count = self._said.get(key, 0)
-        self._said[key] = count + 1
+        said_key = f"{say.kind}:{say.anchor_id or say.template}"
+        count = self._said.get(said_key, 0)
+        self._said[said_key] = count + 1
         utt = render_utterance(
             say.template,
             self.slots,
             self.condition,
             self.catalogue,
             seed=self.seed,
-            key=f"{key}:{count}",
+            key=f"{said_key}:{count}",
             framing=say.framing and count == 0,
         )
         synth = await self.synth.speak(utt.text, utt.ssml, self.speech)
+        channel_seed = (self.seed + 7919 * turn) % (2**32)
+        random_channel = self.channel is not None and (self.channel.snr_db is not None or self.channel.packet_loss > 0)
+        channel_key = (self.channel.snr_db, self.channel.packet_loss) if self.channel is not None else None
+        key: tuple[Any, ...] = (
+            synth.cache_key or self.synth.key(utt.text, utt.ssml, self.speech),
+            channel_key,
+            channel_seed if random_channel else None,
+            self.target,
+        )
+        hit = self.cache.get(key)
+        if hit is not None:
+            return Spoken(utt.text, hit.wire, hit.pcm16k, hit.duration_ms, hit.channel)
         pcm, rate = np.asarray(synth.pcm), synth.sample_rate
         report: dict[str, Any] = {}
         if self.channel is not None:
-            out = self.channel.apply(pcm, rate, seed=(self.seed + 7919 * turn) % (2**32))
+            out = self.channel.apply(pcm, rate, seed=channel_seed)
             pcm, rate = np.asarray(out.pcm), out.sample_rate
             report = out.report.model_dump(mode="json")
-        if self.target.encoding == "mulaw":
-            narrow = pcm if rate == self.target.sample_rate else resample(pcm, rate, self.target.sample_rate)[0]
-            wire = mulaw_encode(np.asarray(narrow, dtype=np.int16))
-        else:
-            at_rate = pcm if rate == self.target.sample_rate else resample(pcm, rate, self.target.sample_rate)[0]
-            wire = np.asarray(at_rate, dtype="<i2").tobytes()
         pcm16k = to_recording_rate(pcm, rate)
+        if self.target.sample_rate == RECORDING_RATE:
+            at_rate = pcm16k
+        elif rate == self.target.sample_rate:
+            at_rate = pcm
+        else:
+            at_rate = resample(pcm, rate, self.target.sample_rate)[0]
+        if self.target.encoding == "mulaw":
+            wire = mulaw_encode(np.asarray(at_rate, dtype=np.int16))
+        else:
+            wire = np.asarray(at_rate, dtype="<i2").tobytes()
         duration_ms = round(1000 * len(pcm16k) / RECORDING_RATE)
-        return Spoken(utt.text, wire, pcm16k, duration_ms, report)
+        spoken = Spoken(utt.text, wire, pcm16k, duration_ms, report)
+        self.cache.put(key, spoken)
+        return spoken
