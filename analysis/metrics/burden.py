@@ -1,0 +1,168 @@
+"""Path-burden family: Repair(e), Auth(e), Esc(e) (METHOD.md section 4), repeated questions, time.
+
+Operationalisation, from the caller's logged decisions (the caller policy is the one observer that
+is identical for every adapter):
+
+* Repair(e): caller `repeat`/`rephrase` utterances whose most recent preceding `caller_decision`
+  has a classification in the plan's `repair.error_classifications` (default `repair_request`:
+  "sorry, could you repeat that"). Repeats after a *silent* agent turn are counted separately
+  (`burden_repeat_after_silence`), and a request for a human after N repairs is not a repair turn.
+  Mishearings the agent never admits (wrong slot, irrelevant answer) are invisible to the caller
+  policy and therefore not counted.
+* Auth(e): distinct facts across `challenge` decisions (`challenge_fact` is comma-joined); a generic
+  identity check without a fact counts as one distinct challenge "generic".
+* Esc(e): from the first `escalation_requested` to the first later event among a `handoff`
+  (confirmed or refused), a successful `escalate_to_human` tool result and a `hang_up`; 0 without
+  a request; missing when the log ends with none of them (a failed call).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from analysis.metrics.table import EventTable
+
+_RESOLVING_TOOL = {
+    "refund_issued": "issue_refund",
+    "plan_corrected": "change_plan",
+    "credit_issued": "issue_credit",
+    "partial_credit": "issue_credit",
+    "escalated": "escalate_to_human",
+}
+_NORM = re.compile(r"[^a-z0-9 ]+")
+
+
+def _count(table: EventTable, rows: pd.DataFrame, fill: float = 0.0) -> pd.Series:
+    return table.per_episode(rows.groupby("ep").size().astype(float), fill)
+
+
+def repair(table: EventTable, error_classifications: Sequence[str] = ("repair_request",)) -> pd.DataFrame:
+    df = table.df
+    sub = df.loc[
+        df["type"].isin(("caller_decision", "caller_utterance_start")),
+        ["ep", "type", "classification", "kind"],
+    ]
+    last_cls = sub["classification"].where(sub["type"] == "caller_decision").groupby(sub["ep"]).ffill()
+    repeats = (sub["type"] == "caller_utterance_start") & sub["kind"].isin(("repeat", "rephrase"))
+    decisions = df[df["type"] == "caller_decision"]
+    return pd.DataFrame(
+        {
+            "burden_repair": _count(table, sub[repeats & last_cls.isin(list(error_classifications))]),
+            "burden_repair_requests": _count(
+                table, decisions[decisions["classification"] == "repair_request"]
+            ),
+            "burden_repeat_after_silence": _count(table, sub[repeats & (last_cls == "silence")]),
+        }
+    )
+
+
+def auth(table: EventTable, tool_exposed: pd.Series) -> pd.DataFrame:
+    df = table.df
+    ch = df.loc[
+        (df["type"] == "caller_decision") & (df["classification"] == "challenge"), ["ep", "challenge_fact"]
+    ]
+    facts = ch.assign(fact=ch["challenge_fact"].fillna("generic").str.split(",")).explode("fact")
+    distinct = facts.drop_duplicates(["ep", "fact"])
+    verify = df[(df["type"] == "tool_result") & (df["name"] == "verify_identity") & (df["ok"] == 0.0)]
+    failures = _count(table, verify).where(tool_exposed.reindex(table.episodes).fillna(False).astype(bool))
+    return pd.DataFrame(
+        {
+            "burden_auth": _count(table, distinct),
+            "burden_auth_challenge_turns": _count(table, ch),
+            "burden_auth_reasks": _count(table, facts) - _count(table, distinct),
+            "burden_auth_tool_failures": failures,
+        }
+    )
+
+
+def escalation(table: EventTable) -> pd.DataFrame:
+    df = table.df
+    req = df.loc[df["type"] == "escalation_requested", ["ep", "seq", "t_ms"]].drop_duplicates("ep")
+    term = df.loc[
+        (df["type"].isin(("handoff", "hang_up")))
+        | ((df["type"] == "tool_result") & (df["name"] == "escalate_to_human") & (df["ok"] == 1.0)),
+        ["ep", "seq", "t_ms", "type", "status"],
+    ]
+    joined = term.merge(req, on="ep", suffixes=("", "_req"))
+    joined = joined[joined["seq"] > joined["seq_req"]].drop_duplicates("ep")  # first in log order
+    status = np.where(
+        joined["type"] == "hang_up",
+        "ended_without_handoff",
+        np.where(joined["type"] == "tool_result", "confirmed", joined["status"].fillna("confirmed")),
+    )
+    esc_s = pd.Series(0.0, index=np.arange(table.n_episodes))
+    esc_status = pd.Series("none", index=np.arange(table.n_episodes), dtype=object)
+    esc_s[req["ep"].to_numpy()] = np.nan
+    esc_status[req["ep"].to_numpy()] = "open"
+    esc_s[joined["ep"].to_numpy()] = (joined["t_ms"] - joined["t_ms_req"]).to_numpy() / 1000.0
+    esc_status[joined["ep"].to_numpy()] = status
+    esc_s.index = table.episodes
+    esc_status.index = table.episodes
+    return pd.DataFrame({"burden_esc_s": esc_s, "burden_esc_status": esc_status})
+
+
+def normalise_words(text: pd.Series) -> pd.Series:
+    return text.fillna("").str.lower().str.replace(_NORM, " ", regex=True).str.split().str.join(" ")
+
+
+def repeated_questions(table: EventTable) -> pd.Series:
+    df = table.df
+    q = df.loc[
+        (df["type"] == "caller_decision") & df["classification"].isin(("question", "challenge")),
+        ["ep", "heard"],
+    ]
+    q = q.assign(norm=normalise_words(q["heard"]))
+    q = q[q["norm"] != ""]
+    return _count(table, q[q.duplicated(["ep", "norm"])]).rename("burden_repeated_questions")
+
+
+def time_to_resolution(table: EventTable, judged: pd.DataFrame) -> pd.Series:
+    """Seconds to the event that settled the outcome: the first successful deciding tool result, or
+    the deciding handoff / caller decision when the outcome rests on the agent's words."""
+    df = table.df
+    out = pd.Series(np.nan, index=np.arange(table.n_episodes))
+    outcome = judged["outcome_terminal"].to_numpy(dtype=object)
+    source = judged["outcome_source"].to_numpy(dtype=object)
+    ep_tool = np.array(
+        [_RESOLVING_TOOL.get(o) if isinstance(o, str) else None for o in outcome], dtype=object
+    )
+    res = df.loc[(df["type"] == "tool_result") & (df["ok"] == 1.0), ["ep", "name", "t_ms"]]
+    res = res[res["name"].to_numpy(dtype=object) == ep_tool[res["ep"].to_numpy()]]
+    first = res.groupby("ep")["t_ms"].min()
+    tool_eps = first.index[source[first.index.to_numpy()] == "tool_trace"]
+    out[tool_eps] = first[tool_eps] / 1000.0
+    words = (source == "agent_words") & np.isin(
+        outcome, ["escalated", "refund_issued", "credit_issued", "plan_corrected", "denied"]
+    )
+    hand = df[(df["type"] == "handoff") & (df["status"] == "confirmed")].groupby("ep")["t_ms"].last()
+    dec = df[df["type"] == "caller_decision"].groupby("ep")["t_ms"].last()
+    esc_words = words & (outcome == "escalated")
+    other_words = words & (outcome != "escalated")
+    out[np.flatnonzero(esc_words)] = hand.reindex(np.flatnonzero(esc_words)).to_numpy() / 1000.0
+    out[np.flatnonzero(other_words)] = dec.reindex(np.flatnonzero(other_words)).to_numpy() / 1000.0
+    out.index = table.episodes
+    return out.rename("burden_time_to_resolution_s")
+
+
+def extract(
+    table: EventTable, judged: pd.DataFrame, tool_exposed: pd.Series, error_classifications: Sequence[str]
+) -> pd.DataFrame:
+    df = table.df
+    last_t = table.per_episode(df.groupby("ep")["t_ms"].max().astype(float), fill=0.0) / 1000.0
+    turns = _count(table, df[df["type"] == "caller_decision"])
+    return pd.concat(
+        [
+            repair(table, error_classifications),
+            auth(table, tool_exposed),
+            escalation(table),
+            repeated_questions(table),
+            time_to_resolution(table, judged),
+            turns.rename("burden_agent_turns"),
+            last_t.rename("burden_call_s"),
+        ],
+        axis=1,
+    )

@@ -1,0 +1,226 @@
+"""Read a run folder into an episode frame and an event table, recording everything left out.
+
+Nothing is dropped silently: a torn or invalid episodes.jsonl line, a duplicate record, a missing
+or schema-invalid events.jsonl and an events file whose hash differs from its record each become
+a `Problem` with a category that the summary counts. A newer schema_version in run.json is refused
+by `RunReader` (SchemaVersionError) before anything is read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+from pydantic import TypeAdapter, ValidationError
+
+from analysis.metrics.table import EventTable, from_events
+from harness.model.episode import EpisodeRecord, RunManifest
+from harness.model.events import EVENT_ADAPTER, Event, check_monotonic
+from harness.rundir import EPISODES_DIR, EVENTS_JSONL, RunReader
+from scenarios._base import Frozen
+
+_EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
+AXES: tuple[str, ...] = ("accent", "voice_profile", "affect", "disfluency", "wording")
+
+
+class Problem(Frozen):
+    category: str
+    message: str
+    episode_id: str | None = None
+
+
+@dataclass
+class Ingested:
+    run_dir: Path
+    manifest: RunManifest
+    episodes: pd.DataFrame  # one row per distinct episode record, index episode_id
+    table: EventTable  # events of analysable episodes only
+    problems: list[Problem] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        return dict(Counter(p.category for p in self.problems))
+
+
+def _row(rec: EpisodeRecord) -> dict[str, object]:
+    h, o = rec.header, rec.outcome
+    cond = h.condition.model_dump(mode="json")
+    key = "|".join(f"{a}={cond.get(a)}" for a in AXES)
+    row: dict[str, object] = {
+        "episode_id": h.episode_id,
+        "run_id": h.run_id,
+        "pair_id": h.pair_id,
+        "side": h.side,
+        "caller_id": h.caller_id,
+        "attempt": h.attempt,
+        "scenario_id": h.scenario_id,
+        "scenario_version": h.scenario_version,
+        "scenario_sha256": h.scenario_sha256,
+        "facts_sha256": h.facts_sha256,
+        "campaign_sha256": h.campaign_sha256,
+        "run_plan_sha256": h.plan_sha256,
+        "agent": h.agent,
+        "architecture": h.architecture,
+        "adapter": h.adapter,
+        "condition_key": key,
+        "contrast": ",".join(h.contrast),
+        "voice_index": h.voice_index,
+        "voice_id": f"{key}#v{h.voice_index}",
+        "tts_voice": f"{h.speech.voice}:{h.speech.variant}",
+        "seed": h.seed,
+        "replicate": h.replicate,
+        "run_batch": h.run_batch,
+        "pacing": h.pacing,
+        "status": o.status,
+        "failure_kind": o.failure_kind,
+        "termination": o.termination,
+        "record_outcome": o.terminal_outcome,
+        "record_flags": ",".join(o.outcome_flags),
+        "facts_sha256_seen": o.facts_sha256_seen,
+        "duration_ms": o.duration_ms,
+        "turns": o.turns,
+        "n_events": o.n_events,
+        "events_sha256": o.events_sha256,
+        "audio_file": o.audio_file,
+        "audio_sample_rate": o.audio_sample_rate,
+    }
+    for axis in AXES:
+        row[f"cond_{axis}"] = cond.get(axis)
+    return row
+
+
+def read_events(path: Path) -> tuple[list[Event] | None, str | None, str | None]:
+    """(events, problem category, message); a bad line is located by re-validating line by line."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None, "events_missing", f"{path}: missing"
+    lines = data.splitlines()
+    try:
+        return _EVENTS.validate_json(b"[" + b",".join(lines) + b"]"), None, hashlib.sha256(data).hexdigest()
+    except ValidationError:
+        for lineno, raw in enumerate(lines, start=1):
+            try:
+                EVENT_ADAPTER.validate_json(raw)
+            except ValidationError as exc:
+                err = exc.errors()[0]
+                where = ".".join(str(x) for x in err["loc"])
+                return None, "events_invalid", f"{path}:{lineno}: invalid event ({where}: {err['msg']})"
+        return None, "events_invalid", f"{path}: invalid"
+
+
+def ingest(run_dir: str | Path) -> Ingested:
+    reader = RunReader(run_dir)
+    problems: list[Problem] = []
+    records: dict[str, EpisodeRecord] = {}
+    for rec in reader.records():
+        eid = rec.header.episode_id
+        if eid in records:
+            problems.append(
+                Problem(
+                    category="duplicate_record",
+                    message=f"episode {eid}: later record (attempt {rec.header.attempt}) kept",
+                    episode_id=eid,
+                )
+            )
+        records[eid] = rec
+    for msg in reader.problems.items:
+        problems.append(
+            Problem(category="torn_line" if "truncated" in msg else "invalid_record", message=msg)
+        )
+    rows = [_row(r) for r in records.values()]
+    frame = pd.DataFrame(rows, columns=list(_row_columns())).set_index("episode_id", drop=False)
+    frame.index.name = None
+    logs: dict[str, list[Event]] = {}
+    analysable: list[bool] = []
+    reasons: list[str | None] = []
+    hash_ok: list[float] = []
+    monotonic: list[float] = []
+    for eid in frame["episode_id"]:
+        path = reader.run_dir / EPISODES_DIR / str(eid) / EVENTS_JSONL
+        events, category, info = read_events(path)
+        if events is None:
+            problems.append(Problem(category=str(category), message=str(info), episode_id=str(eid)))
+            analysable.append(False)
+            reasons.append(category)
+            hash_ok.append(float("nan"))
+            monotonic.append(float("nan"))
+            continue
+        logs[str(eid)] = events
+        analysable.append(True)
+        reasons.append(None)
+        match = info == records[str(eid)].outcome.events_sha256
+        hash_ok.append(float(match))
+        if not match:
+            problems.append(
+                Problem(
+                    category="events_hash_mismatch",
+                    message=f"{path}: sha256 differs from episodes.jsonl (edited after the run?)",
+                    episode_id=str(eid),
+                )
+            )
+        bad = check_monotonic(events)
+        monotonic.append(float(bad is None))
+        if bad is not None:
+            problems.append(
+                Problem(
+                    category="clock_not_monotonic",
+                    message=f"{path}: event {bad + 1} goes back in time",
+                    episode_id=str(eid),
+                )
+            )
+    frame["analysable"] = analysable
+    frame["drop_reason"] = reasons
+    frame["events_hash_ok"] = hash_ok
+    frame["events_monotonic"] = monotonic
+    return Ingested(
+        run_dir=reader.run_dir,
+        manifest=reader.manifest,
+        episodes=frame,
+        table=from_events(logs),
+        problems=problems,
+    )
+
+
+def _row_columns() -> tuple[str, ...]:
+    base = (
+        "episode_id",
+        "run_id",
+        "pair_id",
+        "side",
+        "caller_id",
+        "attempt",
+        "scenario_id",
+        "scenario_version",
+        "scenario_sha256",
+        "facts_sha256",
+        "campaign_sha256",
+        "run_plan_sha256",
+        "agent",
+        "architecture",
+        "adapter",
+        "condition_key",
+        "contrast",
+        "voice_index",
+        "voice_id",
+        "tts_voice",
+        "seed",
+        "replicate",
+        "run_batch",
+        "pacing",
+        "status",
+        "failure_kind",
+        "termination",
+        "record_outcome",
+        "record_flags",
+        "facts_sha256_seen",
+        "duration_ms",
+        "turns",
+        "n_events",
+        "events_sha256",
+        "audio_file",
+        "audio_sample_rate",
+    )
+    return (*base, *(f"cond_{a}" for a in AXES))

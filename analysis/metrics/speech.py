@@ -1,0 +1,132 @@
+"""Speech-behaviour family from event times: latency, overlap, interruptions, speech rate.
+
+Latency of a caller turn = first `agent_speech_start` at or after the caller utterance began,
+minus the utterance's end (negative when the agent started before the caller finished); a caller
+turn that got no agent speech before the next caller utterance has none. F0 comes from audio and
+lives in `analysis.metrics.acoustic`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analysis.metrics.table import EventTable
+
+
+def _caller_turns(df: pd.DataFrame) -> pd.DataFrame:
+    starts = df.loc[df["type"] == "caller_utterance_start", ["ep", "turn", "t_ms", "duration_ms"]]
+    ends = df.loc[df["type"] == "caller_utterance_end", ["ep", "turn", "t_ms"]].drop_duplicates(
+        ["ep", "turn"], keep="last"
+    )
+    turns = starts.merge(ends, on=["ep", "turn"], how="left", suffixes=("", "_end"))
+    turns["t_end"] = turns["t_ms_end"].fillna(turns["t_ms"] + turns["duration_ms"].fillna(0.0))
+    turns = turns.sort_values(["ep", "t_ms"], kind="stable")
+    turns["next_start"] = turns.groupby("ep")["t_ms"].shift(-1)
+    return turns[["ep", "t_ms", "t_end", "next_start"]].rename(columns={"t_ms": "t_start"})
+
+
+def _agent_turns(df: pd.DataFrame) -> pd.DataFrame:
+    starts = df.loc[df["type"] == "agent_speech_start", ["ep", "turn", "t_ms"]]
+    ends = df.loc[df["type"] == "agent_speech_end", ["ep", "turn", "t_ms", "duration_ms"]].drop_duplicates(
+        ["ep", "turn"], keep="last"
+    )
+    turns = starts.merge(ends, on=["ep", "turn"], how="left", suffixes=("", "_end"))
+    turns["t_end"] = turns["t_ms_end"].fillna(turns["t_ms"] + turns["duration_ms"].fillna(0.0))
+    return turns[["ep", "turn", "t_ms", "t_end"]].rename(columns={"t_ms": "t_start"})
+
+
+def _asof(left: pd.DataFrame, lkey: str, right: pd.DataFrame, rkey: str, direction: str) -> pd.DataFrame:
+    left = left.assign(_k=left[lkey].astype(np.int64)).sort_values("_k", kind="stable")
+    right = right.assign(_k=right[rkey].astype(np.int64)).sort_values("_k", kind="stable")
+    return pd.merge_asof(left, right, on="_k", by="ep", direction=direction, suffixes=("", "_r"))  # type: ignore[call-overload]
+
+
+def latency(table: EventTable, caller: pd.DataFrame, agent: pd.DataFrame) -> pd.DataFrame:
+    m = _asof(
+        caller,
+        "t_start",
+        agent[["ep", "t_start"]].rename(columns={"t_start": "t_agent"}),
+        "t_agent",
+        "forward",
+    )
+    m = m[m["t_agent"].notna() & (m["next_start"].isna() | (m["t_agent"] < m["next_start"]))]
+    lat = (m["t_agent"] - m["t_end"]).groupby(m["ep"])
+    return pd.DataFrame(
+        {
+            "speech_latency_ms_mean": table.per_episode(lat.mean(), None),
+            "speech_latency_ms_median": table.per_episode(lat.median(), None),
+            "speech_latency_ms_max": table.per_episode(lat.max(), None),
+            "speech_latency_n": table.per_episode(lat.size().astype(float)),
+        }
+    )
+
+
+def overlap(table: EventTable, caller: pd.DataFrame, agent: pd.DataFrame) -> pd.Series:
+    """Starts of one party strictly inside the other's speech interval."""
+    a_in_c = _asof(
+        agent[["ep", "t_start"]],
+        "t_start",
+        caller[["ep", "t_start", "t_end"]].rename(columns={"t_start": "cs", "t_end": "ce"}),
+        "cs",
+        "backward",
+    )
+    n1 = a_in_c[(a_in_c["t_start"] > a_in_c["cs"]) & (a_in_c["t_start"] < a_in_c["ce"])].groupby("ep").size()
+    c_in_a = _asof(
+        caller[["ep", "t_start"]],
+        "t_start",
+        agent[["ep", "t_start", "t_end"]].rename(columns={"t_start": "as_", "t_end": "ae"}),
+        "as_",
+        "backward",
+    )
+    n2 = c_in_a[(c_in_a["t_start"] > c_in_a["as_"]) & (c_in_a["t_start"] < c_in_a["ae"])].groupby("ep").size()
+    return table.per_episode(n1.add(n2, fill_value=0).astype(float)).rename("speech_overlap_n")
+
+
+def rate(table: EventTable) -> pd.DataFrame:
+    df = table.df
+    words = df.loc[df["type"] == "agent_transcript", ["ep", "turn", "text"]]
+    words = words.assign(n=words["text"].fillna("").str.split().str.len()).groupby(["ep", "turn"])["n"].sum()
+    dur = df[df["type"] == "agent_speech_end"].groupby(["ep", "turn"])["duration_ms"].sum()
+    per = pd.concat([words.rename("w"), dur.rename("d")], axis=1, join="inner")
+    per = per[(per["d"] > 0) & (per["w"] > 0)].reset_index()
+    per["r"] = per["w"] / (per["d"] / 1000.0)
+    g = per.groupby("ep")
+    total = g["w"].sum() / (g["d"].sum() / 1000.0)
+    per["pos"] = g.cumcount()
+    per["half"] = per["pos"] >= g["pos"].transform("size") / 2.0
+    halves = per.groupby(["ep", "half"])["r"].mean().unstack()
+    shift = (halves[True] - halves[False]) if {True, False} <= set(halves.columns) else pd.Series(dtype=float)
+    return pd.DataFrame(
+        {
+            "speech_rate_wps": table.per_episode(total, None),
+            "speech_rate_shift_wps": table.per_episode(shift, None),
+        }
+    )
+
+
+def extract(table: EventTable) -> pd.DataFrame:
+    df = table.df
+    caller = _caller_turns(df)
+    agent = _agent_turns(df)
+
+    def count(rows: pd.DataFrame) -> pd.Series:
+        return table.per_episode(rows.groupby("ep").size().astype(float))
+
+    barge = df[df["type"] == "barge_in"]
+    return pd.concat(
+        [
+            latency(table, caller, agent),
+            overlap(table, caller, agent),
+            count(df[(df["type"] == "agent_speech_end") & (df["interrupted"] == 1.0)]).rename(
+                "speech_agent_interrupted_n"
+            ),
+            count(df[(df["type"] == "caller_utterance_end") & (df["truncated"] == 1.0)]).rename(
+                "speech_caller_truncated_n"
+            ),
+            count(barge[barge["by"] == "caller"]).rename("speech_barge_in_caller_n"),
+            count(barge[barge["by"] == "agent"]).rename("speech_barge_in_agent_n"),
+            rate(table),
+        ],
+        axis=1,
+    )

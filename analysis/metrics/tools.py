@@ -1,0 +1,80 @@
+"""Tool-behaviour family: available set, call sequence, returned keys, success states.
+
+Whether an agent exposes a tool trace is not in the run folder (adapter capabilities are not
+recorded), so it is inferred per agent: an agent exposes a trace when any of its episodes in the
+run logged a tool call or result. Episodes of agents without a trace get None/NaN here, never 0.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from analysis.metrics.table import EventTable
+from scenarios import TOOLS
+
+_REFUSAL = re.compile(r"refus|deni|decline", re.IGNORECASE)
+
+
+def exposed_by_agent(table: EventTable, agent: pd.Series) -> pd.Series:
+    """1.0 for episodes of an agent that exposed any tool event in this run, else 0.0."""
+    df = table.df
+    has = np.zeros(table.n_episodes, dtype=bool)
+    has[df.loc[df["type"].isin(("tool_call", "tool_result")), "ep"].unique()] = True
+    ag = agent.reindex(table.episodes)
+    agents_with = set(ag[has].dropna())
+    return pd.Series(np.where(ag.isin(agents_with) | has, 1.0, 0.0), index=table.episodes)
+
+
+def _joined(table: EventTable, rows: pd.DataFrame, values: pd.Series, sep: str) -> pd.Series:
+    if rows.empty:
+        return pd.Series("", index=table.episodes, dtype=object)
+    agg = values.groupby(rows["ep"]).agg(sep.join)
+    out = agg.reindex(np.arange(table.n_episodes)).fillna("")
+    out.index = table.episodes
+    return out.astype(object)
+
+
+def extract(table: EventTable, exposed: pd.Series) -> pd.DataFrame:
+    df = table.df
+    mask = exposed.reindex(table.episodes).fillna(0.0).to_numpy() == 1.0
+    calls = df[df["type"] == "tool_call"]
+    results = df[df["type"] == "tool_result"]
+    prov = (
+        df[(df["type"] == "facts_provisioned") & (df["reported_by_agent"] != 1.0)]
+        .groupby("ep")["tools"]
+        .last()
+    )
+    available = prov.reindex(np.arange(table.n_episodes))
+    available.index = table.episodes
+    keys = results["name"].astype(str) + ":" + results["result_keys"].fillna("").astype(str)
+    success = results["name"].astype(str) + ":" + np.where(results["ok"] == 1.0, "ok", "fail")
+    out = pd.DataFrame(
+        {
+            "tool_trace_exposed": exposed.reindex(table.episodes).fillna(0.0),
+            "tool_available": available.astype(object),
+            "tool_sequence": _joined(table, calls, calls["name"].astype(str), ">"),
+            "tool_result_keys": _joined(table, results, keys, ";"),
+            "tool_success": _joined(table, results, success, ";"),
+            "tool_n_calls": table.per_episode(calls.groupby("ep").size().astype(float)),
+            "tool_n_failed": table.per_episode(
+                results[results["ok"] == 0.0].groupby("ep").size().astype(float)
+            ),
+        }
+    )
+    called = pd.crosstab(calls["ep"], calls["name"]) if not calls.empty else pd.DataFrame()
+    for name in TOOLS:
+        col = called[name] if name in called.columns else pd.Series(dtype=float)
+        out[f"tool_called_{name}"] = (table.per_episode(col.astype(float)) > 0).astype(float)
+    states = df[df["type"] == "state_transition"]
+    text = states["to_state"].fillna("").astype(str) + " " + states["flags"].fillna("").astype(str)
+    refusal = table.per_episode(text.str.contains(_REFUSAL).groupby(states["ep"]).any().astype(float))
+    has_states = table.per_episode(states.groupby("ep").size().astype(float)) > 0
+    out["tool_refusal_state"] = refusal.where(has_states | pd.Series(mask, index=table.episodes))
+    numeric = [c for c in out.columns if c != "tool_trace_exposed" and out[c].dtype != object]
+    labels = ["tool_sequence", "tool_result_keys", "tool_success"]
+    out.loc[~mask, numeric] = np.nan
+    out.loc[~mask, labels] = None
+    return out

@@ -1,0 +1,139 @@
+"""The frozen analysis plan: thresholds, alpha, metric families and their corrections, hashed.
+
+METHOD.md section 3 freezes thresholds before collection and hashes the plan like a scenario, so
+the plan is a validated model loaded from YAML and its sha256 (over the canonical JSON of the
+validated model, not the file bytes) goes into every output.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import Field, ValidationError
+
+from scenarios._base import Frozen, sha256_of
+from scenarios.errors import ConfigError
+
+DEFAULT_PLAN = Path(__file__).with_name("plans") / "default.yaml"
+PLAN_VERSION = 1
+
+FamilyName = Literal[
+    "terminal_outcome",
+    "path_burden",
+    "tool_behaviour",
+    "speech_behaviour",
+    "safety_events",
+    "conversation_quality",
+]
+
+
+class FamilyPlan(Frozen):
+    correction: Literal["holm", "fdr_bh", "none"]
+    metrics: tuple[str, ...]
+
+
+class PerceptibilityGate(Frozen):
+    min_raters: int = Field(ge=1)
+    min_accuracy: float = Field(gt=0, le=1)
+
+
+class AcousticGate(Frozen):
+    min_r: float = Field(gt=0, le=1)
+    max_files_per_cell: int = Field(ge=1)
+    max_seconds_per_file: float = Field(gt=0)
+
+
+class CodecGate(Frozen):
+    sample_rate: int = Field(gt=0)
+    channels: int = Field(ge=1)
+    subtype: str
+    target_lufs: float
+    lufs_tolerance: float = Field(gt=0)
+    max_files: int = Field(ge=1)
+
+
+class CompletenessGate(Frozen):
+    sync_tolerance_ms: int = Field(ge=0)
+    onset_search_ms: int = Field(gt=0)
+    onset_threshold_db: float = Field(lt=0)
+    max_audio_files: int = Field(ge=1)
+
+
+class AnnotationGate(Frozen):
+    kappa: float
+    alpha: float
+
+
+class GateThresholds(Frozen):
+    perceptibility: PerceptibilityGate
+    acoustic: AcousticGate
+    codec: CodecGate
+    completeness: CompletenessGate
+    annotation: AnnotationGate
+
+
+class ClaimRules(Frozen):
+    min_pairs_paired_disparity: int = Field(ge=2)
+    min_agents_architecture_comparison: int = Field(ge=2)
+
+
+class MixedModelRules(Frozen):
+    enabled: bool
+    min_pairs: int = Field(ge=2)
+    max_episodes: int = Field(ge=4)
+
+
+class RepairRules(Frozen):
+    error_classifications: tuple[str, ...] = Field(min_length=1)
+
+
+class AnalysisPlan(Frozen):
+    plan_version: int = PLAN_VERSION
+    name: str
+    alpha: float = Field(gt=0, lt=1)
+    binary_interval: Literal["newcombe", "tango"]
+    continuous_interval: Literal["t", "bca", "percentile"]
+    families: dict[FamilyName, FamilyPlan]
+    gates: GateThresholds
+    gate_scope: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    not_evaluable_counts_as: Literal["fail"] = "fail"
+    claims: ClaimRules
+    mixed_models: MixedModelRules
+    repair: RepairRules
+
+    @property
+    def sha256(self) -> str:
+        return sha256_of(self)
+
+    def family_of(self, metric: str) -> str | None:
+        for fam, spec in self.families.items():
+            if metric in spec.metrics:
+                return fam
+        return None
+
+
+def load_plan(path: str | Path = DEFAULT_PLAN) -> AnalysisPlan:
+    """Parse and validate a plan file; a newer plan_version is refused rather than misread."""
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError("analysis plan not found", path=p, fix="pass an existing plan YAML") from None
+    if not isinstance(data, dict):
+        raise ConfigError("analysis plan must be a mapping", path=p, fix="see analysis/plans/default.yaml")
+    if int(data.get("plan_version", PLAN_VERSION)) > PLAN_VERSION:
+        raise ConfigError(
+            f"plan_version {data['plan_version']} is newer than this voice-audit reads ({PLAN_VERSION})",
+            path=p,
+            fix="pip install -U voice-audit",
+        )
+    try:
+        return AnalysisPlan.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])
+        raise ConfigError(
+            f"invalid analysis plan at {where}: {err['msg']}", path=p, fix="see analysis/plans/default.yaml"
+        ) from None
