@@ -2,19 +2,31 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-EXTRAS ?= offline,dev
+EXTRAS ?= offline,piper,dev
+# openai-whisper is tested with a tiny checkpoint the tests write; torch comes from the local CPU wheel,
+# and openai-whisper goes in without its deps (they would pull triton).
+TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha256sum | cut -c1-16)
 
-.PHONY: install demo test lint typecheck unit integration benchmarks clean
+.PHONY: install system-deps demo test lint typecheck unit integration benchmarks clean
 
 $(STAMP): pyproject.toml Makefile
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
+	$(BIN)/python -m pip install --quiet '$(TORCH_SPEC)'
+	$(BIN)/python -m pip install --quiet --no-deps 'openai-whisper==20250625'
+	$(BIN)/python -m pip install --quiet tiktoken more-itertools
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
 install: $(STAMP)
+
+# Browser tests drive Debian's Chromium (never a browser downloaded by a test tool).
+system-deps:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
+	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; fi; }
 
 demo: install
 	$(BIN)/voice-audit scenarios verify
@@ -26,7 +38,7 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-test: install lint typecheck
+test: install system-deps lint typecheck
 	$(BIN)/python -m pytest -q
 
 unit: install
