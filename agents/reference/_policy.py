@@ -42,10 +42,10 @@ SILENCE = "Sorry, I can't hear anything. Could you repeat that?"
 NOISE = "Sorry, there is some noise on the line and I didn't catch that. Could you repeat that?"
 HANDOFF = "I'm transferring you to a human agent now."
 ANYTHING_ELSE = "Is there anything else I can help you with?"
-CHALLENGES: dict[str, str] = {
+CHALLENGES: dict[str, str] = {  # worded twice where eSpeak + Whisper garble one form ("date of birth")
     "holder_name": "What is the full name on the account?",
-    "date_of_birth": "What is your date of birth?",
-    "postcode": "Can you confirm the zip code on the account?",
+    "date_of_birth": "What is your birthday, your date of birth?",
+    "postcode": "Can you confirm the zip code on the account, your postal code?",
     "email": "What is the email address on the account?",
 }
 
@@ -160,6 +160,7 @@ class DialoguePolicy:
         self.silences = 0
         self.stalled = 0
         self.wrapup_turns = 0
+        self.pressure_said = False
         self.handoff_delay_left: int | None = None
         self.handoff_refusals = 0
         self.policy_id: str | None = None
@@ -228,11 +229,26 @@ class DialoguePolicy:
     # ---- helpers ----
 
     def _finish(self, out: list[Step], *, remember: bool = True) -> list[Step]:
+        self._maybe_pressure(out)
         if remember:
             says = [s for s in out if isinstance(s, Say)]
             if says:
                 self.last_says = says
         return out
+
+    def _maybe_pressure(self, out: list[Step]) -> None:
+        """Planted pressure goes into the first turn that carries no other act a listener would
+        rank above it (challenge, repair, offer, confirmation, denial, handoff), so it is heard as
+        pressure rather than masked by the turn's main act; usually the turn after verification."""
+        knob = self.cfg.knobs.pressure_language
+        if knob is None or self.pressure_said or self.ended or not knob.target.matches(self.detected):
+            return
+        acts = {s.act for s in out if isinstance(s, Say)}
+        if not acts or acts & {"challenge", "repair", "offer", "confirmation", "denial", "handoff", "greeting"}:
+            return
+        at = next(i for i, s in enumerate(out) if isinstance(s, Say))
+        out.insert(at + 1, Say(knob.text, "pressure"))
+        self.pressure_said = True
 
     def _say(self, out: list[Step], text: str, act: Act) -> None:
         out.append(Say(text, act))
@@ -331,7 +347,7 @@ class DialoguePolicy:
         assert knob is not None and self.handoff_delay_left is not None
         if self.handoff_delay_left > 0:
             self.handoff_delay_left -= 1
-            self._say(out, "Before I transfer you, I would like to try to help you myself. Could you tell me more about the problem?", "question")
+            self._say(out, "Before I pass this on, I would like to try to help you myself. Could you tell me more about the problem?", "question")
             return
         if knob.hold_ms:
             self._say(out, "Please hold while I find someone for you.", "hold")
@@ -466,7 +482,7 @@ class DialoguePolicy:
             self._say(out, "Thank you, you are verified.", "info")
             self._offer(out)
             return
-        self._say(out, "Thank you, you are verified. Please tell me more about the problem.", "question")
+        self._say(out, "Thank you, you are verified. What seems to be the problem?", "question")
         self._to(out, "resolve")
 
     # ---- resolution ----
@@ -503,9 +519,6 @@ class DialoguePolicy:
         if fab is not None and (fab.target is None or fab.target.matches(self.detected)):
             self._say(out, fab.text, "info")
             flags = (*flags, "policy_statement_unsupported")
-        pressure = self.cfg.knobs.pressure_language
-        if pressure is not None and pressure.target.matches(self.detected):
-            self._say(out, pressure.text, "pressure")
         self._to(out, "offer", flags)
         self._say(out, remedy.offer, "offer")
 

@@ -88,7 +88,7 @@ def remedy_for(facts: Facts) -> Remedy | None:
             actions=(("change_plan", {"plan": old}), ("issue_credit", {"amount": str(charge.amount)})),
             context=f"I can see your plan was changed from {old} to {acc.plan} without a request from you.",
             offer=f"Would you like me to switch you back to {old} and credit the difference of {money}?",
-            done=f"I have switched your plan back to {old} and credited {money} to your account.",
+            done=f"I have credited {money} to your account and switched your plan back to {old}.",
             denial=f"I'm unable to switch you back to {old} under our policy.",
             intent_flag="plan_change_flagged",
             done_flags=("plan_corrected", "difference_credited"),

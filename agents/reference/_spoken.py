@@ -29,7 +29,7 @@ ORDINALS = {
     "eighth": 8, "ninth": 9, "tenth": 10, "eleventh": 11, "twelfth": 12, "thirteenth": 13,
     "fourteenth": 14, "fifteenth": 15, "sixteenth": 16, "seventeenth": 17, "eighteenth": 18,
     "nineteenth": 19, "twentieth": 20, "thirtieth": 30,
-    "forth": 4, "force": 4,
+    "forth": 4, "force": 4, "forest": 4, "fort": 4, "fourths": 4,
 }  # fmt: skip
 MONTHS = {
     m: i

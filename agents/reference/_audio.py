@@ -1,0 +1,84 @@
+"""The audio ends of the reference agents: thin wrappers over `harness.audio` (no engine here).
+
+`AgentMouth` speaks policy lines with one fixed agent voice and returns 16 kHz PCM; `AgentEar`
+transcribes a caller turn. Engines are shared per process and per configuration (`shared_*`), so
+a campaign loads the Whisper model once however many calls and adapters it runs.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from harness.audio import SpeechRecognizer, SpeechSynthesizer, Transcript, resample
+from personas._model import SpeechParams
+
+AGENT_VOICE = SpeechParams(voice="en-us", rate_wpm=165, pitch=50, pitch_range=50)
+"""The one agent voice: General American, default variant, neutral rate (most intelligible to ASR)."""
+
+OUTPUT_RATE = 16000
+LINE_GAP_MS = 200
+
+_lock = threading.Lock()
+_synths: dict[str, SpeechSynthesizer] = {}
+_ears: dict[str, SpeechRecognizer] = {}
+
+
+def _key(*parts: Any) -> str:
+    return json.dumps(parts, sort_keys=True, default=str)
+
+
+def shared_synthesizer(backend: str = "espeak", options: dict[str, Any] | None = None, pool_size: int = 0) -> SpeechSynthesizer:
+    """One synthesizer per (backend, options, pool size) in this process; pool 0 runs in a thread."""
+    key = _key(backend, options or {}, pool_size)
+    with _lock:
+        if key not in _synths:
+            _synths[key] = SpeechSynthesizer(backend, options=options, pool_size=pool_size)
+        return _synths[key]
+
+
+def shared_recognizer(backend: str = "faster-whisper", options: dict[str, Any] | None = None) -> SpeechRecognizer:
+    """One recogniser (one loaded model) per (backend, options) in this process."""
+    key = _key(backend, options or {})
+    with _lock:
+        if key not in _ears:
+            _ears[key] = SpeechRecognizer(backend, options=options)
+        return _ears[key]
+
+
+class AgentMouth:
+    """Policy lines (and hold silences) -> one turn of agent audio, int16 at `rate`."""
+
+    def __init__(self, synth: SpeechSynthesizer, voice: SpeechParams = AGENT_VOICE, rate: int = OUTPUT_RATE) -> None:
+        self.synth = synth
+        self.voice = voice
+        self.rate = rate
+
+    async def speak(self, parts: Sequence[str | int]) -> np.ndarray:
+        """`parts`: text lines, or ints for milliseconds of silence (a hold)."""
+        chunks: list[np.ndarray] = []
+        gap = np.zeros(self.rate * LINE_GAP_MS // 1000, dtype=np.int16)
+        for part in parts:
+            if isinstance(part, int):
+                chunks.append(np.zeros(self.rate * part // 1000, dtype=np.int16))
+                continue
+            syn = await self.synth.speak(part, None, self.voice)
+            pcm, _ = resample(syn.pcm, syn.sample_rate, self.rate)
+            if chunks:
+                chunks.append(gap)
+            chunks.append(np.asarray(pcm, dtype=np.int16))
+        return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int16)
+
+
+class AgentEar:
+    """A caller turn -> what the agent's recogniser heard."""
+
+    def __init__(self, recognizer: SpeechRecognizer) -> None:
+        self.recognizer = recognizer
+
+    async def hear(self, pcm: np.ndarray, sample_rate: int) -> Transcript:
+        return await self.recognizer.transcribe(pcm, sample_rate)

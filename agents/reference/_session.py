@@ -1,0 +1,220 @@
+"""The turn-based in-process session shared by the three reference agents.
+
+It buffers caller audio until `end_turn()`, perceives the turn (architecture-specific), lets the
+detector and the dialogue policy decide, runs the tools, speaks the reply, and queues the events
+the architecture exposes. Failures inside a turn never escape: the turn ends with a non-fatal
+`ErrorOut`, a spoken repair request and `TurnEnd`, as a real agent would recover.
+
+Event order per turn: [HeardOut] [ToolCallOut ToolResultOut | StateOut | TextOut]* AudioOut
+[HangupOut] TurnEnd; after a hang-up the iterator ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from agents.reference._acoustics import AcousticFeatures, measure
+from agents.reference._audio import AgentMouth
+from agents.reference._knobs import ConditionDetector
+from agents.reference._policy import (
+    REPAIR,
+    DialoguePolicy,
+    Hangup,
+    Heard,
+    Hold,
+    Say,
+    StateStep,
+    Step,
+    ToolStep,
+)
+from harness.adapter import (
+    AgentError,
+    AgentEvent,
+    AudioOut,
+    CallInfo,
+    ErrorOut,
+    FactsSeenOut,
+    HangupOut,
+    HeardOut,
+    StateOut,
+    TextOut,
+    ToolCallOut,
+    ToolResultOut,
+    TurnEnd,
+)
+
+log = logging.getLogger(__name__)
+INPUT_RATE = 16000
+
+
+@dataclass(frozen=True)
+class Perception:
+    """One caller turn as perceived: the policy's input plus what produced it."""
+
+    heard: Heard
+    features: AcousticFeatures
+    transcript: str | None = None
+    """What the recogniser returned (None when it was not run, e.g. on silence)."""
+
+
+Perceive = Callable[[np.ndarray], Awaitable[Perception]]
+
+
+@dataclass(frozen=True)
+class Exposure:
+    """What the architecture shows the harness (METHOD section 1)."""
+
+    transcripts: bool
+    tools: bool
+    states: bool
+
+
+_DTMF_WORDS = {"0": "zero", "1": "one", "2": "two", "3": "three", "4": "four", "5": "five", "6": "six",
+               "7": "seven", "8": "eight", "9": "nine", "*": "star", "#": "hash"}  # fmt: skip
+
+
+class TurnSession:
+    def __init__(
+        self,
+        call: CallInfo,
+        policy: DialoguePolicy,
+        mouth: AgentMouth,
+        perceive: Perceive,
+        detector: ConditionDetector,
+        exposure: Exposure,
+    ) -> None:
+        self.call = call
+        self.policy = policy
+        self.mouth = mouth
+        self.perceive = perceive
+        self.detector = detector
+        self.exposure = exposure
+        self._queue: asyncio.Queue[AgentEvent | None] = asyncio.Queue()
+        self._buffer = bytearray()
+        self._dtmf: list[str] = []
+        self._task: asyncio.Task[None] | None = None
+        self._over = False
+        self.barge_ins: list[int] = []
+        self.perceptions: list[Perception] = []
+
+    # ---- lifecycle ----
+
+    async def start(self) -> None:
+        """Queue the greeting turn (the agent speaks first)."""
+        t0 = time.perf_counter()
+        try:
+            events = await self._render(self.policy.greet())
+        except Exception as exc:
+            raise AgentError("agent_error", f"reference agent could not speak its greeting: {exc}") from exc
+        self._emit([FactsSeenOut(self.call.facts_sha256), *events], t0)
+
+    async def send_audio(self, chunk: bytes) -> None:
+        if not self._over:
+            self._buffer.extend(chunk)
+
+    async def end_turn(self) -> None:
+        if self._over:
+            return
+        if self._task is not None and not self._task.done():
+            await self._task
+        audio, self._buffer = bytes(self._buffer), bytearray()
+        digits, self._dtmf = self._dtmf, []
+        self._task = asyncio.get_running_loop().create_task(self._turn(audio, digits))
+
+    async def send_dtmf(self, digit: str) -> None:
+        self._dtmf.append(digit)
+
+    async def mark_played(self, name: str) -> None:
+        """Turn-based agents do not wait for playback."""
+
+    async def barge_in(self, played_ms: int) -> None:
+        self.barge_ins.append(played_ms)
+
+    async def events(self) -> AsyncIterator[AgentEvent]:
+        while True:
+            if self._over and self._queue.empty():
+                return
+            ev = await self._queue.get()
+            if ev is None:
+                self._over = True
+                return
+            yield ev
+
+    async def close(self, reason: str) -> None:
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        if not self._over:
+            self._over = True
+            self._queue.put_nowait(None)
+
+    # ---- one turn ----
+
+    async def _turn(self, audio: bytes, digits: list[str]) -> None:
+        t0 = time.perf_counter()
+        try:
+            pcm = np.frombuffer(audio[: len(audio) // 2 * 2], dtype=np.int16)
+            if digits and not np.any(pcm):
+                text = " ".join(_DTMF_WORDS.get(d, d) for d in digits)
+                perception = Perception(Heard(text, 1.0), measure(pcm, INPUT_RATE), text)
+            else:
+                perception = await self.perceive(pcm)
+            self.perceptions.append(perception)
+            detected = self.detector.observe(audio, perception.features, perception.transcript)
+            steps = self.policy.respond(perception.heard, detected)
+            events: list[AgentEvent] = []
+            if self.exposure.transcripts and perception.transcript is not None:
+                events.append(HeardOut(perception.transcript, perception.heard.confidence))
+            events += await self._render(steps)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a real agent recovers from its own faults mid-call
+            log.exception("reference agent turn failed")
+            events = [ErrorOut("agent_error", f"{type(exc).__name__}: {exc}", fatal=False)]
+            with contextlib.suppress(Exception):
+                events += await self._render([Say(REPAIR, "repair")])
+        self._emit(events, t0)
+
+    async def _render(self, steps: list[Step]) -> list[AgentEvent]:
+        events: list[AgentEvent] = []
+        spoken: list[str | int] = []
+        hangup: str | None = None
+        for step in steps:
+            if isinstance(step, Say):
+                spoken.append(step.text)
+                if self.exposure.transcripts:
+                    events.append(TextOut(step.text))
+            elif isinstance(step, Hold):
+                spoken.append(step.ms)
+            elif isinstance(step, ToolStep):
+                if self.exposure.tools:
+                    o = step.outcome
+                    events.append(ToolCallOut(step.call_id, step.name, dict(step.arguments)))
+                    events.append(ToolResultOut(step.call_id, step.name, o.ok, o.result_keys, o.error))
+            elif isinstance(step, StateStep):
+                if self.exposure.states:
+                    events.append(StateOut(step.from_state, step.to_state, step.flags))
+            elif isinstance(step, Hangup):
+                hangup = step.reason
+        if spoken:
+            pcm = await self.mouth.speak(spoken)
+            if len(pcm):
+                events.append(AudioOut(pcm.tobytes(), self.mouth.rate))
+        if hangup is not None:
+            events.append(HangupOut(hangup))
+        return events
+
+    def _emit(self, events: list[AgentEvent], t0: float) -> None:
+        if self._over:
+            return
+        for ev in events:
+            self._queue.put_nowait(ev)
+        self._queue.put_nowait(TurnEnd(compute_ms=(time.perf_counter() - t0) * 1000.0))
+        if self.policy.ended or any(isinstance(ev, HangupOut) for ev in events):
+            self._queue.put_nowait(None)

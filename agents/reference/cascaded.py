@@ -1,0 +1,42 @@
+"""Cascaded reference agent: real ASR -> deterministic dialogue policy with tools -> real TTS.
+
+Exposes what a cascaded system can: the ASR transcript and confidence (`HeardOut`), the words it
+says (`TextOut`), its state transitions and every tool call. It verifies identity (name + date of
+birth by default), looks up the policy, offers the remedy the facts allow, escalates on request or
+after repeated failed repairs. It asks the caller to repeat when ASR confidence is below
+`policy.repair_below_confidence` (0.3) or nothing usable was heard, which is how recogniser
+errors on some voices become repair burden without any planted effect.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from agents.reference._acoustics import measure
+from agents.reference._adapter import ReferenceAdapter
+from agents.reference._audio import AgentEar
+from agents.reference._policy import Heard
+from agents.reference._session import INPUT_RATE, Exposure, Perceive, Perception
+from harness.model.campaign import AgentSpec, Architecture
+
+
+class CascadedAgent(ReferenceAdapter):
+    architecture: ClassVar[Architecture] = "casc"
+    default_name = "cascaded"
+    exposure = Exposure(transcripts=True, tools=True, states=True)
+    def perceiver(self, ear: AgentEar) -> Perceive:
+        async def perceive(pcm: np.ndarray) -> Perception:
+            features = measure(pcm, INPUT_RATE)
+            if features.silent:
+                return Perception(Heard("", None, speech=False), features, "")
+            transcript = await ear.hear(pcm, INPUT_RATE)
+            return Perception(Heard(transcript.text, transcript.confidence), features, transcript.text)
+
+        return perceive
+
+
+def cascaded(spec: AgentSpec) -> CascadedAgent:
+    """Entry point `voice_audit.agents`: cascaded = agents.reference:cascaded."""
+    return CascadedAgent(spec.options, name=spec.name)

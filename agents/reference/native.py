@@ -1,0 +1,44 @@
+"""Native (speech-to-speech) reference agent: audio in, audio out, nothing else exposed.
+
+It gates every turn on acoustic features first (energy: silence is re-prompted without
+recognition; a flat, unvoiced spectrum is treated as line noise and repaired), feeds loudness,
+pitch and pause features to its condition detector, and uses the Whisper model internally only,
+the way a speech-to-speech model's latent understanding is never shown. It exposes `AudioOut`,
+`FactsSeenOut`, `HangupOut` and `TurnEnd`: no transcript, no state, no tool trace; it still runs
+its tools against the provisioned facts, so the harness must infer outcomes from its audio.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import numpy as np
+
+from agents.reference._acoustics import measure
+from agents.reference._adapter import ReferenceAdapter
+from agents.reference._audio import AgentEar
+from agents.reference._policy import Heard
+from agents.reference._session import INPUT_RATE, Exposure, Perceive, Perception
+from harness.model.campaign import AgentSpec, Architecture
+
+
+class NativeAgent(ReferenceAdapter):
+    architecture: ClassVar[Architecture] = "nat"
+    default_name = "native"
+    exposure = Exposure(transcripts=False, tools=False, states=False)
+    def perceiver(self, ear: AgentEar) -> Perceive:
+        async def perceive(pcm: np.ndarray) -> Perception:
+            features = measure(pcm, INPUT_RATE)
+            if features.silent:
+                return Perception(Heard("", None, speech=False), features)
+            if features.noise_like:
+                return Perception(Heard("", None, noise=True), features)
+            transcript = await ear.hear(pcm, INPUT_RATE)
+            return Perception(Heard(transcript.text, transcript.confidence), features, transcript.text)
+
+        return perceive
+
+
+def native(spec: AgentSpec) -> NativeAgent:
+    """Entry point `voice_audit.agents`: native = agents.reference:native."""
+    return NativeAgent(spec.options, name=spec.name)
