@@ -1,0 +1,75 @@
+"""kill -9 the runner at random points, resume, and check nothing is lost, duplicated or half-read."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from harness.planning import load_campaign
+from harness.rundir import RunReader
+
+CAMPAIGN = """\
+name: kill
+seed: 9
+scenarios: [refund_duplicate_charge]
+agents: [{name: s, adapter: "agents.testing:scripted", options: {audio_ms: 300}}]
+pairs:
+  - contrast: [accent]
+    base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}
+    a: {accent: us_general}
+    b: {accent: gb_southern}
+voices: 3
+replicates: 6
+concurrency: 3
+"""
+
+KILL_POINTS = 8
+
+
+def _cmd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "harness.cli", "run", *args, "--quiet"]
+
+
+def test_kill9_at_random_points_then_resume(tmp_path: Path) -> None:
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text(CAMPAIGN)
+    planned = {e.episode_id for e in load_campaign(campaign).plan.episodes}
+    env = {**os.environ, "HOME": str(tmp_path)}  # a private TTS cache under this test
+    run_dir = tmp_path / "runs" / "k"
+    rng = random.Random(1234)
+    first = True
+    kills = 0
+    for _ in range(KILL_POINTS):
+        args = [str(campaign), "--out", str(tmp_path / "runs"), "--run-id", "k"] if first else ["--resume", str(run_dir)]
+        proc = subprocess.Popen(_cmd(*args), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(rng.uniform(1.0, 4.0))
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+            kills += 1
+        proc.wait(timeout=60)
+        if (run_dir / "run.json").exists():
+            first = False
+    final = subprocess.run(_cmd("--resume", str(run_dir)), env=env, capture_output=True, text=True, timeout=600)
+    assert final.returncode == 0, final.stderr
+    assert kills >= KILL_POINTS // 2, "the runner finished before most kill points; make the campaign longer"
+    lines = (run_dir / "episodes.jsonl").read_bytes().splitlines()
+    ids = [json.loads(line)["header"]["episode_id"] for line in lines]
+    assert len(ids) == len(set(ids)), "duplicated episodes"
+    assert set(ids) == planned, "lost episodes"
+    reader = RunReader(run_dir)
+    for rec in reader.records():
+        events_file = run_dir / "episodes" / rec.header.episode_id / "events.jsonl"
+        assert hashlib.sha256(events_file.read_bytes()).hexdigest() == rec.outcome.events_sha256
+        assert (run_dir / "episodes" / rec.header.episode_id / "call.wav").stat().st_size > 44
+        assert rec.outcome.status == "completed"
+    assert not reader.problems.items
+    leftovers = [p for p in (run_dir / "episodes").iterdir() if p.name not in planned]
+    assert not leftovers
+    assert not list(run_dir.rglob("*.tmp"))
