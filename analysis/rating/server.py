@@ -139,10 +139,15 @@ class RatingServer:
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> str:
         """Serve in the running loop; returns the URL with the token (port 0 picks a free port)."""
         self._runner = web.AppRunner(
-            self.app(), access_log=None, keepalive_timeout=15.0, max_line_size=4096, max_field_size=4096
+            self.app(),
+            access_log=None,
+            keepalive_timeout=15.0,
+            max_line_size=4096,
+            max_field_size=4096,
+            shutdown_timeout=5.0,
         )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port, shutdown_timeout=5.0)
+        site = web.TCPSite(self._runner, host, port)
         await site.start()
         bound = int(self._runner.addresses[0][1]) if self._runner.addresses else port
         shown = f"[{host}]" if ":" in host else host

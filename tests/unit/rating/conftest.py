@@ -1,0 +1,52 @@
+"""A real run folder (scripted agent, real eSpeak callers) made once per session by the CLI."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+CAMPAIGN = """\
+name: matched_audit_7
+seed: 11
+scenarios: [refund_duplicate_charge]
+agents: [{name: scripted_ref, adapter: "agents.testing:scripted"}]
+pairs:
+  - contrast: [accent]
+    base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}
+    a: {accent: us_general}
+    b: {accent: l2_spanish}
+  - contrast: [affect]
+    base: {voice_profile: male_adult, accent: gb_southern, disfluency: none, wording: plain}
+    a: {affect: calm}
+    b: {affect: frustrated}
+voices: 2
+concurrency: 4
+"""
+
+
+def make_run(parent: Path) -> Path:
+    """Run the campaign through the real command line; about five seconds."""
+    (parent / "c.yaml").write_text(CAMPAIGN)
+    exe = Path(sys.executable).with_name("voice-audit")
+    subprocess.run(
+        [str(exe), "run", str(parent / "c.yaml"), "--out", str(parent), "--run-id", "rate-run", "--quiet"],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    return parent / "rate-run"
+
+
+@pytest.fixture(scope="session")
+def pristine_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_run(tmp_path_factory.mktemp("rating-run"))
+
+
+@pytest.fixture
+def run_dir(pristine_run: Path, tmp_path: Path) -> Path:
+    """A private copy, so labels written by one test never reach another."""
+    return Path(shutil.copytree(pristine_run, tmp_path / "run"))
