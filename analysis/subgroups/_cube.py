@@ -132,11 +132,12 @@ def _base_cells(
     if math.prod(sizes) < 2**62:
         flat = np.ravel_multi_index(tuple(codes), tuple(sizes))
         uniq, inverse = np.unique(flat, return_inverse=True)
-        cell_codes = np.column_stack(np.unravel_index(uniq, tuple(sizes)))
+        cell_codes = np.stack(np.unravel_index(uniq, tuple(sizes)))
     else:
-        cell_codes, inverse = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
+        rows, inverse = np.unique(np.stack(codes, axis=1), axis=0, return_inverse=True)
+        cell_codes = np.ascontiguousarray(rows.T)
     inverse = inverse.ravel()
-    n_cells = len(cell_codes)
+    n_cells = cell_codes.shape[1]
     stats = np.empty((len(weights), n_cells))
     stats[0] = np.bincount(inverse, minlength=n_cells)
     for j in range(1, len(weights)):
@@ -158,11 +159,11 @@ def _bottomup(
     root = cell_stats.sum(axis=1)
     item_ok = []
     for a in range(m):
-        counts = np.bincount(cell_codes[:, a], weights=cell_stats[0], minlength=sizes[a])
+        counts = np.bincount(cell_codes[a], weights=cell_stats[0], minlength=sizes[a])
         ok = counts >= min_count
         ok[levels[a] :] = False
         item_ok.append(ok)
-    n_cells = len(cell_codes)
+    n_cells = cell_codes.shape[1]
     stack: list[tuple[tuple[int, ...], np.ndarray, np.ndarray, np.ndarray]] = [
         ((), np.arange(n_cells), np.zeros(n_cells, dtype=np.int64), np.empty((1, 0), dtype=np.int64))
     ]
@@ -171,7 +172,7 @@ def _bottomup(
         if len(subset) >= max_length:
             continue
         for a in range(subset[-1] + 1 if subset else 0, m):
-            ca = cell_codes[members, a]
+            ca = cell_codes[a][members]
             keep = item_ok[a][ca]
             if not keep.any():
                 continue

@@ -92,3 +92,22 @@ def test_min_count_is_the_smallest_count_reaching_the_support() -> None:
     assert min_count_for(0.07, 100) == 7  # 0.07 * 100 = 7.000000000000001 in floating point
     assert min_count_for(0.001, 1_000_000) == 1000
     assert min_count_for(0.0125, 1000) == 13
+
+
+def test_many_attributes_beyond_int64_cell_keys_match_divexplorer() -> None:
+    from divexplorer import DivergenceExplorer
+
+    rng = np.random.default_rng(4)
+    n = 300
+    df = pd.DataFrame({f"a{i:02d}": rng.integers(0, 6, n) for i in range(25)})  # 6**25 cells > 2**62
+    df["a01"] = df["a00"]
+    df["o"] = rng.normal(size=n) + (df["a00"] == 2)
+    ours = mine(df, ["o"], min_support=0.1)
+    assert ours.strategy == "bottomup"
+    ref = DivergenceExplorer(df).get_pattern_divergence(min_support=0.1, quantitative_outcomes=["o"])
+    index = {fs: i for i, fs in enumerate(ours.lattice.itemsets())}
+    assert set(index) == set(ref["itemset"])
+    assert int((ours.lattice.length == 2).sum()) >= 6  # the duplicated attribute pairs at least
+    rows = np.array([index[fs] for fs in ref["itemset"]])
+    np.testing.assert_allclose(ours.divergence("o")[rows], ref["o_div"].to_numpy(), atol=1e-12)
+    assert ours.lattice.find({"a00": "2", "a01": "2"}) > 0  # lookup without int64 keys
