@@ -36,7 +36,7 @@ QUALITY_SCALES: tuple[Scale, ...] = (
     Scale(
         name="policy_grounding",
         title="Policy grounding",
-        question="How well were the agent's statements grounded in the policy that applies?",
+        question="How well were the agent's statements grounded in the applicable policy?",
         points=("Contradicted or invented", "Unsupported", "Partly grounded", "Mostly grounded", "Fully grounded"),
     ),
     Scale(

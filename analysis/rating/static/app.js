@@ -50,16 +50,18 @@
       row.className = "scale";
       row.dataset.index = String(si);
       const legend = document.createElement("legend");
-      legend.textContent = scale.title;
-      const q = document.createElement("p");
+      const title = document.createElement("strong");
+      title.textContent = scale.title;
+      const q = document.createElement("span");
       q.className = "muted";
-      q.textContent = scale.question;
+      q.textContent = " \u2014 " + scale.question;
+      legend.append(title, q);
       const points = document.createElement("div");
       points.className = "points";
       scale.points.forEach((label, pi) => {
         points.append(button(label, pi + 1, () => { current = si; pick(pi + 1); }));
       });
-      row.append(legend, q, points);
+      row.append(legend, points);
       box.append(row);
     });
   }
