@@ -1,0 +1,145 @@
+"""Claim disposition (METHOD.md section 6): which claims the evidence supports, and why not more.
+
+Levels, weakest first: `diagnostics_only` < `construct_validation` (validated artifacts turn into
+interpretable deltas; what a single gated pair supports) < `paired_disparity` (this agent, this
+scenario, this contrast: every pair of the cell passes the gates guarding a family and the cell has
+the plan's minimum number of pairs) < `architecture_comparison` (campaign level: at least the
+plan's number of agents reach paired_disparity on the same scenario and contrast). A gate that is
+not evaluable counts as not passed (plan `not_evaluable_counts_as: fail`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from analysis.gates import GATES, GateReport
+from analysis.metrics.paired import CELL_KEYS, cell_label
+from analysis.plan import AnalysisPlan
+
+LEVELS: tuple[str, ...] = (
+    "diagnostics_only",
+    "construct_validation",
+    "paired_disparity",
+    "architecture_comparison",
+)
+
+
+def required_gates(plan: AnalysisPlan, family: str) -> tuple[str, ...]:
+    """Gates guarding a family: every unscoped gate plus those whose scope names the family."""
+    return tuple(
+        g for g in GATES if "all" in plan.gate_scope.get(g, ("all",)) or family in plan.gate_scope.get(g, ())
+    )
+
+
+def instances(pairs: pd.DataFrame, report: GateReport, plan: AnalysisPlan) -> pd.DataFrame:
+    """Per pair: claim, supported families, and the gates (or exclusion) that limited it."""
+    g = report.by_pair.reindex(pairs["pair_id"])
+    claims: list[str] = []
+    supported: list[str] = []
+    drivers: list[str] = []
+    for (_, pair), (_, verdicts) in zip(pairs.iterrows(), g.iterrows(), strict=True):
+        if not pair["included"]:
+            claims.append("diagnostics_only")
+            supported.append("")
+            drivers.append(f"excluded: {pair['exclusion_reason']}")
+            continue
+        fams = [f for f in plan.families if all(verdicts[x] == "pass" for x in required_gates(plan, f))]
+        limiting = sorted(
+            {
+                f"{x}={verdicts[x]}"
+                for f in plan.families
+                if f not in fams
+                for x in required_gates(plan, f)
+                if verdicts[x] != "pass"
+            }
+        )
+        claims.append("construct_validation" if fams else "diagnostics_only")
+        supported.append(",".join(fams))
+        drivers.append("; ".join(limiting))
+    return pd.DataFrame(
+        {
+            "pair_id": pairs["pair_id"].to_numpy(),
+            "claim": claims,
+            "supported_families": supported,
+            "claim_drivers": drivers,
+        }
+    )
+
+
+def disposition(
+    pairs: pd.DataFrame, inst: pd.DataFrame, report: GateReport, plan: AnalysisPlan, max_instances: int = 1000
+) -> dict[str, Any]:
+    p = pairs.merge(inst, on="pair_id")
+    p["contrast"] = p["contrast"].fillna("")
+    rules = plan.claims
+    cells: list[dict[str, Any]] = []
+    for key, sub in p.groupby(list(CELL_KEYS), dropna=False, sort=True):
+        inc = sub[sub["included"]]
+        fam_claims: dict[str, dict[str, Any]] = {}
+        for fam in plan.families:
+            req = required_gates(plan, fam)
+            gv = report.by_pair.reindex(sub["pair_id"])[list(req)]
+            not_passed = {g: gv[g].value_counts().to_dict() for g in req if (gv[g] != "pass").any()}
+            ok_pairs = int(inc["supported_families"].str.split(",").apply(lambda s, f=fam: f in s).sum())
+            if not_passed or ok_pairs == 0:
+                claim = "diagnostics_only"
+            elif ok_pairs >= rules.min_pairs_paired_disparity:
+                claim = "paired_disparity"
+            else:
+                claim = "construct_validation"
+            why = [f"{g}: {c}" for g, c in not_passed.items()]
+            if claim == "construct_validation":
+                why.append(
+                    f"{ok_pairs} gated pair(s) < {rules.min_pairs_paired_disparity} needed for a paired-disparity claim"
+                )
+            fam_claims[fam] = {"claim": claim, "pairs_supporting": ok_pairs, "drivers": why}
+        best = max((c["claim"] for c in fam_claims.values()), key=LEVELS.index, default="diagnostics_only")
+        cells.append(
+            {
+                "cell": dict(zip(CELL_KEYS, map(str, key), strict=True)),
+                "label": cell_label(key),
+                "claim": best,
+                "n_pairs": len(sub),
+                "n_included": len(inc),
+                "families": fam_claims,
+            }
+        )
+    groups: dict[tuple[str, str], set[str]] = {}
+    for c in cells:
+        if c["claim"] == "paired_disparity":
+            groups.setdefault((c["cell"]["scenario_id"], c["cell"]["contrast"]), set()).add(
+                c["cell"]["agent"]
+            )
+    arch = {
+        f"{s} / {ct}": sorted(a)
+        for (s, ct), a in groups.items()
+        if len(a) >= rules.min_agents_architecture_comparison
+    }
+    level = (
+        "architecture_comparison"
+        if arch
+        else max((c["claim"] for c in cells), key=LEVELS.index, default="diagnostics_only")
+    )
+    failed = [f"{r.gate}={r.verdict}" for r in report.results if r.verdict != "pass"]
+    out: dict[str, Any] = {
+        "plan_sha256": plan.sha256,
+        "levels": list(LEVELS),
+        "campaign": {
+            "claim": level,
+            "architecture_comparison": arch or None,
+            "gates_not_passed": failed,
+            "note": "a population-level claim needs a powered sample; a vendor or architecture comparison needs locked "
+            "scenarios, validated metrics and reproducible logs across several systems (METHOD.md section 6)",
+        },
+        "cells": cells,
+        "instances_by_claim": inst["claim"].value_counts().to_dict(),
+    }
+    if len(inst) <= max_instances:
+        out["instances"] = inst.to_dict(orient="records")
+    else:
+        out["instances_note"] = (
+            f"{len(inst)} instances: see columns claim, supported_families, claim_drivers in pairs.parquet"
+        )
+    return out

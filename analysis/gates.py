@@ -1,0 +1,617 @@
+"""The seven validation gates (METHOD.md section 3): pass / fail / not-evaluable, with evidence.
+
+Each gate gives a run-level verdict and a verdict per pair (the audit instance), so disposition can
+say which gate kept which pair or cell from supporting a claim. Thresholds come from the frozen
+plan. Audio checks run on a capped, seeded sample of recordings (the cap is in the plan and the
+evidence says how many were checked).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from analysis.metrics import acoustic
+from analysis.metrics.catalogue import QUALITY_LABELS
+from analysis.metrics.ingest import Ingested
+from analysis.metrics.quality import Labels
+from analysis.plan import AnalysisPlan
+from scenarios import Scenario, ScenarioLibrary
+from scenarios._base import Frozen
+from scenarios.errors import VoiceAuditError
+
+log = logging.getLogger(__name__)
+Verdict = Literal["pass", "fail", "not-evaluable"]
+GATES: tuple[str, ...] = (
+    "scenario_lock",
+    "fact_invariance",
+    "persona_perceptibility",
+    "acoustic_validity",
+    "codec_normalisation",
+    "artifact_completeness",
+    "annotation_reliability",
+)
+_RANK = {"pass": 0, "not-evaluable": 1, "fail": 2}
+
+
+class GateResult(Frozen):
+    gate: str
+    verdict: Verdict
+    evidence: str
+    thresholds: dict[str, Any]
+    scope: tuple[str, ...]
+    details: dict[str, Any]
+    diagnostics: dict[str, Any] = {}
+
+
+@dataclass
+class GateInputs:
+    ing: Ingested
+    episodes: pd.DataFrame  # ingest frame + metrics, index episode_id
+    pairs: pd.DataFrame
+    scenarios: Mapping[str, Scenario | None]
+    library: ScenarioLibrary | None
+    labels: Labels
+    plan: AnalysisPlan
+    audio: bool = True
+    seed: int = 0
+
+
+@dataclass
+class GateReport:
+    results: list[GateResult]
+    by_pair: pd.DataFrame  # index pair_id, one verdict column per gate
+
+    def result(self, gate: str) -> GateResult:
+        return next(r for r in self.results if r.gate == gate)
+
+
+def worst(values: pd.Series | list[str]) -> Verdict:
+    vals = list(values)
+    if not vals:
+        return "not-evaluable"
+    return max(vals, key=lambda v: _RANK[v])  # type: ignore[no-any-return]
+
+
+def _pairwise(inp: GateInputs, ep_verdict: pd.Series) -> pd.Series:
+    """Worst verdict of a pair's two episodes; a missing side makes it not-evaluable."""
+    p = inp.pairs.set_index("pair_id")
+    va = p["episode_id_a"].map(ep_verdict).fillna("not-evaluable")
+    vb = p["episode_id_b"].map(ep_verdict).fillna("not-evaluable")
+    return pd.Series([worst([x, y]) for x, y in zip(va, vb, strict=True)], index=p.index)
+
+
+def _scope(plan: AnalysisPlan, gate: str) -> tuple[str, ...]:
+    return plan.gate_scope.get(gate, ("all",))
+
+
+def _sample(ids: list[str], cap: int, seed: int) -> list[str]:
+    if len(ids) <= cap:
+        return ids
+    rng = np.random.default_rng(seed)
+    return sorted(rng.choice(np.array(ids, dtype=object), size=cap, replace=False).tolist())
+
+
+# -- 1. scenario lock ---------------------------------------------------------------------------
+def scenario_lock(inp: GateInputs) -> tuple[GateResult, pd.Series]:
+    man = inp.ing.manifest
+    ep = inp.episodes
+    per_scenario: dict[str, dict[str, Any]] = {}
+    lock = None
+    lock_problem = None
+    if inp.library is not None:
+        try:
+            lock = inp.library.read_lock()
+        except VoiceAuditError as exc:
+            lock_problem = str(exc)
+    for sid, run_hash in sorted(man.scenario_hashes.items()):
+        checks: dict[str, Any] = {"run_sha256": run_hash}
+        sc = inp.scenarios.get(sid)
+        sub = ep[ep["scenario_id"] == sid]
+        checks["episodes_match_run"] = bool((sub["scenario_sha256"] == run_hash).all())
+        checks["facts_match_run"] = bool((sub["facts_sha256"] == man.facts_hashes.get(sid)).all())
+        if sc is None or inp.library is None:
+            checks["verdict"] = "not-evaluable"
+            checks["why"] = "scenario file not found now; cannot verify it is unchanged after collection"
+        else:
+            entry = lock.scenarios.get(sid) if lock else None
+            checks["file_sha256_now"] = sc.sha256
+            checks["lock_sha256"] = entry.sha256 if entry else None
+            ok = sc.sha256 == run_hash and entry is not None and entry.sha256 == run_hash
+            ok = ok and checks["episodes_match_run"] and checks["facts_match_run"]
+            checks["verdict"] = "pass" if ok else "fail"
+            if not ok:
+                checks["why"] = (
+                    lock_problem or "hash of the file now, the lock or an episode differs from run.json"
+                )
+        per_scenario[sid] = checks
+    ep_verdict = ep["scenario_id"].map(lambda s: per_scenario.get(str(s), {}).get("verdict", "fail"))
+    ep_verdict.index = ep["episode_id"]
+    verdict = worst([c["verdict"] for c in per_scenario.values()]) if per_scenario else "not-evaluable"
+    bad = {s: c.get("why") for s, c in per_scenario.items() if c["verdict"] != "pass"}
+    evidence = (
+        f"{len(per_scenario)} scenario(s): hash in run.json = file now = lock file = every episode header"
+        + (f"; problems: {bad}" if bad else "")
+    )
+    res = GateResult(
+        gate="scenario_lock",
+        verdict=verdict,
+        evidence=evidence,
+        thresholds={},
+        scope=_scope(inp.plan, "scenario_lock"),
+        details={"scenarios": per_scenario},
+    )
+    return res, _pairwise(inp, ep_verdict)
+
+
+# -- 2. fact invariance -------------------------------------------------------------------------
+def fact_invariance(inp: GateInputs) -> tuple[GateResult, pd.Series]:
+    table = inp.ing.table
+    df = table.df
+    prov = df[df["type"] == "facts_provisioned"]
+    harness = (
+        prov[prov["reported_by_agent"] != 1.0].groupby("ep")["sha256"].agg(lambda s: ",".join(sorted(set(s))))
+    )
+    agent = (
+        prov[prov["reported_by_agent"] == 1.0].groupby("ep")["sha256"].agg(lambda s: ",".join(sorted(set(s))))
+    )
+    h = table.per_episode(harness, None)
+    a = table.per_episode(agent, None)
+    ep = inp.episodes.set_index("episode_id", drop=False)
+    p = inp.pairs.set_index("pair_id")
+    verdicts: dict[str, Verdict] = {}
+    failures: dict[str, str] = {}
+    agent_reported = 0
+    for pid, row in p.iterrows():
+        ea, eb = row["episode_id_a"], row["episode_id_b"]
+        if not (isinstance(ea, str) and isinstance(eb, str)) or ea not in h.index or eb not in h.index:
+            verdicts[str(pid)] = "not-evaluable"
+            continue
+        why = []
+        if h[ea] is None or h[eb] is None:
+            why.append("no facts_provisioned event")
+        elif h[ea] != h[eb]:
+            why.append(f"provisioned facts differ ({str(h[ea])[:12]} vs {str(h[eb])[:12]})")
+        elif h[ea] != ep.at[ea, "facts_sha256"]:
+            why.append("provisioned facts differ from the locked scenario facts")
+        if a[ea] is not None and a[eb] is not None:
+            agent_reported += 1
+            if a[ea] != a[eb] or a[ea] != h[ea]:
+                why.append("facts the agent reported seeing differ")
+        if ep.at[ea, "tool_available"] != ep.at[eb, "tool_available"]:
+            why.append("tool availability differs")
+        verdicts[str(pid)] = "fail" if why else "pass"
+        if why:
+            failures[str(pid)] = "; ".join(why)
+    s = pd.Series(verdicts, dtype=object)
+    verdict = worst(list(s)) if len(s) else "not-evaluable"
+    evidence = (
+        f"{int((s == 'pass').sum())} of {len(s)} pairs: identical facts_provisioned sha256 on both calls, equal to the locked "
+        f"facts, equal tool set; agent-reported hashes compared on {agent_reported} pairs"
+    )
+    res = GateResult(
+        gate="fact_invariance",
+        verdict=verdict,
+        evidence=evidence,
+        thresholds={},
+        scope=_scope(inp.plan, "fact_invariance"),
+        details={"failing_pairs": dict(list(failures.items())[:50]), "n_failing": len(failures)},
+    )
+    return res, s
+
+
+# -- 3. persona perceptibility ------------------------------------------------------------------
+def separability(inp: GateInputs) -> dict[str, Any]:
+    """Diagnostic only: how far apart a and b callers are on caller speaking rate (words/s of the
+    caller's utterances) per contrast, as an AUC; 0.5 = indistinguishable on this cue."""
+    from scipy.stats import mannwhitneyu
+
+    df = inp.ing.table.df
+    utt = df[df["type"] == "caller_utterance_start"]
+    words = utt["text"].fillna("").str.split().str.len()
+    secs = utt["duration_ms"] / 1000.0
+    rate = (words.groupby(utt["ep"]).sum() / secs.groupby(utt["ep"]).sum()).replace([np.inf], np.nan)
+    r = inp.ing.table.per_episode(rate, None)
+    ep = inp.episodes.assign(caller_wps=r.reindex(inp.episodes["episode_id"]).to_numpy())
+    out: dict[str, Any] = {}
+    for contrast, sub in ep.groupby("contrast"):
+        xa = sub.loc[sub["side"] == "a", "caller_wps"].dropna()
+        xb = sub.loc[sub["side"] == "b", "caller_wps"].dropna()
+        if len(xa) and len(xb):
+            u = float(mannwhitneyu(xa, xb).statistic)
+            out[str(contrast)] = {
+                "cue": "caller words per second",
+                "auc": u / (len(xa) * len(xb)),
+                "n_a": len(xa),
+                "n_b": len(xb),
+            }
+    return out
+
+
+def persona_perceptibility(inp: GateInputs) -> tuple[GateResult, pd.Series]:
+    from analysis.agreement import perceptibility
+
+    th = inp.plan.gates.perceptibility
+    p = inp.pairs.set_index("pair_id")
+    ratings = inp.labels.perceptibility
+    diag = {"acoustic_separability": separability(inp)}
+    if ratings.empty:
+        res = GateResult(
+            gate="persona_perceptibility",
+            verdict="not-evaluable",
+            evidence="no perceptibility ratings in ratings/labels.jsonl; acoustic separability reported as a diagnostic only",
+            thresholds=th.model_dump(),
+            scope=_scope(inp.plan, "persona_perceptibility"),
+            details={},
+            diagnostics=diag,
+        )
+        return res, pd.Series("not-evaluable", index=p.index, dtype=object)
+    per_axis = perceptibility(
+        ratings, alpha=inp.plan.alpha, min_raters=th.min_raters, min_accuracy=th.min_accuracy
+    )
+    axis_verdict = {k: v.verdict for k, v in per_axis.items()}
+    pair_v = p["contrast"].map(
+        lambda c: worst([axis_verdict.get(ax, "not-evaluable") for ax in str(c).split(",") if ax])
+    )
+    verdict = worst(list(pair_v)) if len(pair_v) else "not-evaluable"
+    res = GateResult(
+        gate="persona_perceptibility",
+        verdict=verdict,
+        evidence="; ".join(f"{k}: {v.verdict} ({v.evidence})" for k, v in per_axis.items()),
+        thresholds=th.model_dump(),
+        scope=_scope(inp.plan, "persona_perceptibility"),
+        details={"axes": {k: v.model_dump() for k, v in per_axis.items()}},
+        diagnostics=diag,
+    )
+    return res, pair_v.astype(object)
+
+
+# -- 4. acoustic validity -----------------------------------------------------------------------
+def acoustic_validity(inp: GateInputs) -> tuple[GateResult, pd.Series, pd.Series]:
+    """Also returns the validated agent F0 median per episode (NaN where the cell did not pass)."""
+    th = inp.plan.gates.acoustic
+    p = inp.pairs.set_index("pair_id")
+    ep = inp.episodes
+    f0 = pd.Series(np.nan, index=ep["episode_id"])
+    scope = _scope(inp.plan, "acoustic_validity")
+
+    def none(why: str) -> tuple[GateResult, pd.Series, pd.Series]:
+        res = GateResult(
+            gate="acoustic_validity",
+            verdict="not-evaluable",
+            evidence=why,
+            thresholds=th.model_dump(),
+            scope=scope,
+            details={},
+        )
+        return res, pd.Series("not-evaluable", index=p.index, dtype=object), f0
+
+    if not inp.audio:
+        return none(
+            "audio checks disabled for this analysis; F0 metrics withheld (timing and outcome metrics only)"
+        )
+    try:
+        import analysis.acoustics  # noqa: F401
+        import librosa  # noqa: F401
+        import parselmouth  # noqa: F401
+    except ImportError as exc:
+        return none(f"pitch trackers unavailable ({exc}); F0 metrics withheld")
+    have_audio = ep[ep["analysable"] == True]  # noqa: E712
+    have_audio = have_audio[
+        [
+            inp.ing.run_dir.joinpath(str(a)).exists() if isinstance(a, str) else False
+            for a in have_audio["audio_file"]
+        ]
+    ]
+    if have_audio.empty:
+        return none("no recordings to measure; F0 metrics withheld")
+    cells: dict[str, dict[str, Any]] = {}
+    from analysis.acoustics import PitchAgreement, cell_agreement
+
+    for cell, sub in have_audio.groupby(["agent", "condition_key"]):
+        key = " / ".join(map(str, cell))
+        per_file: list[PitchAgreement] = []
+        for eid in _sample(list(sub["episode_id"]), th.max_files_per_cell, inp.seed):
+            audio = acoustic.agent_speech(
+                inp.ing.run_dir / str(sub.set_index("episode_id").at[eid, "audio_file"]),
+                th.max_seconds_per_file,
+            )
+            if audio is None:
+                continue
+            r, voiced, _ = acoustic.f0_pair_r(audio)
+            per_file.append(
+                PitchAgreement(tracker_a="praat", tracker_b="pyin", r=r, voiced_both=voiced, frames=0)
+            )
+        agree = cell_agreement(per_file, th.min_r)
+        cells[key] = {
+            "files": agree.files,
+            "min_r": acoustic.nan_to_none(agree.min_r),
+            "min_voiced_both": agree.min_voiced_both,
+            "verdict": "pass" if agree.passes else ("not-evaluable" if agree.files == 0 else "fail"),
+        }
+    ep_key = ep["agent"].astype(str) + " / " + ep["condition_key"].astype(str)
+    ep_v = pd.Series(
+        [cells.get(k, {}).get("verdict", "not-evaluable") for k in ep_key], index=ep["episode_id"]
+    )
+    for eid in ep_v.index[ep_v == "pass"]:
+        audio = acoustic.agent_speech(
+            inp.ing.run_dir / str(ep.set_index("episode_id").at[eid, "audio_file"]), th.max_seconds_per_file
+        )
+        f0[eid] = acoustic.praat_median(audio) if audio is not None else np.nan
+    verdict = worst([c["verdict"] for c in cells.values()])
+    res = GateResult(
+        gate="acoustic_validity",
+        verdict=verdict,
+        evidence=f"Praat vs PYIN on the agent channel, per-file minimum r per condition cell vs {th.min_r}: "
+        + "; ".join(
+            f"{k}: {c['verdict']} (min r {c['min_r']}, {c['files']} files)" for k, c in cells.items()
+        ),
+        thresholds=th.model_dump(),
+        scope=scope,
+        details={"cells": cells},
+    )
+    return res, _pairwise(inp, ep_v), f0
+
+
+# -- 5. codec normalisation ---------------------------------------------------------------------
+def codec_normalisation(inp: GateInputs) -> tuple[GateResult, pd.Series]:
+    th = inp.plan.gates.codec
+    p = inp.pairs.set_index("pair_id")
+    ep = inp.episodes
+    scope = _scope(inp.plan, "codec_normalisation")
+    files = {
+        str(e): inp.ing.run_dir / str(a)
+        for e, a in zip(ep["episode_id"], ep["audio_file"], strict=True)
+        if isinstance(a, str) and (inp.ing.run_dir / a).exists()
+    }
+    if not inp.audio or not files:
+        why = "audio checks disabled" if not inp.audio else "no recordings present"
+        res = GateResult(
+            gate="codec_normalisation",
+            verdict="not-evaluable",
+            evidence=why,
+            thresholds=th.model_dump(),
+            scope=scope,
+            details={},
+        )
+        return res, pd.Series("not-evaluable", index=p.index, dtype=object)
+    checked = _sample(sorted(files), th.max_files, inp.seed)
+    results = {
+        e: acoustic.codec_check(
+            files[e], th.sample_rate, th.channels, th.subtype, th.target_lufs, th.lufs_tolerance
+        )
+        for e in checked
+    }
+    bad = {e: r.detail for e, r in results.items() if not r.ok}
+    verdict: Verdict = "fail" if bad else "pass"
+    paths = sorted({r.resampling_path for r in results.values() if r.resampling_path})
+    ep_v = pd.Series("not-evaluable", index=ep["episode_id"], dtype=object)
+    ep_v[list(files)] = verdict  # a sampled check stands for the run's recording chain
+    for e in bad:
+        ep_v[e] = "fail"
+    res = GateResult(
+        gate="codec_normalisation",
+        verdict=verdict,
+        evidence=f"{len(checked)} of {len(files)} recordings checked: {th.channels} ch {th.subtype}, each channel normalised "
+        f"to {th.target_lufs} LUFS +- {th.lufs_tolerance} at {th.sample_rate} Hz; resampling path(s): {paths}"
+        + (f"; failures: {len(bad)}" if bad else ""),
+        thresholds=th.model_dump(),
+        scope=scope,
+        details={"failures": dict(list(bad.items())[:50]), "resampling_paths": paths},
+    )
+    return res, _pairwise(inp, ep_v)
+
+
+# -- 6. artifact completeness -------------------------------------------------------------------
+def artifact_completeness(inp: GateInputs) -> tuple[GateResult, pd.Series]:
+    th = inp.plan.gates.completeness
+    ep = inp.episodes
+    df = inp.ing.table.df
+    table = inp.ing.table
+    n_types = df.groupby(["ep", "type"]).size().unstack(fill_value=0)
+
+    def has(t: str) -> pd.Series:
+        col = n_types[t] if t in n_types.columns else pd.Series(dtype=float)
+        return table.per_episode(col.astype(float)) > 0
+
+    calls = df[df["type"] == "tool_call"][["ep", "call_id"]]
+    results = df[df["type"] == "tool_result"][["ep", "call_id"]]
+    unanswered = calls.merge(results.drop_duplicates(), on=["ep", "call_id"], how="left", indicator=True)
+    unanswered = (
+        table.per_episode(unanswered[unanswered["_merge"] == "left_only"].groupby("ep").size().astype(float))
+        > 0
+    )
+    problems: dict[str, list[str]] = {str(e): [] for e in ep["episode_id"]}
+    for e, ok, why in zip(ep["episode_id"], ep["analysable"], ep["drop_reason"], strict=True):
+        if ok is not True:
+            problems[str(e)].append(str(why))
+    checks = {
+        "timing (call_started)": has("call_started"),
+        "transcript (agent_transcript)": has("agent_transcript") | ~has("agent_speech_start"),
+        "caller timing (utterance start/end)": has("caller_utterance_start") & has("caller_utterance_end"),
+    }
+    for name, s in checks.items():
+        for e in s.index[~s]:
+            problems[str(e)].append(f"missing {name}")
+    for e in unanswered.index[unanswered]:
+        problems[str(e)].append("tool log incomplete: a tool_call without its tool_result")
+    for e, h, m in zip(ep["episode_id"], ep["events_hash_ok"], ep["events_monotonic"], strict=True):
+        if h == 0.0:
+            problems[str(e)].append("events.jsonl hash differs from its record")
+        if m == 0.0:
+            problems[str(e)].append("event clock not monotonic")
+    audio_ok = {
+        str(e): isinstance(a, str) and (inp.ing.run_dir / a).exists()
+        for e, a in zip(ep["episode_id"], ep["audio_file"], strict=True)
+    }
+    for e, ok in audio_ok.items():
+        if not ok:
+            problems[e].append("audio (call.wav) missing")
+    sync: dict[str, Any] = {"checked": 0}
+    if inp.audio:
+        candidates = [e for e, ok in audio_ok.items() if ok and e in table.episodes]
+        sample = _sample(candidates, th.max_audio_files, inp.seed)
+        pos = {e: i for i, e in enumerate(table.episodes)}
+        offsets_all: list[float] = []
+        unsynced = 0
+        for e in sample:
+            sub = df[df["ep"] == pos[e]]
+            a_starts = sub.loc[sub["type"] == "agent_speech_start", "t_ms"].astype(int).tolist()
+            c_starts = sub.loc[sub["type"] == "caller_utterance_start", "t_ms"].astype(int).tolist()
+            path = inp.ing.run_dir / str(ep.set_index("episode_id").at[e, "audio_file"])
+            try:
+                offs = acoustic.sync_offsets(
+                    path, a_starts, c_starts, th.onset_search_ms, th.onset_threshold_db
+                )
+            except (RuntimeError, OSError) as exc:
+                problems[e].append(f"audio unreadable: {exc}")
+                continue
+            found = [o for o in offs if o is not None]
+            offsets_all += found
+            early = [o for o in found if o < -th.sync_tolerance_ms]
+            med = float(np.median(np.abs(found))) if found else None
+            if len(found) < len(offs):
+                problems[e].append(
+                    f"{len(offs) - len(found)} speech start(s) with no audio onset within {th.onset_search_ms} ms"
+                )
+            if early or med is None or med > th.sync_tolerance_ms:
+                unsynced += 1
+                problems[e].append(
+                    f"events and audio out of sync (median |offset| {med} ms, {len(early)} onset(s) before the logged start)"
+                )
+        sync = {
+            "checked": len(sample),
+            "of": len(candidates),
+            "unsynchronised": unsynced,
+            "offset_ms_median": float(np.median(offsets_all)) if offsets_all else None,
+            "offset_ms_p95_abs": float(np.percentile(np.abs(offsets_all), 95)) if offsets_all else None,
+            "rule": f"median |onset - logged start| <= {th.sync_tolerance_ms} ms and no onset earlier than -{th.sync_tolerance_ms} ms "
+            "(a later onset can be leading silence inside the clip)",
+        }
+    ep_v = pd.Series({e: ("fail" if v else "pass") for e, v in problems.items()}, dtype=object)
+    n_fail = int((ep_v == "fail").sum())
+    verdict: Verdict = "fail" if n_fail else ("pass" if len(ep_v) else "not-evaluable")
+    if verdict == "pass" and not inp.audio:
+        verdict = "not-evaluable"
+    failing = {e: v for e, v in problems.items() if v}
+    res = GateResult(
+        gate="artifact_completeness",
+        verdict=verdict,
+        evidence=f"{len(ep_v) - n_fail} of {len(ep_v)} episodes complete (events schema-valid with matching hash, audio, "
+        f"transcript, timing, tool log); sync checked on {sync.get('checked', 0)} recordings"
+        + ("" if inp.audio else "; audio checks disabled, so sync is unverified"),
+        thresholds=th.model_dump(),
+        scope=_scope(inp.plan, "artifact_completeness"),
+        details={
+            "failing_episodes": dict(list(failing.items())[:50]),
+            "n_failing": len(failing),
+            "sync": sync,
+        },
+    )
+    if not inp.audio:
+        ep_v[ep_v == "pass"] = "not-evaluable"
+    return res, _pairwise(inp, ep_v)
+
+
+# -- 7. annotation reliability ------------------------------------------------------------------
+def annotation_reliability(inp: GateInputs) -> tuple[GateResult, pd.Series]:
+    from analysis.agreement import cohen_kappa, krippendorff_alpha, reliability_matrix
+
+    th = inp.plan.gates.annotation
+    p = inp.pairs.set_index("pair_id")
+    q = inp.labels.quality
+    scope = _scope(inp.plan, "annotation_reliability")
+    if q.empty:
+        res = GateResult(
+            gate="annotation_reliability",
+            verdict="not-evaluable",
+            evidence="no quality annotations (ratings/labels.jsonl)",
+            thresholds=th.model_dump(),
+            scope=scope,
+            details={},
+        )
+        return res, pd.Series("not-evaluable", index=p.index, dtype=object)
+    labels: dict[str, Any] = {}
+    for label in [x for x in QUALITY_LABELS if x in set(q["label"])]:
+        sub = q[q["label"] == label]
+        raters = sorted(sub["rater"].unique())
+        if len(raters) < 2:
+            labels[label] = {"verdict": "not-evaluable", "why": "fewer than two raters"}
+            continue
+        if len(raters) == 2:
+            wide = sub.pivot_table(index="episode_id", columns="rater", values="value", aggfunc="mean")
+            r = cohen_kappa(wide[raters[0]], wide[raters[1]])
+            threshold = th.kappa
+        else:
+            r = krippendorff_alpha(reliability_matrix(sub, "episode_id", "rater", "value"), "ordinal")
+            threshold = th.alpha
+        v: Verdict = "not-evaluable" if r.value is None else ("pass" if r.value >= threshold else "fail")
+        labels[label] = {
+            "verdict": v,
+            "statistic": r.statistic,
+            "value": r.value,
+            "threshold": threshold,
+            "raters": len(raters),
+            "units": r.n_units,
+        }
+    verdict = worst([x["verdict"] for x in labels.values()])
+    res = GateResult(
+        gate="annotation_reliability",
+        verdict=verdict,
+        evidence="; ".join(
+            f"{k}: {x['verdict']} ({x.get('statistic', '')} {x.get('value')})" for k, x in labels.items()
+        ),
+        thresholds=th.model_dump(),
+        scope=scope,
+        details={"labels": labels},
+    )
+    return res, pd.Series(verdict, index=p.index, dtype=object)
+
+
+def evaluate(inp: GateInputs) -> tuple[GateReport, pd.Series]:
+    """All seven gates; also the validated agent F0 per episode (from the acoustic gate)."""
+    pieces: list[tuple[GateResult, pd.Series]] = [
+        scenario_lock(inp),
+        fact_invariance(inp),
+        persona_perceptibility(inp),
+    ]
+    ac_res, ac_pairs, f0 = acoustic_validity(inp)
+    pieces += [
+        (ac_res, ac_pairs),
+        codec_normalisation(inp),
+        artifact_completeness(inp),
+        annotation_reliability(inp),
+    ]
+    by_pair = (
+        pd.DataFrame({res.gate: s for res, s in pieces}).reindex(inp.pairs["pair_id"]).fillna("not-evaluable")
+    )
+    by_pair.index.name = "pair_id"
+    return GateReport(results=[r for r, _ in pieces], by_pair=by_pair), f0
+
+
+def gates_json(report: GateReport, plan_sha256: str) -> dict[str, Any]:
+    counts = {g: report.by_pair[g].value_counts().to_dict() for g in report.by_pair.columns}
+    return {
+        "plan_sha256": plan_sha256,
+        "gates": [r.model_dump(mode="json") for r in report.results],
+        "pairs_by_verdict": counts,
+    }
+
+
+def library_for(ing: Ingested, scenario_dir: str | Path | None) -> ScenarioLibrary | None:
+    from scenarios import BUNDLED_LIBRARY
+
+    if scenario_dir is None:
+        sd = ing.manifest.campaign.scenario_dir
+        scenario_dir = Path(ing.manifest.campaign_file).parent / sd if sd else BUNDLED_LIBRARY
+    try:
+        return ScenarioLibrary(scenario_dir)
+    except VoiceAuditError as exc:
+        log.warning("scenario library unavailable: %s", exc)
+        return None

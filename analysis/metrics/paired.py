@@ -1,0 +1,158 @@
+"""Paired a - b deltas per comparison cell, with the statistics engineer's functions.
+
+A cell is one agent x scenario x contrast x (condition a, condition b): the unit a paired-disparity
+claim is about. Within a cell: paired risk difference (binary) or paired mean delta (continuous)
+for every plan metric, correction within each family, the path-burden vector, and mixed models
+where the plan allows and the sample supports them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.metrics.catalogue import CATALOGUE
+from analysis.plan import AnalysisPlan
+from analysis.stats import (
+    CONVENTION,
+    CONVENTION_SENTENCE,
+    Estimate,
+    adjust_within_families,
+    linear_mixed,
+    logistic_mixed,
+    paired_mean_delta,
+    paired_risk_difference,
+)
+
+CELL_KEYS: tuple[str, ...] = ("agent", "scenario_id", "contrast", "condition_key_a", "condition_key_b")
+
+
+def cell_label(key: tuple[object, ...]) -> str:
+    agent, scenario, contrast, ca, cb = key
+    return f"agent={agent} | scenario={scenario} | contrast={contrast} | a: {ca} | b: {cb}"
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, float) and not math.isfinite(v):
+        return None
+    return v
+
+
+def cell_deltas(long: pd.DataFrame, plan: AnalysisPlan, n_excluded: int) -> dict[str, Any]:
+    """Estimates for one cell; `long` holds the included episodes (pair_id, side, ... metrics)."""
+    estimates: list[Estimate] = []
+    notes: list[str] = []
+    for family, fam in plan.families.items():
+        for metric in fam.metrics:
+            spec = CATALOGUE.get(metric)
+            if spec is None or metric not in long.columns:
+                notes.append(f"{metric}: not a metric this analysis produces; skipped")
+                continue
+            if spec.kind == "binary":
+                est = paired_risk_difference(
+                    long, metric, family=family, alpha=plan.alpha, interval=plan.binary_interval
+                )
+            else:
+                est = paired_mean_delta(
+                    long, metric, family=family, alpha=plan.alpha, interval=plan.continuous_interval
+                )
+            if n_excluded:
+                est = est.model_copy(
+                    update={
+                        "notes": (
+                            *est.notes,
+                            f"{n_excluded} pair(s) of this cell excluded before pairing (see pairs.parquet)",
+                        )
+                    }
+                )
+            estimates.append(est)
+    estimates = adjust_within_families(estimates, {f: spec.correction for f, spec in plan.families.items()})
+    models: list[dict[str, Any]] = []
+    n_pairs = long["pair_id"].nunique()
+    mm = plan.mixed_models
+    if not mm.enabled:
+        notes.append("mixed models disabled by the plan")
+    elif n_pairs < mm.min_pairs:
+        notes.append(
+            f"mixed models skipped: {n_pairs} pairs < {mm.min_pairs} (the sample does not support them)"
+        )
+    elif len(long) > mm.max_episodes:
+        notes.append(
+            f"mixed models skipped: {len(long)} episodes > plan max_episodes {mm.max_episodes}; paired estimates stand alone"
+        )
+    else:
+        for est in estimates:
+            if est.n_pairs < mm.min_pairs or est.estimate is None:
+                continue
+            spec = CATALOGUE[est.metric]
+            fit = logistic_mixed if spec.kind == "binary" else linear_mixed
+            try:
+                models.append(
+                    fit(long, est.metric, family=est.family, alpha=plan.alpha).model_dump(mode="json")
+                )
+            except (ValueError, np.linalg.LinAlgError) as exc:
+                models.append({"metric": est.metric, "error": f"{type(exc).__name__}: {exc}"})
+    burden = {
+        m: next((e.estimate for e in estimates if e.metric == c), None)
+        for m, c in (("repair", "burden_repair"), ("auth", "burden_auth"), ("esc", "burden_esc_s"))
+    }
+    return {
+        "n_pairs": int(n_pairs),
+        "convention": CONVENTION,
+        "delta_B": {
+            "components": burden,
+            "convention": CONVENTION,
+            "note": "componentwise (Repair, Auth, Esc); a negative component means condition b carried more burden",
+        },
+        "estimates": [
+            {
+                **{k: _clean(v) for k, v in e.model_dump(mode="json").items()},
+                "higher_is_worse": CATALOGUE[e.metric].higher_is_worse,
+                "proxy": CATALOGUE[e.metric].proxy,
+                "sentence": e.sentence(higher_is_worse=CATALOGUE[e.metric].higher_is_worse is not False),
+            }
+            for e in estimates
+        ],
+        "models": models,
+        "notes": notes,
+    }
+
+
+def deltas(episodes: pd.DataFrame, pairs: pd.DataFrame, plan: AnalysisPlan) -> dict[str, Any]:
+    """deltas.json content: one block per cell, the convention stated at every level."""
+    p = pairs.copy()
+    p["contrast"] = p["contrast"].fillna("")
+    cells: list[dict[str, Any]] = []
+    side_cols = ["pair_id", "side", "scenario_id", "voice_id", "run_batch", "agent"]
+    metric_cols = sorted({m for f in plan.families.values() for m in f.metrics if m in episodes.columns})
+    ep = episodes[[*side_cols, *metric_cols]]
+    for key, sub in p.groupby(list(CELL_KEYS), dropna=False, sort=True):
+        inc = sub[sub["included"]]
+        long = ep[ep["pair_id"].isin(inc["pair_id"])]
+        block = {
+            "cell": dict(zip(CELL_KEYS, map(str, key), strict=True)),
+            "label": cell_label(key),
+            "n_pairs_total": len(sub),
+            "n_pairs_excluded": int((~sub["included"]).sum()),
+        }
+        if inc.empty:
+            block.update(
+                {
+                    "n_pairs": 0,
+                    "estimates": [],
+                    "models": [],
+                    "notes": ["no included pairs: nothing to estimate"],
+                }
+            )
+        else:
+            block.update(cell_deltas(long, plan, block["n_pairs_excluded"]))
+        cells.append(block)
+    return {
+        "plan_sha256": plan.sha256,
+        "convention": CONVENTION,
+        "convention_text": CONVENTION_SENTENCE,
+        "cells": cells,
+    }
