@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
+from pydantic import Field
 
 from analysis.metrics import acoustic
 from analysis.metrics.catalogue import QUALITY_LABELS
@@ -47,7 +48,7 @@ class GateResult(Frozen):
     thresholds: dict[str, Any]
     scope: tuple[str, ...]
     details: dict[str, Any]
-    diagnostics: dict[str, Any] = {}
+    diagnostics: dict[str, Any] = Field(default_factory=dict)
 
 
 @dataclass
@@ -76,7 +77,7 @@ def worst(values: pd.Series | list[str]) -> Verdict:
     vals = list(values)
     if not vals:
         return "not-evaluable"
-    return max(vals, key=lambda v: _RANK[v])  # type: ignore[no-any-return]
+    return max(vals, key=lambda v: _RANK[v])
 
 
 def _pairwise(inp: GateInputs, ep_verdict: pd.Series) -> pd.Series:
@@ -297,9 +298,10 @@ def acoustic_validity(inp: GateInputs) -> tuple[GateResult, pd.Series, pd.Series
             "audio checks disabled for this analysis; F0 metrics withheld (timing and outcome metrics only)"
         )
     try:
-        import analysis.acoustics  # noqa: F401
         import librosa  # noqa: F401
         import parselmouth  # noqa: F401
+
+        import analysis.acoustics  # noqa: F401
     except ImportError as exc:
         return none(f"pitch trackers unavailable ({exc}); F0 metrics withheld")
     have_audio = ep[ep["analysable"] == True]  # noqa: E712

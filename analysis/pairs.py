@@ -88,7 +88,7 @@ def build_pairs(episodes: pd.DataFrame) -> pd.DataFrame:
         "",
     )
     out["included"] = reason == ""
-    out["exclusion_reason"] = np.where(reason == "", None, reason)
+    out["exclusion_reason"] = pd.Series(reason, index=out.index).replace("", None)
     out["outcome_equal"] = np.where(
         out["included"], (out["outcome_terminal_a"] == out["outcome_terminal_b"]).astype(float), np.nan
     )
@@ -107,7 +107,7 @@ def build_pairs(episodes: pd.DataFrame) -> pd.DataFrame:
     out["parity_violation"] = out[parts].max(axis=1, skipna=True).where(evaluable)
     diffs: list[str | None] = []
     for row in out.itertuples():
-        if not (row.parity_violation == 1.0):
+        if row.parity_violation != 1.0:
             diffs.append(None)
             continue
         d: dict[str, object] = {}

@@ -148,7 +148,7 @@ def deltas(episodes: pd.DataFrame, pairs: pd.DataFrame, plan: AnalysisPlan) -> d
                 }
             )
         else:
-            block.update(cell_deltas(long, plan, block["n_pairs_excluded"]))
+            block.update(cell_deltas(long, plan, int((~sub["included"]).sum())))
         cells.append(block)
     return {
         "plan_sha256": plan.sha256,

@@ -39,7 +39,7 @@ def _agent_turns(df: pd.DataFrame) -> pd.DataFrame:
 def _asof(left: pd.DataFrame, lkey: str, right: pd.DataFrame, rkey: str, direction: str) -> pd.DataFrame:
     left = left.assign(_k=left[lkey].astype(np.int64)).sort_values("_k", kind="stable")
     right = right.assign(_k=right[rkey].astype(np.int64)).sort_values("_k", kind="stable")
-    return pd.merge_asof(left, right, on="_k", by="ep", direction=direction, suffixes=("", "_r"))  # type: ignore[call-overload]
+    return pd.merge_asof(left, right, on="_k", by="ep", direction=direction, suffixes=("", "_r"))
 
 
 def latency(table: EventTable, caller: pd.DataFrame, agent: pd.DataFrame) -> pd.DataFrame:
