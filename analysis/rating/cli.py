@@ -47,6 +47,8 @@ async def serve(
         url += f"?rater={quote(rater)}"
     if not _is_loopback(host):
         print(f"warning: serving on {host}, reachable from other machines; anyone with the URL can rate", file=sys.stderr)
+    if not spec.items:
+        print(f"warning: nothing to rate for {task} (no completed calls with a recording and a contrast axis)", file=sys.stderr)
     print(f"{task}: {len(spec.items)} clips; labels go to {Path(run_dir) / 'ratings' / 'labels.jsonl'}")
     print(f"open {url}", flush=True)
     if ready is not None:

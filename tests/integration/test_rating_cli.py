@@ -1,0 +1,64 @@
+"""`rate` as a command: prints a tokenised loopback URL, serves it, stops cleanly on Ctrl-C."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+CAMPAIGN = """\
+name: cli_rate
+seed: 3
+scenarios: [refund_duplicate_charge]
+agents: [{name: scripted_ref, adapter: "agents.testing:scripted"}]
+pairs:
+  - contrast: [wording]
+    base: {voice_profile: female_adult, accent: us_general, affect: calm, disfluency: none}
+    a: {wording: plain}
+    b: {wording: urgency}
+voices: 1
+"""
+MOUNT = "import typer; from analysis.rating import rate_cmd; app = typer.Typer(); app.command('rate')(rate_cmd); app()"
+
+
+def test_rate_command_serves_on_loopback_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text(CAMPAIGN)
+    exe = Path(sys.executable).with_name("voice-audit")
+    subprocess.run([str(exe), "run", str(tmp_path / "c.yaml"), "--out", str(tmp_path), "--run-id", "r", "--quiet"],
+                   check=True, capture_output=True, timeout=300)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", MOUNT, str(tmp_path / "r"), "--rater", "ann", "--task", "perceptibility"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 60
+        url = None
+        while url is None and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            m = re.match(r"open (http://127\.0\.0\.1:\d+/[A-Za-z0-9_-]{32}/\?rater=ann)$", line.strip())
+            url = m.group(1) if m else None
+        assert url, "no URL printed"
+        with urllib.request.urlopen(url, timeout=10) as resp:
+            assert resp.status == 200 and b"Blind rating" in resp.read()
+        with urllib.request.urlopen(url.split("?")[0] + "api/next?rater=ann", timeout=10) as resp:
+            assert b'"total": 2' in resp.read()
+        bare = url.split("/")[0] + "//" + url.split("/")[2] + "/"
+        try:
+            urllib.request.urlopen(bare, timeout=10)
+            raise AssertionError("served without the token")
+        except urllib.error.HTTPError as exc:
+            assert exc.code == 403
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=20)
+        assert proc.returncode == 0, err
+        assert "stopped; labels are saved" in out
+        assert (tmp_path / "r" / "ratings" / "items-perceptibility.json").exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
