@@ -38,9 +38,11 @@ def scenario(name: str) -> Scenario:
     return load_scenario_file(Path(BUNDLED_LIBRARY) / f"{name}.yaml")
 
 
-def condition(accent: str = "us_general", affect: str = "calm", disfluency: str = "none") -> CallerCondition:
+def condition(
+    accent: str = "us_general", affect: str = "calm", disfluency: str = "none", voice_profile: str = "female_adult"
+) -> CallerCondition:
     return CallerCondition(
-        accent=accent, voice_profile="female_adult", affect=affect, disfluency=disfluency, wording="plain"
+        accent=accent, voice_profile=voice_profile, affect=affect, disfluency=disfluency, wording="plain"
     )
 
 

@@ -1,0 +1,69 @@
+"""Whole in-process calls with real eSpeak NG and real faster-whisper (tiny.en) against the three
+reference agents: the happy path for a General American caller ends in a refund, and planted
+effects appear for the targeted condition only (the target is found through the calibration
+oracle on the audio, never through CallInfo)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from _reference_caller import condition, run_call, scenario
+
+from agents.reference import CascadedAgent, HybridAgent, NativeAgent
+from agents.reference._audio import shared_recognizer, shared_synthesizer
+from harness.adapter import ToolCallOut
+
+pytestmark = pytest.mark.slow
+REFUND = scenario("refund_duplicate_charge")
+TARGET = {"axis": "voice_profile", "levels": ["male_adult"]}
+
+
+@pytest.fixture(scope="module")
+def engines() -> tuple[Any, Any]:
+    """The agent and the test caller share one eSpeak engine and one Whisper model per process."""
+    return shared_synthesizer(), shared_recognizer()
+
+
+@pytest.mark.parametrize("cls", [CascadedAgent, HybridAgent, NativeAgent])
+async def test_happy_path_ends_with_refund(cls: type[CascadedAgent], engines: tuple[Any, Any]) -> None:
+    synth, asr = engines
+    log = await run_call(cls(), REFUND, condition(), synth, asr)
+    assert log.terminal == "refund_issued", log.agent_text
+    assert "confirmation" in log.classifications and log.count("repair_request") == 0
+    if cls is NativeAgent:
+        assert log.tools() == [] and log.heard() == []  # nothing exposed; the harness inferred the refund
+    else:
+        assert "issue_refund" in log.tools()
+        assert all(e.name != "escalate_to_human" for e in log.events(ToolCallOut))
+        assert all(h.confidence is not None for h in log.heard())
+
+
+async def _pair(cls: type[CascadedAgent], knobs: dict[str, Any], engines: tuple[Any, Any]) -> dict[str, Any]:
+    synth, asr = engines
+    logs = {}
+    for profile in ("male_adult", "female_adult"):
+        oracle: dict[str, dict[str, str]] = {}
+        agent = cls({"knobs": knobs, "calibration_oracle": oracle})
+        logs[profile] = await run_call(agent, REFUND, condition(voice_profile=profile), synth, asr, oracle=oracle)
+    return logs
+
+
+async def test_planted_extra_verification_for_target_only(engines: tuple[Any, Any]) -> None:
+    logs = await _pair(CascadedAgent, {"extra_verification": {"target": TARGET, "p": 1.0}}, engines)
+    assert logs["female_adult"].count("challenge") == 2
+    assert logs["male_adult"].count("challenge") >= 3
+    assert logs["female_adult"].terminal == "refund_issued"
+
+
+async def test_planted_pressure_and_crm_read_for_target_only(engines: tuple[Any, Any]) -> None:
+    knobs = {"pressure_language": {"target": TARGET}, "extra_crm_read": {"target": TARGET}}
+    logs = await _pair(HybridAgent, knobs, engines)
+    assert "pressure" in logs["male_adult"].classifications
+    assert "pressure" not in logs["female_adult"].classifications
+    assert logs["male_adult"].tools().count("crm_lookup") == 2
+    assert logs["female_adult"].tools().count("crm_lookup") == 1
