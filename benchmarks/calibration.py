@@ -58,9 +58,9 @@ SCENARIOS = [
     ("binary planted +0.10", "binary", "resampled", 60, 0.10, ""),
     ("burden A/A gaussian", "continuous", "parametric", 40, 0.0, "gaussian"),
     ("burden A/A counts", "continuous", "parametric", 40, 0.0, "counts"),
-    ("burden planted -0.5 counts", "continuous", "parametric", 40, -0.5, "counts"),
+    ("burden planted -1.0 counts", "continuous", "parametric", 40, -1.0, "counts"),
     ("burden A/A counts", "continuous", "resampled", 40, 0.0, ""),
-    ("burden planted +0.5 counts", "continuous", "resampled", 40, 0.5, ""),
+    ("burden planted +1.0 counts", "continuous", "resampled", 40, 1.0, ""),
 ]
 
 

@@ -36,14 +36,16 @@ import numpy as np
 import pandas as pd
 
 from analysis.stats.binary import paired_risk_difference
-from analysis.stats.continuous import paired_mean_delta
+from analysis.stats.continuous import ContinuousInterval, paired_mean_delta
 from analysis.stats.models import linear_mixed, logistic_mixed
+from analysis.stats.pairing import PairedValues, pivot_pairs
 
 Kind = Literal["binary", "continuous"]
 METRIC = "y"
 BINARY_METHODS: tuple[str, ...] = ("newcombe", "tango", "mcnemar_exact", "glmm", "gee")
 CONTINUOUS_METHODS: tuple[str, ...] = ("t", "bca", "percentile", "lmm")
 _LOG_ODDS_METHODS = frozenset({"glmm", "gee"})
+_INTERVALS: dict[str, ContinuousInterval] = {"t": "t", "bca": "bca", "percentile": "percentile"}
 
 
 def _design(
@@ -124,18 +126,18 @@ def simulate_continuous_pairs(
 
 def resample_pairs(frame: pd.DataFrame, n_pairs: int, rng: np.random.Generator) -> pd.DataFrame:
     """Pairs drawn with replacement from ``frame``, a/b swapped at random: an exact A/A null."""
-    ids = frame["pair_id"].unique()
-    drawn = rng.choice(ids, size=n_pairs, replace=True)
+    groups = frame.groupby("pair_id", sort=True).indices
+    ids = list(groups)
+    drawn = rng.integers(0, len(ids), n_pairs)
     swap = rng.random(n_pairs) < 0.5
-    by_pair = {pid: rows for pid, rows in frame.groupby("pair_id", sort=False)}
-    parts = []
-    for i, (pid, flip) in enumerate(zip(drawn, swap, strict=True)):
-        rows = by_pair[pid].copy()
-        rows["pair_id"] = f"r{i:05d}"
-        if flip:
-            rows["side"] = rows["side"].map({"a": "b", "b": "a"})
-        parts.append(rows)
-    return pd.concat(parts, ignore_index=True)
+    rows = [groups[ids[k]] for k in drawn]
+    positions = np.concatenate(rows)
+    sizes = np.array([len(r) for r in rows])
+    out = frame.iloc[positions].reset_index(drop=True)
+    out["pair_id"] = np.repeat([f"r{i:05d}" for i in range(n_pairs)], sizes)
+    flip = np.repeat(swap, sizes)
+    out["side"] = np.where(flip, np.where(out["side"] == "a", "b", "a"), out["side"])
+    return out
 
 
 def concordant_share(frame: pd.DataFrame, metric: str = METRIC) -> float:
@@ -182,17 +184,22 @@ class Outcome:
     fallback: bool = False
 
 
-def apply_method(frame: pd.DataFrame, method: str, alpha: float, seed: int, n_boot: int) -> Outcome:
-    """Run one named method on a replicate frame (metric ``y``)."""
+def apply_method(
+    frame: pd.DataFrame, method: str, alpha: float, seed: int, n_boot: int, paired: PairedValues | None = None
+) -> Outcome:
+    """Run one named method on a replicate frame (metric ``y``); ``paired`` saves re-pivoting."""
+    data: pd.DataFrame | PairedValues = frame if paired is None else paired
     if method in ("newcombe", "tango", "mcnemar_exact"):
         e = paired_risk_difference(
-            frame, METRIC, alpha=alpha, interval="tango" if method == "tango" else "newcombe"
+            data, METRIC, alpha=alpha, interval="tango" if method == "tango" else "newcombe"
         )
         if method == "mcnemar_exact":
             return Outcome(e.estimate, None, None, e.p_value)
         return Outcome(e.estimate, e.ci_low, e.ci_high, e.p_value)
     if method in ("t", "bca", "percentile"):
-        e = paired_mean_delta(frame, METRIC, alpha=alpha, interval=method, n_boot=n_boot, seed=seed)  # type: ignore[arg-type]
+        e = paired_mean_delta(
+            data, METRIC, alpha=alpha, interval=_INTERVALS[method], n_boot=n_boot, seed=seed
+        )
         return Outcome(e.estimate, e.ci_low, e.ci_high, e.p_value)
     if method in ("glmm", "gee"):
         m = logistic_mixed(frame, METRIC, alpha=alpha, seed=seed, force_gee=method == "gee")
@@ -223,9 +230,10 @@ def run_calibration(
     for rep, child in enumerate(np.random.SeedSequence(seed).spawn(n_replicates)):
         rng = np.random.default_rng(child)
         frame = make_replicate(rng)
+        paired = pivot_pairs(frame, METRIC)
         method_seed = int(rng.integers(0, 2**31 - 1))
         for method in methods:
-            o = apply_method(frame, method, alpha, method_seed, n_boot)
+            o = apply_method(frame, method, alpha, method_seed, n_boot, paired=paired)
             rows.append({"replicate": rep, "method": method, **o.__dict__})
     return pd.DataFrame(rows)
 

@@ -174,8 +174,8 @@ def logistic_mixed(
         )
     by_side = data.groupby("side")["_y"].agg(["min", "max"])
     if len(by_side) == 2 and (by_side["min"] == by_side["max"]).all():
-        reason = "outcome perfectly separated by condition: the log odds ratio is infinite; use the paired risk difference"
-        return _not_estimable(metric, family, scale, alpha, data, dropped, reason)
+        why = "outcome perfectly separated by condition: the log odds ratio is infinite; use the paired risk difference"
+        return _not_estimable(metric, family, scale, alpha, data, dropped, why)
     n_pairs = int(data["pair_id"].nunique())
     common = dict(
         metric=metric,

@@ -75,46 +75,56 @@ def validate_episode_frame(frame: pd.DataFrame, metrics: Sequence[str] = ()) -> 
     missing = [c for c in ("pair_id", "side", *metrics) if c not in frame.columns]
     if missing:
         raise ValueError(f"episode frame lacks column(s) {missing}")
-    sides = set(frame["side"].unique())
-    if not sides <= {"a", "b"}:
-        raise ValueError(f"side must be 'a' or 'b', found {sorted(map(str, sides - {'a', 'b'}))}")
-    dup = frame.duplicated(["pair_id", "side"])
-    if dup.any():
-        bad = frame.loc[dup, "pair_id"].unique()[:5].tolist()
-        raise ValueError(f"more than one episode for the same pair and side, e.g. pair_id {bad}")
-    for key in PAIR_KEYS:
-        if key in frame.columns:
-            n_levels = frame.groupby("pair_id")[key].nunique(dropna=False)
-            if (n_levels > 1).any():
-                bad = n_levels[n_levels > 1].index[:5].tolist()
+    _split_sides(frame, [k for k in PAIR_KEYS if k in frame.columns])
+
+
+def _split_sides(frame: pd.DataFrame, columns: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Side a and side b rows indexed by pair, after checking sides, duplicates and pair keys."""
+    side = frame["side"].to_numpy()
+    is_a = side == "a"
+    is_b = side == "b"
+    if not (is_a | is_b).all():
+        bad = sorted(map(str, set(pd.unique(side[~(is_a | is_b)]))))
+        raise ValueError(f"side must be 'a' or 'b', found {bad}")
+    cols = ["pair_id", *dict.fromkeys(columns)]
+    a = frame.loc[is_a, cols].set_index("pair_id")
+    b = frame.loc[is_b, cols].set_index("pair_id")
+    for part in (a, b):
+        if not part.index.is_unique:
+            bad = part.index[part.index.duplicated()].unique()[:5].tolist()
+            raise ValueError(f"more than one episode for the same pair and side, e.g. pair_id {bad}")
+    keys = [k for k in PAIR_KEYS if k in columns]
+    if keys:
+        common = a.index.intersection(b.index)
+        left = a.loc[common, keys].astype(object)
+        right = b.loc[common, keys].astype(object)
+        differs = (left != right) & ~(left.isna() & right.isna())
+        for key in keys:
+            if differs[key].any():
+                bad = differs.index[differs[key].to_numpy()][:5].tolist()
                 raise ValueError(f"{key} differs within pair(s) {bad}: the pair is not matched")
+    return a, b
 
 
 def pivot_pairs(frame: pd.DataFrame, metric: str) -> PairedValues:
     """Side-by-side a and b values of ``metric`` for every complete pair, with drop counts."""
-    validate_episode_frame(frame, [metric])
+    missing = [c for c in ("pair_id", "side", metric) if c not in frame.columns]
+    if missing:
+        raise ValueError(f"episode frame lacks column(s) {missing}")
     keys = [k for k in PAIR_KEYS if k in frame.columns]
-    value = frame.pivot(index="pair_id", columns="side", values=metric)
-    value = value.reindex(columns=["a", "b"])
-    present = frame.pivot(index="pair_id", columns="side", values="side").reindex(columns=["a", "b"])
-    has_a = present["a"].notna()
-    has_b = present["b"].notna()
-    partner_missing = ~(has_a & has_b)
-    value_missing = ~partner_missing & (value["a"].isna() | value["b"].isna())
+    extra = ["voice_id"] if "voice_id" in frame.columns else []
+    a, b = _split_sides(frame, [metric, *keys, *extra])
+    a = a[[metric, *keys, *extra]].set_axis(["a", *keys, *(["voice_a"] if extra else [])], axis=1)
+    b = b[[metric, *extra]].set_axis(["b", *(["voice_b"] if extra else [])], axis=1)
+    both = a.join(b, how="inner")
+    partner_missing = len(a.index.union(b.index)) - len(both)
+    complete = both["a"].notna().to_numpy() & both["b"].notna().to_numpy()
     drops = {
-        "missing partner episode": int(partner_missing.sum()),
-        "metric value missing (NaN) on a or b": int(value_missing.sum()),
+        "missing partner episode": int(partner_missing),
+        "metric value missing (NaN) on a or b": int((~complete).sum()),
     }
-    keep = ~(partner_missing | value_missing)
-    table = value.loc[keep].astype(float)
-    table.columns.name = None
-    if keys:
-        pair_level = frame.groupby("pair_id")[keys].first()
-        table = table.join(pair_level, how="left")
-    if "voice_id" in frame.columns:
-        voices = frame.pivot(index="pair_id", columns="side", values="voice_id").reindex(columns=["a", "b"])
-        table = table.join(voices.rename(columns={"a": "voice_a", "b": "voice_b"}), how="left")
-    table = table.sort_index()
+    table = both.loc[complete].astype({"a": float, "b": float}).sort_index()
+    table = table[["a", "b", *keys, *(["voice_a", "voice_b"] if extra else [])]]
     result = PairedValues(metric=metric, table=table, drops={k: v for k, v in drops.items() if v})
     if result.n_dropped:
         log.info("metric %s: %d complete pairs, dropped %s", metric, result.n_pairs, result.drops)
