@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import krippendorff
 import numpy as np
 import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-import krippendorff
 from analysis.agreement import annotation_reliability, cohen_kappa, krippendorff_alpha
 
 
