@@ -19,7 +19,9 @@ def _line(result: Any) -> list[str]:
         f"pairs: {pr['total']} total, {pr['included']} in the deltas, {pr['parity_violations']} with tool-parity violations, {pr['outcome_differs']} with different outcomes",
     ]
     if dr["problems_by_category"] or dr["pairs_excluded_from_deltas"]:
-        lines.append(f"dropped: {dr['problems_by_category']}; pairs excluded: {dr['pairs_excluded_from_deltas']}")
+        lines.append(
+            f"dropped: {dr['problems_by_category']}; pairs excluded: {dr['pairs_excluded_from_deltas']}"
+        )
     if s["metrics_all_missing"]:
         lines.append(f"metrics missing for every episode: {', '.join(s['metrics_all_missing'])}")
     lines.append("gates: " + ", ".join(f"{g} {v}" for g, v in s["gates"].items()))
@@ -27,14 +29,20 @@ def _line(result: Any) -> list[str]:
     lines.append(f"claim (campaign): {camp['claim']}")
     for cell in result.disposition["cells"]:
         lines.append(f"  {cell['label']}: {cell['claim']} ({cell['n_included']}/{cell['n_pairs']} pairs)")
-    lines.append("wrote metrics.parquet, pairs.parquet, gates.json, deltas.json, disposition.json, analysis.json")
+    lines.append(
+        "wrote metrics.parquet, pairs.parquet, gates.json, deltas.json, disposition.json, analysis.json"
+    )
     return lines
 
 
 def analyze_cmd(
     run_dir: Annotated[Path, typer.Argument(help="run folder (holds run.json and episodes.jsonl)")],
-    plan: Annotated[Path | None, typer.Option(help="frozen analysis plan YAML (default: analysis/plans/default.yaml)")] = None,
-    scenario_dir: Annotated[Path | None, typer.Option(help="scenario library to verify against (default: the campaign's)")] = None,
+    plan: Annotated[
+        Path | None, typer.Option(help="frozen analysis plan YAML (default: analysis/plans/default.yaml)")
+    ] = None,
+    scenario_dir: Annotated[
+        Path | None, typer.Option(help="scenario library to verify against (default: the campaign's)")
+    ] = None,
     audio: Annotated[bool, typer.Option(help="run the audio checks (codec, sync, F0 agreement)")] = True,
     quiet: Annotated[bool, typer.Option(help="print nothing on success")] = False,
 ) -> None:
