@@ -147,8 +147,25 @@ def schema_cmd(out: Annotated[Path, typer.Option("-o", "--out", help="folder for
         typer.echo(f"wrote {path}")
 
 
+CLI_GROUP = "voice_audit.cli"
+
+
+def _mount_plugins() -> None:
+    """Commands from other packages (agents serve, analyze, report, rate) arrive by entry point,
+    so the runtime never imports the packages that build on it."""
+    from importlib.metadata import entry_points
+
+    for ep in sorted(entry_points(group=CLI_GROUP), key=lambda e: e.name):
+        obj = ep.load()
+        if isinstance(obj, typer.Typer):
+            app.add_typer(obj, name=ep.name)
+        else:
+            app.command(ep.name)(obj)
+
+
 def main() -> None:
     try:
+        _mount_plugins()
         app(standalone_mode=False)
     except VoiceAuditError as exc:
         print(f"voice-audit: error: {exc}", file=sys.stderr)
