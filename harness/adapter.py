@@ -11,6 +11,7 @@ format and reads agent events until the call ends. Two styles share this one int
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -210,3 +211,16 @@ class AgentAdapter(Protocol):
 
 
 AdapterFactory = Callable[[AgentSpec], AgentAdapter]
+
+CALIBRATION_ORACLE = "calibration_oracle"
+"""Agent option that turns on calibration mode (see `utterance_key`)."""
+
+
+def utterance_key(audio: bytes) -> str:
+    """Key of one caller turn in a calibration oracle: SHA-256 of the exact bytes the agent received.
+
+    Calibration campaigns check the pipeline against planted effects. With `calibration_oracle: true`
+    in an agent's options, the harness hands the agent a mapping from this key to the condition of
+    the turn, standing in for a perfect detector of what the agent heard. It is never set in an audit.
+    """
+    return hashlib.sha256(audio).hexdigest()

@@ -56,6 +56,7 @@ from typing import Literal, Protocol
 from pydantic import Field
 
 from agents.reference._acoustics import AcousticFeatures
+from harness.adapter import utterance_key
 from scenarios._base import Frozen
 
 AxisName = Literal["accent", "voice_profile", "affect", "disfluency", "wording"]
@@ -133,11 +134,6 @@ def knob_rng(seed: int, facts_sha256: str, call_id: str, knob: str, turn: int) -
     """A generator for one knob decision; its inputs never include the caller's condition."""
     digest = hashlib.sha256(f"{seed}|{facts_sha256}|{call_id}|{knob}|{turn}".encode()).digest()
     return random.Random(int.from_bytes(digest[:8], "big"))
-
-
-def utterance_key(audio: bytes) -> str:
-    """The oracle key of one caller turn: SHA-256 of the exact PCM bytes the agent received."""
-    return hashlib.sha256(audio).hexdigest()
 
 
 class ConditionDetector(Protocol):

@@ -22,8 +22,9 @@ _RULE_TEXT: tuple[tuple[Classification, str, str], ...] = (
         (
             "handoff",
             "handoff",
-            r"\b(transferr?(ing)? you|connect(ing)? you (to|with)|put(ting)? you through|hand(ing)? you (over|off)"
-            r"|transfer (the|this|your) call)\b",
+            r"(?<!before )(?<!before i )\b(transferring you|connecting you (to|with)|putting you through|handing you (over|off))\b"
+            r"|\b(i'?m|i am|we'?re|we are|i will|i'?ll|let me|i'?m going to|i am going to)\s+(now\s+)?"
+            r"(transfer|connect|put|hand)\s+(you|your call|this call)\b(?! (if|when|once|after))",
         ),
         (
             "repair_request",
@@ -35,8 +36,9 @@ _RULE_TEXT: tuple[tuple[Classification, str, str], ...] = (
         (
             "confirmation",
             "remedy_done",
-            r"\b(i('ve| have)|we('ve| have)|has been|have been|is now|was)\b[^.?!]{0,30}"
-            r"\b(issued|processed|refunded|credited|applied|reverted|switched back|changed back|restored|opened)\b",
+            r"\b(i('ve| have)|we('ve| have)|has been|have been|is now|was|are now)\b[^.?!]{0,60}"
+            r"\b(issued|processed|refunded|credited|applied|reverted|switched|changed back|moved back|put you back"
+            r"|restored|opened)\b",
         ),
         (
             "denial",
@@ -78,9 +80,13 @@ _QUESTION_START = re.compile(r"^(what|how|can|could|would|is|are|do|did|will|may
 
 @dataclass(frozen=True)
 class Reading:
+    """The deciding rule, plus `tags`: every other rule that also matched (a pressure line inside an
+    offer, say), so a secondary act is logged even though it did not decide the caller's reply."""
+
     classification: Classification
     rule: str
     challenge_facts: tuple[str, ...] = field(default=())
+    tags: tuple[str, ...] = field(default=())
 
 
 def _cue_pattern(cue: str) -> re.Pattern[str]:
@@ -92,20 +98,31 @@ def classify(text: str, challenges: tuple[Challenge, ...]) -> Reading:
     clean = " ".join(text.split())
     if not clean or not re.search(r"[a-zA-Z]", clean):
         return Reading("silence", "empty")
-    for cls, name, rx in _RULES[:3]:
-        if rx.search(clean):
-            return Reading(cls, name)
+    matched = [(cls, name) for cls, name, rx in _RULES if rx.search(clean)]
+    asked: tuple[str, ...] = ()
+    challenge_rule: str | None = None
     if _ASKING.search(clean):
-        asked = tuple(
-            c.fact for c in challenges if any(_cue_pattern(cue).search(clean) for cue in c.cues)
-        )
+        asked = tuple(c.fact for c in challenges if any(_cue_pattern(cue).search(clean) for cue in c.cues))
         if asked:
-            return Reading("challenge", "challenge_cue", asked)
-        if _GENERIC_CHALLENGE.search(clean):
-            return Reading("challenge", "challenge_generic", ())
-    for cls, name, rx in _RULES[3:]:
-        if rx.search(clean):
-            return Reading(cls, name)
-    if "?" in clean or _QUESTION_START.search(clean):
-        return Reading("question", "question")
-    return Reading("other", "no_rule")
+            challenge_rule = "challenge_cue"
+        elif _GENERIC_CHALLENGE.search(clean):
+            challenge_rule = "challenge_generic"
+    first_three = {name for _, name, _ in _RULES[:3]}
+    decided: Reading | None = None
+    for cls, name in matched:
+        if name in first_three:
+            decided = Reading(cls, name)
+            break
+    if decided is None and challenge_rule is not None:
+        decided = Reading("challenge", challenge_rule, asked)
+    if decided is None and matched:
+        decided = Reading(*matched[0])
+    if decided is None:
+        if "?" in clean or _QUESTION_START.search(clean):
+            decided = Reading("question", "question")
+        else:
+            decided = Reading("other", "no_rule")
+    tags = tuple(name for _, name in matched if name != decided.rule)
+    if challenge_rule is not None and decided.rule != challenge_rule:
+        tags += (challenge_rule,)
+    return Reading(decided.classification, decided.rule, decided.challenge_facts, tags)

@@ -89,6 +89,7 @@ class CallerDecision(_Event):
     action: str
     reason: str
     challenge_fact: str | None = None
+    tags: tuple[str, ...] = ()
 
 
 class AgentSpeechStart(_Event):

@@ -16,7 +16,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
-from harness.adapter import AgentAdapter
+from harness.adapter import CALIBRATION_ORACLE, AgentAdapter
 from harness.audio import SpeechRecognizer, SpeechSynthesizer
 from harness.model.campaign import AgentSpec
 from harness.model.episode import BackendInfo, EpisodeRecord, RunManifest
@@ -137,7 +137,13 @@ class CampaignRunner:
         loop_t0 = asyncio.get_running_loop().time()
         c = self.loaded.campaign
         writer = RunWriter(self.run_dir)
-        adapters = {spec.name: self.adapter_factory(spec) for spec in c.agents}
+        oracles: dict[str, dict[str, dict[str, str]]] = {}
+        adapters: dict[str, AgentAdapter] = {}
+        for spec in c.agents:
+            if spec.options.get(CALIBRATION_ORACLE) is True:
+                oracles[spec.name] = {}
+                spec = spec.model_copy(update={"options": {**spec.options, CALIBRATION_ORACLE: oracles[spec.name]}})
+            adapters[spec.name] = self.adapter_factory(spec)
         for spec in c.agents:
             caps = adapters[spec.name].capabilities
             if c.pacing == "accelerated" and not caps.turn_based:
@@ -193,6 +199,7 @@ class CampaignRunner:
                     asr_info=asr_info,
                     stats=self.stats,
                     spoken_cache=spoken_cache,
+                    calibration_oracle=oracles.get(planned.agent),
                 )
                 try:
                     record = await EpisodeRunner(ctx).run()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import hashlib
 import time
 import traceback
 from collections.abc import AsyncIterator
@@ -36,6 +37,7 @@ from harness.adapter import (
     ToolCallOut,
     ToolResultOut,
     TurnEnd,
+    utterance_key,
 )
 from harness.audio import SpeechRecognizer, SpeechSynthesizer, TelephoneChannel
 from harness.caller.policy import CallerPolicy, Decision
@@ -57,6 +59,13 @@ from scenarios import Scenario
 
 CALLER_GAP_MS = 300
 """Accelerated pacing: the caller's reaction time before answering, the same for every condition."""
+
+
+def call_id_for(planned: PlannedEpisode, attempt: int) -> str:
+    """A call id the agent may see: deterministic (reruns are reproducible) but opaque (a hash that
+    reveals neither the side nor the condition)."""
+    digest = hashlib.sha256(f"call|{planned.pair.seed}|{planned.episode_id}|{attempt}".encode()).hexdigest()
+    return "CA" + digest[:32]
 
 
 class _CallFailed(AgentError):
@@ -81,6 +90,7 @@ class EpisodeContext:
     attempt: int = 0
     stats: dict[str, Any] = field(default_factory=dict)
     spoken_cache: SpokenCache | None = None
+    calibration_oracle: dict[str, dict[str, str]] | None = None
 
 
 @dataclass
@@ -200,10 +210,17 @@ class EpisodeRunner:
         self.recorder.caller(t, spoken.pcm16k)
         await self.clock.sleep_until(t + spoken.duration_ms)
         self.stamper.emit("caller_utterance_end", t + spoken.duration_ms, turn=self.turn)
+        self._tell_oracle(spoken)
         await self.session.send_audio(spoken.wire)
         await self.session.end_turn()
 
     # -- shared ------------------------------------------------------------------
+    def _tell_oracle(self, spoken: Spoken) -> None:
+        """Calibration mode only: label this exact audio for the agent's planted-effect detector."""
+        oracle = self.ctx.calibration_oracle
+        if oracle is not None:
+            oracle[utterance_key(spoken.wire)] = self.condition.model_dump()
+
     def _log_utterance_start(self, t: int, spoken: Spoken) -> None:
         say = self._pending_say
         self.stamper.emit(
@@ -231,6 +248,7 @@ class EpisodeRunner:
             "caller_decision", turn=self.turn, heard=text, classification=d.classification, action=d.action,
             reason=f"{d.reason} [rule {d.reading.rule}]",
             challenge_fact=",".join(d.reading.challenge_facts) or None,
+            tags=d.reading.tags,
         )
         if d.escalation:
             s.emit("escalation_requested", turn=self.turn, reason=d.escalation)
@@ -275,7 +293,12 @@ class EpisodeRunner:
     async def run(self) -> EpisodeRecord:
         ctx = self.ctx
         caps = ctx.adapter.capabilities
-        call = CallInfo(facts=ctx.scenario.facts, scenario_id=ctx.scenario.id, facts_sha256=ctx.scenario.facts_sha256)
+        call = CallInfo(
+            facts=ctx.scenario.facts,
+            scenario_id=ctx.scenario.id,
+            facts_sha256=ctx.scenario.facts_sha256,
+            call_id=call_id_for(ctx.planned, ctx.attempt),
+        )
         fixture = ToolFixture(ctx.scenario.facts)
         status: Status = "completed"
         failure: FailureKind | None = None

@@ -131,6 +131,7 @@ class StreamingCall:
     # -- the caller ------------------------------------------------------------------
     async def _say(self, spoken: Spoken) -> None:
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.r._tell_oracle(spoken)
         self.queue.append(_Utterance(spoken, done))
         await self._guarded(done)
         await self.session.end_turn()
