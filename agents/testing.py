@@ -72,7 +72,9 @@ class _ScriptedSession:
             self.queue.put_nowait(ToolResultOut(f"t{self.turn}", "issue_refund", res.ok, res.result_keys, res.error))
         if self.agent.expose_text:
             self.queue.put_nowait(TextOut(text))
-        if self.agent.audio_ms:
+        if self.agent.speak:
+            self.queue.put_nowait(AudioOut(self.agent.voice(text), 16000))
+        elif self.agent.audio_ms:
             self.queue.put_nowait(AudioOut(tone(self.agent.audio_ms), 16000))
         self.queue.put_nowait(TurnEnd(compute_ms=(time.perf_counter() - t0) * 1000))
         self.turn += 1
@@ -115,8 +117,11 @@ class ScriptedAgent:
         audio_ms: int = 400,
         expose_text: bool = True,
         use_tools: bool = True,
+        speak: bool = False,
     ) -> None:
         self.lines = tuple(lines)
+        self.speak = speak
+        self._voiced: dict[str, bytes] = {}
         self.audio_ms = audio_ms
         self.expose_text = expose_text
         self.use_tools = use_tools
@@ -131,6 +136,17 @@ class ScriptedAgent:
         )
         self.sessions: list[_ScriptedSession] = []
 
+    def voice(self, text: str) -> bytes:
+        """The line spoken by eSpeak (en-us, 16 kHz), for transports that carry audio only."""
+        if text not in self._voiced:
+            from harness.audio import create_tts, resample
+            from personas import SpeechParams
+
+            synth = create_tts("espeak").synthesize(text, None, SpeechParams(voice="en-us", variant="m3", rate_wpm=170))
+            pcm, _ = resample(np.asarray(synth.pcm), synth.sample_rate, 16000)
+            self._voiced[text] = np.asarray(pcm, dtype="<i2").tobytes()
+        return self._voiced[text]
+
     async def connect(self, call: CallInfo) -> _ScriptedSession:
         session = _ScriptedSession(self, call)
         self.sessions.append(session)
@@ -141,11 +157,12 @@ class ScriptedAgent:
 
 
 def scripted(spec: AgentSpec) -> ScriptedAgent:
-    """Factory for campaigns: options lines, audio_ms, expose_text, use_tools."""
+    """Factory for campaigns: options lines, audio_ms, expose_text, use_tools, speak (real eSpeak audio)."""
     opts = spec.options
     return ScriptedAgent(
         opts.get("lines", REFUND_SCRIPT),
         audio_ms=int(opts.get("audio_ms", 400)),
         expose_text=bool(opts.get("expose_text", True)),
         use_tools=bool(opts.get("use_tools", True)),
+        speak=bool(opts.get("speak", False)),
     )

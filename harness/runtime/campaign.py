@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import hashlib
 import platform
@@ -16,8 +17,10 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from harness.adapter import CALIBRATION_ORACLE, AgentAdapter
-from harness.audio import SpeechRecognizer, SpeechSynthesizer
+from harness.audio import AudioError, SpeechRecognizer, SpeechSynthesizer
 from harness.model.campaign import AgentSpec
 from harness.model.episode import BackendInfo, EpisodeRecord, RunManifest
 from harness.planning import LoadedCampaign, PlannedEpisode, load_campaign
@@ -156,6 +159,8 @@ class CampaignRunner:
         synth = SpeechSynthesizer(c.tts.name, options=c.tts.options, pool_size=self.tts_pool_size, cache_dir=tts_dir)
         needs_asr = any(not a.capabilities.transcripts for a in adapters.values())
         asr = SpeechRecognizer(c.asr.name, options=c.asr.options) if needs_asr else None
+        if asr is not None:
+            await _warm_up(asr)
         tts_info = BackendInfo(name=synth.backend.name, version=synth.backend.version)
         asr_info = BackendInfo(name=asr.backend.name, version="", model=asr.backend.model) if asr else None
         if resume:
@@ -233,6 +238,13 @@ class CampaignRunner:
             summary.failures[record.outcome.failure_kind] += 1
         if record.outcome.status == "completed" and record.outcome.terminal_outcome:
             summary.outcomes[record.outcome.terminal_outcome] += 1
+
+
+async def _warm_up(asr: SpeechRecognizer) -> None:
+    """Load the ASR model before the first call, so no caller's reaction time includes model loading."""
+    noise = (np.random.default_rng(0).standard_normal(16000) * 2000).astype(np.int16)
+    with contextlib.suppress(AudioError):
+        await asr.transcribe(noise, 16000)
 
 
 class _Progress:
