@@ -7,6 +7,7 @@ Continuous signal measures stay raw here; `discretise_attributes` bins them for 
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -123,7 +124,7 @@ def cut_points(values: pd.Series, binned: pd.Series) -> list[float]:
     codes = np.asarray(pd.Categorical(binned).codes)
     cuts: list[float] = []
     present = sorted(int(c) for c in np.unique(codes[codes >= 0]))
-    for lo, hi in zip(present, present[1:], strict=False):
+    for lo, hi in itertools.pairwise(present):
         cuts.append((float(np.nanmax(x[codes == lo])) + float(np.nanmin(x[codes == hi]))) / 2.0)
     return cuts
 

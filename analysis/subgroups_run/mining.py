@@ -22,7 +22,12 @@ from analysis.subgroups import (
     mine,
     rank_subgroups,
 )
-from analysis.subgroups_run.attributes import ALL_ATTRIBUTES, SIGNALS, discretise_attributes, episode_attributes
+from analysis.subgroups_run.attributes import (
+    ALL_ATTRIBUTES,
+    SIGNALS,
+    discretise_attributes,
+    episode_attributes,
+)
 from analysis.subgroups_run.options import MiningOptions
 from analysis.subgroups_run.outcomes import MetricInfo, load_metrics, metric_info, outcome_table
 

@@ -15,7 +15,8 @@ class MiningOptions(Frozen):
     `min_count` keeps a subgroup of a couple of calls out of the ranking (its support threshold is
     max(min_support, min_count / episodes)); `max_length` bounds the lattice to subgroups a reader
     can act on. `epsilon` None means 5% (`epsilon_rel`) of each metric's standard deviation, so one
-    setting suits rates and seconds alike.
+    setting suits rates and seconds alike. Shapley plots are drawn for the first `plot_top` reported
+    subgroups of each metric that has any testable subgroup (a plot takes ~0.1 s).
     """
 
     min_support: float = Field(default=0.001, gt=0.0, le=1.0)
@@ -31,6 +32,7 @@ class MiningOptions(Frozen):
     confidence: float = Field(default=0.95, gt=0.0, lt=1.0)
     exclude: tuple[str, ...] = ()
     signals: bool = True
+    plot_top: int = Field(default=3, ge=0)
 
     def support_for(self, n_rows: int) -> float:
         """The support threshold actually used for a table of `n_rows` episodes."""
