@@ -1,0 +1,364 @@
+"""Build the one report model from a run folder's analysis outputs (plus the assets it points to).
+
+Every renderer reads the model this returns; figures and recordings are assets written next to it.
+Secrets are masked in every report; `redact=True` also drops URLs, audio and real-system words.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+import pandas as pd
+
+from analysis.report import forest, pairs_view, subgroups_view
+from analysis.report.loader import RunOutputs, load
+from analysis.report.model import (
+    AgentRow,
+    CallCounts,
+    CellBlock,
+    CellClaim,
+    DeltaRow,
+    Disposition,
+    FailedCall,
+    FamilyBlock,
+    FamilyClaim,
+    GateRow,
+    Hashes,
+    ModelRow,
+    Redaction,
+    Report,
+)
+from analysis.report.redact import (
+    SECRET_KEY,
+    TEXT_MASK,
+    URL_MASK,
+    Scrubber,
+    is_real_system,
+    mask_options,
+    secret_values,
+)
+from analysis.report.wording import CONVENTION_TEXT, claim_words, reading
+
+MAX_FAILED_LISTED = 500
+
+
+@dataclass
+class Built:
+    report: Report
+    figures: dict[str, str] = field(default_factory=dict)  # file name -> SVG text
+    copies: dict[str, Path] = field(default_factory=dict)  # report-relative path -> source file
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or v is None:
+        return None
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def url_secrets(url: str | None) -> set[str]:
+    """Passwords and secret-named query values inside an endpoint URL."""
+    if not url:
+        return set()
+    parts = urlsplit(url)
+    found = {v for k, v in parse_qsl(parts.query) if SECRET_KEY.search(k) and v}
+    if parts.password:
+        found.add(parts.password)
+    return found
+
+
+def collect_secrets(out: RunOutputs, environ: Mapping[str, str] | None = None) -> set[str]:
+    c = out.manifest.campaign
+    found: set[str] = set()
+    for a in c.agents:
+        found |= secret_values(a.options, environ) | url_secrets(a.url)
+    for b in (c.tts, c.asr):
+        found |= secret_values(b.options, environ)
+    for info in out.manifest.backends.values():
+        found |= secret_values(info.params, environ)
+    return found
+
+
+def agents(out: RunOutputs, secrets: set[str], redact: bool) -> list[AgentRow]:
+    m = out.metrics
+    rows: list[AgentRow] = []
+    for a in out.manifest.campaign.agents:
+        sub = m[m["agent"] == a.name]
+        url = a.url
+        if url and redact:
+            url = URL_MASK
+        rows.append(
+            AgentRow(
+                name=a.name,
+                adapter=a.adapter,
+                architecture_declared=a.architecture,
+                architectures_observed=sorted({str(x) for x in sub["architecture"].dropna()}),
+                real_system=is_real_system(a.adapter),
+                url=url,
+                options=mask_options(a.options, secrets),
+                episodes=len(sub),
+            )
+        )
+    return rows
+
+
+def gates(out: RunOutputs) -> list[GateRow]:
+    counts = out.gates.get("pairs_by_verdict", {})
+    return [
+        GateRow(
+            gate=g["gate"],
+            verdict=g["verdict"],
+            evidence=g.get("evidence", ""),
+            thresholds=g.get("thresholds", {}),
+            scope=list(g.get("scope", [])),
+            pairs_by_verdict={str(k): int(v) for k, v in counts.get(g["gate"], {}).items()},
+        )
+        for g in out.gates.get("gates", [])
+    ]
+
+
+def disposition(out: RunOutputs) -> Disposition:
+    d = out.disposition
+    camp = d.get("campaign", {})
+    cells = [
+        CellClaim(
+            label=c["label"],
+            claim=c["claim"],
+            claim_text=claim_words(c["claim"]),
+            n_pairs=int(c["n_pairs"]),
+            n_included=int(c["n_included"]),
+            families=[
+                FamilyClaim(
+                    family=f,
+                    claim=v["claim"],
+                    pairs_supporting=int(v["pairs_supporting"]),
+                    drivers=[str(x) for x in v.get("drivers", [])],
+                )
+                for f, v in c.get("families", {}).items()
+            ],
+        )
+        for c in d.get("cells", [])
+    ]
+    return Disposition(
+        claim=camp.get("claim", "diagnostics_only"),
+        claim_text=claim_words(camp.get("claim", "diagnostics_only")),
+        gates_not_passed=list(camp.get("gates_not_passed", [])),
+        architecture_comparison=camp.get("architecture_comparison"),
+        note=camp.get("note", ""),
+        cells=cells,
+        instances_by_claim={str(k): int(v) for k, v in d.get("instances_by_claim", {}).items()},
+    )
+
+
+def delta_row(e: Mapping[str, Any]) -> DeltaRow:
+    est, lo, hi = _num(e.get("estimate")), _num(e.get("ci_low")), _num(e.get("ci_high"))
+    return DeltaRow(
+        metric=e["metric"],
+        family=e["family"],
+        estimate=est,
+        ci_low=lo,
+        ci_high=hi,
+        alpha=float(e.get("alpha", 0.05)),
+        p_value=_num(e.get("p_value")),
+        p_adjusted=_num(e.get("p_adjusted")),
+        adjustment=e.get("adjustment"),
+        n_pairs=int(e.get("n_pairs", 0)),
+        n_dropped=int(e.get("n_dropped", 0)),
+        mean_a=_num(e.get("mean_a")),
+        mean_b=_num(e.get("mean_b")),
+        method=str(e.get("method", "")),
+        higher_is_worse=e.get("higher_is_worse"),
+        proxy=bool(e.get("proxy", False)),
+        reading=reading(est, lo, hi, e.get("higher_is_worse")),
+        notes=[str(n) for n in e.get("notes", [])],
+        convention=str(e.get("convention", "a - b")),
+    )
+
+
+def model_row(m: Mapping[str, Any]) -> ModelRow:
+    return ModelRow(
+        metric=str(m.get("metric", "")),
+        method=str(m.get("method", "")),
+        scale=str(m.get("scale", "")),
+        coefficient=_num(m.get("coefficient")),
+        ci_low=_num(m.get("ci_low")),
+        ci_high=_num(m.get("ci_high")),
+        p_value=_num(m.get("p_value")),
+        converged=bool(m.get("converged", False)),
+        n_pairs=int(m.get("n_pairs", 0)),
+        components=[str(x) for x in m.get("components", [])],
+        fallback_reason=m.get("fallback_reason"),
+        error=m.get("error"),
+        convention=str(m.get("convention", "a - b")),
+    )
+
+
+def cells(out: RunOutputs, dispo: Disposition, figures: dict[str, str], plots: bool) -> list[CellBlock]:
+    claims = {c.label: {f.family: f.claim for f in c.families} for c in dispo.cells}
+    blocks: list[CellBlock] = []
+    for i, c in enumerate(out.deltas.get("cells", [])):
+        rows = [delta_row(e) for e in c.get("estimates", [])]
+        models = [model_row(m) for m in c.get("models", [])]
+        fams: list[FamilyBlock] = []
+        for fam in dict.fromkeys(r.family for r in rows):
+            fam_rows = [r for r in rows if r.family == fam]
+            name = f"forest-{i:03d}-{fam}.svg"
+            svg = forest.forest_svg(fam_rows, f"{c['cell'].get('agent')} · {fam}") if plots else None
+            if svg is not None:
+                figures[name] = svg
+            fams.append(
+                FamilyBlock(
+                    family=fam,
+                    claim=claims.get(c["label"], {}).get(fam, "diagnostics_only"),
+                    rows=fam_rows,
+                    models=[m for m in models if m.metric in {r.metric for r in fam_rows}],
+                    forest=name if svg is not None else None,
+                )
+            )
+        cell = c["cell"]
+        blocks.append(
+            CellBlock(
+                index=i,
+                agent=cell.get("agent", ""),
+                scenario_id=cell.get("scenario_id", ""),
+                contrast=cell.get("contrast", ""),
+                condition_a=cell.get("condition_key_a", ""),
+                condition_b=cell.get("condition_key_b", ""),
+                label=c["label"],
+                n_pairs=int(c.get("n_pairs", 0)),
+                n_pairs_total=int(c.get("n_pairs_total", 0)),
+                n_pairs_excluded=int(c.get("n_pairs_excluded", 0)),
+                delta_b={k: _num(v) for k, v in c.get("delta_B", {}).get("components", {}).items()},
+                families=fams,
+                notes=[str(n) for n in c.get("notes", [])],
+                convention=str(c.get("convention", "a - b")),
+            )
+        )
+    return blocks
+
+
+def calls(metrics: pd.DataFrame) -> tuple[list[CallCounts], list[FailedCall]]:
+    """Per agent; a call passes only when it completed with an acceptable outcome."""
+    counts: list[CallCounts] = []
+    for agent, sub in metrics.groupby("agent", sort=True):
+        status = sub["status"].astype(str)
+        passed = (status == "completed") & (sub["outcome_acceptable"] == 1.0)
+        kinds = sub.loc[status != "completed", "failure_kind"].fillna("unknown").astype(str).value_counts()
+        counts.append(
+            CallCounts(
+                agent=str(agent),
+                records=len(sub),
+                completed=int((status == "completed").sum()),
+                failed=int((status == "failed").sum()),
+                cancelled=int((status == "cancelled").sum()),
+                failure_kinds={str(k): int(v) for k, v in kinds.items()},
+                acceptable=int(passed.sum()),
+                acceptable_rate=float(passed.sum()) / len(sub) if len(sub) else None,
+            )
+        )
+    bad = metrics[metrics["status"].astype(str) != "completed"].sort_values(["agent", "pair_id", "side"])
+    failed = [
+        FailedCall(
+            episode_id=str(r.episode_id),
+            pair_id=str(r.pair_id),
+            agent=str(r.agent),
+            side=str(r.side),
+            status=str(r.status),
+            failure_kind=r.failure_kind if isinstance(r.failure_kind, str) else None,
+            termination=str(r.termination or ""),
+        )
+        for r in bad.head(MAX_FAILED_LISTED).itertuples()
+    ]
+    return counts, failed
+
+
+def _mask_real_terminations(failed: list[FailedCall], metrics: pd.DataFrame) -> list[FailedCall]:
+    real = {str(e) for e, a in zip(metrics["episode_id"], metrics["adapter"], strict=True) if is_real_system(str(a))}
+    return [f.model_copy(update={"termination": TEXT_MASK}) if f.episode_id in real else f for f in failed]
+
+
+def build_report(
+    run_dir: str | Path,
+    *,
+    redact: bool = False,
+    max_pairs: int = 40,
+    pairs: Sequence[str] = (),
+    plots: bool = True,
+    environ: Mapping[str, str] | None = None,
+) -> Built:
+    out = load(run_dir)
+    man = out.manifest
+    secrets = collect_secrets(out, environ)
+    figures: dict[str, str] = {}
+    dispo = disposition(out)
+    counts, failed = calls(out.metrics)
+    if redact:
+        failed = _mask_real_terminations(failed, out.metrics)
+    shown = pairs_view.build(out, max_pairs, pairs, redact)
+    sub, sub_figs = subgroups_view.load(out.run_dir)
+    dropped = ["credential values (options named *key*/*token*/*secret*/*password*/*auth*, and env vars they name)"]
+    if redact:
+        dropped += [
+            "raw audio (no recordings copied, no players)",
+            "endpoint URLs",
+            "words of real systems (agent transcripts, error messages, failure messages of non-bundled adapters)",
+        ]
+    summary = out.summary
+    report = Report(
+        run_id=man.run_id,
+        campaign=man.campaign.name,
+        description=man.campaign.description,
+        created_at=man.created_at.isoformat(),
+        generated_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        convention="a - b",
+        convention_text=CONVENTION_TEXT,
+        hashes=Hashes(
+            campaign_sha256=man.campaign_sha256,
+            analysis_plan_sha256=out.deltas.get("plan_sha256"),
+            run_plan_sha256=man.plan_sha256,
+            catalogue_sha256=man.catalogue_sha256,
+            scenario_hashes=dict(man.scenario_hashes),
+            facts_hashes=dict(man.facts_hashes),
+            git_sha=man.git_sha,
+        ),
+        agents=agents(out, secrets, redact),
+        episodes={
+            "planned": man.n_planned_episodes,
+            **summary.get("episodes", {}),
+            "pairs": summary.get("pairs", {}),
+            "pairs_excluded_from_deltas": summary.get("dropped", {}).get("pairs_excluded_from_deltas", {}),
+            "problems_by_category": summary.get("dropped", {}).get("problems_by_category", {}),
+            "metrics_all_missing": summary.get("metrics_all_missing", []),
+        },
+        warnings=out.warnings,
+        gates=gates(out),
+        disposition=dispo,
+        cells=cells(out, dispo, figures, plots),
+        calls=counts,
+        failed_calls=failed,
+        pairs_total=len(out.pairs),
+        pairs_shown=shown.views,
+        pair_selection=pairs_view.SELECTION_RULE,
+        subgroups=sub,
+        redaction=Redaction(redacted=redact, dropped=dropped, secrets_masked=0),
+    )
+    scrub = Scrubber(secrets, drop_urls=redact)
+    data = scrub.tree(report.model_dump(mode="json", by_alias=True))
+    figures = {k: scrub.text(v) for k, v in figures.items()}
+    data["redaction"]["secrets_masked"] = scrub.hits
+    built = Built(report=Report.model_validate(data), figures=figures, copies=dict(shown.audio))
+    for name, src in sub_figs.items():
+        try:
+            figures[name] = scrub.text(src.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            continue
+    return built

@@ -1,0 +1,106 @@
+"""Read what `voice-audit run` and `voice-audit analyze` left in a run folder, and nothing more.
+
+Audio is not touched here: the report copies only the recordings of the pairs it shows, later.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from harness.model import RunManifest
+from harness.rundir import EPISODES_JSONL, RunReader
+from scenarios.errors import VoiceAuditError
+
+ANALYSIS_FILES: tuple[str, ...] = (
+    "metrics.parquet",
+    "pairs.parquet",
+    "gates.json",
+    "deltas.json",
+    "disposition.json",
+    "analysis.json",
+)
+
+
+class ReportInputError(VoiceAuditError):
+    """The run folder lacks the analysis outputs a report is built from."""
+
+
+@dataclass
+class RunOutputs:
+    run_dir: Path
+    reader: RunReader
+    manifest: RunManifest
+    metrics: pd.DataFrame
+    pairs: pd.DataFrame
+    gates: dict[str, Any]
+    deltas: dict[str, Any]
+    disposition: dict[str, Any]
+    summary: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+
+def _json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ReportInputError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise ReportInputError(f"{path}: expected a JSON object")
+    return data
+
+
+def _count_records(path: Path) -> int:
+    if not path.exists():
+        return 0
+    with open(path, "rb") as fh:
+        return sum(1 for line in fh if line.strip())
+
+
+def consistency_warnings(out: RunOutputs) -> list[str]:
+    """Outputs from different analyses, or a run that grew after it was analysed."""
+    warns: list[str] = []
+    shas = {
+        "gates.json": out.gates.get("plan_sha256"),
+        "deltas.json": out.deltas.get("plan_sha256"),
+        "disposition.json": out.disposition.get("plan_sha256"),
+        "analysis.json": out.summary.get("plan_sha256"),
+    }
+    if "plan_sha256" in out.pairs.columns and len(out.pairs):
+        shas["pairs.parquet"] = str(out.pairs["plan_sha256"].iloc[0])
+    if len({v for v in shas.values() if v}) > 1:
+        warns.append(f"analysis outputs come from different analysis plans: {shas}; re-run voice-audit analyze")
+    read = out.summary.get("episodes", {}).get("records_read")
+    now = _count_records(out.run_dir / EPISODES_JSONL)
+    if isinstance(read, int) and read != now:
+        warns.append(
+            f"episodes.jsonl now holds {now} records but the analysis read {read}; re-run voice-audit analyze"
+        )
+    return warns
+
+
+def load(run_dir: str | Path) -> RunOutputs:
+    run = Path(run_dir)
+    reader = RunReader(run)
+    missing = [f for f in ANALYSIS_FILES if not (run / f).exists()]
+    if missing:
+        raise ReportInputError(
+            f"{run}: analysis outputs missing ({', '.join(missing)}); run: voice-audit analyze {run}"
+        )
+    out = RunOutputs(
+        run_dir=run,
+        reader=reader,
+        manifest=reader.manifest,
+        metrics=pd.read_parquet(run / "metrics.parquet"),
+        pairs=pd.read_parquet(run / "pairs.parquet"),
+        gates=_json(run / "gates.json"),
+        deltas=_json(run / "deltas.json"),
+        disposition=_json(run / "disposition.json"),
+        summary=_json(run / "analysis.json"),
+    )
+    out.warnings = consistency_warnings(out)
+    return out

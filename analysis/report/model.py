@@ -1,0 +1,261 @@
+"""The report model: one frozen tree built once and rendered as HTML, Markdown and JSON.
+
+Every number a renderer prints comes from here, so the three formats cannot disagree; the JSON
+writer dumps this model as is. Redaction replaces values but never removes fields, so a
+redacted report has the same schema as a full one.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from scenarios._base import Frozen
+
+REPORT_SCHEMA = "voice-audit-report/1"
+Verdict = Literal["pass", "fail", "not-evaluable"]
+
+
+class Hashes(Frozen):
+    campaign_sha256: str
+    analysis_plan_sha256: str | None
+    run_plan_sha256: str
+    catalogue_sha256: str
+    scenario_hashes: dict[str, str]
+    facts_hashes: dict[str, str]
+    git_sha: str | None
+
+
+class AgentRow(Frozen):
+    name: str
+    adapter: str
+    architecture_declared: str | None
+    architectures_observed: list[str]
+    real_system: bool
+    url: str | None
+    options: dict[str, Any]
+    episodes: int
+
+
+class GateRow(Frozen):
+    gate: str
+    verdict: Verdict
+    evidence: str
+    thresholds: dict[str, Any]
+    scope: list[str]
+    pairs_by_verdict: dict[str, int]
+
+
+class FamilyClaim(Frozen):
+    family: str
+    claim: str
+    pairs_supporting: int
+    drivers: list[str]
+
+
+class CellClaim(Frozen):
+    label: str
+    claim: str
+    claim_text: str
+    n_pairs: int
+    n_included: int
+    families: list[FamilyClaim]
+
+
+class Disposition(Frozen):
+    claim: str
+    claim_text: str
+    gates_not_passed: list[str]
+    architecture_comparison: dict[str, list[str]] | None
+    note: str
+    cells: list[CellClaim]
+    instances_by_claim: dict[str, int]
+
+
+class DeltaRow(Frozen):
+    """One paired a - b estimate; `reading` says in words which condition fared worse, if any."""
+
+    metric: str
+    family: str
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    alpha: float
+    p_value: float | None
+    p_adjusted: float | None
+    adjustment: str | None
+    n_pairs: int
+    n_dropped: int
+    mean_a: float | None
+    mean_b: float | None
+    method: str
+    higher_is_worse: bool | None
+    proxy: bool
+    reading: str
+    notes: list[str]
+    convention: str
+
+
+class ModelRow(Frozen):
+    metric: str
+    method: str
+    scale: str
+    coefficient: float | None
+    ci_low: float | None
+    ci_high: float | None
+    p_value: float | None
+    converged: bool
+    n_pairs: int
+    components: list[str]
+    fallback_reason: str | None
+    error: str | None
+    convention: str
+
+
+class FamilyBlock(Frozen):
+    family: str
+    claim: str
+    rows: list[DeltaRow]
+    models: list[ModelRow]
+    forest: str | None = Field(description="figure file name under figures/, when a plot was drawn")
+
+
+class CellBlock(Frozen):
+    index: int
+    agent: str
+    scenario_id: str
+    contrast: str
+    condition_a: str
+    condition_b: str
+    label: str
+    n_pairs: int
+    n_pairs_total: int
+    n_pairs_excluded: int
+    delta_b: dict[str, float | None]
+    families: list[FamilyBlock]
+    notes: list[str]
+    convention: str
+
+
+class CallCounts(Frozen):
+    """Calls per agent. Only completed calls can pass; failed and cancelled calls count against."""
+
+    agent: str
+    records: int
+    completed: int
+    failed: int
+    cancelled: int
+    failure_kinds: dict[str, int]
+    acceptable: int
+    acceptable_rate: float | None = Field(description="acceptable outcomes / all recorded calls")
+
+
+class FailedCall(Frozen):
+    episode_id: str
+    pair_id: str
+    agent: str
+    side: str
+    status: str
+    failure_kind: str | None
+    termination: str
+
+
+class TimelineItem(Frozen):
+    lane: Literal["caller", "agent", "tool", "escalation", "marker"]
+    kind: str
+    start_ms: int
+    end_ms: int
+    label: str
+
+
+class TranscriptLine(Frozen):
+    t_ms: int
+    who: Literal["caller", "agent", "tool", "event"]
+    kind: str
+    text: str | None
+
+
+class CallView(Frozen):
+    episode_id: str
+    side: Literal["a", "b"]
+    condition_key: str
+    voice_id: str
+    status: str
+    failure_kind: str | None
+    termination: str
+    outcome: str | None
+    duration_ms: int
+    audio: str | None = Field(description="path of the copied recording, relative to the report")
+    burden: dict[str, float | None]
+    tool_sequence: str | None
+    timeline: list[TimelineItem]
+    transcript: list[TranscriptLine]
+    text_redacted: bool
+
+
+class PairView(Frozen):
+    pair_id: str
+    agent: str
+    scenario_id: str
+    contrast: str
+    replicate: int
+    why_shown: str
+    included: bool
+    exclusion_reason: str | None
+    outcome_equal: float | None
+    parity_violation: float | None
+    parity_parts: dict[str, float | None]
+    parity_diff: dict[str, Any] | None
+    claim: str | None
+    claim_drivers: str | None
+    a: CallView | None
+    b: CallView | None
+
+
+class SubgroupTable(Frozen):
+    title: str
+    convention: str
+    columns: list[str]
+    rows: list[list[Any]]
+
+
+class Subgroups(Frozen):
+    status: Literal["computed", "not computed"]
+    source: str | None
+    note: str
+    tables: list[SubgroupTable]
+    figures: list[str]
+
+
+class Redaction(Frozen):
+    redacted: bool
+    dropped: list[str]
+    secrets_masked: int
+
+
+class Report(Frozen):
+    schema_: str = Field(default=REPORT_SCHEMA, alias="schema")
+    run_id: str
+    campaign: str
+    description: str
+    created_at: str
+    generated_at: str
+    convention: str
+    convention_text: str
+    hashes: Hashes
+    agents: list[AgentRow]
+    episodes: dict[str, Any]
+    warnings: list[str]
+    gates: list[GateRow]
+    disposition: Disposition
+    cells: list[CellBlock]
+    calls: list[CallCounts]
+    failed_calls: list[FailedCall]
+    pairs_total: int
+    pairs_shown: list[PairView]
+    pair_selection: str
+    subgroups: Subgroups
+    redaction: Redaction
+
+    model_config = {**Frozen.model_config, "populate_by_name": True}

@@ -1,0 +1,107 @@
+"""One analysed run for every report test in a pytest process: a bundled reference agent and a
+"real system" (module:attr) that serves long (accented) callers worse and crashes on some,
+with a secret URL, a token and an env-var-named secret planted in the campaign.
+
+Built once per process (about 8 s) and shared by the unit, integration and browser tests; tests
+copy it when they change it. Load this module with `load_fixture()` so the cache is shared.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SECRET_URL_KEY = "PLANTED-URL-KEY-7f3a"
+SECRET_TOKEN = "PLANTED-TOKEN-91bd"
+SECRET_ENV_NAME = "VA_REPORT_TEST_SECRET"
+SECRET_ENV_VALUE = "ENV-SECRET-5c1e"
+SECRET_HOST = "vendor-planted.example.com"
+SECRETS = (SECRET_URL_KEY, SECRET_TOKEN, SECRET_ENV_VALUE, SECRET_HOST)
+ENVIRON = {SECRET_ENV_NAME: SECRET_ENV_VALUE}
+REFERENCE_LINE = "Thank you for calling. How can I help you today?"
+
+CAMPAIGN = f"""\
+name: report_fixture
+description: Report tests with a planted bias, planted failures and planted secrets
+seed: 7
+scenarios: [refund_duplicate_charge]
+agents:
+  - name: reference
+    adapter: scripted
+    architecture: casc
+    options:
+      lines:
+        - "{REFERENCE_LINE} Case {SECRET_ENV_VALUE}."
+        - "I can help with that. What seems to be the problem?"
+        - "Before I look into it, can you confirm your full name and the zip code on the account?"
+        - "Thank you. Would you like me to refund the duplicate charge?"
+        - "I have issued a refund of twenty four dollars and ninety nine cents. Is there anything else?"
+  - name: vendor_x
+    adapter: "report_agents:biased"
+    url: "https://{SECRET_HOST}/voice?api_key={SECRET_URL_KEY}"
+    architecture: hyb
+    options:
+      api_key: "{SECRET_TOKEN}"
+      token_source: {SECRET_ENV_NAME}
+      long_ms: 3400
+      fail_lo_ms: 3500
+      fail_hi_ms: 3600
+      lines:
+        - "Vendor desk, reference {SECRET_TOKEN}. How can I help you today?"
+        - "I can help with that. What seems to be the problem?"
+        - "Before I look into it, can you confirm your full name and the zip code on the account?"
+        - "Thank you. Would you like me to refund the duplicate charge?"
+        - "I have issued a refund of twenty four dollars and ninety nine cents. Is there anything else?"
+pairs:
+  - contrast: [accent]
+    base: {{voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}}
+    a: {{accent: us_general}}
+    b: {{accent: l2_spanish}}
+voices: 2
+replicates: 2
+concurrency: 4
+"""
+
+_cache: dict[str, Path] = {}
+
+
+def analysed_run() -> Path:
+    """Path of the shared analysed run (do not modify it; copy it first)."""
+    if "run" in _cache:
+        return _cache["run"]
+    parent = Path(tempfile.mkdtemp(prefix="va-report-fixture-"))
+    (parent / "c.yaml").write_text(CAMPAIGN)
+    exe = Path(sys.executable).with_name("voice-audit")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+    subprocess.run(
+        [str(exe), "run", str(parent / "c.yaml"), "--out", str(parent), "--run-id", "rep", "--quiet"],
+        check=True,
+        capture_output=True,
+        timeout=300,
+        env=env,
+    )
+    from analysis.pipeline import analyze
+
+    run = parent / "rep"
+    analyze(run, audio=False)
+    _cache["run"] = run
+    return run
+
+
+def load_fixture() -> object:
+    """This module, imported once under a fixed name so every test folder shares the cache."""
+    import importlib.util
+
+    name = "voice_audit_report_fixture"
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, __file__)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod

@@ -1,0 +1,102 @@
+"""HTML, Markdown and JSON print the same numbers, and the sign convention sits next to every delta."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from analysis.report import Built
+from analysis.report.wording import CONVENTION_TEXT, fmt, fmt_p
+
+TAG = re.compile(r"<[^>]+>")
+
+
+def _cells_of_row(page: str, row_id: str) -> list[str]:
+    m = re.search(rf'<tr class="delta-row" id="{re.escape(row_id)}"[^>]*>(.*?)</tr>', page, re.DOTALL)
+    assert m, row_id
+    return [html.unescape(TAG.sub("", td)).strip() for td in re.findall(r"<td[^>]*>(.*?)</td>", m.group(1), re.DOTALL)]
+
+
+def _md_sections(md: str, report: dict[str, Any]) -> list[str]:
+    starts = [md.index(f"### {c['agent']} · {c['scenario_id']} · contrast {c['contrast'] or '—'}") for c in report["cells"]]
+    ends = [*starts[1:], md.index("## Matched pairs")]
+    return [md[s:e] for s, e in zip(starts, ends, strict=True)]
+
+
+def test_three_renderings_carry_the_same_numbers(full: tuple[Built, Path]) -> None:
+    built, out = full
+    data = json.loads((out / "report.json").read_text())
+    page = (out / "index.html").read_text()
+    md = (out / "report.md").read_text()
+    assert data == built.report.model_dump(mode="json", by_alias=True)
+    sections = _md_sections(md, data)
+    checked = 0
+    for cell, section in zip(data["cells"], sections, strict=True):
+        for fam in cell["families"]:
+            for row in fam["rows"]:
+                expect = [
+                    fmt(row["estimate"]),
+                    f"{fmt(row['ci_low'])} to {fmt(row['ci_high'])}",
+                    fmt_p(row["p_value"]),
+                    fmt_p(row["p_adjusted"]),
+                    str(row["n_pairs"]),
+                ]
+                cells = _cells_of_row(page, f"delta-{cell['index']}-{row['metric']}")
+                assert cells[1:6] == expect, row["metric"]
+                line = next(x for x in section.splitlines() if x.startswith(f"| {row['metric']}"))
+                md_cells = [c.strip() for c in line.strip("|").split(" | ")]
+                assert md_cells[1:6] == expect, row["metric"]
+                checked += 1
+    assert checked >= 20
+    some = next(r for c in data["cells"] for f in c["families"] for r in f["rows"] if r["estimate"] not in (None, 0))
+    assert fmt(some["estimate"]) in page and fmt(some["estimate"]) in md
+
+
+def test_planted_effect_reads_as_burden_on_b(full: tuple[Built, Path]) -> None:
+    built, _ = full
+    vendor = next(c for c in built.report.cells if c.agent == "vendor_x")
+    assert vendor.delta_b["repair"] == -1.0
+    row = next(r for f in vendor.families for r in f.rows if r.metric == "burden_repair")
+    assert row.estimate == -1.0 and row.reading == "condition b carried more burden"
+
+
+def test_sign_convention_next_to_every_delta(full: tuple[Built, Path]) -> None:
+    built, out = full
+    page = (out / "index.html").read_text()
+    md = (out / "report.md").read_text()
+    for m in re.finditer(r'<table class="(deltas|models)">', page):
+        before = page[max(0, m.start() - 600) : m.start()]
+        assert 'class="convention"' in before, m.group(0)
+        assert ("a − b" in before) and (CONVENTION_TEXT in before or "coefficient of condition a" in before)
+    for m in re.finditer(r'<span class="delta"', page):
+        assert CONVENTION_TEXT in page[max(0, m.start() - 900) : m.start()]
+    assert page.count('<table class="deltas">') == sum(len(c.families) for c in built.report.cells)
+    lines = md.splitlines()
+    headers = [i for i, x in enumerate(lines) if x.startswith(("| metric | Δ (a − b)", "| metric | model | coefficient (a − b)"))]
+    assert len(headers) >= 12
+    for i in headers:
+        assert lines[i - 2].startswith("_Sign: ") and "a − b" in lines[i - 2]
+    for i, x in enumerate(lines):
+        if x.startswith("Path-burden vector"):
+            assert CONVENTION_TEXT in lines[i - 1]
+    for c in built.report.cells:
+        assert c.convention == "a - b"
+        assert all(r.convention == "a - b" for f in c.families for r in f.rows)
+
+
+def test_front_page_has_hashes_gates_and_plain_claim(full: tuple[Built, Path]) -> None:
+    built, out = full
+    r = built.report
+    page = (out / "index.html").read_text()
+    for h in (r.hashes.campaign_sha256, r.hashes.analysis_plan_sha256, *r.hashes.scenario_hashes.values()):
+        assert h and h in page
+    assert len(r.gates) == 7
+    for g in r.gates:
+        assert f'data-gate="{g.gate}" data-verdict="{g.verdict}"' in page
+    assert r.disposition.claim == "diagnostics_only"
+    assert "Diagnostic only" in page and "support no claim" in page
+    assert {a.name: a.architectures_observed for a in r.agents}["vendor_x"] == ["casc"]
+    assert {a.name: a.real_system for a in r.agents} == {"reference": False, "vendor_x": True}
