@@ -1,0 +1,50 @@
+"""Failed calls are counted as failed with their kinds, never as passes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.report import Built
+from analysis.report.build import calls
+
+
+def test_failed_calls_counted_as_failed(full: tuple[Built, Path]) -> None:
+    built, out = full
+    r = built.report
+    by = {c.agent: c for c in r.calls}
+    v = by["vendor_x"]
+    assert (v.records, v.completed, v.failed, v.failure_kinds) == (8, 6, 2, {"harness_error": 2})
+    assert v.acceptable <= v.completed and v.acceptable_rate == v.acceptable / v.records < 1.0
+    assert by["reference"].failed == 0
+    assert len(r.failed_calls) == 2 and {f.failure_kind for f in r.failed_calls} == {"harness_error"}
+    failed_ids = {f.episode_id for f in r.failed_calls}
+    for p in r.pairs_shown:
+        sides = [c for c in (p.a, p.b) if c is not None]
+        if any(c.episode_id in failed_ids for c in sides):
+            assert not p.included and p.exclusion_reason and "did not complete" in p.exclusion_reason
+            assert any(c.status == "failed" for c in sides)
+    page = (out / "index.html").read_text()
+    assert page.count('class="failed-call">failed: harness_error') == 2
+
+
+def test_a_failed_call_with_a_stale_acceptable_flag_is_still_not_a_pass() -> None:
+    frame = pd.DataFrame(
+        {
+            "episode_id": ["e1", "e2", "e3", "e4"],
+            "pair_id": ["p1", "p1", "p2", "p2"],
+            "side": ["a", "b", "a", "b"],
+            "agent": ["x"] * 4,
+            "status": ["completed", "failed", "cancelled", "completed"],
+            "failure_kind": [None, "timeout_turn", "cancelled", None],
+            "termination": ["ok", "turn timed out", "cancelled", "ok"],
+            "outcome_acceptable": [1.0, 1.0, 1.0, 0.0],
+        }
+    )
+    counts, failed = calls(frame)
+    (c,) = counts
+    assert (c.completed, c.failed, c.cancelled, c.acceptable) == (2, 1, 1, 1)
+    assert c.failure_kinds == {"timeout_turn": 1, "cancelled": 1}
+    assert c.acceptable_rate == 0.25
+    assert [f.episode_id for f in failed] == ["e2", "e3"]

@@ -1,0 +1,113 @@
+"""Timeline from hand-made events, pair selection, audio copying, subgroups and input checks."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from analysis.report import build_report, write_report
+from analysis.report.loader import ReportInputError
+from analysis.report.timeline import build
+from harness.model import (
+    AgentSpeechEnd,
+    AgentSpeechStart,
+    AgentTranscript,
+    CallerDecision,
+    CallerUtteranceStart,
+    EscalationRequested,
+    Handoff,
+    HangUp,
+    ToolCall,
+    ToolResult,
+)
+
+
+def test_timeline_lanes_markers_and_escalation_clock() -> None:
+    events = [
+        AgentSpeechStart(t_ms=0, turn=0),
+        AgentSpeechEnd(t_ms=900, turn=0, duration_ms=900),
+        AgentTranscript(t_ms=900, turn=0, text="Please confirm your zip code.", source="agent"),
+        CallerDecision(t_ms=900, turn=0, heard="...", classification="challenge", action="answer_challenge", reason="r", challenge_fact="postcode"),
+        CallerUtteranceStart(t_ms=1000, turn=1, kind="repeat", text="nine four one", duration_ms=1500),
+        ToolCall(t_ms=2600, call_id="c1", name="verify_identity"),
+        ToolResult(t_ms=2700, call_id="c1", name="verify_identity", ok=False),
+        EscalationRequested(t_ms=3000, turn=2, reason="repairs"),
+        Handoff(t_ms=7000, status="confirmed", source="tool"),
+        EscalationRequested(t_ms=8000, turn=3, reason="scripted"),
+        HangUp(t_ms=9000, by="caller", reason="done"),
+    ]
+    tl = build(events, keep_agent_text=True)
+    lanes = {(i.lane, i.kind, i.start_ms, i.end_ms) for i in tl.items}
+    assert ("agent", "speech", 0, 900) in lanes
+    assert ("caller", "repair", 1000, 2500) in lanes
+    assert ("tool", "fail", 2600, 2700) in lanes
+    assert ("marker", "challenge", 900, 900) in lanes
+    assert ("escalation", "confirmed", 3000, 7000) in lanes
+    assert ("escalation", "open", 8000, 9000) in lanes
+    assert [x.who for x in tl.transcript][:2] == ["agent", "caller"]
+    hidden = build(events, keep_agent_text=False)
+    assert [x.text for x in hidden.transcript if x.who == "agent"] == [None]
+    assert [x.text for x in hidden.transcript if x.who == "caller"] == ["nine four one"]
+
+
+def test_pairs_order_cap_and_only_their_audio_copied(run_dir: Path, tmp_path: Path) -> None:
+    full = build_report(run_dir, max_pairs=100, plots=False)
+    reasons = [p.why_shown for p in full.report.pairs_shown]
+    assert reasons[:2] == ["tool-parity violation"] * 2
+    assert reasons[2:4] == ["a call failed or is missing"] * 2
+    last = full.report.pairs_shown[-1].pair_id
+    built = build_report(run_dir, max_pairs=1, pairs=[last], plots=False)
+    shown = built.report.pairs_shown
+    assert [p.pair_id for p in shown][0] == last and len(shown) == 2
+    assert shown[1].why_shown == "tool-parity violation" and shown[1].parity_diff
+    assert "sequence" in shown[1].parity_diff
+    write_report(built, tmp_path)
+    wavs = sorted(p.name for p in (tmp_path / "audio").glob("*.wav"))
+    expect = sorted(f"{c.episode_id}.wav" for p in shown for c in (p.a, p.b) if c and c.audio)
+    assert wavs == expect and len(wavs) == 4
+    for p in shown:
+        for c in (p.a, p.b):
+            assert c is not None and c.audio and (tmp_path / c.audio).read_bytes()[:4] == b"RIFF"
+    redo = build_report(run_dir, max_pairs=1, plots=False, redact=True)
+    write_report(redo, tmp_path)
+    assert not list((tmp_path / "audio").glob("*.wav"))
+
+
+def test_subgroups_not_computed_then_rendered_when_present(run_dir: Path, tmp_path: Path) -> None:
+    run = Path(shutil.copytree(run_dir, tmp_path / "run"))
+    before = build_report(run, plots=False)
+    assert before.report.subgroups.status == "not computed"
+    (run / "subgroups.json").write_text(
+        json.dumps(
+            {
+                "critical": [{"itemset": "accent=l2_spanish", "support": 0.5, "divergence": -0.25, "t": 3.1}],
+                "cross_agent_gap": [{"itemset": "accent=l2_spanish", "gap": 1.0, "t": 2.2}],
+            }
+        )
+    )
+    after = build_report(run, plots=False)
+    sg = after.report.subgroups
+    assert sg.status == "computed" and [t.title for t in sg.tables] == [
+        "subgroups.json / critical",
+        "subgroups.json / cross_agent_gap",
+    ]
+    assert sg.tables[0].columns == ["itemset", "support", "divergence", "t"] and sg.tables[0].rows[0][2] == -0.25
+    assert "M2" in sg.tables[1].convention and "m(subgroup)" in sg.tables[0].convention
+    write_report(after, tmp_path / "out")
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert "accent=l2_spanish" in page and "-0.25" in page
+
+
+def test_missing_analysis_and_stale_analysis(run_dir: Path, tmp_path: Path) -> None:
+    run = Path(shutil.copytree(run_dir, tmp_path / "run"))
+    (run / "deltas.json").unlink()
+    with pytest.raises(ReportInputError, match="voice-audit analyze"):
+        build_report(run)
+    run2 = Path(shutil.copytree(run_dir, tmp_path / "run2"))
+    with open(run2 / "episodes.jsonl", "a") as fh:
+        fh.write((run2 / "episodes.jsonl").read_text().splitlines()[0] + "\n")
+    warnings = build_report(run2, plots=False).report.warnings
+    assert any("re-run voice-audit analyze" in w for w in warnings)
