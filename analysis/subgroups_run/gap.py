@@ -68,8 +68,9 @@ def agent_frame(table: EpisodeTable, agent: str) -> pd.DataFrame:
 
 
 def agents_of(table: EpisodeTable) -> list[str]:
-    """Agents in the order they first appear in the run."""
-    return list(dict.fromkeys(table.binned["agent"].astype(str)))
+    """Agents in the campaign's order (then any others in order of appearance)."""
+    present = list(dict.fromkeys(table.binned["agent"].astype(str)))
+    return [a for a in table.agents if a in present] + [a for a in present if a not in table.agents]
 
 
 def compare_agents(

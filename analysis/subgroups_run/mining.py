@@ -9,6 +9,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -30,6 +31,7 @@ from analysis.subgroups_run.attributes import (
 )
 from analysis.subgroups_run.options import MiningOptions
 from analysis.subgroups_run.outcomes import MetricInfo, load_metrics, metric_info, outcome_table
+from harness.rundir import RunReader
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class EpisodeTable:
     metrics: tuple[str, ...]
     dropped_metrics: dict[str, str]
     notes: tuple[str, ...] = ()
+    agents: tuple[str, ...] = ()  # the campaign's agent order (M1 of a within-run gap comes first)
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,17 @@ def load_table(run_dir: str | Path, options: MiningOptions | None = None) -> Epi
         metrics=tuple(names),
         dropped_metrics=dropped,
         notes=(note,) if note else (),
+        agents=tuple(a.name for a in RunReader(run_dir).manifest.campaign.agents),
     )
+
+
+def _same_split(a: pd.Series, b: pd.Series) -> bool:
+    """True when two attributes partition the episodes identically (e.g. gender when every voice profile
+    has its own gender): mining both would only duplicate every itemset."""
+    if a.isna().to_numpy().tolist() != b.isna().to_numpy().tolist():
+        return False
+    pairs = pd.DataFrame({"a": a.astype(object), "b": b.astype(object)}).dropna()
+    return bool(pairs.groupby("a")["b"].nunique().max() == 1 and pairs.groupby("b")["a"].nunique().max() == 1)
 
 
 def select_attributes(
@@ -90,8 +103,9 @@ def select_attributes(
 ) -> tuple[list[str], dict[str, str]]:
     """Attributes worth mining, and why each other one was left out.
 
-    A single-valued or all-missing attribute is dropped with a note (it splits nothing); one with
-    more than `max_levels` values is an error, because mining it would drown the lattice.
+    A single-valued or all-missing attribute is dropped with a note (it splits nothing), and so is one
+    that splits the episodes exactly as an earlier attribute does; one with more than `max_levels`
+    values is an error, because mining it would drown the lattice.
     """
     kept: list[str] = []
     dropped: dict[str, str] = {}
@@ -113,7 +127,11 @@ def select_attributes(
                 f"exclude it (--exclude {name}) or raise --max-levels"
             )
         else:
-            kept.append(name)
+            alias = next((k for k in kept if _same_split(df[k], df[name])), None)
+            if alias is None:
+                kept.append(name)
+            else:
+                dropped[name] = f"same split as {alias}"
     if not kept:
         raise SubgroupError(
             "no attribute varies across the episodes (" + "; ".join(f"{k}: {v}" for k, v in dropped.items()) + ")"
@@ -163,10 +181,11 @@ def mine_run(run_dir: str | Path, options: MiningOptions | None = None, table: E
     mined, min_support = mine_table(frame, metrics, attributes, info, opts)
     rankings: dict[str, Ranking] = {}
     epsilons: dict[str, float] = {}
+    scored: Any = mined  # Subgroups.effect narrows `test` to a Literal; mypy then rejects it as Scored
     for m in metrics:
         epsilons[m] = epsilon_for(opts, tab.outcomes[m])
         rankings[m] = rank_subgroups(
-            mined,
+            scored,
             m,
             by=opts.rank_by,
             epsilon=epsilons[m],
