@@ -7,4 +7,13 @@ from analysis.report.build import Built, build_report
 from analysis.report.model import REPORT_SCHEMA, Report
 from analysis.report.render import render_html, render_json, render_markdown, write_report
 
-__all__ = ["REPORT_SCHEMA", "Built", "Report", "build_report", "render_html", "render_json", "render_markdown", "write_report"]
+__all__ = [
+    "REPORT_SCHEMA",
+    "Built",
+    "Report",
+    "build_report",
+    "render_html",
+    "render_json",
+    "render_markdown",
+    "write_report",
+]

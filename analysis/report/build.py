@@ -282,7 +282,11 @@ def calls(metrics: pd.DataFrame) -> tuple[list[CallCounts], list[FailedCall]]:
 
 
 def _mask_real_terminations(failed: list[FailedCall], metrics: pd.DataFrame) -> list[FailedCall]:
-    real = {str(e) for e, a in zip(metrics["episode_id"], metrics["adapter"], strict=True) if is_real_system(str(a))}
+    real = {
+        str(e)
+        for e, a in zip(metrics["episode_id"], metrics["adapter"], strict=True)
+        if is_real_system(str(a))
+    }
     return [f.model_copy(update={"termination": TEXT_MASK}) if f.episode_id in real else f for f in failed]
 
 
@@ -305,7 +309,9 @@ def build_report(
         failed = _mask_real_terminations(failed, out.metrics)
     shown = pairs_view.build(out, max_pairs, pairs, redact)
     sub, sub_figs = subgroups_view.load(out.run_dir)
-    dropped = ["credential values (options named *key*/*token*/*secret*/*password*/*auth*, and env vars they name)"]
+    dropped = [
+        "credential values (options named *key*/*token*/*secret*/*password*/*auth*, and env vars they name)"
+    ]
     if redact:
         dropped += [
             "raw audio (no recordings copied, no players)",

@@ -12,14 +12,20 @@ from scenarios.errors import VoiceAuditError
 
 def report_cmd(
     run_dir: Annotated[Path, typer.Argument(help="run folder, analysed with voice-audit analyze")],
-    out: Annotated[Path, typer.Option("--out", "-o", help="report folder to write (index.html, report.md, report.json)")],
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="report folder to write (index.html, report.md, report.json)")
+    ],
     redact: Annotated[
         bool,
         typer.Option(help="shareable release: drop audio, endpoint URLs, real-system words and credentials"),
     ] = False,
-    max_pairs: Annotated[int, typer.Option(help="matched pairs shown side by side (most telling first)")] = 40,
+    max_pairs: Annotated[
+        int, typer.Option(help="matched pairs shown side by side (most telling first)")
+    ] = 40,
     pair: Annotated[list[str] | None, typer.Option(help="also show this pair id (repeatable)")] = None,
-    analyze: Annotated[bool, typer.Option(help="run voice-audit analyze first when its outputs are missing")] = False,
+    analyze: Annotated[
+        bool, typer.Option(help="run voice-audit analyze first when its outputs are missing")
+    ] = False,
     plots: Annotated[bool, typer.Option(help="draw forest plots (SVG)")] = True,
     quiet: Annotated[bool, typer.Option(help="print nothing on success")] = False,
 ) -> None:
@@ -40,8 +46,12 @@ def report_cmd(
         raise typer.Exit(2) from None
     if not quiet:
         r = built.report
-        typer.echo(f"report of {run_dir} -> {out / HTML_FILE} ({len(written)} files{', redacted' if redact else ''})")
-        typer.echo(f"claim: {r.disposition.claim}; pairs shown {len(r.pairs_shown)} of {r.pairs_total}; deltas are a - b")
+        typer.echo(
+            f"report of {run_dir} -> {out / HTML_FILE} ({len(written)} files{', redacted' if redact else ''})"
+        )
+        typer.echo(
+            f"claim: {r.disposition.claim}; pairs shown {len(r.pairs_shown)} of {r.pairs_total}; deltas are a - b"
+        )
         for w in r.warnings:
             typer.echo(f"warning: {w}", err=True)
 

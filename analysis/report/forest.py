@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from typing import Any
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from analysis.report.model import DeltaRow  # noqa: E402
+from analysis.report.model import DeltaRow
 
-_RC = {
+_RC: Any = {
     "svg.fonttype": "none",
     "svg.hashsalt": "voice-audit-report",
     "font.size": 8,
@@ -45,7 +46,7 @@ def forest_svg(rows: Sequence[DeltaRow], title: str) -> str | None:
             ax.set_yticks([0], [r.metric])
             ax.tick_params(axis="x", labelsize=7)
             ax.spines["left"].set_visible(False)
-        fig.suptitle(f"{title}  (a − b, {int(round(100 * (1 - shown[0].alpha)))}% CI)", fontsize=8)
+        fig.suptitle(f"{title}  (a − b, {round(100 * (1 - shown[0].alpha))}% CI)", fontsize=8)
         fig.tight_layout()
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})

@@ -73,7 +73,9 @@ def consistency_warnings(out: RunOutputs) -> list[str]:
     if "plan_sha256" in out.pairs.columns and len(out.pairs):
         shas["pairs.parquet"] = str(out.pairs["plan_sha256"].iloc[0])
     if len({v for v in shas.values() if v}) > 1:
-        warns.append(f"analysis outputs come from different analysis plans: {shas}; re-run voice-audit analyze")
+        warns.append(
+            f"analysis outputs come from different analysis plans: {shas}; re-run voice-audit analyze"
+        )
     read = out.summary.get("episodes", {}).get("records_read")
     now = _count_records(out.run_dir / EPISODES_JSONL)
     if isinstance(read, int) and read != now:

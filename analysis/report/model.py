@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from scenarios._base import Frozen
 
@@ -214,10 +214,14 @@ class PairView(Frozen):
 
 
 class SubgroupTable(Frozen):
+    """One table of the subgroups section; `shapley` (when given) holds each row's item contributions."""
+
     title: str
     convention: str
     columns: list[str]
     rows: list[list[Any]]
+    note: str = ""
+    shapley: list[dict[str, float | None]] = Field(default_factory=list)
 
 
 class Subgroups(Frozen):
@@ -258,4 +262,4 @@ class Report(Frozen):
     subgroups: Subgroups
     redaction: Redaction
 
-    model_config = {**Frozen.model_config, "populate_by_name": True}
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)

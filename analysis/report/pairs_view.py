@@ -48,7 +48,9 @@ def _s(v: Any) -> str | None:
     return v if isinstance(v, str) and v else None
 
 
-def select(pairs: pd.DataFrame, metrics: pd.DataFrame, max_pairs: int, wanted: Sequence[str]) -> list[tuple[str, str]]:
+def select(
+    pairs: pd.DataFrame, metrics: pd.DataFrame, max_pairs: int, wanted: Sequence[str]
+) -> list[tuple[str, str]]:
     """(pair_id, why) in display order, at most max_pairs plus the explicitly wanted ones."""
     if pairs.empty:
         return []
@@ -127,7 +129,11 @@ def build(out: RunOutputs, max_pairs: int, wanted: Sequence[str], redact: bool) 
         calls: dict[str, CallView | None] = {}
         for side in ("a", "b"):
             eid = row[f"episode_id_{side}"]
-            calls[side] = _call(out, ep.loc[eid], side, redact, built.audio) if isinstance(eid, str) and eid in ep.index else None
+            calls[side] = (
+                _call(out, ep.loc[eid], side, redact, built.audio)
+                if isinstance(eid, str) and eid in ep.index
+                else None
+            )
         raw_diff = row.get("parity_diff")
         built.views.append(
             PairView(
@@ -141,7 +147,10 @@ def build(out: RunOutputs, max_pairs: int, wanted: Sequence[str], redact: bool) 
                 exclusion_reason=_s(row.get("exclusion_reason")),
                 outcome_equal=_f(row.get("outcome_equal")),
                 parity_violation=_f(row.get("parity_violation")),
-                parity_parts={k: _f(row.get(f"parity_{k}")) for k in ("availability", "sequence", "result_keys", "success")},
+                parity_parts={
+                    k: _f(row.get(f"parity_{k}"))
+                    for k in ("availability", "sequence", "result_keys", "success")
+                },
                 parity_diff=json.loads(raw_diff) if isinstance(raw_diff, str) else None,
                 claim=_s(row.get("claim")),
                 claim_drivers=_s(row.get("claim_drivers")),

@@ -76,7 +76,8 @@ def mask_options(options: Mapping[str, Any], secrets: set[str]) -> dict[str, Any
             return MASK
         return node
 
-    return walk(options, False)  # type: ignore[no-any-return]
+    out: dict[str, Any] = walk(options, False)
+    return out
 
 
 class Scrubber:

@@ -1,8 +1,9 @@
 """Subgroup-mining outputs, when a run has them: tables (critical subgroups, Shapley values,
 cross-agent gaps) and figures, read generically because the report only displays them.
 
-Looked for in the run folder: `subgroups.json`, and a `subgroups/` folder of `*.json`,
-`*.parquet`, `*.csv` and `*.svg` files. Absent outputs give a section that says "not computed".
+`subgroups.json` in the schema of `analysis.subgroups_run` is rendered by `subgroups_doc`; other
+layouts (a `subgroups.json` of tables, a `subgroups/` folder of `*.json`, `*.parquet`, `*.csv`,
+`*.svg`) are shown generically. Absent outputs give a section that says "not computed".
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.report import subgroups_doc
 from analysis.report.model import Subgroups, SubgroupTable
 from analysis.report.wording import DIVERGENCE_CONVENTION, GAP_CONVENTION
 
@@ -65,6 +67,12 @@ def load(run_dir: Path) -> tuple[Subgroups, dict[str, Path]]:
     files: list[Path] = []
     single = run_dir / "subgroups.json"
     if single.is_file():
+        try:
+            doc = json.loads(single.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            doc = None
+        if subgroups_doc.is_document(doc):
+            return subgroups_doc.render(run_dir, doc)
         files.append(single)
     folder = run_dir / "subgroups"
     if folder.is_dir():

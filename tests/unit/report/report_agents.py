@@ -57,7 +57,9 @@ class _BiasedSession(_ScriptedSession):
 class BiasedAgent(ScriptedAgent):
     name = "biased"
 
-    def __init__(self, *, long_ms: float, fail_ms: tuple[float, float], audio_ms: int, lines: tuple[str, ...]) -> None:
+    def __init__(
+        self, *, long_ms: float, fail_ms: tuple[float, float], audio_ms: int, lines: tuple[str, ...]
+    ) -> None:
         super().__init__(lines, audio_ms=audio_ms, expose_text=True, use_tools=True)
         self.long_ms = long_ms
         self.fail_ms = fail_ms

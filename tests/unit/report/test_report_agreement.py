@@ -17,11 +17,17 @@ TAG = re.compile(r"<[^>]+>")
 def _cells_of_row(page: str, row_id: str) -> list[str]:
     m = re.search(rf'<tr class="delta-row" id="{re.escape(row_id)}"[^>]*>(.*?)</tr>', page, re.DOTALL)
     assert m, row_id
-    return [html.unescape(TAG.sub("", td)).strip() for td in re.findall(r"<td[^>]*>(.*?)</td>", m.group(1), re.DOTALL)]
+    return [
+        html.unescape(TAG.sub("", td)).strip()
+        for td in re.findall(r"<td[^>]*>(.*?)</td>", m.group(1), re.DOTALL)
+    ]
 
 
 def _md_sections(md: str, report: dict[str, Any]) -> list[str]:
-    starts = [md.index(f"### {c['agent']} · {c['scenario_id']} · contrast {c['contrast'] or '—'}") for c in report["cells"]]
+    starts = [
+        md.index(f"### {c['agent']} · {c['scenario_id']} · contrast {c['contrast'] or '—'}")
+        for c in report["cells"]
+    ]
     ends = [*starts[1:], md.index("## Matched pairs")]
     return [md[s:e] for s, e in zip(starts, ends, strict=True)]
 
@@ -51,7 +57,9 @@ def test_three_renderings_carry_the_same_numbers(full: tuple[Built, Path]) -> No
                 assert md_cells[1:6] == expect, row["metric"]
                 checked += 1
     assert checked >= 20
-    some = next(r for c in data["cells"] for f in c["families"] for r in f["rows"] if r["estimate"] not in (None, 0))
+    some = next(
+        r for c in data["cells"] for f in c["families"] for r in f["rows"] if r["estimate"] not in (None, 0)
+    )
     assert fmt(some["estimate"]) in page and fmt(some["estimate"]) in md
 
 
@@ -75,7 +83,11 @@ def test_sign_convention_next_to_every_delta(full: tuple[Built, Path]) -> None:
         assert CONVENTION_TEXT in page[max(0, m.start() - 900) : m.start()]
     assert page.count('<table class="deltas">') == sum(len(c.families) for c in built.report.cells)
     lines = md.splitlines()
-    headers = [i for i, x in enumerate(lines) if x.startswith(("| metric | Δ (a − b)", "| metric | model | coefficient (a − b)"))]
+    headers = [
+        i
+        for i, x in enumerate(lines)
+        if x.startswith(("| metric | Δ (a − b)", "| metric | model | coefficient (a − b)"))
+    ]
     assert len(headers) >= 12
     for i in headers:
         assert lines[i - 2].startswith("_Sign: ") and "a − b" in lines[i - 2]

@@ -30,7 +30,15 @@ def test_timeline_lanes_markers_and_escalation_clock() -> None:
         AgentSpeechStart(t_ms=0, turn=0),
         AgentSpeechEnd(t_ms=900, turn=0, duration_ms=900),
         AgentTranscript(t_ms=900, turn=0, text="Please confirm your zip code.", source="agent"),
-        CallerDecision(t_ms=900, turn=0, heard="...", classification="challenge", action="answer_challenge", reason="r", challenge_fact="postcode"),
+        CallerDecision(
+            t_ms=900,
+            turn=0,
+            heard="...",
+            classification="challenge",
+            action="answer_challenge",
+            reason="r",
+            challenge_fact="postcode",
+        ),
         CallerUtteranceStart(t_ms=1000, turn=1, kind="repeat", text="nine four one", duration_ms=1500),
         ToolCall(t_ms=2600, call_id="c1", name="verify_identity"),
         ToolResult(t_ms=2700, call_id="c1", name="verify_identity", ok=False),
@@ -61,7 +69,7 @@ def test_pairs_order_cap_and_only_their_audio_copied(run_dir: Path, tmp_path: Pa
     last = full.report.pairs_shown[-1].pair_id
     built = build_report(run_dir, max_pairs=1, pairs=[last], plots=False)
     shown = built.report.pairs_shown
-    assert [p.pair_id for p in shown][0] == last and len(shown) == 2
+    assert shown[0].pair_id == last and len(shown) == 2
     assert shown[1].why_shown == "tool-parity violation" and shown[1].parity_diff
     assert "sequence" in shown[1].parity_diff
     write_report(built, tmp_path)
@@ -94,7 +102,9 @@ def test_subgroups_not_computed_then_rendered_when_present(run_dir: Path, tmp_pa
         "subgroups.json / critical",
         "subgroups.json / cross_agent_gap",
     ]
-    assert sg.tables[0].columns == ["itemset", "support", "divergence", "t"] and sg.tables[0].rows[0][2] == -0.25
+    assert (
+        sg.tables[0].columns == ["itemset", "support", "divergence", "t"] and sg.tables[0].rows[0][2] == -0.25
+    )
     assert "M2" in sg.tables[1].convention and "m(subgroup)" in sg.tables[0].convention
     write_report(after, tmp_path / "out")
     page = (tmp_path / "out" / "index.html").read_text()
@@ -111,3 +121,82 @@ def test_missing_analysis_and_stale_analysis(run_dir: Path, tmp_path: Path) -> N
         fh.write((run2 / "episodes.jsonl").read_text().splitlines()[0] + "\n")
     warnings = build_report(run2, plots=False).report.warnings
     assert any("re-run voice-audit analyze" in w for w in warnings)
+
+
+def test_subgroups_document_of_subgroups_run(run_dir: Path, tmp_path: Path) -> None:
+    run = Path(shutil.copytree(run_dir, tmp_path / "run"))
+    (run / "plots").mkdir()
+    (run / "plots" / "subgroups_burden_repair_global.svg").write_text(
+        '<svg xmlns="http://www.w3.org/2000/svg"><text>g</text></svg>'
+    )
+    top = {
+        "rank": 1,
+        "itemset": "accent=l2_spanish",
+        "items": {"accent": "l2_spanish"},
+        "support": 0.5,
+        "n": 6,
+        "mean": 0.33,
+        "divergence": 0.19,
+        "t": 0.89,
+        "q_value": 0.85,
+        "significant": False,
+        "shapley": {"accent=l2_spanish": 0.19},
+        "shapley_plot": None,
+    }
+    doc = {
+        "schema": "voice-audit/subgroups",
+        "schema_version": 1,
+        "n_itemsets": 3,
+        "episodes": {"total": 16, "not_completed": 2, "note": "failed calls count in support"},
+        "attributes": {"used": ["accent"]},
+        "metrics": [
+            {
+                "metric": "burden_repair",
+                "direction": "positive",
+                "n_tested": 3,
+                "n_significant": 0,
+                "test": "welch",
+                "global_mean": 0.14,
+                "description": "Repair(e)",
+                "top": [top],
+                "global_divergence_plot": "plots/subgroups_burden_repair_global.svg",
+            },
+            {"metric": "outcome_denied", "top": []},
+        ],
+        "gaps": [
+            {
+                "m1": {"run_id": "rep", "agent": "reference"},
+                "m2": {"run_id": "rep", "agent": "vendor_x"},
+                "n_matched": 8,
+                "definition": "gap = m(I, M2) - m(I, M1)",
+                "metrics": [
+                    {
+                        "metric": "burden_repair",
+                        "overall": {"gap": 0.25, "t": 1.0, "p_value": 0.3},
+                        "top": [{**top, "gap": 0.5, "n_pairs": 4, "mean_m1": 0.0, "mean_m2": 0.5}],
+                    },
+                    {"metric": "outcome_denied", "overall": {"gap": 0.0}, "top": []},
+                ],
+            },
+        ],
+        "notes": [],
+    }
+    (run / "subgroups.json").write_text(json.dumps(doc))
+    built = build_report(run, plots=False)
+    sg = built.report.subgroups
+    assert sg.status == "computed" and sg.source == "subgroups.json"
+    titles = [t.title for t in sg.tables]
+    assert titles[0] == "Critical subgroups: burden_repair"
+    assert "Cross-agent gap rep:reference → rep:vendor_x: burden_repair" in titles
+    crit = sg.tables[0]
+    assert (
+        crit.columns[:6] == ["rank", "itemset", "support", "n", "mean", "divergence"] and "t" in crit.columns
+    )
+    assert crit.shapley == [{"accent=l2_spanish": 0.19}] and "m(subgroup)" in crit.convention
+    gap = next(t for t in sg.tables if t.title.endswith(": burden_repair") and "gap" in t.title)
+    assert "gap" in gap.columns and "M2" in gap.convention
+    assert sg.figures == ["subgroups-subgroups_burden_repair_global.svg"]
+    write_report(built, tmp_path / "out")
+    assert (tmp_path / "out" / "figures" / "subgroups-subgroups_burden_repair_global.svg").exists()
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert 'class="bar pos"' in page and "Cross-agent gap" in page

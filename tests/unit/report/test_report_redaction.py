@@ -35,7 +35,9 @@ def test_no_planted_secret_in_any_output_byte(redacted: tuple[Built, Path], fx: 
         assert b"https://" not in data.replace(b"http://www.w3.org", b"") or f.suffix == ".svg", f
 
 
-def test_full_report_masks_credentials_but_keeps_the_endpoint(full: tuple[Built, Path], fx: ModuleType) -> None:
+def test_full_report_masks_credentials_but_keeps_the_endpoint(
+    full: tuple[Built, Path], fx: ModuleType
+) -> None:
     built, out = full
     for f in _files(out):
         data = f.read_bytes()
@@ -47,7 +49,9 @@ def test_full_report_masks_credentials_but_keeps_the_endpoint(full: tuple[Built,
     assert built.report.redaction.secrets_masked > 0
 
 
-def test_redaction_drops_audio_urls_and_real_system_words(redacted: tuple[Built, Path], fx: ModuleType) -> None:
+def test_redaction_drops_audio_urls_and_real_system_words(
+    redacted: tuple[Built, Path], fx: ModuleType
+) -> None:
     built, out = redacted
     r = built.report
     assert r.redaction.redacted
@@ -70,9 +74,13 @@ def test_redaction_drops_audio_urls_and_real_system_words(redacted: tuple[Built,
                 assert call.text_redacted and all(x.text is None for x in agent_lines)
             else:
                 seen_ref = True
-                assert not call.text_redacted and any(fx.REFERENCE_LINE in (x.text or "") for x in agent_lines)
+                assert not call.text_redacted and any(
+                    fx.REFERENCE_LINE in (x.text or "") for x in agent_lines
+                )
     assert seen_vendor and seen_ref
-    assert all(f.termination == "[redacted: real-system text]" for f in r.failed_calls if f.agent == "vendor_x")
+    assert all(
+        f.termination == "[redacted: real-system text]" for f in r.failed_calls if f.agent == "vendor_x"
+    )
 
 
 def test_redaction_keeps_schema_and_numbers(full: tuple[Built, Path], redacted: tuple[Built, Path]) -> None:
