@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -20,6 +23,8 @@ from pathlib import Path
 # This file is named like the package it measures; keep its own folder off the import path.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
 
+import numpy as np  # noqa: E402
+import soundfile as sf  # noqa: E402
 
 from harness.planning import load_campaign  # noqa: E402
 from harness.rundir import RunReader  # noqa: E402
@@ -63,16 +68,90 @@ async def accelerated(n_calls: int, tmp: Path) -> dict[str, float]:
     return {"calls": summary.ran, "turns": turns, "wall_s": wall, "turns_per_s": turns / wall}
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _alignment_errors(run_dir: Path) -> list[float]:
+    """|logged agent_speech_start - energy onset of the agent channel| per agent turn, in ms."""
+    reader = RunReader(run_dir)
+    errors: list[float] = []
+    for rec in reader.records():
+        audio, rate = sf.read(reader.audio_path(rec.header.episode_id), dtype="int16")
+        agent = np.abs(audio[:, 1].astype(np.int32))
+        for ev in reader.events(rec.header.episode_id):
+            if ev.type == "agent_speech_start":
+                lo = max(0, ev.t_ms * rate // 1000 - rate // 10)
+                window = agent[lo : lo + rate // 5]
+                hits = np.flatnonzero(window > 1000)
+                if hits.size:
+                    errors.append(abs((lo + hits[0]) * 1000 / rate - ev.t_ms))
+    return errors
+
+
+async def realtime(n_calls: int, tmp: Path) -> dict[str, float]:
+    """N concurrent real-time calls over WebSocket to a tone agent served by another process."""
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "harness.cli", "agents", "serve", "agents.serve.demo:tone_agent", "--protocol", "ws",
+         "--port", str(port), "-o", "hangup_after=3", "-o", "tool="],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )
+    try:
+        assert server.stdout is not None
+        server.stdout.readline()
+        path = _campaign(tmp, adapter="ws", options="{}", replicates=max(1, n_calls // 2), concurrency=n_calls,
+                         pacing="realtime").read_text()
+        path = path.replace('adapter: "ws"', f'adapter: "ws", url: "ws://127.0.0.1:{port}/"')
+        cfile = tmp / "rt.yaml"
+        cfile.write_text(path)
+        loaded = load_campaign(cfile)
+        await CampaignRunner(loaded, tmp / "rt-warm", cache_dir=tmp / "cache", progress=False).run()
+        t0 = time.perf_counter()
+        runner = CampaignRunner(loaded, tmp / "rt", cache_dir=tmp / "cache", progress=False)
+        summary = await runner.run()
+        wall = time.perf_counter() - t0
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    late = np.concatenate([np.asarray(p.lateness_ms) for p in runner.stats.get("pump", [])] or [np.zeros(1)])
+    align = np.asarray(_alignment_errors(tmp / "rt") or [float("nan")])
+    return {
+        "calls": summary.ran,
+        "completed": summary.statuses.get("completed", 0),
+        "wall_s": wall,
+        "frames": float(late.size),
+        "p50": float(np.percentile(late, 50)),
+        "p99": float(np.percentile(late, 99)),
+        "max": float(late.max()),
+        "align_p99": float(np.nanpercentile(align, 99)),
+        "align_max": float(np.nanmax(align)),
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--accelerated-calls", type=int, default=200)
+    ap.add_argument("--calls", type=int, default=200, help="concurrent real-time calls")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         acc = asyncio.run(accelerated(args.accelerated_calls, tmp))
+        rt = asyncio.run(realtime(args.calls, tmp))
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print("| mode | calls | turns | wall s | turns/s | target |")
     print("|---|---|---|---|---|---|")
     print(f"| accelerated (null agent) | {acc['calls']:.0f} | {acc['turns']:.0f} | {acc['wall_s']:.2f} | {acc['turns_per_s']:.0f} | >= 2000 |")
+    print()
+    print("| real time (WS tone agent) | value | target |")
+    print("|---|---|---|")
+    print(f"| concurrent calls (completed) | {rt['calls']:.0f} ({rt['completed']:.0f}) | >= 200 |")
+    print(f"| frames sent | {rt['frames']:.0f} | |")
+    print(f"| frame lateness p50 / p99 / max ms | {rt['p50']:.2f} / {rt['p99']:.2f} / {rt['max']:.1f} | p99 <= 10 |")
+    print(f"| event vs audio alignment p99 / max ms | {rt['align_p99']:.2f} / {rt['align_max']:.2f} | <= 5 |")
+    print(f"| wall s | {rt['wall_s']:.1f} | |")
 
 
 if __name__ == "__main__":

@@ -49,7 +49,7 @@ from agents.protocols._stream import (
     describe,
     fail_kind,
     open_ws,
-    send_text,
+    send_message,
     stop_task,
 )
 from agents.protocols.wire import b64decode, b64encode
@@ -164,7 +164,7 @@ class RealtimeSession:
         self._handled_calls: set[str] = set()
 
     async def _send(self, msg: dict[str, Any]) -> None:
-        await send_text(self._ws, json.dumps(msg, separators=(",", ":")), self._send_timeout)
+        await send_message(self._ws, json.dumps(msg, separators=(",", ":")), self._send_timeout)
 
     def start(self) -> None:
         self._reader = asyncio.create_task(self._read(), name="realtime-reader")

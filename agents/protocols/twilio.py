@@ -47,7 +47,7 @@ from agents.protocols._stream import (
     describe,
     fail_kind,
     open_ws,
-    send_text,
+    send_message,
     stop_task,
 )
 from agents.protocols.wire import b64decode, b64encode
@@ -107,7 +107,7 @@ class TwilioSession:
             if "sequenceNumber" in msg:
                 self._seq += 1
                 msg["sequenceNumber"] = str(self._seq)
-            await send_text(self._ws, json.dumps(msg, separators=(",", ":")), self._send_timeout)
+            await send_message(self._ws, json.dumps(msg, separators=(",", ":")), self._send_timeout)
 
     async def start(self, custom_parameters: dict[str, str]) -> None:
         await self._send({"event": "connected", "protocol": "Call", "version": "1.0.0"})

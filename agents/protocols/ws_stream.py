@@ -40,7 +40,7 @@ from agents.protocols._stream import (
     describe,
     fail_kind,
     open_ws,
-    send_text,
+    send_message,
     stop_task,
 )
 from agents.protocols.wire import call_to_json, event_from_json, format_from_json, format_to_json
@@ -76,7 +76,7 @@ class WsStreamSession:
         self.output = AudioFormat()
 
     async def _send(self, msg: dict[str, Any]) -> None:
-        await send_text(self._ws, json.dumps(msg, separators=(",", ":")), self._send_timeout)
+        await send_message(self._ws, json.dumps(msg, separators=(",", ":")), self._send_timeout)
 
     async def start(self, call: CallInfo, fmt: AudioFormat, timeout_s: float) -> None:
         await self._send({"type": "start", "call": call_to_json(call), "audio": format_to_json(fmt)})
@@ -104,13 +104,7 @@ class WsStreamSession:
 
     async def send_audio(self, chunk: bytes) -> None:
         self._ensure_open()
-        try:
-            async with asyncio.timeout(self._send_timeout):
-                await self._ws.send(chunk)
-        except ConnectionClosed as exc:
-            raise AgentError("disconnect", f"socket closed: {exc}") from None
-        except TimeoutError:
-            raise AgentError("timeout_turn", "audio send stalled (agent not reading)") from None
+        await send_message(self._ws, chunk, self._send_timeout)
 
     async def end_turn(self) -> None:
         self._ensure_open()

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 FRAME_MS = 20
 ENDPOINT_MS = 700
+HANGUP_GRACE_S = 1.0
 FIRST_WORD_MS = 8000
 """How long the caller waits for the agent to start talking before it counts the turn as silence."""
 
@@ -134,12 +135,16 @@ class StreamingCall:
         self.r._tell_oracle(spoken)
         self.queue.append(_Utterance(spoken, done))
         await self._guarded(done)
-        await self.session.end_turn()
+        if self.hung_up is None:
+            await self.session.end_turn()
 
     async def _guarded(self, aw: asyncio.Future[None]) -> None:
         """Wait for `aw` unless the pump or receiver failed first."""
         while not aw.done():
             self._raise_failure()
+            if self.hung_up is not None:
+                self.r.stamper.emit("caller_utterance_end", turn=self.r.turn, truncated=True)
+                return
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(0.05):
                     await asyncio.shield(aw)
@@ -204,8 +209,25 @@ class StreamingCall:
             self.failure = AgentError("disconnect", f"{type(exc).__name__}: {exc}")
             self.activity.set()
 
+    async def _supervise_pump(self) -> None:
+        """A send that fails because the agent just hung up is the end of the call, not a fault:
+        give the receiver a moment to see the hang-up before calling it a failure."""
+        try:
+            await self._pump()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(HANGUP_GRACE_S):
+                    while self.hung_up is None and self.failure is None:
+                        self.activity.clear()
+                        await self.activity.wait()
+            if self.hung_up is None and self.failure is None:
+                self.failure = exc if isinstance(exc, AgentError) else AgentError("disconnect", f"{type(exc).__name__}: {exc}")
+                self.activity.set()
+
     async def run(self) -> str:
-        pump = asyncio.create_task(self._supervise(asyncio.ensure_future(self._pump())))
+        pump = asyncio.create_task(self._supervise_pump())
         recv = asyncio.create_task(self._supervise(asyncio.ensure_future(self._receive())))
         try:
             return await self._caller()
