@@ -113,6 +113,7 @@ def run_cmd(
     resume: Annotated[Path | None, typer.Option(help="resume this run folder: finished episodes are skipped")] = None,
     plan_only: Annotated[bool, typer.Option(help="validate and print the plan; place no call")] = False,
     quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
+    workers: Annotated[int, typer.Option(min=1, help="processes to split the calls over (by pair)")] = 1,
 ) -> None:
     """Place the campaign's calls and write a run folder (or resume one)."""
     import asyncio
@@ -131,7 +132,8 @@ def run_cmd(
     if plan_only:
         _print_plan(loaded)
         return
-    summary = asyncio.run(CampaignRunner(loaded, run_dir, progress=not quiet).run(resume=resume is not None))
+    runner = CampaignRunner(loaded, run_dir, progress=not quiet)
+    summary = asyncio.run(runner.run(resume=resume is not None, workers=workers))
     for line in summary.lines():
         typer.echo(line)
     if summary.statuses.get("completed", 0) == 0 and summary.ran:

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import hashlib
+import multiprocessing
 import platform
 import secrets
 import subprocess
@@ -20,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from harness.adapter import CALIBRATION_ORACLE, AgentAdapter
-from harness.audio import AudioError, SpeechRecognizer, SpeechSynthesizer
+from harness.audio import AudioError, SpeechRecognizer, SpeechSynthesizer, create_tts
 from harness.model.campaign import AgentSpec
 from harness.model.episode import BackendInfo, EpisodeRecord, RunManifest
 from harness.planning import LoadedCampaign, PlannedEpisode, load_campaign
@@ -106,6 +107,9 @@ class CampaignRunner:
         cache_dir: Path | None = DEFAULT_CACHE,
         progress: bool = True,
         tts_pool_size: int | None = None,
+        only: set[str] | None = None,
+        concurrency: int | None = None,
+        on_record: Callable[[EpisodeRecord], None] | None = None,
     ) -> None:
         self.loaded = loaded
         self.run_dir = run_dir
@@ -113,6 +117,9 @@ class CampaignRunner:
         self.cache_dir = cache_dir
         self.progress = progress
         self.tts_pool_size = tts_pool_size
+        self.only = only
+        self.concurrency = concurrency
+        self.on_record = on_record
         self.stats: dict[str, Any] = {}
 
     def manifest(self, run_id: str, tts: BackendInfo, asr: BackendInfo | None) -> RunManifest:
@@ -136,10 +143,8 @@ class CampaignRunner:
             backends=backends,
         )
 
-    async def run(self, *, resume: bool = False) -> RunSummary:
-        loop_t0 = asyncio.get_running_loop().time()
+    def _adapters(self) -> tuple[dict[str, AgentAdapter], dict[str, dict[str, dict[str, str]]]]:
         c = self.loaded.campaign
-        writer = RunWriter(self.run_dir)
         oracles: dict[str, dict[str, dict[str, str]]] = {}
         adapters: dict[str, AgentAdapter] = {}
         for spec in c.agents:
@@ -155,30 +160,85 @@ class CampaignRunner:
                     path=self.loaded.path,
                     fix="set pacing: realtime",
                 )
-        tts_dir = self.cache_dir / "tts" if self.cache_dir else None
-        synth = SpeechSynthesizer(c.tts.name, options=c.tts.options, pool_size=self.tts_pool_size, cache_dir=tts_dir)
-        needs_asr = any(not a.capabilities.transcripts for a in adapters.values())
-        asr = SpeechRecognizer(c.asr.name, options=c.asr.options) if needs_asr else None
-        if asr is not None:
-            await _warm_up(asr)
-        tts_info = BackendInfo(name=synth.backend.name, version=synth.backend.version)
-        asr_info = BackendInfo(name=asr.backend.name, version="", model=asr.backend.model) if asr else None
-        if resume:
+        return adapters, oracles
+
+    def _prepare(self, writer: RunWriter, resume: bool, tts: BackendInfo, asr: BackendInfo | None) -> tuple[RunManifest, set[str]]:
+        c = self.loaded.campaign
+        if self.only is not None:
+            # A worker of a split run: the parent created or resumed the folder; touch nothing here.
             reader = RunReader(self.run_dir)
-            manifest = reader.manifest
+            return reader.manifest, {r.header.episode_id for r in reader.records()}
+        if resume:
+            manifest = RunReader(self.run_dir).manifest
             if manifest.campaign_sha256 != c.sha256 or manifest.plan_sha256 != self.loaded.plan.sha256:
                 raise RunFolderError(
                     f"{self.run_dir}: the campaign or its plan changed since this run started "
                     f"(campaign {c.sha256[:12]} vs {manifest.campaign_sha256[:12]}); start a new run instead"
                 )
-            finished = writer.prepare_resume()
-        else:
-            manifest = self.manifest(self.run_dir.name, tts_info, asr_info)
-            writer.create(manifest)
-            finished = set()
-        todo = [e for e in _ordered(self.loaded) if e.episode_id not in finished]
-        summary = RunSummary(self.run_dir, len(self.loaded.plan.episodes), len(finished))
-        sem = asyncio.Semaphore(c.concurrency)
+            return manifest, writer.prepare_resume()
+        manifest = self.manifest(self.run_dir.name, tts, asr)
+        writer.create(manifest)
+        return manifest, set()
+
+    async def run(self, *, resume: bool = False, workers: int = 1) -> RunSummary:
+        """Run every unfinished episode, in this process or split by pair over `workers` processes."""
+        loop_t0 = asyncio.get_running_loop().time()
+        c = self.loaded.campaign
+        writer = RunWriter(self.run_dir)
+        adapters, oracles = self._adapters()
+        if workers > 1:
+            for adapter in adapters.values():
+                await adapter.aclose()
+            tts_backend = create_tts(c.tts.name, **c.tts.options)
+            shard_tts = BackendInfo(name=tts_backend.name, version=tts_backend.version)
+            shard_asr = BackendInfo(name=c.asr.name, version="", model=str(c.asr.options.get("model", "default")))
+            manifest, finished = self._prepare(writer, resume, shard_tts, shard_asr)
+            todo = [e for e in _ordered(self.loaded) if e.episode_id not in finished]
+            summary = RunSummary(self.run_dir, len(self.loaded.plan.episodes), len(finished))
+            await self._run_workers(todo, workers, summary)
+            summary.wall_s = asyncio.get_running_loop().time() - loop_t0
+            return summary
+        tts_dir = self.cache_dir / "tts" if self.cache_dir else None
+        synth = SpeechSynthesizer(c.tts.name, options=c.tts.options, pool_size=self.tts_pool_size, cache_dir=tts_dir)
+        needs_asr = any(not a.capabilities.transcripts for a in adapters.values())
+        asr = SpeechRecognizer(c.asr.name, options=c.asr.options) if needs_asr else None
+        tts_info = BackendInfo(name=synth.backend.name, version=synth.backend.version)
+        asr_info = BackendInfo(name=asr.backend.name, version="", model=asr.backend.model) if asr else None
+        try:
+            if asr is not None:
+                await _warm_up(asr)
+            manifest, finished = self._prepare(writer, resume, tts_info, asr_info)
+            todo = [e for e in _ordered(self.loaded) if e.episode_id not in finished]
+            if self.only is not None:
+                todo = [e for e in todo if e.episode_id in self.only]
+            summary = RunSummary(self.run_dir, len(self.loaded.plan.episodes), len(finished))
+            await self._execute(todo, writer, manifest, adapters, oracles, synth, asr, tts_info, asr_info, summary)
+        finally:
+            writer.close()
+            synth.close()
+            if asr is not None:
+                asr.close()
+            for adapter in adapters.values():
+                await adapter.aclose()
+        summary.stats = self.stats
+        summary.wall_s = asyncio.get_running_loop().time() - loop_t0
+        return summary
+
+    async def _execute(
+        self,
+        todo: list[PlannedEpisode],
+        writer: RunWriter,
+        manifest: RunManifest,
+        adapters: dict[str, AgentAdapter],
+        oracles: dict[str, dict[str, dict[str, str]]],
+        synth: SpeechSynthesizer,
+        asr: SpeechRecognizer | None,
+        tts_info: BackendInfo,
+        asr_info: BackendInfo | None,
+        summary: RunSummary,
+    ) -> None:
+        c = self.loaded.campaign
+        sem = asyncio.Semaphore(c.concurrency if self.concurrency is None else self.concurrency)
         spoken_cache = SpokenCache()
         in_flight = 0
         progress_cb = _Progress(len(todo), enabled=self.progress)
@@ -212,23 +272,65 @@ class CampaignRunner:
                     in_flight -= 1
                 writer.append_record(record)
                 self._count(summary, record)
+                if self.on_record is not None:
+                    self.on_record(record)
                 progress_cb.update(done=1, failed=int(record.outcome.status != "completed"), in_flight=in_flight)
 
-        try:
-            with progress_cb:
-                async with asyncio.TaskGroup() as tg:
-                    for planned in todo:
-                        tg.create_task(one(planned))
-        finally:
-            writer.close()
-            synth.close()
-            if asr is not None:
-                asr.close()
-            for adapter in adapters.values():
-                await adapter.aclose()
-        summary.stats = self.stats
-        summary.wall_s = asyncio.get_running_loop().time() - loop_t0
-        return summary
+        with progress_cb:
+            async with asyncio.TaskGroup() as tg:
+                for planned in todo:
+                    tg.create_task(one(planned))
+
+    async def _run_workers(self, todo: list[PlannedEpisode], workers: int, summary: RunSummary) -> None:
+        """Split the episodes by pair over worker processes that append to the same run folder."""
+        shards: list[list[str]] = [[] for _ in range(workers)]
+        for i in range(0, len(todo), 2):
+            shards[(i // 2) % workers].extend(e.episode_id for e in todo[i : i + 2])
+        per_worker = max(1, -(-self.loaded.campaign.concurrency // workers))
+        ctx = multiprocessing.get_context("spawn")
+        queue: Any = ctx.Queue()
+        procs = [
+            ctx.Process(
+                target=_worker_main,
+                args=(str(self.loaded.path), str(self.run_dir), shard, per_worker, self.cache_dir, self.tts_pool_size, queue),
+                daemon=False,
+            )
+            for shard in shards
+            if shard
+        ]
+        progress_cb = _Progress(len(todo), enabled=self.progress)
+        loop = asyncio.get_running_loop()
+        with progress_cb:
+            for p in procs:
+                p.start()
+            remaining = len(todo)
+            alive = len(procs)
+            while remaining and alive:
+                try:
+                    msg = await loop.run_in_executor(None, queue.get, True, 1.0)
+                except Exception:  # queue.Empty: check the workers are still alive
+                    alive = sum(p.is_alive() for p in procs)
+                    continue
+                if msg[0] == "record":
+                    _, status, failure, outcome = msg
+                    remaining -= 1
+                    summary.ran += 1
+                    summary.statuses[status] += 1
+                    if failure:
+                        summary.failures[failure] += 1
+                    if status == "completed" and outcome:
+                        summary.outcomes[outcome] += 1
+                    progress_cb.update(done=1, failed=int(status != "completed"))
+                elif msg[0] == "error":
+                    summary.stats.setdefault("worker_errors", []).append(msg[1])
+            for p in procs:
+                await loop.run_in_executor(None, p.join)
+        bad = [p.exitcode for p in procs if p.exitcode]
+        if bad or summary.stats.get("worker_errors"):
+            raise RunFolderError(
+                f"{self.run_dir}: {len(bad)} worker process(es) failed ({summary.stats.get('worker_errors', bad)}); "
+                f"resume with: voice-audit run --resume {self.run_dir}"
+            )
 
     @staticmethod
     def _count(summary: RunSummary, record: EpisodeRecord) -> None:
@@ -281,6 +383,33 @@ class _Progress:
         self.failed += failed
         if self._progress is not None:
             self._progress.update(self._task, advance=done, failed=self.failed, in_flight=in_flight)
+
+
+def _worker_main(
+    campaign_file: str,
+    run_dir: str,
+    episode_ids: list[str],
+    concurrency: int,
+    cache_dir: Path | None,
+    tts_pool_size: int | None,
+    queue: Any,
+) -> None:
+    """One worker process: run a shard of an already-created run folder and report each record."""
+
+    def report(record: EpisodeRecord) -> None:
+        o = record.outcome
+        queue.put(("record", o.status, o.failure_kind, o.terminal_outcome))
+
+    try:
+        loaded = load_campaign(campaign_file)
+        runner = CampaignRunner(
+            loaded, Path(run_dir), cache_dir=cache_dir, progress=False, tts_pool_size=tts_pool_size,
+            only=set(episode_ids), concurrency=concurrency, on_record=report,
+        )
+        asyncio.run(runner.run(resume=True))
+    except BaseException as exc:
+        queue.put(("error", f"{type(exc).__name__}: {exc}"))
+        raise
 
 
 def resume_campaign_path(run_dir: Path) -> LoadedCampaign:

@@ -157,6 +157,10 @@ class EpisodeRunner:
                 return await anext(self._events)
         except StopAsyncIteration:
             return None
+        except (AgentError, TimeoutError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            raise _CallFailed("agent_error", f"agent session raised {type(exc).__name__}: {exc}") from exc
 
     # -- turn-based --------------------------------------------------------------
     async def _agent_turn_based(self) -> _AgentTurn:
@@ -211,8 +215,13 @@ class EpisodeRunner:
         await self.clock.sleep_until(t + spoken.duration_ms)
         self.stamper.emit("caller_utterance_end", t + spoken.duration_ms, turn=self.turn)
         self._tell_oracle(spoken)
-        await self.session.send_audio(spoken.wire)
-        await self.session.end_turn()
+        try:
+            await self.session.send_audio(spoken.wire)
+            await self.session.end_turn()
+        except AgentError:
+            raise
+        except Exception as exc:
+            raise _CallFailed("agent_error", f"agent session raised {type(exc).__name__}: {exc}") from exc
 
     # -- shared ------------------------------------------------------------------
     def _tell_oracle(self, spoken: Spoken) -> None:
@@ -311,6 +320,10 @@ class EpisodeRunner:
                         self.session = await ctx.adapter.connect(call)
                 except TimeoutError:
                     raise _CallFailed("connect_failed", f"no session within {ctx.campaign.timeouts.connect_s:g} s") from None
+                except AgentError:
+                    raise
+                except Exception as exc:
+                    raise _CallFailed("connect_failed", f"{type(exc).__name__}: {exc}") from exc
                 self._events = self.session.events().__aiter__()
                 self.stamper.emit("call_started", 0, pacing=ctx.campaign.pacing, protocol=caps.protocol)
                 self.stamper.emit("facts_provisioned", sha256=call.facts_sha256, tools=fixture.available())
@@ -369,7 +382,7 @@ class EpisodeRunner:
             campaign_sha256=ctx.campaign.sha256,
             plan_sha256=ctx.plan_sha256,
             agent=ctx.agent.name,
-            architecture=ctx.adapter.capabilities.architecture,
+            architecture=ctx.agent.architecture or ctx.adapter.capabilities.architecture,
             adapter=ctx.agent.adapter,
             condition=self.condition,
             contrast=pair.contrast,

@@ -206,7 +206,7 @@ class StreamingCall:
             self.failure = exc
             self.activity.set()
         except Exception as exc:
-            self.failure = AgentError("disconnect", f"{type(exc).__name__}: {exc}")
+            self.failure = AgentError("agent_error", f"agent session raised {type(exc).__name__}: {exc}")
             self.activity.set()
 
     async def _supervise_pump(self) -> None:

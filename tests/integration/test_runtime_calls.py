@@ -89,3 +89,16 @@ def test_resume_after_partial_run_skips_finished_and_duplicates_nothing(tmp_path
     run_dir = run(tmp_path, resume=True)
     ids = [r.header.episode_id for r in RunReader(run_dir).records()]
     assert len(ids) == 4 and len(set(ids)) == 4
+
+
+def test_split_over_worker_processes_writes_each_episode_once(tmp_path: Path) -> None:
+    path = tmp_path / "c.yaml"
+    path.write_text(CAMPAIGN.replace("voices: 2", "voices: 3\nreplicates: 2"))
+    loaded = load_campaign(path)
+    run_dir = tmp_path / "run"
+    summary = asyncio.run(CampaignRunner(loaded, run_dir, cache_dir=tmp_path / "cache", progress=False).run(workers=2))
+    assert summary.ran == 12 and summary.statuses["completed"] == 12
+    ids = [r.header.episode_id for r in RunReader(run_dir).records()]
+    assert sorted(ids) == sorted(e.episode_id for e in loaded.plan.episodes)
+    again = asyncio.run(CampaignRunner(loaded, run_dir, cache_dir=tmp_path / "cache", progress=False).run(resume=True, workers=2))
+    assert again.ran == 0 and again.resumed == 12
