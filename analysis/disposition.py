@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from analysis.gates import GATES, GateReport
@@ -35,29 +36,22 @@ def required_gates(plan: AnalysisPlan, family: str) -> tuple[str, ...]:
 
 def instances(pairs: pd.DataFrame, report: GateReport, plan: AnalysisPlan) -> pd.DataFrame:
     """Per pair: claim, supported families, and the gates (or exclusion) that limited it."""
-    g = report.by_pair.reindex(pairs["pair_id"])
-    claims: list[str] = []
-    supported: list[str] = []
-    drivers: list[str] = []
-    for (_, pair), (_, verdicts) in zip(pairs.iterrows(), g.iterrows(), strict=True):
-        if not pair["included"]:
-            claims.append("diagnostics_only")
-            supported.append("")
-            drivers.append(f"excluded: {pair['exclusion_reason']}")
-            continue
-        fams = [f for f in plan.families if all(verdicts[x] == "pass" for x in required_gates(plan, f))]
-        limiting = sorted(
-            {
-                f"{x}={verdicts[x]}"
-                for f in plan.families
-                if f not in fams
-                for x in required_gates(plan, f)
-                if verdicts[x] != "pass"
-            }
-        )
-        claims.append("construct_validation" if fams else "diagnostics_only")
-        supported.append(",".join(fams))
-        drivers.append("; ".join(limiting))
+    g = report.by_pair.reindex(pairs["pair_id"]).fillna("not-evaluable")
+    passed = {gate: (g[gate] == "pass").to_numpy() for gate in GATES}
+    included = pairs["included"].to_numpy(dtype=bool)
+    fam_ok = {
+        f: np.logical_and.reduce([passed[x] for x in required_gates(plan, f)]) & included
+        for f in plan.families
+    }
+    supported = [",".join(f for f in plan.families if fam_ok[f][i]) for i in range(len(pairs))]
+    relevant = sorted({x for f in plan.families for x in required_gates(plan, f)})
+    cols = [np.where(passed[x], "", x + "=" + g[x].to_numpy(dtype=str)) for x in relevant]
+    limiting = ["; ".join(p for p in parts if p) for parts in zip(*cols, strict=True)]
+    reasons = pairs["exclusion_reason"].to_numpy(dtype=object)
+    drivers = [
+        lim if inc else f"excluded: {why}" for lim, inc, why in zip(limiting, included, reasons, strict=True)
+    ]
+    claims = ["construct_validation" if s else "diagnostics_only" for s in supported]
     return pd.DataFrame(
         {
             "pair_id": pairs["pair_id"].to_numpy(),
@@ -82,7 +76,7 @@ def disposition(
             req = required_gates(plan, fam)
             gv = report.by_pair.reindex(sub["pair_id"])[list(req)]
             not_passed = {g: gv[g].value_counts().to_dict() for g in req if (gv[g] != "pass").any()}
-            ok_pairs = int(inc["supported_families"].str.split(",").apply(lambda s, f=fam: f in s).sum())
+            ok_pairs = int(inc["supported_families"].str.contains(rf"(?:^|,){fam}(?:,|$)", regex=True).sum())
             if not_passed or ok_pairs == 0:
                 claim = "diagnostics_only"
             elif ok_pairs >= rules.min_pairs_paired_disparity:

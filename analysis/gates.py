@@ -22,6 +22,7 @@ from analysis.metrics import acoustic
 from analysis.metrics.catalogue import QUALITY_LABELS
 from analysis.metrics.ingest import Ingested
 from analysis.metrics.quality import Labels
+from analysis.metrics.table import map_unique
 from analysis.plan import AnalysisPlan
 from scenarios import Scenario, ScenarioLibrary
 from scenarios._base import Frozen
@@ -156,42 +157,45 @@ def fact_invariance(inp: GateInputs) -> tuple[GateResult, pd.Series]:
     table = inp.ing.table
     df = table.df
     prov = df[df["type"] == "facts_provisioned"]
-    harness = (
-        prov[prov["reported_by_agent"] != 1.0].groupby("ep")["sha256"].agg(lambda s: ",".join(sorted(set(s))))
-    )
-    agent = (
-        prov[prov["reported_by_agent"] == 1.0].groupby("ep")["sha256"].agg(lambda s: ",".join(sorted(set(s))))
-    )
+
+    def one_hash(rows: pd.DataFrame) -> pd.Series:
+        """The episode's provisioned hash; two different ones in one call count as a mismatch."""
+        uniq = rows.drop_duplicates(["ep", "sha256"])
+        first = uniq.groupby("ep")["sha256"].first()
+        conflict = uniq.groupby("ep").size() > 1
+        return first.where(~conflict, "conflicting:" + first.astype(str))
+
+    harness = one_hash(prov[prov["reported_by_agent"] != 1.0])
+    agent = one_hash(prov[prov["reported_by_agent"] == 1.0])
     h = table.per_episode(harness, None)
     a = table.per_episode(agent, None)
     ep = inp.episodes.set_index("episode_id", drop=False)
     p = inp.pairs.set_index("pair_id")
-    verdicts: dict[str, Verdict] = {}
-    failures: dict[str, str] = {}
-    agent_reported = 0
-    for pid, row in p.iterrows():
-        ea, eb = row["episode_id_a"], row["episode_id_b"]
-        if not (isinstance(ea, str) and isinstance(eb, str)) or ea not in h.index or eb not in h.index:
-            verdicts[str(pid)] = "not-evaluable"
-            continue
-        why = []
-        if h[ea] is None or h[eb] is None:
-            why.append("no facts_provisioned event")
-        elif h[ea] != h[eb]:
-            why.append(f"provisioned facts differ ({str(h[ea])[:12]} vs {str(h[eb])[:12]})")
-        elif h[ea] != ep.at[ea, "facts_sha256"]:
-            why.append("provisioned facts differ from the locked scenario facts")
-        if a[ea] is not None and a[eb] is not None:
-            agent_reported += 1
-            if a[ea] != a[eb] or a[ea] != h[ea]:
-                why.append("facts the agent reported seeing differ")
-        if ep.at[ea, "tool_available"] != ep.at[eb, "tool_available"]:
-            why.append("tool availability differs")
-        verdicts[str(pid)] = "fail" if why else "pass"
-        if why:
-            failures[str(pid)] = "; ".join(why)
-    s = pd.Series(verdicts, dtype=object)
-    verdict = worst(list(s)) if len(s) else "not-evaluable"
+    ea, eb = p["episode_id_a"], p["episode_id_b"]
+    known = ea.isin(h.index) & eb.isin(h.index)
+    ha, hb = ea.map(h), eb.map(h)
+    aa, ab = ea.map(a), eb.map(a)
+    locked = ea.map(ep["facts_sha256"])
+    checks = {
+        "no facts_provisioned event": ha.isna() | hb.isna(),
+        "provisioned facts differ between the two calls": ha.notna() & hb.notna() & (ha != hb),
+        "provisioned facts differ from the locked scenario facts": ha.notna() & (ha == hb) & (ha != locked),
+        "facts the agent reported seeing differ": aa.notna() & ab.notna() & ((aa != ab) | (aa != ha)),
+        "tool availability differs": ea.map(ep["tool_available"]).fillna("")
+        != eb.map(ep["tool_available"]).fillna(""),
+    }
+    agent_reported = int((aa.notna() & ab.notna()).sum())
+    bad = pd.DataFrame(checks).fillna(False).astype(bool) & known.to_numpy()[:, None]
+    any_bad = bad.any(axis=1)
+    verdicts = pd.Series(
+        np.where(~known, "not-evaluable", np.where(any_bad, "fail", "pass")), index=p.index, dtype=object
+    )
+    failures = {
+        str(pid): "; ".join(c for c in bad.columns if row[c]) for pid, row in bad[any_bad].head(50).iterrows()
+    }
+    failures_n = int(any_bad.sum())
+    s = verdicts
+    verdict = worst(list(s.unique())) if len(s) else "not-evaluable"
     evidence = (
         f"{int((s == 'pass').sum())} of {len(s)} pairs: identical facts_provisioned sha256 on both calls, equal to the locked "
         f"facts, equal tool set; agent-reported hashes compared on {agent_reported} pairs"
@@ -202,7 +206,7 @@ def fact_invariance(inp: GateInputs) -> tuple[GateResult, pd.Series]:
         evidence=evidence,
         thresholds={},
         scope=_scope(inp.plan, "fact_invariance"),
-        details={"failing_pairs": dict(list(failures.items())[:50]), "n_failing": len(failures)},
+        details={"failing_pairs": failures, "n_failing": failures_n},
     )
     return res, s
 
@@ -215,7 +219,7 @@ def separability(inp: GateInputs) -> dict[str, Any]:
 
     df = inp.ing.table.df
     utt = df[df["type"] == "caller_utterance_start"]
-    words = utt["text"].fillna("").str.split().str.len()
+    words = map_unique(utt["text"], lambda t: len(t.split()))
     secs = utt["duration_ms"] / 1000.0
     rate = (words.groupby(utt["ep"]).sum() / secs.groupby(utt["ep"]).sum()).replace([np.inf], np.nan)
     r = inp.ing.table.per_episode(rate, None)

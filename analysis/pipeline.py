@@ -193,10 +193,28 @@ def analyze(
     """Analyse one run folder. A newer schema is refused (SchemaVersionError); everything else that is
     wrong is reported in the summary while the valid remainder is analysed."""
     timer = _Timer()
-    with timer.stage("plan"):
-        the_plan = plan if isinstance(plan, AnalysisPlan) else load_plan(plan or DEFAULT_PLAN)
     with timer.stage("ingest"):
         ing = ingest(run_dir)
+    return analyze_ingested(
+        ing, plan=plan, scenario_dir=scenario_dir, audio=audio, write=write, seed=seed, timer=timer
+    )
+
+
+def analyze_ingested(
+    ing: Ingested,
+    *,
+    plan: AnalysisPlan | str | Path | None = None,
+    scenario_dir: str | Path | None = None,
+    audio: bool = True,
+    write: bool = True,
+    seed: int = 0,
+    timer: _Timer | None = None,
+) -> AnalysisResult:
+    """Everything after reading the folder (the benchmark feeds synthetic tables in here)."""
+    timer = timer or _Timer()
+    with timer.stage("plan"):
+        the_plan = plan if isinstance(plan, AnalysisPlan) else load_plan(plan or DEFAULT_PLAN)
+    with timer.stage("scenarios+labels"):
         library = library_for(ing, scenario_dir)
         scenarios, sc_problems = load_scenarios(ing, library)
         labels = quality.read_labels(ing.run_dir)

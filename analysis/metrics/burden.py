@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from analysis.metrics.table import EventTable
+from analysis.metrics.table import EventTable, map_unique
 
 _RESOLVING_TOOL = {
     "refund_issued": "issue_refund",
@@ -106,7 +106,7 @@ def escalation(table: EventTable) -> pd.DataFrame:
 
 
 def normalise_words(text: pd.Series) -> pd.Series:
-    return text.fillna("").str.lower().str.replace(_NORM, " ", regex=True).str.split().str.join(" ")
+    return map_unique(text, lambda t: " ".join(_NORM.sub(" ", t.lower()).split()))
 
 
 def repeated_questions(table: EventTable) -> pd.Series:

@@ -59,6 +59,9 @@ def normalise(text: str) -> str:
     return " ".join(re.sub(r"[^a-z0-9 ]+", " ", text.lower()).split())
 
 
+ANY_RESTRICTION = re.compile(r"\b(?:" + "|".join(re.escape(p) for p in POLICY_RESTRICTIONS) + r")\b")
+
+
 def invented_restrictions(sentence: str, policy_text: str) -> list[str]:
     """Restriction phrases in `sentence` that the policy does not state with the same polarity."""
     s = normalise(sentence)

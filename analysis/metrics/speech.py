@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.metrics.table import EventTable
+from analysis.metrics.table import EventTable, map_unique
 
 
 def _caller_turns(df: pd.DataFrame) -> pd.DataFrame:
@@ -86,7 +86,9 @@ def overlap(table: EventTable, caller: pd.DataFrame, agent: pd.DataFrame) -> pd.
 def rate(table: EventTable) -> pd.DataFrame:
     df = table.df
     words = df.loc[df["type"] == "agent_transcript", ["ep", "turn", "text"]]
-    words = words.assign(n=words["text"].fillna("").str.split().str.len()).groupby(["ep", "turn"])["n"].sum()
+    words = (
+        words.assign(n=map_unique(words["text"], lambda t: len(t.split()))).groupby(["ep", "turn"])["n"].sum()
+    )
     dur = df[df["type"] == "agent_speech_end"].groupby(["ep", "turn"])["duration_ms"].sum()
     per = pd.concat([words.rename("w"), dur.rename("d")], axis=1, join="inner")
     per = per[(per["d"] > 0) & (per["w"] > 0)].reset_index()

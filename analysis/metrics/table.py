@@ -10,13 +10,16 @@ tests hand-build logs, the run-folder reader validates them with the same pydant
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pandas as pd
 
 from harness.model.events import Event
+
+T = TypeVar("T")
 
 # Fields read from events, by column; "ep", "seq", "t_ms" and "type" are always present.
 COLUMNS: tuple[str, ...] = (
@@ -108,9 +111,16 @@ def from_events(logs: Mapping[str, Sequence[Event]]) -> EventTable:
             "t_ms": np.fromiter((r[2].t_ms for r in rows), dtype=np.int64, count=len(rows)),
             "type": etype,
         }
+        evs = [r[2] for r in rows]
         for col in COLUMNS:
-            if col in fields:
-                data[col] = [_value(r[2], col) for r in rows]
+            if col not in fields:
+                continue
+            if col == "arg_flags":
+                data[col] = [_value(e, col) for e in evs]
+            elif col in _TUPLE_FIELDS:
+                data[col] = [None if (v := e.__dict__[col]) is None else ",".join(v) for e in evs]
+            else:
+                data[col] = [e.__dict__[col] for e in evs]
         frames.append(pd.DataFrame(data))
     return EventTable(episodes=episodes, df=normalise_frame(frames))
 
@@ -143,3 +153,18 @@ def normalise_frame(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
 
 def empty_table() -> EventTable:
     return EventTable(episodes=pd.Index([], dtype=object, name="episode_id"), df=normalise_frame([]))
+
+
+def map_unique(values: pd.Series, fn: Callable[[str], T]) -> pd.Series:
+    """Apply `fn` once per distinct string (agents repeat their lines; scripted ones always do)."""
+    filled = values.fillna("").astype(str)
+    table = {v: fn(v) for v in pd.unique(filled)}
+    return filled.map(table)
+
+
+def join_by_ep(ep: np.ndarray, values: Sequence[str], sep: str, n: int) -> list[str]:
+    """Per-episode `sep`-join of row values in log order (rows must be sorted by ep, seq)."""
+    out = [""] * n
+    for e, v in zip(ep.tolist(), values, strict=True):
+        out[e] = v if not out[e] else out[e] + sep + v
+    return out

@@ -12,7 +12,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from analysis.metrics.table import EventTable
+from analysis.metrics.table import EventTable, join_by_ep
 from scenarios import TOOLS
 
 _REFUSAL = re.compile(r"refus|deni|decline", re.IGNORECASE)
@@ -29,12 +29,8 @@ def exposed_by_agent(table: EventTable, agent: pd.Series) -> pd.Series:
 
 
 def _joined(table: EventTable, rows: pd.DataFrame, values: pd.Series, sep: str) -> pd.Series:
-    if rows.empty:
-        return pd.Series("", index=table.episodes, dtype=object)
-    agg = values.groupby(rows["ep"]).agg(sep.join)
-    out = agg.reindex(np.arange(table.n_episodes)).fillna("")
-    out.index = table.episodes
-    return out.astype(object)
+    joined = join_by_ep(rows["ep"].to_numpy(), values.astype(str).tolist(), sep, table.n_episodes)
+    return pd.Series(joined, index=table.episodes, dtype=object)
 
 
 def extract(table: EventTable, exposed: pd.Series) -> pd.DataFrame:
