@@ -303,17 +303,20 @@ class CampaignRunner:
         with progress_cb:
             for p in procs:
                 p.start()
-            remaining = len(todo)
+            done_workers = 0
             alive = len(procs)
-            while remaining and alive:
+            while done_workers < len(procs) and alive:
                 try:
                     msg = await loop.run_in_executor(None, queue.get, True, 1.0)
                 except Exception:  # queue.Empty: check the workers are still alive
                     alive = sum(p.is_alive() for p in procs)
                     continue
-                if msg[0] == "record":
+                if msg[0] == "done":
+                    done_workers += 1
+                elif msg[0] == "lateness":
+                    self.stats.setdefault("pump_lateness_ms", []).extend(msg[1])
+                elif msg[0] == "record":
                     _, status, failure, outcome = msg
-                    remaining -= 1
                     summary.ran += 1
                     summary.statuses[status] += 1
                     if failure:
@@ -325,6 +328,7 @@ class CampaignRunner:
                     summary.stats.setdefault("worker_errors", []).append(msg[1])
             for p in procs:
                 await loop.run_in_executor(None, p.join)
+        summary.stats = self.stats
         bad = [p.exitcode for p in procs if p.exitcode]
         if bad or summary.stats.get("worker_errors"):
             raise RunFolderError(
@@ -407,9 +411,14 @@ def _worker_main(
             only=set(episode_ids), concurrency=concurrency, on_record=report,
         )
         asyncio.run(runner.run(resume=True))
+        lateness = [x for p in runner.stats.get("pump", []) for x in p.lateness_ms]
+        if lateness:
+            queue.put(("lateness", lateness))
     except BaseException as exc:
         queue.put(("error", f"{type(exc).__name__}: {exc}"))
         raise
+    finally:
+        queue.put(("done",))
 
 
 def resume_campaign_path(run_dir: Path) -> LoadedCampaign:
