@@ -19,6 +19,7 @@ from harness.model.episode import (
     EpisodeHeader,
     EpisodeOutcome,
     EpisodeRecord,
+    Exposure,
     RunManifest,
 )
 from harness.model.events import (
@@ -88,6 +89,7 @@ __all__ = [
     "ErrorEvent",
     "EscalationRequested",
     "Event",
+    "Exposure",
     "FactsProvisioned",
     "FailureKind",
     "Handoff",

@@ -21,6 +21,19 @@ class BackendInfo(Frozen):
     params: dict[str, Any] = Field(default_factory=dict)
 
 
+class Exposure(Frozen):
+    """What the adapter exposes; analysis treats what is not exposed as missing, never as zero."""
+
+    protocol: str
+    turn_based: bool
+    streaming: bool
+    transcripts: bool
+    tool_trace: bool
+    fact_provisioning: bool
+    input_encoding: str
+    input_sample_rate: int
+
+
 class EpisodeHeader(Frozen):
     """Everything fixed before the call: ids, hashes, condition, voice, seed and backends."""
 
@@ -50,6 +63,7 @@ class EpisodeHeader(Frozen):
     tts: BackendInfo
     asr: BackendInfo | None = None
     channel: dict[str, Any] = Field(default_factory=dict)
+    exposure: Exposure | None = None
 
 
 Status = Literal["completed", "failed", "cancelled"]

@@ -42,7 +42,7 @@ from harness.adapter import (
 from harness.audio import SpeechRecognizer, SpeechSynthesizer, TelephoneChannel
 from harness.caller.policy import CallerPolicy, Decision
 from harness.model.campaign import AgentSpec, Campaign
-from harness.model.episode import BackendInfo, EpisodeHeader, EpisodeOutcome, EpisodeRecord, Status
+from harness.model.episode import BackendInfo, EpisodeHeader, EpisodeOutcome, EpisodeRecord, Exposure, Status
 from harness.model.events import FailureKind
 from harness.model.outcome import judge_outcome
 from harness.model.versioning import SCHEMA_VERSION
@@ -127,6 +127,7 @@ class EpisodeRunner:
         )
         self.channel_info: dict[str, Any] = {"telephone": ch.telephone, "snr_db": ch.snr_db, "packet_loss": ch.packet_loss}
         self.turn = 0
+        self._pending_escalation: str | None = None
         self.facts_seen: str | None = None
         self.session: AgentSession | None = None
         self._events: AsyncIterator[AgentEvent] | None = None
@@ -187,6 +188,7 @@ class EpisodeRunner:
                 out.hung_up = ev.reason
         wall_ms = (time.perf_counter() - wall0) * 1000.0
         compute = wall_ms if compute_ms is None else compute_ms
+        self.ctx.stats["agent_compute_ms"] = self.ctx.stats.get("agent_compute_ms", 0.0) + compute
         if self.clock.virtual:
             self.clock.advance(compute)
         for offset, ev in arrived:
@@ -213,7 +215,7 @@ class EpisodeRunner:
         self._log_utterance_start(t, spoken)
         self.recorder.caller(t, spoken.pcm16k)
         await self.clock.sleep_until(t + spoken.duration_ms)
-        self.stamper.emit("caller_utterance_end", t + spoken.duration_ms, turn=self.turn)
+        self._utterance_ended(t + spoken.duration_ms, spoken)
         self._tell_oracle(spoken)
         try:
             await self.session.send_audio(spoken.wire)
@@ -224,6 +226,25 @@ class EpisodeRunner:
             raise _CallFailed("agent_error", f"agent session raised {type(exc).__name__}: {exc}") from exc
 
     # -- shared ------------------------------------------------------------------
+    def _emit_escalation(self, t_ms: int) -> None:
+        if self._pending_escalation is not None:
+            self.stamper.emit("escalation_requested", t_ms, turn=self.turn, reason=self._pending_escalation)
+            self._pending_escalation = None
+
+    def _utterance_ended(self, t_ms: int, spoken: Spoken, *, truncated: bool = False, scheduled: bool = False) -> None:
+        """Log the end of a caller utterance (and an escalation request it carried)."""
+        if scheduled:
+            self.stamper.schedule("caller_utterance_end", t_ms, turn=self.turn, truncated=truncated)
+            if self._pending_escalation is not None:
+                self.stamper.schedule("escalation_requested", t_ms, turn=self.turn, reason=self._pending_escalation)
+                self._pending_escalation = None
+        else:
+            self.stamper.emit("caller_utterance_end", t_ms, turn=self.turn, truncated=truncated)
+            self._emit_escalation(t_ms)
+        if "resampling_path" not in self.channel_info and spoken.channel:
+            self.channel_info["resampling_path"] = spoken.channel.get("resampling_path")
+            self.channel_info["codec"] = spoken.channel.get("codec")
+
     def _tell_oracle(self, spoken: Spoken) -> None:
         """Calibration mode only: label this exact audio for the agent's planted-effect detector."""
         oracle = self.ctx.calibration_oracle
@@ -260,7 +281,11 @@ class EpisodeRunner:
             tags=d.reading.tags,
         )
         if d.escalation:
-            s.emit("escalation_requested", turn=self.turn, reason=d.escalation)
+            # Esc runs from the moment the request has been made: the end of the caller's request
+            # utterance, so the persona's speaking time is not counted as the agent's delay.
+            self._pending_escalation = d.escalation
+            if d.say is None:
+                self._emit_escalation(s.now())
         if d.handoff:
             s.emit("handoff", status=d.handoff, source="agent_words")
 
@@ -290,9 +315,10 @@ class EpisodeRunner:
                     self.recorder.caller(t, spoken.pcm16k)
                     self.clock.advance(CALLER_GAP_MS + spoken.duration_ms)
                     await self.clock.sleep_until(t + spoken.duration_ms)
-                    self.stamper.emit("caller_utterance_end", t + spoken.duration_ms, turn=self.turn)
+                    self._utterance_ended(t + spoken.duration_ms, spoken)
                 else:
                     await self._say_turn_based(spoken)
+            self._emit_escalation(self.stamper.now())
             if decision.hang_up:
                 self.stamper.emit("hang_up", by="caller", reason=decision.reason)
                 return f"caller hung up: {decision.reason}"
@@ -361,6 +387,7 @@ class EpisodeRunner:
 
     def _finish(self, status: Status, failure: FailureKind | None, termination: str) -> EpisodeRecord:
         ctx = self.ctx
+        caps = ctx.adapter.capabilities
         self.stamper.flush()
         events = self.stamper.events
         end_ms = max((e.t_ms for e in events), default=0)
@@ -395,6 +422,16 @@ class EpisodeRunner:
             tts=ctx.tts_info,
             asr=ctx.asr_info,
             channel=self.channel_info,
+            exposure=Exposure(
+                protocol=caps.protocol,
+                turn_based=caps.turn_based,
+                streaming=caps.streaming,
+                transcripts=caps.transcripts,
+                tool_trace=caps.tool_trace,
+                fact_provisioning=caps.fact_provisioning,
+                input_encoding=caps.input_format.encoding,
+                input_sample_rate=caps.input_format.sample_rate,
+            ),
         )
         result = EpisodeOutcome(
             status=status,

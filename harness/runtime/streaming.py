@@ -74,7 +74,7 @@ class StreamingCall:
         utt.offset += self.frame_bytes
         if utt.offset >= len(utt.spoken.wire):
             self.queue.popleft()
-            self.r.stamper.schedule("caller_utterance_end", utt.start_ms + utt.spoken.duration_ms, turn=self.r.turn)
+            self.r._utterance_ended(utt.start_ms + utt.spoken.duration_ms, utt.spoken, scheduled=True)
             if not utt.done.done():
                 utt.done.set_result(None)
         if len(chunk) < self.frame_bytes:
@@ -142,8 +142,8 @@ class StreamingCall:
         """Wait for `aw` unless the pump or receiver failed first."""
         while not aw.done():
             self._raise_failure()
-            if self.hung_up is not None:
-                self.r.stamper.emit("caller_utterance_end", turn=self.r.turn, truncated=True)
+            if self.hung_up is not None and self.queue:
+                self.r._utterance_ended(self.r.stamper.now(), self.queue[0].spoken, truncated=True)
                 return
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(0.05):
