@@ -28,9 +28,15 @@ system-deps:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; fi; }
 
+DEMO_RUN ?= runs/demo-$(shell date -u +%Y%m%dT%H%M%SZ)
+
 demo: install
 	$(BIN)/voice-audit scenarios verify
-	$(BIN)/voice-audit run campaigns/demo.yaml --out runs --run-id demo-$$(date -u +%Y%m%dT%H%M%SZ)
+	$(BIN)/voice-audit run campaigns/demo.yaml --out $(dir $(DEMO_RUN)) --run-id $(notdir $(DEMO_RUN)) --workers 2
+	$(BIN)/voice-audit analyze $(DEMO_RUN)
+	$(BIN)/voice-audit subgroups $(DEMO_RUN) --quiet
+	$(BIN)/voice-audit report $(DEMO_RUN) -o $(DEMO_RUN)/report
+	@echo "report: $(abspath $(DEMO_RUN))/report/index.html"
 
 lint: install
 	$(BIN)/ruff check .
