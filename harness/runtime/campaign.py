@@ -1,4 +1,8 @@
-"""Running a whole campaign: one task per call under a semaphore, a progress bar, resumable output."""
+"""Running a whole campaign: one task per call under a semaphore, a progress bar, resumable output.
+
+In one process by default; split by pair into shards over an executor (local worker processes or
+Ray tasks, see executors.py), each shard running `run_shard` against the same run folder.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,6 @@ import asyncio
 import contextlib
 import datetime as dt
 import hashlib
-import multiprocessing
 import platform
 import secrets
 import subprocess
@@ -28,6 +31,7 @@ from harness.planning import LoadedCampaign, PlannedEpisode, load_campaign
 from harness.registry import AGENT_GROUP, load_object
 from harness.rundir import RunFolderError, RunReader, RunWriter
 from harness.runtime.episode import EpisodeContext, EpisodeRunner
+from harness.runtime.executors import Executor, LocalProcessExecutor, Message, ShardJob
 from harness.runtime.voice import SpokenCache
 from scenarios import ConfigError, sha256_of
 
@@ -110,6 +114,7 @@ class CampaignRunner:
         only: set[str] | None = None,
         concurrency: int | None = None,
         on_record: Callable[[EpisodeRecord], None] | None = None,
+        write_records: bool = True,
     ) -> None:
         self.loaded = loaded
         self.run_dir = run_dir
@@ -120,9 +125,11 @@ class CampaignRunner:
         self.only = only
         self.concurrency = concurrency
         self.on_record = on_record
+        # False in a shard whose driver appends the records (Ray): on_record must carry them.
+        self.write_records = write_records
         self.stats: dict[str, Any] = {}
 
-    def manifest(self, run_id: str, tts: BackendInfo, asr: BackendInfo | None) -> RunManifest:
+    def manifest(self, run_id: str, tts: BackendInfo, asr: BackendInfo | None, executor: str = "local") -> RunManifest:
         c = self.loaded.campaign
         backends = {"tts": tts} | ({"asr": asr} if asr else {})
         return RunManifest(
@@ -132,6 +139,7 @@ class CampaignRunner:
             git_sha=_git_sha(),
             python=sys.version.split()[0],
             platform=platform.platform(),
+            executor=executor,
             campaign_file=str(self.loaded.path.resolve()),
             campaign=c,
             campaign_sha256=c.sha256,
@@ -162,7 +170,9 @@ class CampaignRunner:
                 )
         return adapters, oracles
 
-    def _prepare(self, writer: RunWriter, resume: bool, tts: BackendInfo, asr: BackendInfo | None) -> tuple[RunManifest, set[str]]:
+    def _prepare(
+        self, writer: RunWriter, resume: bool, tts: BackendInfo, asr: BackendInfo | None, executor: str = "local"
+    ) -> tuple[RunManifest, set[str]]:
         c = self.loaded.campaign
         if self.only is not None:
             # A worker of a split run: the parent created or resumed the folder; touch nothing here.
@@ -176,26 +186,31 @@ class CampaignRunner:
                     f"(campaign {c.sha256[:12]} vs {manifest.campaign_sha256[:12]}); start a new run instead"
                 )
             return manifest, writer.prepare_resume()
-        manifest = self.manifest(self.run_dir.name, tts, asr)
+        manifest = self.manifest(self.run_dir.name, tts, asr, executor)
         writer.create(manifest)
         return manifest, set()
 
-    async def run(self, *, resume: bool = False, workers: int = 1) -> RunSummary:
-        """Run every unfinished episode, in this process or split by pair over `workers` processes."""
+    async def run(self, *, resume: bool = False, workers: int = 1, executor: Executor | None = None) -> RunSummary:
+        """Run every unfinished episode: in this process, or split by pair over an executor.
+
+        `workers > 1` without an executor means that many local worker processes.
+        """
         loop_t0 = asyncio.get_running_loop().time()
         c = self.loaded.campaign
         writer = RunWriter(self.run_dir)
         adapters, oracles = self._adapters()
-        if workers > 1:
+        if executor is None and workers > 1 and self.only is None:
+            executor = LocalProcessExecutor(workers)
+        if executor is not None:
             for adapter in adapters.values():
                 await adapter.aclose()
             tts_backend = create_tts(c.tts.name, **c.tts.options)
             shard_tts = BackendInfo(name=tts_backend.name, version=tts_backend.version)
             shard_asr = BackendInfo(name=c.asr.name, version="", model=str(c.asr.options.get("model", "default")))
-            manifest, finished = self._prepare(writer, resume, shard_tts, shard_asr)
+            _, finished = self._prepare(writer, resume, shard_tts, shard_asr, executor.name)
             todo = [e for e in _ordered(self.loaded) if e.episode_id not in finished]
             summary = RunSummary(self.run_dir, len(self.loaded.plan.episodes), len(finished))
-            await self._run_workers(todo, workers, summary)
+            await self._run_split(todo, executor, finished, summary)
             summary.wall_s = asyncio.get_running_loop().time() - loop_t0
             return summary
         tts_dir = self.cache_dir / "tts" if self.cache_dir else None
@@ -270,7 +285,8 @@ class CampaignRunner:
                     record = await EpisodeRunner(ctx).run()
                 finally:
                     in_flight -= 1
-                writer.append_record(record)
+                if self.write_records:
+                    writer.append_record(record)
                 self._count(summary, record)
                 if self.on_record is not None:
                     self.on_record(record)
@@ -281,58 +297,69 @@ class CampaignRunner:
                 for planned in todo:
                     tg.create_task(one(planned))
 
-    async def _run_workers(self, todo: list[PlannedEpisode], workers: int, summary: RunSummary) -> None:
-        """Split the episodes by pair over worker processes that append to the same run folder."""
-        shards: list[list[str]] = [[] for _ in range(workers)]
-        for i in range(0, len(todo), 2):
-            shards[(i // 2) % workers].extend(e.episode_id for e in todo[i : i + 2])
-        per_worker = max(1, -(-self.loaded.campaign.concurrency // workers))
-        ctx = multiprocessing.get_context("spawn")
-        queue: Any = ctx.Queue()
-        procs = [
-            ctx.Process(
-                target=_worker_main,
-                args=(str(self.loaded.path), str(self.run_dir), shard, per_worker, self.cache_dir, self.tts_pool_size, queue),
-                daemon=False,
-            )
-            for shard in shards
-            if shard
-        ]
-        progress_cb = _Progress(len(todo), enabled=self.progress)
-        loop = asyncio.get_running_loop()
-        with progress_cb:
-            for p in procs:
-                p.start()
-            done_workers = 0
-            alive = len(procs)
-            while done_workers < len(procs) and alive:
-                try:
-                    msg = await loop.run_in_executor(None, queue.get, True, 1.0)
-                except Exception:  # queue.Empty: check the workers are still alive
-                    alive = sum(p.is_alive() for p in procs)
-                    continue
-                if msg[0] == "done":
-                    done_workers += 1
-                elif msg[0] == "lateness":
+    async def _run_split(
+        self, todo: list[PlannedEpisode], executor: Executor, finished: set[str], summary: RunSummary
+    ) -> None:
+        """Cut the episodes into shards by pair, run them on `executor`, gather records and progress."""
+        if not todo:
+            return
+        pairs = [todo[i : i + 2] for i in range(0, len(todo), 2)]
+        async with executor:
+            n = max(1, min(executor.slots(), len(pairs)))
+            shards: list[list[str]] = [[] for _ in range(n)]
+            for i, pair in enumerate(pairs):
+                shards[i % n].extend(e.episode_id for e in pair)
+            per_shard = max(1, -(-(self.concurrency or self.loaded.campaign.concurrency) // n))
+            jobs = [
+                ShardJob(
+                    campaign_file=str(self.loaded.path.resolve()),
+                    run_dir=str(self.run_dir.resolve()),
+                    episode_ids=tuple(ids),
+                    concurrency=per_shard,
+                    plan_sha256=self.loaded.plan.sha256,
+                    cache_dir=str(self.cache_dir) if self.cache_dir else None,
+                    tts_pool_size=self.tts_pool_size,
+                    records_to_driver=executor.records_to_driver,
+                )
+                for ids in shards
+            ]
+            writer = RunWriter(self.run_dir)
+            written = set(finished)
+            progress_cb = _Progress(len(todo), enabled=self.progress)
+
+            def on_message(msg: Message) -> None:
+                if msg[0] == "lateness":
                     self.stats.setdefault("pump_lateness_ms", []).extend(msg[1])
-                elif msg[0] == "record":
-                    _, status, failure, outcome = msg
-                    summary.ran += 1
-                    summary.statuses[status] += 1
-                    if failure:
-                        summary.failures[failure] += 1
-                    if status == "completed" and outcome:
-                        summary.outcomes[outcome] += 1
-                    progress_cb.update(done=1, failed=int(status != "completed"))
-                elif msg[0] == "error":
-                    summary.stats.setdefault("worker_errors", []).append(msg[1])
-            for p in procs:
-                await loop.run_in_executor(None, p.join)
+                    return
+                if msg[0] != "record":
+                    return
+                _, status, failure, outcome, record_json = msg
+                if record_json is not None:
+                    record = EpisodeRecord.model_validate_json(record_json)
+                    if record.header.episode_id in written:  # never twice, whatever a shard did
+                        self.stats["duplicates_dropped"] = self.stats.get("duplicates_dropped", 0) + 1
+                        return
+                    writer.append_record(record)
+                    written.add(record.header.episode_id)
+                summary.ran += 1
+                summary.statuses[status] += 1
+                if failure:
+                    summary.failures[failure] += 1
+                if status == "completed" and outcome:
+                    summary.outcomes[outcome] += 1
+                progress_cb.update(done=1, failed=int(status != "completed"))
+
+            try:
+                with progress_cb:
+                    errors = await executor.run(jobs, on_message)
+            finally:
+                writer.close()
+        if errors:
+            self.stats["worker_errors"] = errors
         summary.stats = self.stats
-        bad = [p.exitcode for p in procs if p.exitcode]
-        if bad or summary.stats.get("worker_errors"):
+        if errors:
             raise RunFolderError(
-                f"{self.run_dir}: {len(bad)} worker process(es) failed ({summary.stats.get('worker_errors', bad)}); "
+                f"{self.run_dir}: {len(errors)} shard(s) failed on the {executor.name} executor ({'; '.join(errors)}); "
                 f"resume with: voice-audit run --resume {self.run_dir}"
             )
 
@@ -389,36 +416,45 @@ class _Progress:
             self._progress.update(self._task, advance=done, failed=self.failed, in_flight=in_flight)
 
 
-def _worker_main(
-    campaign_file: str,
-    run_dir: str,
-    episode_ids: list[str],
-    concurrency: int,
-    cache_dir: Path | None,
-    tts_pool_size: int | None,
-    queue: Any,
-) -> None:
-    """One worker process: run a shard of an already-created run folder and report each record."""
+def run_shard(job: ShardJob, report: Callable[[Message], None]) -> None:
+    """Run one shard of an already-created run folder and report each record; every executor calls this.
 
-    def report(record: EpisodeRecord) -> None:
+    The campaign is loaded afresh from its file and must plan exactly what the driver planned (a
+    different voice-audit version or campaign file on a worker would otherwise run other episodes).
+    """
+
+    def on_record(record: EpisodeRecord) -> None:
         o = record.outcome
-        queue.put(("record", o.status, o.failure_kind, o.terminal_outcome))
+        payload = record.model_dump_json() if job.records_to_driver else None
+        report(("record", o.status, o.failure_kind, o.terminal_outcome, payload))
 
     try:
-        loaded = load_campaign(campaign_file)
+        run_dir = Path(job.run_dir)
+        if not (run_dir / "run.json").exists():
+            raise RunFolderError(
+                f"{run_dir}: run folder not visible on host {platform.node()}; "
+                "it must be on a filesystem every worker mounts at the same path"
+            )
+        loaded = load_campaign(job.campaign_file)
+        if loaded.plan.sha256 != job.plan_sha256:
+            raise RunFolderError(
+                f"{job.campaign_file}: on host {platform.node()} the campaign plans differently "
+                f"(plan {loaded.plan.sha256[:12]} vs {job.plan_sha256[:12]}); install the same voice-audit everywhere"
+            )
         runner = CampaignRunner(
-            loaded, Path(run_dir), cache_dir=cache_dir, progress=False, tts_pool_size=tts_pool_size,
-            only=set(episode_ids), concurrency=concurrency, on_record=report,
+            loaded, run_dir, cache_dir=Path(job.cache_dir) if job.cache_dir else None, progress=False,
+            tts_pool_size=job.tts_pool_size, only=set(job.episode_ids), concurrency=job.concurrency,
+            on_record=on_record, write_records=not job.records_to_driver,
         )
         asyncio.run(runner.run(resume=True))
         lateness = [x for p in runner.stats.get("pump", []) for x in p.lateness_ms]
         if lateness:
-            queue.put(("lateness", lateness))
+            report(("lateness", lateness))
     except BaseException as exc:
-        queue.put(("error", f"{type(exc).__name__}: {exc}"))
+        report(("error", f"{type(exc).__name__}: {exc}"))
         raise
     finally:
-        queue.put(("done",))
+        report(("done",))
 
 
 def resume_campaign_path(run_dir: Path) -> LoadedCampaign:

@@ -1,0 +1,313 @@
+"""Where the shards of a split campaign run: local worker processes, or tasks on a Ray cluster.
+
+A campaign is split by matched pair into shards (`ShardJob`); every executor runs the same shard
+function (`harness.runtime.campaign.run_shard`) against the same run folder, so a run folder looks
+the same whichever executor wrote it. Executors only move shards and progress messages around.
+
+Messages a shard reports (plain tuples, so they cross process and Ray boundaries cheaply):
+  ("record", status, failure_kind, terminal_outcome, record_json | None)
+  ("lateness", [ms, ...])
+  ("error", "Type: message")
+  ("done",)
+`record_json` is set when the driver, not the shard, appends the record to episodes.jsonl (Ray).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import hashlib
+import json
+import multiprocessing
+import os
+import socket
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from harness.model.events import EVENT_ADAPTER, Event
+from scenarios import ConfigError, MissingBackendError
+
+Message = tuple[Any, ...]
+OnMessage = Callable[[Message], None]
+
+EXECUTORS: tuple[str, ...] = ("local", "ray")
+# Fields that measure time rather than content: the virtual clock advances by measured agent
+# compute, so they drift by a few ms between two runs of the same campaign on any executor.
+TIMING_FIELDS: frozenset[str] = frozenset({"t_ms"})
+
+
+@dataclass(frozen=True)
+class ShardJob:
+    """One shard: which episodes of an existing run folder to run, and how.
+
+    Paths are absolute strings so the job means the same in another process or on another node.
+    """
+
+    campaign_file: str
+    run_dir: str
+    episode_ids: tuple[str, ...]
+    concurrency: int
+    plan_sha256: str
+    cache_dir: str | None = None
+    tts_pool_size: int | None = None
+    records_to_driver: bool = False
+
+
+def events_content_sha256(events: Iterable[Event]) -> str:
+    """Hash of what happened in a call, with timing fields dropped.
+
+    `events_sha256` in the episode record covers the exact bytes written, timing included; this
+    one is what must match between executors (and between reruns) for the same seeds.
+    """
+    h = hashlib.sha256()
+    for ev in events:
+        data = {k: v for k, v in EVENT_ADAPTER.dump_python(ev, mode="json").items() if k not in TIMING_FIELDS}
+        h.update(json.dumps(data, sort_keys=True, separators=(",", ":")).encode() + b"\n")
+    return h.hexdigest()
+
+
+class Executor(ABC):
+    """Runs shard jobs somewhere and forwards their messages to the driver's event loop."""
+
+    name: ClassVar[str]
+    # True when shards hand records back and the driver is the only writer of episodes.jsonl.
+    records_to_driver: ClassVar[bool] = False
+
+    async def __aenter__(self) -> Executor:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    async def start(self) -> None:  # noqa: B027 - optional hook
+        """Acquire whatever runs the shards (a cluster connection); nothing by default."""
+
+    async def stop(self) -> None:  # noqa: B027 - optional hook
+        """Release what `start` acquired; must be safe to call after a failed start."""
+
+    @abstractmethod
+    def slots(self) -> int:
+        """How many shards to cut the work into (the caller caps it at the number of pairs)."""
+
+    @abstractmethod
+    async def run(self, jobs: list[ShardJob], on_message: OnMessage) -> list[str]:
+        """Run every job to the end; return one line per shard that failed (empty if none)."""
+
+
+class LocalProcessExecutor(Executor):
+    """Shards in spawned worker processes on this machine, appending to the run folder themselves."""
+
+    name = "local"
+
+    def __init__(self, workers: int) -> None:
+        self.workers = max(1, workers)
+
+    def slots(self) -> int:
+        return self.workers
+
+    async def run(self, jobs: list[ShardJob], on_message: OnMessage) -> list[str]:
+        ctx = multiprocessing.get_context("spawn")
+        queue: Any = ctx.Queue()
+        procs = [ctx.Process(target=_process_main, args=(job, queue), daemon=False) for job in jobs]
+        loop = asyncio.get_running_loop()
+        for p in procs:
+            p.start()
+        done = 0
+        errors: list[str] = []
+        try:
+            while done < len(procs):
+                try:
+                    msg = await loop.run_in_executor(None, queue.get, True, 1.0)
+                except Exception:  # queue.Empty: stop waiting once every worker has exited
+                    if not any(p.is_alive() for p in procs):
+                        break
+                    continue
+                if msg[0] == "done":
+                    done += 1
+                elif msg[0] == "error":
+                    errors.append(str(msg[1]))
+                else:
+                    on_message(msg)
+        finally:
+            for p in procs:
+                await loop.run_in_executor(None, p.join)
+        errors.extend(f"worker process exited with code {p.exitcode}" for p in procs if p.exitcode)
+        return errors
+
+
+def _process_main(job: ShardJob, queue: Any) -> None:
+    """Entry point of one local worker process."""
+    from harness.runtime.campaign import run_shard
+
+    run_shard(job, queue.put)
+
+
+class RayExecutor(Executor):
+    """Shards as Ray tasks: on a cluster at `address`, or on a local instance started for this run.
+
+    The run folder must be on a filesystem every node mounts at the same path (workers write the
+    episode folders); the driver alone appends to episodes.jsonl, so no cross-node append is needed.
+    A local instance listens on loopback only and is shut down at the end; an existing cluster or an
+    already initialised Ray session is left running. Tasks are not retried: a failed shard is
+    reported and `--resume` reruns exactly its unfinished episodes.
+    """
+
+    name = "ray"
+    records_to_driver = True
+
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        tasks: int | None = None,
+        num_cpus: int | None = None,
+        cpus_per_task: float = 1.0,
+        poll_s: float = 0.25,
+    ) -> None:
+        self.address = address
+        self.tasks = tasks
+        self.num_cpus = num_cpus
+        self.cpus_per_task = cpus_per_task
+        self.poll_s = poll_s
+        self._owned = False
+        self._ray: Any = None
+
+    async def start(self) -> None:
+        self._ray = _import_ray(loopback=self.address is None)
+        ray = self._ray
+        if ray.is_initialized():
+            return  # the caller's session (a notebook, a test fixture): use it, leave it running
+        if self.address is None:
+            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+            ctx = ray.init(
+                address="local",
+                num_cpus=self.num_cpus or os.cpu_count() or 1,
+                include_dashboard=False,
+                log_to_driver=False,
+                configure_logging=False,
+            )
+            self._owned = True
+            ip = ctx.address_info.get("node_ip_address")
+            if ip not in ("127.0.0.1", "::1", "localhost"):
+                await self.stop()
+                raise ConfigError(
+                    f"the local Ray instance listens on {ip}, not on loopback only; refusing to run",
+                    fix="start Ray yourself (ray start --head --node-ip-address 127.0.0.1) and pass --address",
+                )
+        else:
+            ray.init(address=self.address, log_to_driver=False, configure_logging=False)
+
+    async def stop(self) -> None:
+        if self._ray is not None and self._owned:
+            self._ray.shutdown()
+            self._owned = False
+
+    def slots(self) -> int:
+        if self.tasks:
+            return self.tasks
+        cpus = float(self._ray.cluster_resources().get("CPU", 1)) if self._ray is not None else 1.0
+        return max(1, int(cpus // self.cpus_per_task))
+
+    async def run(self, jobs: list[ShardJob], on_message: OnMessage) -> list[str]:
+        ray = self._ray
+        loop = asyncio.get_running_loop()
+        inbox = ray.remote(num_cpus=0)(_Inbox).remote()
+        task = ray.remote(_ray_shard).options(
+            num_cpus=self.cpus_per_task, max_retries=0, retry_exceptions=False, scheduling_strategy="SPREAD"
+        )
+        refs = [task.remote(job, inbox) for job in jobs]
+        pending = list(refs)
+        errors: list[str] = []
+
+        async def drain() -> None:
+            for msg in await loop.run_in_executor(None, ray.get, inbox.drain.remote()):
+                if msg[0] == "error":
+                    errors.append(str(msg[1]))
+                elif msg[0] != "done":
+                    on_message(msg)
+
+        try:
+            while pending:
+                ready, pending = await loop.run_in_executor(
+                    None, functools.partial(ray.wait, pending, num_returns=len(pending), timeout=self.poll_s)
+                )
+                await drain()
+                for ref in ready:
+                    try:
+                        await loop.run_in_executor(None, ray.get, ref)
+                    except Exception as exc:  # the worker died (OOM kill, node lost) before reporting
+                        errors.append(f"ray task failed: {type(exc).__name__}: {str(exc).splitlines()[0]}")
+            await drain()
+        finally:
+            for ref in pending:
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref, force=True)
+            with contextlib.suppress(Exception):
+                ray.kill(inbox)
+        return errors
+
+
+class _Inbox:
+    """A Ray actor the shards post messages to; the driver drains it while it waits on the tasks."""
+
+    def __init__(self) -> None:
+        self.items: list[Message] = []
+
+    def put(self, msg: Message) -> None:
+        self.items.append(msg)
+
+    def drain(self) -> list[Message]:
+        out, self.items = self.items, []
+        return out
+
+
+def _ray_shard(job: ShardJob, inbox: Any) -> str:
+    """Body of one Ray task: run the shard and make sure every message reached the inbox first."""
+    import ray
+
+    from harness.runtime.campaign import run_shard
+
+    sent: list[Any] = []
+    try:
+        run_shard(job, lambda msg: sent.append(inbox.put.remote(msg)))
+    except Exception:  # already reported as an ("error", ...) message by run_shard
+        pass
+    finally:
+        ray.get(sent)
+    return socket.gethostname()
+
+
+def _import_ray(*, loopback: bool) -> Any:
+    """Import Ray, or say how to install it. With `loopback`, a local instance binds 127.0.0.1 only.
+
+    Ray picks the node address when it is imported: with cluster mode off it uses the loopback
+    address, and its servers then listen on 127.0.0.1 rather than on every interface.
+    """
+    if loopback:
+        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    try:
+        import ray
+    except ImportError as exc:
+        raise MissingBackendError("ray", "ray", f"Python module 'ray' not found: {exc}") from None
+    if loopback and not ray.is_initialized():
+        consts = getattr(getattr(ray, "_private", None), "ray_constants", None)
+        if consts is not None and getattr(consts, "ENABLE_RAY_CLUSTER", False):
+            consts.ENABLE_RAY_CLUSTER = False  # ray was imported before we could set the variable
+    return ray
+
+
+def make_executor(
+    name: str, *, workers: int = 1, address: str | None = None
+) -> Executor | None:
+    """The executor the CLI asked for; None means run in this process (local, one worker)."""
+    if name not in EXECUTORS:
+        raise ConfigError(f"unknown executor '{name}'", fix=f"use one of: {', '.join(EXECUTORS)}")
+    if name == "ray":
+        return RayExecutor(address, tasks=workers if workers > 1 else None)
+    if address is not None:
+        raise ConfigError("--address only applies to --executor ray", fix="drop --address or add --executor ray")
+    return LocalProcessExecutor(workers) if workers > 1 else None
