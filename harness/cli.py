@@ -113,13 +113,41 @@ def run_cmd(
     resume: Annotated[Path | None, typer.Option(help="resume this run folder: finished episodes are skipped")] = None,
     plan_only: Annotated[bool, typer.Option(help="validate and print the plan; place no call")] = False,
     quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
-    workers: Annotated[int, typer.Option(min=1, help="processes to split the calls over (by pair)")] = 1,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="shards to split the calls into, by pair: local worker processes, or Ray tasks "
+            "(with --executor ray the default is one task per CPU of the cluster)",
+        ),
+    ] = 1,
+    executor: Annotated[
+        str,
+        typer.Option(
+            help="where the calls run: 'local' (this machine) or 'ray' (a Ray cluster; "
+            "needs pip install 'voice-audit[ray]')",
+        ),
+    ] = "local",
+    address: Annotated[
+        str | None,
+        typer.Option(
+            help="Ray cluster to connect to (host:port or 'auto'); without it a local Ray instance "
+            "is started on loopback for this run and stopped at the end",
+        ),
+    ] = None,
 ) -> None:
-    """Place the campaign's calls and write a run folder (or resume one)."""
+    """Place the campaign's calls and write a run folder (or resume one).
+
+    With --executor ray the episodes run as Ray tasks, one shard of pairs per task. The run folder
+    (and the campaign file with its scenarios) must be on a filesystem every Ray node mounts at the
+    same path, every node needs the same voice-audit installed, and the agents under test must be
+    reachable from every node. A run started on one executor can be resumed on the other.
+    """
     import asyncio
 
     from harness.planning import load_campaign
     from harness.runtime import CampaignRunner, new_run_id, resume_campaign_path
+    from harness.runtime.executors import make_executor
 
     if resume is not None:
         loaded = resume_campaign_path(resume)
@@ -129,11 +157,12 @@ def run_cmd(
         run_dir = out / (run_id or new_run_id(loaded.campaign.name))
     else:
         raise VoiceAuditError("give a campaign file, or --resume RUN_FOLDER")
+    chosen = make_executor(executor, workers=workers, address=address)
     if plan_only:
         _print_plan(loaded)
         return
     runner = CampaignRunner(loaded, run_dir, progress=not quiet)
-    summary = asyncio.run(runner.run(resume=resume is not None, workers=workers))
+    summary = asyncio.run(runner.run(resume=resume is not None, workers=workers, executor=chosen))
     for line in summary.lines():
         typer.echo(line)
     if summary.statuses.get("completed", 0) == 0 and summary.ran:

@@ -76,12 +76,19 @@ class Executor(ABC):
     # True when shards hand records back and the driver is the only writer of episodes.jsonl.
     records_to_driver: ClassVar[bool] = False
 
+    _depth: int = 0
+
     async def __aenter__(self) -> Executor:
-        await self.start()
+        """Re-entrant: a caller may hold the executor open (one Ray instance) across several runs."""
+        if self._depth == 0:
+            await self.start()
+        self._depth += 1
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
+        self._depth -= 1
+        if self._depth == 0:
+            await self.stop()
 
     async def start(self) -> None:  # noqa: B027 - optional hook
         """Acquire whatever runs the shards (a cluster connection); nothing by default."""
