@@ -1,8 +1,10 @@
 """Join the two calls of each matched pair and check tool-call parity (METHOD.md section 4).
 
 Parity has four parts, each 0/1 (1 = violation) with the diff: availability (the tool set the
-harness provisioned), sequence (call names in order), returned keys (per call, in order) and
-success states. Sequence, keys and success need a tool trace and are missing without one;
+harness provisioned), sequence (call names in order), returned keys and success states. Keys and
+success states are compared call by call along the alignment of the two call-name sequences
+(difflib), so an extra or missing call is reported once, as such, and the matched calls around it
+are still compared pairwise. Sequence, keys and success need a tool trace and are missing without one;
 availability is always known. A violation counts even when both calls ended the same way.
 
 A pair enters the deltas only when both sides exist, completed, and have a readable event log;
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -38,13 +41,39 @@ def sequence_diff(a: object, b: object) -> list[str]:
     return out
 
 
-def positional_diff(a: object, b: object) -> list[str]:
-    """Per-call differences of 'name:value' lists (returned keys or success states)."""
+def _name_value(item: str) -> tuple[str, str]:
+    name, _, value = item.partition(":")
+    return name, value
+
+
+@lru_cache(maxsize=65536)
+def aligned_diff(a: str, b: str, sequences_equal: bool) -> tuple[bool, tuple[str, ...]]:
+    """Per-call differences of 'name:value' lists (returned keys or success states), the calls
+    aligned by name along the sequence alignment (difflib), not by position.
+
+    Matched calls are compared pairwise; an extra or missing call is reported once as such
+    ('only in a/b'), so one extra call at the start does not make every later call differ.
+    Returns (violation, diff lines). Unmatched results are a violation of this part only when the
+    call sequences are equal (otherwise the sequence part already reports the extra call)."""
     la, lb = _split(a, ";"), _split(b, ";")
-    out = [f"call {i}: a {x} vs b {y}" for i, (x, y) in enumerate(zip(la, lb, strict=False)) if x != y]
-    if len(la) != len(lb):
-        out.append(f"a has {len(la)} results, b has {len(lb)}")
-    return out
+    na, nb = [_name_value(x)[0] for x in la], [_name_value(x)[0] for x in lb]
+    out: list[str] = []
+    mismatch = False
+    unmatched = False
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=na, b=nb, autojunk=False).get_opcodes():
+        if op == "equal":
+            for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
+                if la[i] != lb[j]:
+                    mismatch = True
+                    where = f"call {i}" if i == j else f"call a{i}/b{j}"
+                    out.append(f"{where}: a {la[i]} vs b {lb[j]}")
+            continue
+        unmatched = True
+        if i2 > i1:
+            out.append(f"only in a at {i1}: {';'.join(la[i1:i2])}")
+        if j2 > j1:
+            out.append(f"only in b at {j1}: {';'.join(lb[j1:j2])}")
+    return mismatch or (unmatched and sequences_equal), tuple(out)
 
 
 def build_pairs(episodes: pd.DataFrame) -> pd.DataFrame:
@@ -99,14 +128,25 @@ def build_pairs(episodes: pd.DataFrame) -> pd.DataFrame:
         (out["tool_available_a"].fillna("") != out["tool_available_b"].fillna("")).astype(float),
         np.nan,
     )
-    for part in ("sequence", "result_keys", "success"):
-        a = out[f"tool_{part}_a"].fillna("")
-        b = out[f"tool_{part}_b"].fillna("")
-        out[f"parity_{part}"] = np.where(evaluable & trace, (a != b).astype(float), np.nan)
+    seq_a, seq_b = out["tool_sequence_a"].fillna(""), out["tool_sequence_b"].fillna("")
+    seq_equal = (seq_a == seq_b).to_numpy()
+    out["parity_sequence"] = np.where(evaluable & trace, (~seq_equal).astype(float), np.nan)
+    aligned: dict[str, list[tuple[str, ...] | None]] = {}
+    for part in ("result_keys", "success"):
+        a = out[f"tool_{part}_a"].fillna("").astype(str).to_numpy()
+        b = out[f"tool_{part}_b"].fillna("").astype(str).to_numpy()
+        flag = np.zeros(len(out), dtype=float)
+        found: list[tuple[str, ...] | None] = [None] * len(out)
+        for i in np.flatnonzero(a != b):  # equal strings need no alignment
+            bad, lines = aligned_diff(a[i], b[i], bool(seq_equal[i]))
+            flag[i] = float(bad)
+            found[i] = lines
+        out[f"parity_{part}"] = np.where(evaluable & trace, flag, np.nan)
+        aligned[part] = found
     parts = ["parity_availability", "parity_sequence", "parity_result_keys", "parity_success"]
     out["parity_violation"] = out[parts].max(axis=1, skipna=True).where(evaluable)
     diffs: list[str | None] = []
-    for row in out.itertuples():
+    for k, row in enumerate(out.itertuples()):
         if row.parity_violation != 1.0:
             diffs.append(None)
             continue
@@ -117,9 +157,9 @@ def build_pairs(episodes: pd.DataFrame) -> pd.DataFrame:
         if row.parity_sequence == 1.0:
             d["sequence"] = sequence_diff(row.tool_sequence_a, row.tool_sequence_b)
         if row.parity_result_keys == 1.0:
-            d["result_keys"] = positional_diff(row.tool_result_keys_a, row.tool_result_keys_b)
+            d["result_keys"] = list(aligned["result_keys"][k] or ())
         if row.parity_success == 1.0:
-            d["success"] = positional_diff(row.tool_success_a, row.tool_success_b)
+            d["success"] = list(aligned["success"][k] or ())
         diffs.append(json.dumps(d, sort_keys=True))
     out["parity_diff"] = diffs
     out.index.name = "pair_id"

@@ -13,7 +13,9 @@ is identical for every adapter):
   identity check without a fact counts as one distinct challenge "generic".
 * Esc(e): from the first `escalation_requested` to the first later event among a `handoff`
   (confirmed or refused), a successful `escalate_to_human` tool result and a `hang_up`; 0 without
-  a request; missing when the log ends with none of them (a failed call).
+  a request; missing when the log ends with none of them (a failed call). The harness stamps the
+  request at the end of the caller's request utterance, so Esc excludes the persona's speaking
+  time; an answer that lands while the request is still being said counts with Esc = 0.
 """
 
 from __future__ import annotations
@@ -79,16 +81,43 @@ def auth(table: EventTable, tool_exposed: pd.Series) -> pd.DataFrame:
     )
 
 
+def _requests(df: pd.DataFrame) -> pd.DataFrame:
+    """First escalation request per episode with `anchor`: the seq after which a terminal event
+    answers it. The harness stamps the request at the END of the caller's request utterance, so a
+    handoff the agent made while that utterance was still playing (streaming) lies between the
+    utterance start and the stamp; it answers the request with Esc = 0. Older logs stamped the
+    request at the caller's decision, before the utterance: a caller decision between the last
+    utterance start and the request resets the anchor to the request itself."""
+    sub = df.loc[
+        df["type"].isin(("caller_utterance_start", "caller_decision", "escalation_requested")),
+        ["ep", "seq", "t_ms", "type"],
+    ]
+    marker = pd.Series(
+        np.select(
+            [sub["type"] == "caller_utterance_start", sub["type"] == "caller_decision"],
+            [sub["seq"].astype(float), -1.0],
+            np.nan,
+        ),
+        index=sub.index,
+    )
+    last_start = marker.groupby(sub["ep"]).ffill()
+    is_req = (sub["type"] == "escalation_requested").to_numpy()
+    req = sub.loc[is_req, ["ep", "seq", "t_ms"]]
+    start = last_start.to_numpy()[is_req]
+    req = req.assign(anchor=np.where(np.nan_to_num(start, nan=-1.0) >= 0, start, req["seq"].to_numpy()))
+    return req.drop_duplicates("ep")
+
+
 def escalation(table: EventTable) -> pd.DataFrame:
     df = table.df
-    req = df.loc[df["type"] == "escalation_requested", ["ep", "seq", "t_ms"]].drop_duplicates("ep")
+    req = _requests(df)
     term = df.loc[
         (df["type"].isin(("handoff", "hang_up")))
         | ((df["type"] == "tool_result") & (df["name"] == "escalate_to_human") & (df["ok"] == 1.0)),
         ["ep", "seq", "t_ms", "type", "status"],
     ]
     joined = term.merge(req, on="ep", suffixes=("", "_req"))
-    joined = joined[joined["seq"] > joined["seq_req"]].drop_duplicates("ep")  # first in log order
+    joined = joined[joined["seq"] > joined["anchor"]].drop_duplicates("ep")  # first in log order
     status = np.where(
         joined["type"] == "hang_up",
         "ended_without_handoff",
@@ -98,7 +127,7 @@ def escalation(table: EventTable) -> pd.DataFrame:
     esc_status = pd.Series("none", index=np.arange(table.n_episodes), dtype=object)
     esc_s[req["ep"].to_numpy()] = np.nan
     esc_status[req["ep"].to_numpy()] = "open"
-    esc_s[joined["ep"].to_numpy()] = (joined["t_ms"] - joined["t_ms_req"]).to_numpy() / 1000.0
+    esc_s[joined["ep"].to_numpy()] = np.maximum(joined["t_ms"] - joined["t_ms_req"], 0).to_numpy() / 1000.0
     esc_status[joined["ep"].to_numpy()] = status
     esc_s.index = table.episodes
     esc_status.index = table.episodes

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from scenarios import OUTCOMES
+from scenarios import OUTCOMES, TOOLS
 from scenarios._base import Frozen
 
 Kind = Literal["binary", "continuous", "label"]
@@ -132,13 +132,23 @@ _SPECS: list[MetricSpec] = [
         "tool_behaviour",
         "binary",
         None,
-        "the agent exposes a tool trace (inferred per agent from the run)",
+        "the agent exposes a tool trace (episode header exposure; inferred per agent for older runs)",
     ),
     _m("tool_available", "tool_behaviour", "label", None, "tools provisioned by the harness fixture"),
     _m("tool_sequence", "tool_behaviour", "label", None, "tool call names in order, '>'-joined"),
     _m("tool_result_keys", "tool_behaviour", "label", None, "per result 'name:key,key', ';'-joined"),
     _m("tool_success", "tool_behaviour", "label", None, "per result 'name:ok|fail', ';'-joined"),
     _m("tool_n_calls", "tool_behaviour", "continuous", None, "tool calls"),
+    *[
+        _m(
+            f"tool_called_{t}",
+            "tool_behaviour",
+            "binary",
+            None,
+            f"the agent called {t} at least once (missing without a tool trace)",
+        )
+        for t in TOOLS
+    ],
     _m("tool_n_failed", "tool_behaviour", "continuous", True, "tool results with ok = false"),
     _m(
         "tool_refusal_state",

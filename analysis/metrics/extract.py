@@ -18,13 +18,15 @@ def extract_metrics(
     *,
     error_classifications: Sequence[str] = ("repair_request",),
 ) -> pd.DataFrame:
-    """`episodes` (indexed by episode id) supplies scenario_id and agent; events supply the rest."""
+    """`episodes` (indexed by episode id) supplies scenario_id, agent and, when the run recorded
+    it, `exposure_tool_trace`; events supply the rest."""
     meta = episodes.reindex(table.episodes)
     domain = meta["scenario_id"].map(
         lambda s: sc.domain if (sc := scenarios.get(str(s))) is not None else None
     )
     judged = outcome.judge(table, domain)
-    exposed = tools.exposed_by_agent(table, meta["agent"])
+    declared = meta["exposure_tool_trace"] if "exposure_tool_trace" in meta.columns else None
+    exposed = tools.exposed_by_agent(table, meta["agent"], declared)
     burden_cols = burden.extract(table, judged, exposed, error_classifications)
     out = pd.concat(
         [

@@ -88,6 +88,10 @@ def _row(rec: EpisodeRecord) -> dict[str, object]:
     }
     for axis in AXES:
         row[f"cond_{axis}"] = cond.get(axis)
+    exp = h.exposure  # recorded by newer harnesses; older runs have none (analysis then infers)
+    row["exposure_protocol"] = exp.protocol if exp is not None else None
+    row["exposure_tool_trace"] = float(exp.tool_trace) if exp is not None else float("nan")
+    row["exposure_transcripts"] = float(exp.transcripts) if exp is not None else float("nan")
     return row
 
 
@@ -223,4 +227,10 @@ def _row_columns() -> tuple[str, ...]:
         "audio_file",
         "audio_sample_rate",
     )
-    return (*base, *(f"cond_{a}" for a in AXES))
+    return (
+        *base,
+        *(f"cond_{a}" for a in AXES),
+        "exposure_protocol",
+        "exposure_tool_trace",
+        "exposure_transcripts",
+    )

@@ -1,8 +1,9 @@
 """Tool-behaviour family: available set, call sequence, returned keys, success states.
 
-Whether an agent exposes a tool trace is not in the run folder (adapter capabilities are not
-recorded), so it is inferred per agent: an agent exposes a trace when any of its episodes in the
-run logged a tool call or result. Episodes of agents without a trace get None/NaN here, never 0.
+Whether an agent exposes a tool trace is read from the episode header's `exposure` (recorded by
+the harness from the adapter's capabilities). Runs written before the header carried it fall back
+to inference per agent: an agent exposes a trace when any of its episodes in the run logged a tool
+call or result. Episodes of agents without a trace get None/NaN here, never 0.
 """
 
 from __future__ import annotations
@@ -18,14 +19,22 @@ from scenarios import TOOLS
 _REFUSAL = re.compile(r"refus|deni|decline", re.IGNORECASE)
 
 
-def exposed_by_agent(table: EventTable, agent: pd.Series) -> pd.Series:
-    """1.0 for episodes of an agent that exposed any tool event in this run, else 0.0."""
+def exposed_by_agent(table: EventTable, agent: pd.Series, declared: pd.Series | None = None) -> pd.Series:
+    """1.0 where the episode's agent exposes a tool trace, else 0.0.
+
+    `declared` (per episode id: 1.0 / 0.0 from the header's `exposure.tool_trace`, NaN when the
+    header has no exposure) wins where present; elsewhere the trace is inferred per agent: an
+    agent exposes one when any of its episodes in this run logged a tool call or result."""
     df = table.df
     has = np.zeros(table.n_episodes, dtype=bool)
     has[df.loc[df["type"].isin(("tool_call", "tool_result")), "ep"].unique()] = True
     ag = agent.reindex(table.episodes)
     agents_with = set(ag[has].dropna())
-    return pd.Series(np.where(ag.isin(agents_with) | has, 1.0, 0.0), index=table.episodes)
+    inferred = pd.Series(np.where(ag.isin(agents_with) | has, 1.0, 0.0), index=table.episodes)
+    if declared is None:
+        return inferred
+    dec = pd.to_numeric(declared.reindex(table.episodes), errors="coerce").astype(float)
+    return dec.where(dec.notna(), inferred)
 
 
 def _joined(table: EventTable, rows: pd.DataFrame, values: pd.Series, sep: str) -> pd.Series:
