@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import datetime as dt
 import hashlib
 import time
@@ -59,6 +60,29 @@ from scenarios import Scenario
 
 CALLER_GAP_MS = 300
 """Accelerated pacing: the caller's reaction time before answering, the same for every condition."""
+
+RETRYABLE: frozenset[str] = frozenset(
+    {"connect_failed", "timeout_turn", "timeout_call", "disconnect", "malformed_frame", "protocol_error", "http_error", "agent_error"}
+)
+"""Failures of the agent or its transport; the harness's own (and cancellations) are never retried."""
+RETRY_BACKOFF_S = 0.2
+ATTEMPTS_DIR = "attempts"
+ATTEMPTS_JSONL = "attempts.jsonl"
+
+
+def archive_attempt(episode_dir: Path, record: EpisodeRecord) -> None:
+    """Move a failed attempt's files to `attempts/<n>/` and append its record to `attempts.jsonl`."""
+    n = record.header.attempt
+    dest = episode_dir / ATTEMPTS_DIR / str(n)
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in (EVENTS_JSONL, CALL_WAV):
+        if (episode_dir / name).exists():
+            (episode_dir / name).replace(dest / name)
+    audio = f"episodes/{episode_dir.name}/{ATTEMPTS_DIR}/{n}/{CALL_WAV}"
+    moved = record.model_copy(update={"outcome": record.outcome.model_copy(update={"audio_file": audio})})
+    with open(episode_dir / ATTEMPTS_JSONL, "ab") as fh:
+        fh.write(moved.model_dump_json().encode() + b"\n")
+        fh.flush()
 
 
 def call_id_for(planned: PlannedEpisode, attempt: int) -> str:
@@ -186,6 +210,8 @@ class EpisodeRunner:
             arrived.append(((time.perf_counter() - wall0) * 1000.0, ev))
             if isinstance(ev, HangupOut):
                 out.hung_up = ev.reason
+            if isinstance(ev, ErrorOut) and ev.fatal:
+                break  # the call is over: waiting for a TurnEnd would report a timeout instead
         wall_ms = (time.perf_counter() - wall0) * 1000.0
         compute = wall_ms if compute_ms is None else compute_ms
         self.ctx.stats["agent_compute_ms"] = self.ctx.stats.get("agent_compute_ms", 0.0) + compute
@@ -217,9 +243,13 @@ class EpisodeRunner:
         await self.clock.sleep_until(t + spoken.duration_ms)
         self._utterance_ended(t + spoken.duration_ms, spoken)
         self._tell_oracle(spoken)
+        timeout = self.ctx.campaign.timeouts.turn_s
         try:
-            await self.session.send_audio(spoken.wire)
-            await self.session.end_turn()
+            async with asyncio.timeout(timeout):  # an HTTP agent answers inside end_turn
+                await self.session.send_audio(spoken.wire)
+                await self.session.end_turn()
+        except TimeoutError:
+            raise _CallFailed("timeout_turn", f"agent took the caller's turn for over {timeout:g} s") from None
         except AgentError:
             raise
         except Exception as exc:
@@ -326,6 +356,26 @@ class EpisodeRunner:
 
     # -- the whole episode -----------------------------------------------------------
     async def run(self) -> EpisodeRecord:
+        """The call, retried up to `campaign.retries` times after a retryable failure.
+
+        Only the last attempt is returned (one record per episode in episodes.jsonl, with its
+        `attempt` number); each earlier attempt is kept whole under `episodes/<id>/attempts/<n>/`
+        (events.jsonl, call.wav) with its own record appended to `episodes/<id>/attempts.jsonl`.
+        A resume that finds the episode unfinished drops the folder and starts again at attempt 0.
+        """
+        record = await self._attempt()
+        while (
+            record.outcome.status == "failed"
+            and record.outcome.failure_kind in RETRYABLE
+            and record.header.attempt < self.ctx.campaign.retries
+        ):
+            await asyncio.to_thread(archive_attempt, self.ctx.episode_dir, record)
+            await asyncio.sleep(min(RETRY_BACKOFF_S * 2**record.header.attempt, 5.0))
+            retry = EpisodeRunner(dataclasses.replace(self.ctx, attempt=record.header.attempt + 1))
+            record = await retry._attempt()
+        return record
+
+    async def _attempt(self) -> EpisodeRecord:
         ctx = self.ctx
         caps = ctx.adapter.capabilities
         call = CallInfo(
@@ -409,7 +459,7 @@ class EpisodeRunner:
             campaign_sha256=ctx.campaign.sha256,
             plan_sha256=ctx.plan_sha256,
             agent=ctx.agent.name,
-            architecture=ctx.agent.architecture or ctx.adapter.capabilities.architecture,
+            architecture=ctx.adapter.capabilities.architecture or ctx.agent.architecture,
             adapter=ctx.agent.adapter,
             condition=self.condition,
             contrast=pair.contrast,

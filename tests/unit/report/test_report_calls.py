@@ -15,10 +15,10 @@ def test_failed_calls_counted_as_failed(full: tuple[Built, Path]) -> None:
     r = built.report
     by = {c.agent: c for c in r.calls}
     v = by["vendor_x"]
-    assert (v.records, v.completed, v.failed, v.failure_kinds) == (8, 6, 2, {"harness_error": 2})
+    assert (v.records, v.completed, v.failed, v.failure_kinds) == (8, 6, 2, {"agent_error": 2})
     assert v.acceptable <= v.completed and v.acceptable_rate == v.acceptable / v.records < 1.0
     assert by["reference"].failed == 0
-    assert len(r.failed_calls) == 2 and {f.failure_kind for f in r.failed_calls} == {"harness_error"}
+    assert len(r.failed_calls) == 2 and {f.failure_kind for f in r.failed_calls} == {"agent_error"}
     failed_ids = {f.episode_id for f in r.failed_calls}
     for p in r.pairs_shown:
         sides = [c for c in (p.a, p.b) if c is not None]
@@ -26,7 +26,7 @@ def test_failed_calls_counted_as_failed(full: tuple[Built, Path]) -> None:
             assert not p.included and p.exclusion_reason and "did not complete" in p.exclusion_reason
             assert any(c.status == "failed" for c in sides)
     page = (out / "index.html").read_text()
-    assert page.count('class="failed-call">failed: harness_error') == 2
+    assert page.count('class="failed-call">failed: agent_error') == 2
 
 
 def test_a_failed_call_with_a_stale_acceptable_flag_is_still_not_a_pass() -> None:
