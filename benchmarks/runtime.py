@@ -1,6 +1,6 @@
 """Harness throughput and timing: accelerated turns per second, real-time streaming jitter and alignment.
 
-    .venv/bin/python benchmarks/harness.py [--calls 200] [--seconds 20] [--accelerated-calls 200]
+    .venv/bin/python benchmarks/runtime.py [--calls 200] [--seconds 20] [--accelerated-calls 200]
 
 Accelerated mode runs the scripted null agent (no audio, instant answers), so the figure is the
 harness's own cost per turn (caller policy, persona text, cached TTS, channel, logging, recording).
@@ -20,15 +20,12 @@ import tempfile
 import time
 from pathlib import Path
 
-# This file is named like the package it measures; keep its own folder off the import path.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).parent.resolve()]
+import numpy as np
+import soundfile as sf
 
-import numpy as np  # noqa: E402
-import soundfile as sf  # noqa: E402
-
-from harness.planning import load_campaign  # noqa: E402
-from harness.rundir import RunReader  # noqa: E402
-from harness.runtime import CampaignRunner  # noqa: E402
+from harness.planning import load_campaign
+from harness.rundir import RunReader
+from harness.runtime import CampaignRunner
 
 CAMPAIGN = """\
 name: bench
