@@ -15,23 +15,17 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-# This file is named like the package it measures: keep its own folder off the import path.
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
-sys.path.insert(0, str(_HERE.parent))
+import numpy as np
+import pandas as pd
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-
-from analysis.metrics.ingest import Ingested, ingest  # noqa: E402
-from analysis.metrics.table import EventTable  # noqa: E402
-from analysis.pipeline import analyze_ingested  # noqa: E402
-from harness.rundir import EPISODES_DIR, EVENTS_JSONL, RUN_JSON  # noqa: E402
+from analysis.metrics.ingest import Ingested, ingest
+from analysis.metrics.table import EventTable
+from analysis.pipeline import analyze_ingested
+from harness.rundir import EPISODES_DIR, EVENTS_JSONL, RUN_JSON
 
 GOLDEN = Path(__file__).parents[1] / "tests" / "fixtures" / "runs" / "golden"
 

@@ -10,22 +10,14 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-# Run as a script, this folder is sys.path[0], and its sibling benchmarks/harness.py would shadow
-# the `harness` package.
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
-sys.path.insert(0, str(_HERE.parent))
-
-from analysis.acoustics import praat_f0, pyin_f0  # noqa: E402
-from harness.audio import SpeechSynthesizer, create_asr, create_tts, normalise  # noqa: E402
-from harness.audio.types import Synthesis  # noqa: E402
-from personas import SpeechParams  # noqa: E402
+from analysis.acoustics import praat_f0, pyin_f0
+from harness.audio import SpeechSynthesizer, create_asr, create_tts, normalise
+from harness.audio.types import Synthesis
+from personas import SpeechParams
 
 SENTENCES = [
     "I was charged twice for my subscription, twenty four ninety nine, and I would like a refund please.",
