@@ -26,8 +26,8 @@ class ConfigError(VoiceAuditError):
         self.path = str(path) if path is not None else None
         self.line = line
         self.column = column
-        self.message = message
-        self.fix = fix
+        self.message = " ".join(message.split())
+        self.fix = " ".join(fix.split()) if fix else None
         super().__init__(self.one_line())
 
     def one_line(self) -> str:

@@ -123,6 +123,13 @@ def load_yaml(path: str | Path) -> YamlDocument:
             column=mark.column + 1 if mark else None,
             fix="correct the YAML syntax at that position",
         ) from None
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
+        raise ConfigError(
+            f"invalid YAML: character {exc.character!r} is not allowed", path=p, line=line, column=column,
+            fix="remove the control character",
+        ) from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"invalid YAML: {exc}", path=p) from None
     positions = _Positions()
