@@ -52,16 +52,17 @@ def _campaign(tmp: Path, **kw: object) -> Path:
     return path
 
 
-async def accelerated(n_calls: int, tmp: Path) -> dict[str, float]:
+async def accelerated(n_calls: int, tmp: Path, workers: int = 1) -> dict[str, float]:
     path = _campaign(tmp, adapter="agents.testing:scripted", options="{audio_ms: 0}",
                      replicates=max(1, n_calls // 2), concurrency=64, pacing="accelerated")
     loaded = load_campaign(path)
     warm = CampaignRunner(loaded, tmp / "warm", cache_dir=tmp / "cache", progress=False)
     await warm.run()
     t0 = time.perf_counter()
-    summary = await CampaignRunner(loaded, tmp / "acc", cache_dir=tmp / "cache", progress=False).run()
+    run_dir = tmp / f"acc-{workers}"
+    summary = await CampaignRunner(loaded, run_dir, cache_dir=tmp / "cache", progress=False).run(workers=workers)
     wall = time.perf_counter() - t0
-    turns = sum(r.outcome.turns for r in RunReader(tmp / "acc").records())
+    turns = sum(r.outcome.turns for r in RunReader(run_dir).records())
     return {"calls": summary.ran, "turns": turns, "wall_s": wall, "turns_per_s": turns / wall}
 
 
@@ -138,11 +139,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         acc = asyncio.run(accelerated(args.accelerated_calls, tmp))
+        acc2 = asyncio.run(accelerated(args.accelerated_calls, tmp, workers=2))
         rt = asyncio.run(realtime(args.calls, tmp, args.workers))
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     print("| mode | calls | turns | wall s | turns/s | target |")
     print("|---|---|---|---|---|---|")
-    print(f"| accelerated (null agent) | {acc['calls']:.0f} | {acc['turns']:.0f} | {acc['wall_s']:.2f} | {acc['turns_per_s']:.0f} | >= 2000 |")
+    for label, a in (("1 process", acc), ("2 processes", acc2)):
+        print(f"| accelerated, null agent, {label} | {a['calls']:.0f} | {a['turns']:.0f} | {a['wall_s']:.2f} | {a['turns_per_s']:.0f} | >= 2000 |")
     print()
     print(f"| real time (WS tone agent, {args.workers} harness processes + 1 agent process) | value | target |")
     print("|---|---|---|")

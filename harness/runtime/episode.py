@@ -318,6 +318,7 @@ class EpisodeRunner:
                 self._emit_escalation(s.now())
         if d.handoff:
             s.emit("handoff", status=d.handoff, source="agent_words")
+        self.log.flush()
 
     async def _converse(self) -> str:
         """The call loop; returns the termination reason."""
