@@ -56,7 +56,7 @@ async def accelerated(n_calls: int, tmp: Path, workers: int = 1) -> dict[str, fl
     path = _campaign(tmp, adapter="agents.testing:scripted", options="{audio_ms: 0}",
                      replicates=max(1, n_calls // 2), concurrency=64, pacing="accelerated")
     loaded = load_campaign(path)
-    warm = CampaignRunner(loaded, tmp / "warm", cache_dir=tmp / "cache", progress=False)
+    warm = CampaignRunner(loaded, tmp / f"warm-{workers}", cache_dir=tmp / "cache", progress=False)
     await warm.run()
     t0 = time.perf_counter()
     run_dir = tmp / f"acc-{workers}"
