@@ -69,12 +69,15 @@ class EventChannel:
 
 
 def closed_event(ws: ClientConnection, exc: ConnectionClosed | None) -> AgentEvent:
-    """How a socket the agent ended maps to an event: a clean close is a hang-up, else a disconnect."""
+    """How a socket the agent ended maps to an event: a clean close is a hang-up, 1011 (internal
+    error) an agent error, anything else a disconnect."""
     rcvd = ws.protocol.close_rcvd if exc is None else exc.rcvd
     if rcvd is not None and rcvd.code in (1000, 1001):
         return HangupOut(f"agent closed the socket ({rcvd.code}{': ' + rcvd.reason if rcvd.reason else ''})")
     if rcvd is None:
         return ErrorOut("disconnect", "socket dropped without a close frame")
+    if rcvd.code == 1011:  # "internal error": the agent side failed, and said so
+        return ErrorOut("agent_error", f"agent closed the socket with code 1011 {rcvd.reason}".strip())
     return ErrorOut("disconnect", f"agent closed the socket with code {rcvd.code} {rcvd.reason}".strip())
 
 

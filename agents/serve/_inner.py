@@ -115,3 +115,5 @@ class InnerCall:
         self._pump.cancel(f"served call closed: {reason}")
         with contextlib.suppress(asyncio.CancelledError):
             await self._pump
+        with contextlib.suppress(asyncio.QueueFull):
+            self._q.put_nowait(None)  # wake a turn still waiting on a hung agent: the call is over

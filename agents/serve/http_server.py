@@ -15,6 +15,7 @@ from aiohttp import web
 from agents.protocols.wire import b64decode, call_from_json, event_to_json, format_from_json
 from agents.serve._inner import InnerCall
 from agents.serve.config import ServeConfig
+from agents.serve.faults import BAD_AUDIO_B64, WireFault, wire_fault
 from harness.adapter import AgentAdapter, AgentError, AgentEvent, HangupOut
 from harness.model.events import FailureKind
 
@@ -25,8 +26,31 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class _Served:
+    sid: str
     inner: InnerCall
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+class _Faulted(Exception):
+    """The served agent asked for a wire fault (see `agents.serve.faults`); the middleware does it."""
+
+    def __init__(self, sid: str, fault: WireFault) -> None:
+        super().__init__(fault.action)
+        self.sid, self.fault = sid, fault
+
+
+def _fault_response(request: web.Request, fault: WireFault) -> web.StreamResponse:
+    if fault.action == "drop":
+        if request.transport is not None:
+            request.transport.abort()
+        return web.Response(status=500)  # never delivered: the connection is gone
+    if fault.action == "status":
+        return web.Response(status=fault.status, text="Service Unavailable")
+    if fault.action == "bad_audio":
+        bad = {"type": "audio", "audio": BAD_AUDIO_B64, "sample_rate": 16000, "encoding": "opus"}
+        return web.json_response({"events": [bad, {"type": "turn_end", "compute_ms": 0.0}]})
+    body = fault.payload.encode() if isinstance(fault.payload, str) else fault.payload
+    return web.Response(body=body, status=200, content_type="application/json")
 
 
 def _error(status: int, kind: FailureKind, message: str) -> web.Response:
@@ -50,6 +74,11 @@ def build_http_app(adapter: AgentAdapter, config: ServeConfig) -> web.Applicatio
         events: list[dict[str, Any]] = []
 
         async def add(ev: AgentEvent) -> None:
+            fault = wire_fault(ev)
+            if fault is not None and fault.action == "no_marks":
+                return  # the turn API has no marks
+            if fault is not None and fault.action != "flood":  # a flood needs a stream; send the error
+                raise _Faulted(served.sid, fault)
             events.append(event_to_json(ev))
 
         status = await served.inner.run_turn(add, first_timeout)
@@ -67,6 +96,9 @@ def build_http_app(adapter: AgentAdapter, config: ServeConfig) -> web.Applicatio
         try:
             resp: web.StreamResponse = await handler(request)
             return resp
+        except _Faulted as f:
+            await finish(f.sid, f"wire fault: {f.fault.action}")
+            return _fault_response(request, f.fault)
         except AgentError as exc:
             status = 400 if exc.kind == "malformed_frame" else 502
             return _error(status, exc.kind, exc.message)
@@ -84,7 +116,7 @@ def build_http_app(adapter: AgentAdapter, config: ServeConfig) -> web.Applicatio
         except AgentError as exc:
             return _error(502, exc.kind, exc.message)
         sid = secrets.token_hex(12)
-        served = sessions[sid] = _Served(inner)
+        served = sessions[sid] = _Served(sid, inner)
         async with served.lock:
             events, over = await collect(served, config.greeting_timeout_s)
         if over:

@@ -44,6 +44,7 @@ from agents.protocols.audio import convert, to_pcm16
 from agents.protocols.wire import b64decode, b64encode
 from agents.serve._inner import InnerCall, TurnStatus
 from agents.serve.config import ServeConfig
+from agents.serve.faults import BAD_AUDIO_B64, WireFault, flood, idle_forever, wire_fault
 from agents.serve.vad import Endpointer
 from harness.adapter import (
     AgentAdapter,
@@ -382,7 +383,32 @@ class _Conn:
         )
         self.resp = None
 
+    async def wire_fault(self, resp: _Resp, fault: WireFault) -> None:
+        """A chaos agent's wire fault (see `agents.serve.faults`), then an open, silent socket."""
+        if fault.action == "drop":
+            self.ws.transport.abort()
+        elif fault.action == "raw":
+            await self.ws.send(fault.payload)
+        elif fault.action in ("bad_audio", "flood"):
+            item = await self.audio_item(resp)
+            common = {"response_id": resp.id, "item_id": item["id"], "output_index": 0, "content_index": 0}
+            if fault.action == "bad_audio":
+                await self.emit(self.name("response.output_audio.delta"), delta=BAD_AUDIO_B64, **common)
+            else:
+                delta = b64encode(b"\x10\x00" * (self.out_fmt.bytes_per_second // 100))
+
+                async def frame(_i: int) -> None:
+                    await self.emit(self.name("response.output_audio.delta"), delta=delta, **common)
+
+                await flood(fault.flood_s, 20, frame)
+        await idle_forever()
+
     async def on_event(self, resp: _Resp, ev: AgentEvent) -> None:
+        fault = wire_fault(ev)
+        if fault is not None and fault.action != "status":
+            if fault.action != "no_marks":
+                await self.wire_fault(resp, fault)
+            return
         if isinstance(ev, AudioOut):
             item = await self.audio_item(resp)
             data = convert(ev.pcm, AudioFormat(ev.encoding, ev.sample_rate), self.out_fmt)
@@ -452,7 +478,8 @@ class _Conn:
             return
         await self.finish_response(resp, "failed" if status == "error" else "completed")
         if status in ("hangup", "error", "ended"):
-            await self.ws.close(1000, "agent hung up")
+            # An agent failure is not a hang-up: close with "internal error" so the client can tell.
+            await self.ws.close(1011 if status == "error" else 1000, "agent error" if status == "error" else "agent hung up")
             self.closed.set()
 
     async def _ignore(self, ev: AgentEvent) -> None:

@@ -54,7 +54,8 @@ async def start_server(
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r} (one of {', '.join(PROTOCOLS)})")
     if protocol == "http":
-        runner = web.AppRunner(build_http_app(adapter, cfg), handle_signals=False)
+        # A client that gave up on a turn (its own timeout) cancels that turn's handler here.
+        runner = web.AppRunner(build_http_app(adapter, cfg), handle_signals=False, handler_cancellation=True)
         await runner.setup()
         site = web.TCPSite(runner, host, port)
         await site.start()

@@ -28,6 +28,7 @@ from agents.protocols.wire import b64decode, b64encode
 from agents.serve._inner import InnerCall
 from agents.serve._tasks import until_first
 from agents.serve.config import ServeConfig
+from agents.serve.faults import BAD_AUDIO_B64, WireFault, flood, idle_forever, wire_fault
 from agents.serve.vad import Endpointer
 from harness.adapter import AgentAdapter, AgentError, AgentEvent, AudioFormat, AudioOut, CallInfo, TurnEnd
 from scenarios import Facts
@@ -44,7 +45,9 @@ FRAME = 160
 class _Call:
     def __init__(self, ws: ServerConnection, stream_sid: str, inner: InnerCall, config: ServeConfig) -> None:
         self.ws, self.sid, self.inner, self.cfg = ws, stream_sid, inner, config
-        self.outbox: asyncio.Queue[tuple[str, bytes | str]] = asyncio.Queue()
+        self.outbox: asyncio.Queue[tuple[str, bytes | str | WireFault]] = asyncio.Queue()
+        self.no_marks = False
+        self.faulted = False
         self.pending_marks: set[str] = set()
         self.hangup_echoed = asyncio.Event()
         self.utterances: asyncio.Queue[bytes] = asyncio.Queue(16)
@@ -107,7 +110,12 @@ class _Call:
         clock = time.monotonic()
         while True:
             kind, item = await self.outbox.get()
+            if isinstance(item, WireFault):
+                await self.wire_fault(item)
+                continue
             if kind == "mark":
+                if self.no_marks:
+                    continue
                 self.pending_marks.add(str(item))
                 await self.send({"event": "mark", "streamSid": self.sid, "mark": {"name": item}})
                 continue
@@ -133,11 +141,34 @@ class _Call:
             finally:
                 self.sending = False
 
+    async def wire_fault(self, fault: WireFault) -> None:
+        """A chaos agent's wire fault (see `agents.serve.faults`), in order with the audio before it."""
+        if fault.action == "drop":
+            self.ws.transport.abort()
+        elif fault.action == "raw":
+            await self.ws.send(fault.payload)
+        elif fault.action == "bad_audio":
+            await self.send({"event": "media", "streamSid": self.sid, "media": {"payload": BAD_AUDIO_B64}})
+        elif fault.action == "flood":
+            payload = b64encode(b"\x7e" * FRAME)
+
+            async def frame(_i: int) -> None:
+                await self.send({"event": "media", "streamSid": self.sid, "media": {"payload": payload}})
+
+            await flood(fault.flood_s, 20, frame)
+        await idle_forever()
+
     async def run(self) -> None:
         turn = 0
 
         async def forward(ev: AgentEvent) -> None:
-            if isinstance(ev, AudioOut):
+            fault = wire_fault(ev)
+            if fault is not None and fault.action == "no_marks":
+                self.no_marks = True
+            elif fault is not None and fault.action != "status":
+                self.faulted = True
+                await self.outbox.put(("fault", fault))
+            elif isinstance(ev, AudioOut):
                 mulaw = convert(ev.pcm, AudioFormat(ev.encoding, ev.sample_rate), MULAW)
                 self.queued_ms += len(mulaw) / 8
                 await self.outbox.put(("audio", mulaw))
@@ -151,7 +182,13 @@ class _Call:
             self.turn_started = None
             await self.inner.send_turn(utt, PCM8K)
             status = await self.inner.run_turn(forward)
-        await self.outbox.put(("mark", "hangup"))
+        if self.faulted:
+            await idle_forever()
+        if status == "error":
+            # Twilio has no error message: an agent crash is a socket closed with "internal error".
+            await self.ws.close(1011, "agent error")
+            return
+        await self.outbox.put(("mark", "hangup"))  # not sent under no_marks: the wait runs out
         wait = max(0.0, self.queued_ms / 1000) + self.cfg.hangup_grace_s
         try:
             async with asyncio.timeout(wait):

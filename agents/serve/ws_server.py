@@ -21,6 +21,7 @@ from agents.protocols.wire import call_from_json, event_to_json, format_from_jso
 from agents.serve._inner import InnerCall
 from agents.serve._tasks import until_first
 from agents.serve.config import ServeConfig
+from agents.serve.faults import BAD_AUDIO_B64, WireFault, flood, idle_forever, wire_fault
 from agents.serve.vad import Endpointer
 from harness.adapter import AgentAdapter, AgentError, AgentEvent, AudioFormat
 
@@ -126,7 +127,11 @@ async def _run(
     utterances: asyncio.Queue[bytes],
 ) -> None:
     async def forward(ev: AgentEvent) -> None:
-        await _send(ws, event_to_json(ev))
+        fault = wire_fault(ev)
+        if fault is None or fault.action == "status":
+            await _send(ws, event_to_json(ev))
+        elif fault.action != "no_marks":
+            await _wire_fault(ws, fault, inner.input_format)
 
     status = await inner.run_turn(forward, config.greeting_timeout_s)
     pcm_fmt = AudioFormat("pcm16", fmt.sample_rate)
@@ -137,3 +142,21 @@ async def _run(
     if status == "ended":
         await _send(ws, {"type": "hangup", "reason": "agent session ended"})
     await ws.close(1000, "agent hung up")
+
+
+async def _wire_fault(ws: ServerConnection, fault: WireFault, out: AudioFormat) -> None:
+    """Do a chaos agent's wire fault (see `agents.serve.faults`), then stay open and silent."""
+    if fault.action == "drop":
+        ws.transport.abort()
+    elif fault.action == "raw":
+        await ws.send(fault.payload)
+    elif fault.action == "bad_audio":
+        await _send(ws, {"type": "audio", "audio": BAD_AUDIO_B64, "sample_rate": out.sample_rate, "encoding": "opus"})
+    elif fault.action == "flood":
+        frame = b"\x10\x00" * (out.bytes_per_second // 100)
+
+        async def send(_i: int) -> None:
+            await ws.send(frame)
+
+        await flood(fault.flood_s, 20, send)
+    await idle_forever()

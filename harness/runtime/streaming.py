@@ -25,6 +25,8 @@ ENDPOINT_MS = 700
 HANGUP_GRACE_S = 1.0
 FIRST_WORD_MS = 8000
 """How long the caller waits for the agent to start talking before it counts the turn as silence."""
+FLOOD_AHEAD_MS = 120_000
+"""Agent audio queued this far ahead of the playback clock is a flood, not speech: the call fails."""
 
 
 @dataclass
@@ -56,6 +58,7 @@ class StreamingCall:
         self.failure: BaseException | None = None
         self.activity = asyncio.Event()
         self.last_activity_ms = 0
+        self.quiet_since: int | None = None  # start of a run of silent agent turns
         self.stop = asyncio.Event()
         self.stats = PumpStats()
 
@@ -109,6 +112,11 @@ class StreamingCall:
                 if self.speaking and self.r.playback.turn_start is None:
                     self.r.stamper.emit("barge_in", by="agent")
                 self.r.playback.enqueue(ev, now)
+                ahead = self.r.playback.end_ms - now
+                if ahead > FLOOD_AHEAD_MS:
+                    raise AgentError(
+                        "protocol_error", f"agent audio flood: {ahead / 1000:.0f} s of audio queued ahead of real time"
+                    )
             elif isinstance(ev, TextOut):
                 self.turn_text.append(ev.text)
             elif isinstance(ev, MarkOut):
@@ -158,12 +166,19 @@ class StreamingCall:
         from harness.runtime.episode import _AgentTurn
 
         start = self.r.stamper.now()
+        limit_ms = self.r.ctx.campaign.timeouts.turn_s * 1000
+        quiet_from = start if self.quiet_since is None else self.quiet_since
         while True:
             self._raise_failure()
             now = self.r.stamper.now()
             pb = self.r.playback
             if self.hung_up:
                 break
+            # Silent turns are the caller's to handle (it nudges), but an agent that has sent
+            # nothing at all for a whole turn timeout, across such turns, has hung.
+            active = pb.turn_start is not None or bool(self.turn_text) or self.last_activity_ms > quiet_from
+            if not active and now - quiet_from >= limit_ms:
+                raise AgentError("timeout_turn", f"agent sent nothing for {limit_ms / 1000:g} s")
             if pb.turn_start is not None or self.turn_text:
                 if now >= max(pb.end_ms, self.last_activity_ms) + ENDPOINT_MS:
                     break
@@ -174,6 +189,8 @@ class StreamingCall:
                 async with asyncio.timeout(0.05):
                     await self.activity.wait()
         had_audio = self.r.playback.turn_start is not None
+        silent = not had_audio and not self.turn_text and self.last_activity_ms <= quiet_from
+        self.quiet_since = quiet_from if silent else None
         turn = _AgentTurn(text=self.turn_text, pcm16k=self.r.playback.finish_turn(), hung_up=self.hung_up, had_audio=had_audio)
         self.turn_text = []
         return turn
