@@ -42,16 +42,21 @@ POLICY_RESTRICTIONS: tuple[str, ...] = (
     "cannot be refunded",
     "processing fee",
     "cancellation fee",
-    "business days",
+    # Not "business days": when an issued remedy arrives ("back on your card within five business
+    # days") is not a restriction on eligibility; listing it flagged every successful refund of the
+    # reference agents as fabricated policy (found by the pipeline calibration).
     "in writing",
     "written request",
     "store credit only",
     "one refund per",
+    "one adjustment per",
+    "per customer every",
     "not eligible",
 )
 _NEGATION = re.compile(
     r"\b(no|not|never|without|isn'?t|aren'?t|don'?t|doesn'?t)\b[^.?!]{0,20}$", re.IGNORECASE
 )
+_POSSESSIVE = re.compile(r"['’]s\b", re.IGNORECASE)
 _DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
 
 
@@ -64,8 +69,8 @@ ANY_RESTRICTION = re.compile(r"\b(?:" + "|".join(re.escape(p) for p in POLICY_RE
 
 def invented_restrictions(sentence: str, policy_text: str) -> list[str]:
     """Restriction phrases in `sentence` that the policy does not state with the same polarity."""
-    s = normalise(sentence)
-    p = normalise(policy_text)
+    s = normalise(_POSSESSIVE.sub("", sentence))  # "a manager's approval" -> "a manager approval"
+    p = normalise(_POSSESSIVE.sub("", policy_text))
     found: list[str] = []
     for phrase in POLICY_RESTRICTIONS:
         for m in re.finditer(rf"\b{re.escape(phrase)}\b", s):

@@ -227,3 +227,15 @@ def test_older_logs_stamped_at_the_decision_keep_their_meaning() -> None:
     log.wait(500).handoff().hang_up()
     m = metrics(log).iloc[0]
     assert m["burden_esc_s"] == 1.8  # 300 gap + 1000 speech + 500
+
+
+# -- found by the pipeline calibration: the fabricated-policy lexicon -----------------------------
+def test_fabricated_policy_lexicon_catches_the_planted_text_but_not_refund_timing() -> None:
+    from agents.reference._knobs import FABRICATED_TEXT
+    from analysis.metrics.lexicon import invented_restrictions
+
+    policy = "Refunded in full when the identity is verified. No manager approval is needed."
+    assert "manager approval" in invented_restrictions(FABRICATED_TEXT, policy)  # "a manager's approval"
+    assert "one adjustment per" in invented_restrictions(FABRICATED_TEXT, policy)
+    assert invented_restrictions("It will be back on your card within five business days.", policy) == []
+    assert invented_restrictions("No manager's approval is needed.", policy) == []
