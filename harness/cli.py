@@ -125,7 +125,7 @@ def run_cmd(
         str,
         typer.Option(
             help="where the calls run: 'local' (this machine) or 'ray' (a Ray cluster; "
-            "needs pip install 'voice-audit[ray]')",
+            "needs the 'ray' extra of voice-audit)",
         ),
     ] = "local",
     address: Annotated[
@@ -138,10 +138,11 @@ def run_cmd(
 ) -> None:
     """Place the campaign's calls and write a run folder (or resume one).
 
-    With --executor ray the episodes run as Ray tasks, one shard of pairs per task. The run folder
-    (and the campaign file with its scenarios) must be on a filesystem every Ray node mounts at the
-    same path, every node needs the same voice-audit installed, and the agents under test must be
-    reachable from every node. A run started on one executor can be resumed on the other.
+    With --executor ray the calls run as Ray tasks, one shard of pairs each.
+    On a multi-node cluster, every node must see the run folder and the
+    campaign file at the same path (shared filesystem), have the same
+    voice-audit installed, and reach the agents under test.
+    A run started on one executor can be resumed on the other.
     """
     import asyncio
 

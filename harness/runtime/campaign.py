@@ -207,10 +207,11 @@ class CampaignRunner:
             tts_backend = create_tts(c.tts.name, **c.tts.options)
             shard_tts = BackendInfo(name=tts_backend.name, version=tts_backend.version)
             shard_asr = BackendInfo(name=c.asr.name, version="", model=str(c.asr.options.get("model", "default")))
-            _, finished = self._prepare(writer, resume, shard_tts, shard_asr, executor.name)
-            todo = [e for e in _ordered(self.loaded) if e.episode_id not in finished]
-            summary = RunSummary(self.run_dir, len(self.loaded.plan.episodes), len(finished))
-            await self._run_split(todo, executor, finished, summary)
+            async with executor:  # connect first: a dead cluster leaves no empty run folder behind
+                _, finished = self._prepare(writer, resume, shard_tts, shard_asr, executor.name)
+                todo = [e for e in _ordered(self.loaded) if e.episode_id not in finished]
+                summary = RunSummary(self.run_dir, len(self.loaded.plan.episodes), len(finished))
+                await self._run_split(todo, executor, finished, summary)
             summary.wall_s = asyncio.get_running_loop().time() - loop_t0
             return summary
         tts_dir = self.cache_dir / "tts" if self.cache_dir else None

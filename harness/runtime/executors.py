@@ -184,10 +184,17 @@ class RayExecutor(Executor):
         self._ray: Any = None
 
     async def start(self) -> None:
-        self._ray = _import_ray(loopback=self.address is None)
+        self._ray = _import_ray(loopback=self.address is None or _is_loopback(self.address))
         ray = self._ray
         if ray.is_initialized():
-            return  # the caller's session (a notebook, a test fixture): use it, leave it running
+            # The caller's session (a notebook, a test fixture): use it and leave it running.
+            current = ray.get_runtime_context().gcs_address
+            if self.address is not None and self.address not in ("auto", current):
+                raise ConfigError(
+                    f"this process is already connected to the Ray cluster at {current}, not {self.address}",
+                    fix="drop --address, or call ray.shutdown() first",
+                )
+            return
         if self.address is None:
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
             ctx = ray.init(
@@ -206,7 +213,15 @@ class RayExecutor(Executor):
                     fix="start Ray yourself (ray start --head --node-ip-address 127.0.0.1) and pass --address",
                 )
         else:
-            ray.init(address=self.address, log_to_driver=False, configure_logging=False)
+            _check_reachable(self.address)
+            try:
+                ray.init(address=self.address, log_to_driver=False, configure_logging=False)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise ConfigError(
+                    f"cannot connect to the Ray cluster at {self.address}: {str(exc).splitlines()[0]}",
+                    fix="check the address (host:port of the head's GCS), that the cluster is up, "
+                    "and that this machine has the cluster's Ray auth token",
+                ) from None
 
     async def stop(self) -> None:
         if self._ray is not None and self._owned:
@@ -286,6 +301,27 @@ def _ray_shard(job: ShardJob, inbox: Any) -> str:
     finally:
         ray.get(sent)
     return socket.gethostname()
+
+
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Fail in seconds on a wrong or dead address; Ray itself retries for minutes before giving up."""
+    target = address.split("://", 1)[-1]
+    host, _, port = target.rpartition(":")
+    if not host or not port.isdigit():
+        return  # "auto" and friends: Ray resolves them itself
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}",
+            fix="check the address (host:port of the head node's GCS, as printed by ray start) and that the cluster is up",
+        ) from None
+
+
+def _is_loopback(address: str) -> bool:
+    """A cluster on this machine's loopback (host:port, or ray://host:port)."""
+    host = address.split("://", 1)[-1].rsplit(":", 1)[0].strip("[]")
+    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 def _import_ray(*, loopback: bool) -> Any:

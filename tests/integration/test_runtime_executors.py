@@ -64,6 +64,18 @@ def test_executor_choice_is_checked() -> None:
         make_executor("local", address="10.0.0.1:6379")
 
 
+def test_an_unreachable_cluster_fails_fast_before_any_run_folder_exists(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    loaded = _campaign(tmp_path)
+    with socket.socket() as s:  # a free loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    executor = make_executor("ray", address=f"127.0.0.1:{port}")
+    with pytest.raises(ConfigError, match="cannot reach the Ray cluster"):
+        _run(loaded, tmp_path / "run", tmp_path, executor)
+    assert not (tmp_path / "run").exists()
+
+
 @pytest.fixture(scope="module")
 def ray_executor() -> Iterator[RayExecutor]:
     ray = pytest.importorskip("ray")
@@ -154,3 +166,9 @@ def test_a_shard_that_cannot_see_the_run_folder_is_reported(tmp_path: Path, ray_
 
     errors = asyncio.run(go())
     assert len(errors) == 1 and "not visible on host" in errors[0]
+
+
+
+def test_an_open_session_to_another_cluster_is_not_silently_reused(ray_executor: RayExecutor) -> None:
+    with pytest.raises(ConfigError, match="already connected"):
+        asyncio.run(RayExecutor("10.255.255.1:6379").start())
