@@ -2,14 +2,30 @@
 
 `ScriptedAgent` answers by turn number with fixed lines and a tone burst standing in for speech,
 so runtime tests and benchmarks measure the harness, not an agent's models.
+
+Calibration of the analysis pipeline (tests/integration/test_calibration_pipeline.py) needs a cheap
+agent with a *known* effect. Two options give it one, both off by default:
+
+- `planted`: with the harness's `calibration_oracle` (the perfect condition detector, see
+  `harness.adapter.utterance_key`), the agent says one extra line -- by default an extra identity
+  challenge, so Auth(e) grows by exactly one -- with probability `p` once a caller turn is detected
+  as the `target` condition. The only way the agent learns the condition is the oracle lookup of
+  the exact audio bytes it received, as for the reference agents' knobs.
+- `noise`: with probability `repair_p` per call, one "Sorry, could you repeat that?" turn,
+  independent of the condition, so an A/A campaign has real random differences between the sides.
+
+Both draws are seeded from (`seed`, the call id, the purpose), never from the condition.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import math
+import random
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,6 +41,7 @@ from harness.adapter import (
     ToolCallOut,
     ToolResultOut,
     TurnEnd,
+    utterance_key,
 )
 from harness.model.campaign import AgentSpec
 from harness.tools import ToolFixture
@@ -36,6 +53,50 @@ REFUND_SCRIPT: tuple[str, ...] = (
     "Thank you. Would you like me to refund the duplicate charge?",
     "I have issued a refund of twenty four dollars and ninety nine cents. Is there anything else?",
 )
+
+
+EXTRA_CHALLENGE = "For your security, can you also confirm your date of birth?"
+REPAIR_LINE = "Sorry, could you repeat that?"
+
+
+@dataclass(frozen=True)
+class Planted:
+    """An extra line for callers the oracle labels `axis` in `levels`, with probability `p`.
+
+    `after` is the index in `lines` after which the extra line is said (default: after the first
+    line that asks to confirm something, i.e. the identity challenge)."""
+
+    axis: str
+    levels: tuple[str, ...]
+    p: float = 1.0
+    line: str = EXTRA_CHALLENGE
+    after: int | None = None
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, object]) -> Planted:
+        target = raw.get("target")
+        if not isinstance(target, Mapping) or "axis" not in target or "levels" not in target:
+            raise ValueError("planted needs target: {axis: AXIS, levels: [LEVEL, ...]}")
+        levels = target["levels"]
+        if not isinstance(levels, (list, tuple)) or not levels:
+            raise ValueError("planted target levels must be a non-empty list")
+        p = float(raw.get("p", 1.0))  # type: ignore[arg-type]
+        if not 0.0 <= p <= 1.0:
+            raise ValueError("planted p must lie in [0, 1]")
+        after = raw.get("after")
+        return cls(
+            axis=str(target["axis"]),
+            levels=tuple(str(v) for v in levels),
+            p=p,
+            line=str(raw.get("line", EXTRA_CHALLENGE)),
+            after=None if after is None else int(after),  # type: ignore[call-overload]
+        )
+
+
+def draw(seed: int, call_id: str, purpose: str) -> float:
+    """A uniform draw for one decision; its inputs never include the caller's condition."""
+    digest = hashlib.sha256(f"{seed}|{call_id}|{purpose}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big")).random()
 
 
 def tone(ms: int, rate: int = 16000, freq: float = 220.0) -> bytes:
@@ -52,11 +113,38 @@ class _ScriptedSession:
         self.queue: asyncio.Queue[AgentEvent | None] = asyncio.Queue(maxsize=64)
         self.fixture = ToolFixture(call.facts)
         self.heard_bytes = 0
+        self.lines = list(agent.lines)
+        self.turn_audio = bytearray()
+        self.detected: dict[str, str] = {}
+        self.planted_decided = False
+        self.planted_fired = False
+        if agent.noise_repair_p > 0 and draw(agent.seed, call.call_id, "noise_repair") < agent.noise_repair_p:
+            self.lines.insert(min(1, len(self.lines)), REPAIR_LINE)
         self._respond(first=True)
+
+    def _detect(self) -> None:
+        """Calibration mode: look the turn's exact audio up in the oracle (sticky for the call)."""
+        oracle = self.agent.oracle
+        if oracle is not None and self.turn_audio:
+            found = oracle.get(utterance_key(bytes(self.turn_audio)))
+            if found:
+                self.detected.update({str(k): str(v) for k, v in found.items()})
+        self.turn_audio = bytearray()
+        planted = self.agent.planted
+        if planted is None or self.planted_decided or self.detected.get(planted.axis) not in planted.levels:
+            return
+        self.planted_decided = True
+        if draw(self.agent.seed, self.call.call_id, "planted") >= planted.p:
+            return
+        self.planted_fired = True
+        at = planted.after
+        if at is None:
+            at = next((i for i, ln in enumerate(self.lines) if "confirm" in ln.lower()), self.turn - 1)
+        self.lines.insert(max(at + 1, self.turn), planted.line)
 
     def _respond(self, first: bool = False) -> None:
         t0 = time.perf_counter()
-        lines = self.agent.lines
+        lines = self.lines
         if first:
             self.queue.put_nowait(FactsSeenOut(self.call.facts_sha256))
         if self.turn >= len(lines):
@@ -81,8 +169,11 @@ class _ScriptedSession:
 
     async def send_audio(self, chunk: bytes) -> None:
         self.heard_bytes += len(chunk)
+        if self.agent.oracle is not None:
+            self.turn_audio += chunk
 
     async def end_turn(self) -> None:
+        self._detect()
         self._respond()
 
     async def send_dtmf(self, digit: str) -> None:
@@ -118,7 +209,19 @@ class ScriptedAgent:
         expose_text: bool = True,
         use_tools: bool = True,
         speak: bool = False,
+        oracle: Mapping[str, Mapping[str, str]] | None = None,
+        planted: Planted | None = None,
+        noise_repair_p: float = 0.0,
+        seed: int = 0,
     ) -> None:
+        if planted is not None and oracle is None:
+            raise ValueError("a planted effect needs the calibration oracle (options: calibration_oracle: true)")
+        if not 0.0 <= noise_repair_p <= 1.0:
+            raise ValueError("noise repair_p must lie in [0, 1]")
+        self.oracle = oracle
+        self.planted = planted
+        self.noise_repair_p = noise_repair_p
+        self.seed = seed
         self.lines = tuple(lines)
         self.speak = speak
         self._voiced: dict[str, bytes] = {}
@@ -157,12 +260,25 @@ class ScriptedAgent:
 
 
 def scripted(spec: AgentSpec) -> ScriptedAgent:
-    """Factory for campaigns: options lines, audio_ms, expose_text, use_tools, speak (real eSpeak audio)."""
+    """Factory for campaigns: options lines, audio_ms, expose_text, use_tools, speak (real eSpeak
+    audio), and for pipeline calibration `calibration_oracle` (set by the harness),
+    `planted: {target: {axis, levels}, p, line, after}`, `noise: {repair_p}` and `seed`."""
     opts = spec.options
+    oracle = opts.get("calibration_oracle")
+    if oracle is not None and not isinstance(oracle, Mapping):
+        raise TypeError("calibration_oracle must be a mapping from utterance_key(audio) to condition levels")
+    planted_raw = opts.get("planted")
+    noise = opts.get("noise") or {}
+    if not isinstance(noise, Mapping):
+        raise ValueError("noise must be a mapping like {repair_p: 0.3}")
     return ScriptedAgent(
         opts.get("lines", REFUND_SCRIPT),
         audio_ms=int(opts.get("audio_ms", 400)),
         expose_text=bool(opts.get("expose_text", True)),
         use_tools=bool(opts.get("use_tools", True)),
         speak=bool(opts.get("speak", False)),
+        oracle=oracle,
+        planted=Planted.parse(planted_raw) if isinstance(planted_raw, Mapping) else None,
+        noise_repair_p=float(noise.get("repair_p", 0.0)),
+        seed=int(opts.get("seed", 0)),
     )
