@@ -159,7 +159,12 @@ def map_unique(values: pd.Series, fn: Callable[[str], T]) -> pd.Series:
     """Apply `fn` once per distinct string (agents repeat their lines; scripted ones always do)."""
     filled = values.fillna("").astype(str)
     table = {v: fn(v) for v in pd.unique(filled)}
-    return filled.map(table)
+    out = filled.map(table)
+    if out.empty:  # keep fn's scalar type: an empty string column would make counts strings
+        sample = fn("")
+        if isinstance(sample, (bool, int, float)):
+            return out.astype(type(sample))
+    return out
 
 
 def join_by_ep(ep: np.ndarray, values: Sequence[str], sep: str, n: int) -> list[str]:

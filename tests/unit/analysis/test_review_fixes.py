@@ -239,3 +239,12 @@ def test_fabricated_policy_lexicon_catches_the_planted_text_but_not_refund_timin
     assert "one adjustment per" in invented_restrictions(FABRICATED_TEXT, policy)
     assert invented_restrictions("It will be back on your card within five business days.", policy) == []
     assert invented_restrictions("No manager's approval is needed.", policy) == []
+
+
+def test_a_run_without_any_finished_episode_is_analysed_not_crashed(tmp_path: Path) -> None:
+    run = tmp_path / "golden"
+    shutil.copytree(GOLDEN, run)
+    (run / "episodes.jsonl").write_text("")  # a campaign that died before its first call ended
+    res = analyze(run)
+    assert res.summary["episodes"]["planned"] == 4 and res.summary["episodes"]["distinct"] == 0
+    assert res.disposition["campaign"]["claim"] == "diagnostics_only"
