@@ -199,7 +199,8 @@ class RayExecutor(Executor):
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
             ctx = ray.init(
                 address="local",
-                num_cpus=self.num_cpus or os.cpu_count() or 1,
+                # every shard at once: per-shard concurrency assumes they all run together
+                num_cpus=self.num_cpus or max(os.cpu_count() or 1, int((self.tasks or 0) * self.cpus_per_task)),
                 include_dashboard=False,
                 log_to_driver=False,
                 configure_logging=False,
