@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -48,12 +49,18 @@ def test_kill9_at_random_points_then_resume(tmp_path: Path) -> None:
     kills = 0
     for _ in range(KILL_POINTS):
         args = [str(campaign), "--out", str(tmp_path / "runs"), "--run-id", "k"] if first else ["--resume", str(run_dir)]
-        proc = subprocess.Popen(_cmd(*args), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        # Its own process group, so the kill takes the runner and its TTS pool together (as a crash
+        # would) and leaves no orphans behind.
+        proc = subprocess.Popen(
+            _cmd(*args), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
         time.sleep(rng.uniform(1.0, 4.0))
         if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
+            os.killpg(proc.pid, signal.SIGKILL)
             kills += 1
         proc.wait(timeout=60)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
         if (run_dir / "run.json").exists():
             first = False
     final = subprocess.run(_cmd("--resume", str(run_dir)), env=env, capture_output=True, text=True, timeout=600)
