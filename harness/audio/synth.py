@@ -12,6 +12,8 @@ import asyncio
 import multiprocessing
 import os
 import pickle
+import threading
+import time
 from concurrent.futures import Executor, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
@@ -47,6 +49,18 @@ def _worker_synthesize(
         raise SynthesisError(
             f"{name} failed on voice {params.espeak_name}: {type(exc).__name__}: {exc}"
         ) from None
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    """Pool workers end when the process that started them dies (even by kill -9), instead of
+    lingering as orphans holding an eSpeak engine."""
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(1.0)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def default_pool_size() -> int:
@@ -98,7 +112,12 @@ class SpeechSynthesizer:
 
     def _executor(self) -> Executor:
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(self.pool_size, mp_context=multiprocessing.get_context("spawn"))
+            self._pool = ProcessPoolExecutor(
+                self.pool_size,
+                mp_context=multiprocessing.get_context("spawn"),
+                initializer=_exit_with_parent,
+                initargs=(os.getpid(),),
+            )
         return self._pool
 
     async def speak(self, text: str, ssml: str | None, params: SpeechParams) -> Synthesis:
