@@ -11,9 +11,10 @@ is identical for every adapter):
   policy and therefore not counted.
 * Auth(e): distinct facts across `challenge` decisions (`challenge_fact` is comma-joined); a generic
   identity check without a fact counts as one distinct challenge "generic".
-* Esc(e): from the first `escalation_requested` to the first later event among a `handoff`
-  (confirmed or refused), a successful `escalate_to_human` tool result and a `hang_up`; 0 without
-  a request; missing when the log ends with none of them (a failed call). The harness stamps the
+* Esc(e): from the first `escalation_requested` to the first later `handoff` the caller heard
+  (confirmed or refused); without one, to the first successful `escalate_to_human` tool result (a
+  silent transfer); without either, to the `hang_up`. 0 without a request; missing when the log
+  ends with none of them (a failed call). The harness stamps the
   request at the end of the caller's request utterance, so Esc excludes the persona's speaking
   time; an answer that lands while the request is still being said counts with Esc = 0.
 """
@@ -117,7 +118,14 @@ def escalation(table: EventTable) -> pd.DataFrame:
         ["ep", "seq", "t_ms", "type", "status"],
     ]
     joined = term.merge(req, on="ep", suffixes=("", "_req"))
-    joined = joined[joined["seq"] > joined["anchor"]].drop_duplicates("ep")  # first in log order
+    joined = joined[joined["seq"] > joined["anchor"]]
+    # The handoff the caller hears settles Esc; an escalate_to_human result only when no handoff
+    # was heard (a silent transfer), a hang-up only when neither came. Agents call the tool before
+    # they say "please hold ... transferring you": ending at the tool result would hide every
+    # hold from trace-exposing agents, and only from them (found by the pipeline calibration).
+    rank = np.select([joined["type"] == "handoff", joined["type"] == "tool_result"], [0, 1], 2)
+    joined = joined.assign(rank=rank).sort_values(["ep", "rank", "seq"], kind="stable")
+    joined = joined.drop_duplicates("ep")
     status = np.where(
         joined["type"] == "hang_up",
         "ended_without_handoff",

@@ -248,3 +248,15 @@ def test_a_run_without_any_finished_episode_is_analysed_not_crashed(tmp_path: Pa
     res = analyze(run)
     assert res.summary["episodes"]["planned"] == 4 and res.summary["episodes"]["distinct"] == 0
     assert res.disposition["campaign"]["claim"] == "diagnostics_only"
+
+
+def test_esc_ends_at_the_handoff_the_caller_hears_not_at_the_tool_call() -> None:
+    # The agent calls escalate_to_human at once, then holds 5 s and announces the transfer.
+    held = Log().agent("I cannot do that.", cls="denial").caller("human_request", ms=1000).esc()
+    held.wait(100).tool("escalate_to_human").wait(5000)
+    held.agent("Please hold. I'm transferring you to a human agent now.", cls="handoff").handoff().hang_up()
+    silent = Log().agent("I cannot do that.", cls="denial").caller("human_request", ms=1000).esc()
+    silent.wait(700).tool("escalate_to_human").wait(300).hang_up("agent")  # transfer without words
+    m = metrics(held, silent)
+    assert m.iloc[0]["burden_esc_s"] == 5.5 and m.iloc[0]["burden_esc_status"] == "confirmed"
+    assert m.iloc[1]["burden_esc_s"] == 0.7 and m.iloc[1]["burden_esc_status"] == "confirmed"
