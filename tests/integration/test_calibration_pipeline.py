@@ -1,0 +1,141 @@
+"""Calibration of the whole pipeline at CI size: real campaigns through the harness with the
+calibration-aware scripted agent, one real analysis each, replicate analyses resampled from the
+pair tables (see `analysis.pipeline_calibration` for how; benchmarks/calibration_pipeline.py
+is the full-size version through the hybrid reference agent).
+
+* A/A (`contrast: []`): both sides say a "Sorry, could you repeat that?" with probability 0.4,
+  independently, so the sides differ by chance only. Under resampling with random a/b swaps the
+  per-test rejection rate must lie within alpha +- 2 points.
+* Planted: the scripted agent adds an extra identity challenge when the harness's oracle labels
+  the caller female_adult (side a), with p = 1 or 0.5: Auth(e) must move by +1 or +0.5 with the
+  right sign, the real analysis's interval must cover the planted size, and the replicate
+  intervals must cover the resampling population's truth in >= 90 % of replicates (for p = 1 that
+  truth is the planted size; for p = 0.5 it is the run's realised share of fired calls). The
+  scripted agent ignores the audio, so nothing but the planted line differs between the sides
+  (the repair noise stays a null effect there and must be covered at 0).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from analysis import pipeline_calibration as pc
+from analysis.pipeline import AnalysisResult, analyze
+from harness.planning import load_campaign
+from harness.runtime import CampaignRunner
+
+REPLICATES = 300
+AA_REPLICATES = 600
+TARGET = "{target: {axis: voice_profile, levels: [female_adult]}"
+
+AA = """\
+name: calib-ci-aa
+seed: 31
+batch: ci-aa
+scenarios: [refund_duplicate_charge]
+agents:
+  - name: scripted-aa
+    adapter: "agents.testing:scripted"
+    options: {calibration_oracle: true, noise: {repair_p: 0.4}, audio_ms: 100}
+pairs:
+  - contrast: []
+    base: {accent: us_general, voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}
+voices: 2
+replicates: 25
+concurrency: 8
+"""
+
+PLANTED = f"""\
+name: calib-ci-planted
+seed: 32
+batch: ci-planted
+scenarios: [refund_duplicate_charge]
+agents:
+  - name: planted-p1
+    adapter: "agents.testing:scripted"
+    options: {{calibration_oracle: true, noise: {{repair_p: 0.4}}, audio_ms: 100, planted: {TARGET}, p: 1.0}}}}
+  - name: planted-p05
+    adapter: "agents.testing:scripted"
+    options: {{calibration_oracle: true, noise: {{repair_p: 0.4}}, audio_ms: 100, planted: {TARGET}, p: 0.5}}}}
+pairs:
+  - contrast: [voice_profile]
+    base: {{accent: us_general, affect: calm, disfluency: none, wording: plain}}
+    a: {{voice_profile: female_adult}}
+    b: {{voice_profile: female_older}}
+voices: 2
+replicates: 20
+concurrency: 8
+"""
+
+
+def _run(tmp: Path, name: str, text: str) -> AnalysisResult:
+    path = tmp / f"{name}.yaml"
+    path.write_text(text)
+    run_dir = tmp / name
+    runner = CampaignRunner(
+        load_campaign(path), run_dir, cache_dir=tmp / "cache", progress=False, tts_pool_size=1
+    )
+    summary = asyncio.run(runner.run())
+    assert summary.statuses == {"completed": summary.planned}
+    return analyze(run_dir, audio=False)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, AnalysisResult]:
+    tmp = tmp_path_factory.mktemp("calib")
+    t0 = time.perf_counter()
+    out = {"aa": _run(tmp, "aa", AA), "planted": _run(tmp, "planted", PLANTED)}
+    print(f"campaigns + analyses: {time.perf_counter() - t0:.1f} s")
+    return out
+
+
+def test_aa_false_positive_rate_within_two_points(runs: dict[str, AnalysisResult]) -> None:
+    res = runs["aa"]
+    plan = pc.replicate_plan(res.plan, ["burden_repair", "burden_auth", "outcome_refund_issued"])
+    src = pc.source(res, plan=plan)
+    assert src.n_pairs == 50
+    inf = pc.informative(src)
+    informative = inf[inf["n_nonzero"] > 0]
+    assert set(informative["metric"]) == {"burden_repair"}  # the only thing that differs by chance
+    reps = pc.aa_replicates(src, AA_REPLICATES, seed=1)
+    rates = pc.aa_rates(reps, plan.alpha, inf)
+    print(
+        f"A/A: {rates.tests} tests, rejection rate {rates.rejection_rate:.3f}, family-wise {rates.familywise_rate:.3f}"
+    )
+    assert rates.tests == AA_REPLICATES
+    assert abs(rates.rejection_rate - plan.alpha) <= 0.02 + 1e-9, rates.rejection_rate
+    assert rates.familywise_rate <= plan.alpha + 0.02
+    # Metrics whose pairs never differ never reject (every estimable test counted).
+    assert pc.aa_rates(reps, plan.alpha).rejection_rate <= rates.rejection_rate
+
+
+def test_planted_extra_challenge_is_recovered_with_coverage(runs: dict[str, AnalysisResult]) -> None:
+    res = runs["planted"]
+    plan = pc.replicate_plan(res.plan, ["burden_auth", "burden_repair"])
+    for agent, size in (("planted-p1", 1.0), ("planted-p05", 0.5)):
+        src = pc.source(res, agents=[agent], plan=plan)
+        assert src.n_pairs == 40
+        cell = next(c for c in res.deltas["cells"] if c["cell"]["agent"] == agent)
+        real = {e["metric"]: e for e in cell["estimates"]}["burden_auth"]
+        # The one real analysis: right sign, and its interval covers the planted size.
+        assert real["estimate"] > 0 and real["ci_low"] <= size <= real["ci_high"], real
+        reps = pc.direct_replicates(src, REPLICATES, seed=2)
+        auth = pc.coverage(reps, "burden_auth", size)
+        assert auth.sign_recovery >= 0.9, auth
+        if size == 1.0:
+            # Deterministic: every target call got exactly one more challenge, so the resampling
+            # population's truth is the planted size itself.
+            assert auth.mean_estimate == 1.0 and auth.coverage >= 0.9, auth
+        else:
+            # With p = 0.5 the run realises a share of fired calls near, not at, 0.5; replicates
+            # resampled from it are centred on that share, which is therefore the truth their
+            # intervals must cover (coverage of 0.5 itself rides on the share's sampling error).
+            own = pc.coverage(reps, "burden_auth", float(real["estimate"]))
+            assert own.coverage >= 0.9, own
+            print(f"p=0.5: realised {real['estimate']:.3f}; coverage of 0.5 {auth.coverage:.3f}")
+        repair = pc.coverage(reps, "burden_repair", 0.0)  # condition-independent noise: a null effect
+        assert repair.coverage >= 0.85, repair
