@@ -244,7 +244,10 @@ class RealtimeSession:
                     raise AgentError("malformed_frame", f"invalid JSON from server: {exc}") from None
                 if not isinstance(msg, dict) or not isinstance(msg.get("type"), str):
                     raise AgentError("malformed_frame", "server event without a string 'type'")
-                await self._handle(msg)
+                try:
+                    await self._handle(msg)
+                except (AttributeError, TypeError, ValueError, KeyError) as exc:  # a field of the wrong shape
+                    raise AgentError("malformed_frame", f"bad {msg['type'][:60]!r} event: {exc!r}"[:300]) from None
             final = closed_event(self._ws, None)
         except ConnectionClosed as exc:
             final = closed_event(self._ws, exc)

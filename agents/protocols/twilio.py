@@ -217,7 +217,10 @@ class TwilioSession:
         final: AgentEvent | None = None
         try:
             async for raw in self._ws:
-                await self._handle(raw)
+                try:
+                    await self._handle(raw)
+                except (AttributeError, TypeError, ValueError, KeyError) as exc:  # a field of the wrong shape
+                    raise AgentError("malformed_frame", f"bad message: {exc!r}"[:300]) from None
             final = closed_event(self._ws, None)
         except ConnectionClosed as exc:
             final = closed_event(self._ws, exc)

@@ -172,7 +172,10 @@ def event_from_json(data: Any) -> AgentEvent:
                 enc = data.get("encoding", "pcm16")
                 if enc not in ("pcm16", "mulaw"):
                     raise AgentError("malformed_frame", f"unknown audio encoding {enc!r}")
-                return AudioOut(b64decode(data["audio"]), int(data["sample_rate"]), enc)
+                rate = data["sample_rate"]
+                if isinstance(rate, bool) or not isinstance(rate, int) or not 4000 <= rate <= 96000:
+                    raise AgentError("malformed_frame", f"audio sample_rate must be an integer in 4000..96000 Hz, not {rate!r}")
+                return AudioOut(b64decode(data["audio"]), rate, enc)
             case "text":
                 return TextOut(str(data["text"]))
             case "heard":
@@ -210,6 +213,6 @@ def event_from_json(data: Any) -> AgentEvent:
             case "turn_end":
                 cm = data.get("compute_ms")
                 return TurnEnd(None if cm is None else float(cm))
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
         raise AgentError("malformed_frame", f"bad {t!r} event: {exc!r}") from None
     raise AgentError("malformed_frame", f"unknown event type {t!r}")

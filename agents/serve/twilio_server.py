@@ -68,29 +68,32 @@ class _Call:
         endp = Endpointer(8000, self.cfg.vad)
         async for raw in self.ws:
             try:
-                msg = json.loads(raw)
-                event = msg.get("event")
-            except (json.JSONDecodeError, AttributeError):
-                log.warning("ignoring a malformed frame from the caller side")
-                continue
-            if event == "media":
-                payload = b64decode((msg.get("media") or {}).get("payload"), "media.payload")
-                for kind, utt in endp.push(mulaw_decode(payload)):
-                    if kind == "start" and self.unplayed():
-                        await self.barge_in()
-                    elif kind == "end" and not self.utterances.full():
-                        self.utterances.put_nowait(utt)
-            elif event == "mark":
-                name = str((msg.get("mark") or {}).get("name"))
-                if name not in self.pending_marks:
-                    log.warning("caller echoed a mark this agent never sent: %r", name)
-                self.pending_marks.discard(name)
-                if name == "hangup":
-                    self.hangup_echoed.set()
-            elif event == "dtmf":
-                await self.inner.session.send_dtmf(str((msg.get("dtmf") or {}).get("digit", "")))
-            elif event == "stop":
-                return
+                if await self.on_frame(raw, endp):
+                    return
+            except (AgentError, ValueError, TypeError, AttributeError) as exc:  # a frame of the wrong shape
+                log.warning("ignoring a malformed frame from the caller side: %s", exc)
+
+    async def on_frame(self, raw: str | bytes, endp: Endpointer) -> bool:
+        """Handle one caller-side frame; True when the stream is over (`stop`)."""
+        msg = json.loads(raw)
+        event = msg.get("event")
+        if event == "media":
+            payload = b64decode((msg.get("media") or {}).get("payload"), "media.payload")
+            for kind, utt in endp.push(mulaw_decode(payload)):
+                if kind == "start" and self.unplayed():
+                    await self.barge_in()
+                elif kind == "end" and not self.utterances.full():
+                    self.utterances.put_nowait(utt)
+        elif event == "mark":
+            name = str((msg.get("mark") or {}).get("name"))
+            if name not in self.pending_marks:
+                log.warning("caller echoed a mark this agent never sent: %r", name)
+            self.pending_marks.discard(name)
+            if name == "hangup":
+                self.hangup_echoed.set()
+        elif event == "dtmf":
+            await self.inner.session.send_dtmf(str((msg.get("dtmf") or {}).get("digit", "")))
+        return bool(event == "stop")
 
     async def barge_in(self) -> None:
         self.generation += 1
@@ -234,7 +237,7 @@ def twilio_handler(adapter: AgentAdapter, config: ServeConfig) -> Any:
         try:
             sid, call = await _start(ws, config)
             inner = await InnerCall.open(adapter, call, config.turn_timeout_s)
-        except (AgentError, json.JSONDecodeError, TimeoutError, ConnectionClosed) as exc:
+        except (AgentError, ValueError, TypeError, AttributeError, TimeoutError, ConnectionClosed) as exc:
             reason = exc.message if isinstance(exc, AgentError) else f"{type(exc).__name__}"
             log.warning("refusing a Twilio stream: %s", reason)
             await ws.close(1008, reason[:100])
