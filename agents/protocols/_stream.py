@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
+from agents.protocols._secrets import install_log_redaction
 from harness.adapter import AgentError, AgentEvent, ErrorOut, HangupOut
 from harness.model.events import FailureKind
 
@@ -133,6 +134,7 @@ async def open_ws(
     from websockets.asyncio.client import connect
     from websockets.exceptions import InvalidHandshake, InvalidURI
 
+    install_log_redaction()
     try:
         # No permessage-deflate: compressing 20 ms audio frames costs CPU and saves nothing.
         return await connect(

@@ -32,6 +32,7 @@ from typing import Any
 
 import aiohttp
 
+from agents.protocols._secrets import expand_headers
 from agents.protocols._stream import EventChannel, describe
 from agents.protocols.wire import b64encode, call_to_json, event_from_json, format_from_json, format_to_json
 from harness.adapter import (
@@ -139,7 +140,8 @@ def parse_events(data: Any) -> list[AgentEvent]:
 
 class HttpTurnAdapter:
     """Options: `sample_rate` (16000), `encoding` ("pcm16"), `turn_timeout_s` (30),
-    `connect_timeout_s` (10), `transcripts`/`tool_trace` (true), `headers` (dict)."""
+    `connect_timeout_s` (10), `transcripts`/`tool_trace` (true), `headers` (dict; a value may
+    reference the environment as `${NAME}`, the way to pass a credential)."""
 
     def __init__(self, spec: AgentSpec) -> None:
         if not spec.url:
@@ -163,13 +165,13 @@ class HttpTurnAdapter:
         )
         self._timeout = float(self.options.get("turn_timeout_s", 30.0))
         self._connect_timeout = float(self.options.get("connect_timeout_s", 10.0))
+        self._headers = expand_headers(self.options.get("headers"))  # `${ENV}` references resolved here
         self._http: aiohttp.ClientSession | None = None
         self._sessions: weakref.WeakSet[HttpTurnSession] = weakref.WeakSet()
 
     def _client(self) -> aiohttp.ClientSession:
         if self._http is None or self._http.closed:
-            headers = {str(k): str(v) for k, v in dict(self.options.get("headers") or {}).items()}
-            self._http = aiohttp.ClientSession(headers=headers)
+            self._http = aiohttp.ClientSession(headers=self._headers)
         return self._http
 
     async def request(

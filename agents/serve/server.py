@@ -12,6 +12,7 @@ from typing import Literal
 from aiohttp import web
 from websockets.asyncio.server import serve as ws_serve
 
+from agents.protocols._secrets import install_log_redaction
 from agents.serve.config import ServeConfig
 from agents.serve.http_server import build_http_app
 from agents.serve.realtime_server import realtime_handler
@@ -51,6 +52,7 @@ async def start_server(
     """Serve until the block exits; port 0 picks a free port (see `handle.port`). WebSocket front
     ends accept any path, so `ws://host:port/ws` (Pipecat's default) and `/v1/realtime` both work."""
     cfg = config or ServeConfig()
+    install_log_redaction()  # clients' credentials arrive in handshake headers that websockets logs
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r} (one of {', '.join(PROTOCOLS)})")
     if protocol == "http":

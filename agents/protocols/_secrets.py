@@ -1,0 +1,57 @@
+"""Credentials in agent options: taken from the environment, never written to a log.
+
+Option values may name an environment variable as `${NAME}` (e.g. a header
+`Authorization: "Bearer ${VENDOR_TOKEN}"`), so campaign files and the run folder's copy of the
+campaign hold the reference, never the key. websockets logs every handshake header at DEBUG;
+`install_log_redaction` masks the values of credential-bearing ones on its loggers.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Mapping
+
+from harness.adapter import AgentError
+
+__all__ = ["MASK", "HeaderRedaction", "expand_env", "expand_headers", "install_log_redaction"]
+
+MASK = "[redacted]"
+ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+SENSITIVE_HEADER = re.compile(r"auth|key|token|secret|cookie|signature|passw", re.IGNORECASE)
+_HEADER_LINES = frozenset({"> %s: %s", "< %s: %s"})
+
+
+def expand_env(value: str, what: str) -> str:
+    """`${NAME}` -> the value of $NAME; an unset variable is a clear connect failure."""
+
+    def sub(m: re.Match[str]) -> str:
+        found = os.environ.get(m.group(1))
+        if not found:
+            raise AgentError("connect_failed", f"environment variable {m.group(1)} (in {what}) is not set")
+        return found
+
+    return ENV_REF.sub(sub, value)
+
+
+def expand_headers(headers: Mapping[str, object] | None) -> dict[str, str]:
+    return {str(k): expand_env(str(v), f"header {k}") for k, v in dict(headers or {}).items()}
+
+
+class HeaderRedaction(logging.Filter):
+    """Masks the value in websockets' `> Name: value` handshake lines when the name carries credentials."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        header = isinstance(args, tuple) and len(args) == 2 and record.msg in _HEADER_LINES
+        if header and isinstance(args, tuple) and SENSITIVE_HEADER.search(str(args[0])):
+            record.args = (args[0], MASK)
+        return True
+
+
+def install_log_redaction() -> None:
+    for name in ("websockets.client", "websockets.server"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, HeaderRedaction) for f in logger.filters):
+            logger.addFilter(HeaderRedaction())

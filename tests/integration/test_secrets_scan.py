@@ -1,0 +1,194 @@
+"""Planted credentials never reach a log, a run folder or a report.
+
+A Realtime agent takes its key from `api_key_env`; an HTTP agent gets `Authorization: Bearer
+${TOKEN}` through the `headers` option. Both servers refuse calls without the right credential,
+so the secrets provably travel on the wire. Logs are captured at DEBUG (websockets logs every
+handshake header there). Then the run is analysed and reported, in full and `--redact`ed, and
+every byte under the run folder, the reports and the log is scanned for each secret, raw and
+in its base64 and URL-encoded forms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import logging
+import secrets
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from aiohttp import web
+from websockets.asyncio.server import ServerConnection, serve
+from websockets.datastructures import Headers
+from websockets.http11 import Request, Response
+
+from agents.reference.chaos import ChaosAgent
+from agents.serve import ServeConfig, ToneAgent
+from agents.serve.http_server import build_http_app
+from agents.serve.realtime_server import realtime_handler
+from harness.model.campaign import AgentSpec
+from harness.planning import load_campaign
+from harness.rundir import RunReader
+from harness.runtime import CampaignRunner
+
+KEY_ENV, TOKEN_ENV = "VA_TEST_REALTIME_KEY", "VA_TEST_HTTP_TOKEN"
+CFG = ServeConfig(greeting_timeout_s=2.0, turn_timeout_s=20.0, hangup_grace_s=0.3)
+
+
+def _tone() -> ToneAgent:
+    return ToneAgent(AgentSpec(name="tone", adapter="agents.serve.demo:tone_agent", options={"hangup_after": 1}))
+
+CAMPAIGN = """\
+name: secrets
+seed: 4
+scenarios: [refund_duplicate_charge]
+agents:
+  - {{name: rt, adapter: realtime, url: "{rt}", options: {{api_key_env: {key_env}}}}}
+  - {{name: web, adapter: http, url: "{web}", options: {{headers: {{Authorization: "Bearer ${{{token_env}}}"}}}}}}
+  - {{name: web-5xx, adapter: http, url: "{bad}", options: {{headers: {{Authorization: "Bearer ${{{token_env}}}"}}}}}}
+pairs:
+  - contrast: [accent]
+    base: {{voice_profile: male_adult, affect: calm, disfluency: none, wording: plain}}
+    a: {{accent: us_general}}
+    b: {{accent: gb_rp}}
+voices: 1
+concurrency: 6
+pacing: realtime
+timeouts: {{connect_s: 5, turn_s: 8, call_s: 60}}
+"""
+
+
+@contextlib.asynccontextmanager
+async def _http_with_auth(adapter: Any, token: str) -> AsyncIterator[str]:
+    app = build_http_app(adapter, CFG)
+
+    @web.middleware
+    async def auth(request: web.Request, handler: Any) -> web.StreamResponse:
+        if request.headers.get("Authorization") != f"Bearer {token}":
+            return web.json_response({"error": {"kind": "protocol_error", "message": "unauthorised"}}, status=401)
+        resp: web.StreamResponse = await handler(request)
+        return resp
+
+    app.middlewares.insert(0, auth)
+    runner = web.AppRunner(app, handle_signals=False)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
+
+
+@contextlib.asynccontextmanager
+async def _realtime_with_auth(key: str) -> AsyncIterator[str]:
+    def check(conn: ServerConnection, request: Request) -> Response | None:
+        if request.headers.get("Authorization") != f"Bearer {key}":
+            return Response(401, "Unauthorized", Headers(), b"no\n")
+        return None
+
+    handler = realtime_handler(_tone(), CFG)
+    async with serve(handler, "127.0.0.1", 0, process_request=check) as server:
+        port = next(iter(server.sockets)).getsockname()[1]
+        yield f"ws://127.0.0.1:{port}/v1/realtime"
+
+
+async def _run(tmp: Path, key: str, token: str) -> Path:
+    async with (
+        _realtime_with_auth(key) as rt,
+        _http_with_auth(_tone(), token) as web_url,
+        _http_with_auth(ChaosAgent({"faults": ["http_5xx"]}), token) as bad,
+    ):
+        text = CAMPAIGN.format(rt=rt, web=web_url, bad=bad, key_env=KEY_ENV, token_env=TOKEN_ENV)
+        cfile = tmp / "c.yaml"
+        cfile.write_text(text)
+        runner = CampaignRunner(load_campaign(cfile), tmp / "run", cache_dir=tmp / "cache", progress=False)
+        await runner.run()
+    return tmp / "run"
+
+
+def _forms(secret: str) -> set[bytes]:
+    raw = secret.encode()
+    return {raw, base64.b64encode(raw), base64.b64encode(b"Bearer " + raw), quote(secret).encode()}
+
+
+def test_planted_secrets_never_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    key, token = "sk-planted-" + secrets.token_hex(12), "tok-planted-" + secrets.token_hex(12)
+    monkeypatch.setenv(KEY_ENV, key)
+    monkeypatch.setenv(TOKEN_ENV, token)
+    log_file = tmp_path / "debug.log"
+    handler = logging.FileHandler(log_file)
+    handler.setLevel(logging.DEBUG)
+    root = logging.getLogger()
+    old_level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+    try:
+        run_dir = asyncio.run(_run(tmp_path, key, token))
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)
+        handler.close()
+
+    records = list(RunReader(run_dir).records())
+    by_agent = {(r.header.agent, r.outcome.status, r.outcome.failure_kind) for r in records}
+    # The credentials were accepted (calls completed) and the failing agent failed for its own reason.
+    assert by_agent == {("rt", "completed", None), ("web", "completed", None), ("web-5xx", "failed", "http_error")}, by_agent
+    log_text = log_file.read_text()
+    assert "> Authorization: [redacted]" in log_text  # the header was logged, masked
+
+    cli = [sys.executable, "-m", "harness.cli"]
+    steps = [
+        [["analyze", str(run_dir), "--no-audio", "--quiet"]],
+        [  # the two reports side by side
+            ["report", str(run_dir), "-o", str(tmp_path / "report"), "--quiet"],
+            ["report", str(run_dir), "-o", str(tmp_path / "report-redacted"), "--redact", "--quiet"],
+        ],
+    ]
+    for n, step in enumerate(steps):
+        procs = [subprocess.Popen([*cli, *a], stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for a in step]
+        for i, p in enumerate(procs):
+            out, _ = p.communicate(timeout=180)
+            assert p.returncode == 0, out.decode()
+            (tmp_path / f"cli-{n}-{i}.log").write_bytes(out)
+
+    scanned = 0
+    leaks: list[str] = []
+    for path in sorted(p for p in tmp_path.rglob("*") if p.is_file() and "cache" not in p.parts):
+        data = path.read_bytes()
+        scanned += len(data)
+        for s in (key, token):
+            if any(f in data for f in _forms(s)):
+                leaks.append(f"{path.relative_to(tmp_path)} holds {s[:10]}...")
+    assert scanned > 10_000 and (tmp_path / "report" / "report.json").exists()
+    assert not leaks, leaks
+    manifest = json.loads((run_dir / "run.json").read_text())
+    assert "${VA_TEST_HTTP_TOKEN}" in json.dumps(manifest), "the run keeps the reference, not the value"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a credential typed literally into agent options is copied into run.json by the campaign "
+    "manifest (harness/runtime/campaign.py); use ${ENV} references until the manifest masks it",
+)
+def test_literal_secret_in_options_is_masked_in_run_json(tmp_path: Path) -> None:
+    literal = "lit-" + secrets.token_hex(12)
+
+    async def go() -> Path:
+        async with _http_with_auth(_tone(), literal) as url:
+            text = CAMPAIGN.split("agents:")[0] + "agents:\n" + (
+                f'  - {{name: web, adapter: http, url: "{url}", options: {{headers: {{Authorization: "Bearer {literal}"}}}}}}\n'
+            ) + "pairs:" + CAMPAIGN.split("pairs:")[1].format()
+            cfile = tmp_path / "c.yaml"
+            cfile.write_text(text.replace("pacing: realtime", "pacing: accelerated"))
+            await CampaignRunner(load_campaign(cfile), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False).run()
+        return tmp_path / "run"
+
+    run_dir = asyncio.run(go())
+    assert literal.encode() not in (run_dir / "run.json").read_bytes()
