@@ -26,6 +26,7 @@ from pydantic import ValidationError
 
 from harness.model.episode import EpisodeRecord, RunManifest
 from harness.model.events import EVENT_ADAPTER, Event
+from harness.model.secrets import Redactor
 from harness.model.versioning import check_schema_version, upgrade
 from scenarios.errors import VoiceAuditError
 
@@ -69,14 +70,17 @@ class EventLog:
     nothing but a system call per event.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, redactor: Redactor | None = None) -> None:
         self.path = path
+        self.redactor = redactor
         self._fh: IO[bytes] = open(path, "wb")  # noqa: SIM115 - lives as long as the call
         self._hash = hashlib.sha256()
         self.count = 0
 
     def append(self, event: Event) -> None:
         line = EVENT_ADAPTER.dump_json(event) + b"\n"
+        if self.redactor:
+            line = self.redactor.bytes(line)
         self._fh.write(line)
         self._hash.update(line)
         self.count += 1
@@ -95,8 +99,9 @@ class EventLog:
 class RunWriter:
     """Creates or resumes a run folder. Only finished episodes are ever recorded in episodes.jsonl."""
 
-    def __init__(self, run_dir: str | Path, *, fsync_interval_s: float = 0.5) -> None:
+    def __init__(self, run_dir: str | Path, *, fsync_interval_s: float = 0.5, redactor: Redactor | None = None) -> None:
         self.run_dir = Path(run_dir)
+        self.redactor = redactor
         self.fsync_interval_s = fsync_interval_s
         self._last_sync = 0.0
         self._fd: int | None = None
@@ -155,6 +160,8 @@ class RunWriter:
         power loss costs one disk flush per interval rather than one per call.
         """
         line = record.model_dump_json().encode() + b"\n"
+        if self.redactor:
+            line = self.redactor.bytes(line)
         if self._fd is None:
             self._fd = os.open(self.run_dir / EPISODES_JSONL, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         written = os.write(self._fd, line)

@@ -34,16 +34,9 @@ from analysis.report.model import (
     Redaction,
     Report,
 )
-from analysis.report.redact import (
-    SECRET_KEY,
-    TEXT_MASK,
-    URL_MASK,
-    Scrubber,
-    is_real_system,
-    mask_options,
-    secret_values,
-)
+from analysis.report.redact import TEXT_MASK, URL_MASK, Scrubber, is_real_system
 from analysis.report.wording import CONVENTION_TEXT, claim_words, reading
+from harness.model.secrets import SECRET_KEY, mask_options, secret_values
 
 MAX_FAILED_LISTED = 500
 

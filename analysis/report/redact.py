@@ -6,21 +6,19 @@ endpoint URLs, raw audio and the words of real systems, keeping every field so t
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from harness.model.secrets import MASK, MIN_SECRET
+
 # Adapters whose words are synthetic and bundled with voice-audit; everything else (protocol
 # adapters, module:attr, third-party entry points) is treated as a real system.
 BUNDLED_ADAPTERS: frozenset[str] = frozenset({"cascaded", "hybrid", "native", "scripted"})
-SECRET_KEY = re.compile(r"key|token|secret|passw|auth|credential|bearer|cookie", re.IGNORECASE)
-ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{2,}$")
 URL = re.compile(r"\b(?:https?|wss?|ftp)://[^\s\"'<>)]+", re.IGNORECASE)
-MASK = "[redacted]"
 URL_MASK = "[redacted-url]"
 TEXT_MASK = "[redacted: real-system text]"
-_MIN_SECRET = 4
+_MIN_SECRET = MIN_SECRET
 
 
 def is_real_system(adapter: str) -> bool:
@@ -36,48 +34,6 @@ def _leaves(value: Any) -> Iterable[str]:
             yield from _leaves(v)
     elif value is not None and not isinstance(value, bool):
         yield str(value)
-
-
-def secret_values(options: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> set[str]:
-    """Values of secret-named keys (at any depth), and the values of environment variables named
-    by any option value (`api_key_env: VENDOR_TOKEN` makes $VENDOR_TOKEN a secret)."""
-    env = os.environ if environ is None else environ
-    found: set[str] = set()
-
-    def walk(node: Any, secret: bool) -> None:
-        if isinstance(node, Mapping):
-            for k, v in node.items():
-                walk(v, secret or bool(SECRET_KEY.search(str(k))))
-        elif isinstance(node, list | tuple):
-            for v in node:
-                walk(v, secret)
-        elif node is not None and not isinstance(node, bool):
-            text = str(node)
-            if secret:
-                found.add(text)
-            if ENV_NAME.match(text) and env.get(text):
-                found.add(env[text])
-
-    walk(options, False)
-    return {s for s in found if len(s) >= _MIN_SECRET}
-
-
-def mask_options(options: Mapping[str, Any], secrets: set[str]) -> dict[str, Any]:
-    """The same keys, with secret-named values and known secret values masked."""
-
-    def walk(node: Any, secret: bool) -> Any:
-        if isinstance(node, Mapping):
-            return {str(k): walk(v, secret or bool(SECRET_KEY.search(str(k)))) for k, v in node.items()}
-        if isinstance(node, list | tuple):
-            return [walk(v, secret) for v in node]
-        if secret and node is not None:
-            return MASK
-        if isinstance(node, str) and node in secrets:
-            return MASK
-        return node
-
-    out: dict[str, Any] = walk(options, False)
-    return out
 
 
 class Scrubber:

@@ -25,8 +25,9 @@ import numpy as np
 
 from harness.adapter import CALIBRATION_ORACLE, AgentAdapter
 from harness.audio import AudioError, SpeechRecognizer, SpeechSynthesizer, create_tts
-from harness.model.campaign import AgentSpec
+from harness.model.campaign import AgentSpec, Campaign
 from harness.model.episode import BackendInfo, EpisodeRecord, RunManifest
+from harness.model.secrets import SECRET_KEY, Redactor, mask_options, mask_url, secret_values
 from harness.planning import LoadedCampaign, PlannedEpisode, load_campaign
 from harness.registry import AGENT_GROUP, load_object
 from harness.rundir import RunFolderError, RunReader, RunWriter
@@ -62,6 +63,27 @@ class RunSummary:
             out.append("outcomes (completed calls): " + ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items())))
         out.append(f"wall time: {self.wall_s:.1f} s")
         return out
+
+
+def _url_secrets(url: str) -> set[str]:
+    """Credentials carried inside an agent URL: a password and credential-like query values."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    parts = urlsplit(url)
+    found = {v for k, v in parse_qsl(parts.query) if SECRET_KEY.search(k)}
+    if parts.password:
+        found.add(parts.password)
+    return found
+
+
+def _without_credentials(campaign: Campaign) -> Campaign:
+    """The campaign as run.json keeps it: credentials in agent options and URLs masked (the hash
+    recorded beside it is the real campaign's, so a resumed run is still checked against it)."""
+    agents = tuple(
+        a.model_copy(update={"options": mask_options(a.options), "url": mask_url(a.url) if a.url else None})
+        for a in campaign.agents
+    )
+    return campaign.model_copy(update={"agents": agents})
 
 
 def _git_sha() -> str | None:
@@ -128,6 +150,10 @@ class CampaignRunner:
         # False in a shard whose driver appends the records (Ray): on_record must carry them.
         self.write_records = write_records
         self.stats: dict[str, Any] = {}
+        self.redactor = Redactor(
+            set().union(*(secret_values({"options": a.options, "url": a.url or ""}) for a in loaded.campaign.agents))
+            | {v for a in loaded.campaign.agents if a.url for v in _url_secrets(a.url)}
+        )
 
     def manifest(self, run_id: str, tts: BackendInfo, asr: BackendInfo | None, executor: str = "local") -> RunManifest:
         c = self.loaded.campaign
@@ -141,7 +167,7 @@ class CampaignRunner:
             platform=platform.platform(),
             executor=executor,
             campaign_file=str(self.loaded.path.resolve()),
-            campaign=c,
+            campaign=_without_credentials(c),
             campaign_sha256=c.sha256,
             scenario_hashes={sid: sc.sha256 for sid, sc in self.loaded.scenarios.items()},
             facts_hashes={sid: sc.facts_sha256 for sid, sc in self.loaded.scenarios.items()},
@@ -197,7 +223,7 @@ class CampaignRunner:
         """
         loop_t0 = asyncio.get_running_loop().time()
         c = self.loaded.campaign
-        writer = RunWriter(self.run_dir)
+        writer = RunWriter(self.run_dir, redactor=self.redactor)
         adapters, oracles = self._adapters()
         if executor is None and workers > 1 and self.only is None:
             executor = LocalProcessExecutor(workers)
@@ -281,6 +307,7 @@ class CampaignRunner:
                     stats=self.stats,
                     spoken_cache=spoken_cache,
                     calibration_oracle=oracles.get(planned.agent),
+                    redactor=self.redactor,
                 )
                 try:
                     record = await EpisodeRunner(ctx).run()
@@ -324,7 +351,7 @@ class CampaignRunner:
                 )
                 for ids in shards
             ]
-            writer = RunWriter(self.run_dir)
+            writer = RunWriter(self.run_dir, redactor=self.redactor)
             written = set(finished)
             progress_cb = _Progress(len(todo), enabled=self.progress)
 

@@ -46,6 +46,7 @@ from harness.model.campaign import AgentSpec, Campaign
 from harness.model.episode import BackendInfo, EpisodeHeader, EpisodeOutcome, EpisodeRecord, Exposure, Status
 from harness.model.events import FailureKind
 from harness.model.outcome import judge_outcome
+from harness.model.secrets import Redactor
 from harness.model.versioning import SCHEMA_VERSION
 from harness.planning import PlannedEpisode
 from harness.rundir import CALL_WAV, EVENTS_JSONL, EventLog
@@ -115,6 +116,7 @@ class EpisodeContext:
     stats: dict[str, Any] = field(default_factory=dict)
     spoken_cache: SpokenCache | None = None
     calibration_oracle: dict[str, dict[str, str]] | None = None
+    redactor: Redactor | None = None
 
 
 @dataclass
@@ -134,7 +136,7 @@ class EpisodeRunner:
         caps = ctx.adapter.capabilities
         self.clock: EpisodeClock = VirtualClock() if pacing == "accelerated" else RealClock()
         self.recorder = CallRecorder()
-        self.log = EventLog(ctx.episode_dir / EVENTS_JSONL)
+        self.log = EventLog(ctx.episode_dir / EVENTS_JSONL, ctx.redactor)
         self.stamper = Stamper(self.log, self.clock)
         self.playback = Playback(self.stamper, self.recorder)
         self.policy = CallerPolicy(ctx.scenario)

@@ -172,11 +172,6 @@ def test_planted_secrets_never_written(tmp_path: Path, monkeypatch: pytest.Monke
     assert "${VA_TEST_HTTP_TOKEN}" in json.dumps(manifest), "the run keeps the reference, not the value"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a credential typed literally into agent options is copied into run.json by the campaign "
-    "manifest (harness/runtime/campaign.py); use ${ENV} references until the manifest masks it",
-)
 def test_literal_secret_in_options_is_masked_in_run_json(tmp_path: Path) -> None:
     literal = "lit-" + secrets.token_hex(12)
 

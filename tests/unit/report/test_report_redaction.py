@@ -8,7 +8,8 @@ from types import ModuleType
 from typing import Any
 
 from analysis.report import Built
-from analysis.report.redact import MASK, Scrubber, is_real_system, mask_options, secret_values
+from analysis.report.redact import Scrubber, is_real_system
+from harness.model.secrets import MASK, mask_options, secret_values
 
 
 def _files(out: Path) -> list[Path]:

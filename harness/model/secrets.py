@@ -1,0 +1,110 @@
+"""Recognising credentials in agent options and URLs, so they never reach run folders or reports.
+
+A value is treated as secret when its key (at any depth) looks like a credential, or when it is
+the value of an environment variable that an option names. References are kept: `${NAME}` and
+the names held by `*_env` keys say where a secret comes from without containing it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+SECRET_KEY = re.compile(r"key|token|secret|passw|auth|credential|bearer|cookie", re.IGNORECASE)
+ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{2,}$")
+ENV_REFERENCE = re.compile(r"^(?:(?:Bearer|Basic|Token)\s+)?\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
+_REFERENCE_NAME = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+MASK = "[redacted]"
+MIN_SECRET = 4
+
+
+_VAR_NAME = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
+
+
+def _is_reference(key: str, value: str) -> bool:
+    """`${NAME}` (optionally after Bearer/Basic/Token), an `*_env` option, or an UPPER_SNAKE name:
+    these say where a secret lives, so runs and reports keep them (and resolve them to scrub)."""
+    if ENV_REFERENCE.match(value) or _VAR_NAME.match(value):
+        return True
+    return key.lower().endswith("_env") and bool(ENV_NAME.match(value))
+
+
+def secret_values(options: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> set[str]:
+    """Values of secret-named keys (at any depth), and the values of environment variables named
+    by any option value (`api_key_env: VENDOR_TOKEN` makes $VENDOR_TOKEN a secret)."""
+    env = os.environ if environ is None else environ
+    found: set[str] = set()
+
+    def walk(node: Any, secret: bool, key: str) -> None:
+        if isinstance(node, Mapping):
+            for k, v in node.items():
+                walk(v, secret or bool(SECRET_KEY.search(str(k))), str(k))
+        elif isinstance(node, list | tuple):
+            for v in node:
+                walk(v, secret, key)
+        elif node is not None and not isinstance(node, bool):
+            text = str(node)
+            if secret and not _is_reference(key, text):
+                found.add(text)
+            names = _REFERENCE_NAME.findall(text) or [text]
+            for name in names:
+                if ENV_NAME.match(name) and env.get(name):
+                    found.add(env[name])
+
+    walk(options, False, "")
+    return {s for s in found if len(s) >= MIN_SECRET}
+
+
+def mask_options(options: Mapping[str, Any], secrets: set[str] | None = None) -> dict[str, Any]:
+    """The same keys, with secret-named values and known secret values masked (references kept)."""
+    known = secret_values(options) if secrets is None else secrets
+    ordered = sorted((k for k in known if len(k) >= MIN_SECRET), key=len, reverse=True)
+    inside = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+
+    def walk(node: Any, secret: bool, key: str) -> Any:
+        if isinstance(node, Mapping):
+            return {str(k): walk(v, secret or bool(SECRET_KEY.search(str(k))), str(k)) for k, v in node.items()}
+        if isinstance(node, list | tuple):
+            return [walk(v, secret, key) for v in node]
+        if isinstance(node, str) and _is_reference(key, node):
+            return node
+        if secret and node is not None and not isinstance(node, bool):
+            return MASK
+        if isinstance(node, str) and inside is not None:
+            return inside.sub(MASK, node)
+        return node
+
+    out: dict[str, Any] = walk(options, False, "")
+    return out
+
+
+def mask_url(url: str) -> str:
+    """A URL without its password and without the values of credential-like query parameters."""
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        user = userinfo.split(":", 1)[0]
+        netloc = f"{user}:{MASK}@{host}" if ":" in userinfo else f"{MASK}@{host}"
+    query = urlencode(
+        [(k, MASK if SECRET_KEY.search(k) else v) for k, v in parse_qsl(parts.query, keep_blank_values=True)],
+        safe="[]",
+    )
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+class Redactor:
+    """Replaces known secret values inside serialised records before they are written."""
+
+    def __init__(self, secrets: set[str]) -> None:
+        ordered = sorted((s for s in secrets if len(s) >= MIN_SECRET), key=len, reverse=True)
+        self._pattern = re.compile("|".join(re.escape(s) for s in ordered).encode()) if ordered else None
+
+    def __bool__(self) -> bool:
+        return self._pattern is not None
+
+    def bytes(self, data: bytes) -> bytes:
+        return data if self._pattern is None else self._pattern.sub(MASK.encode(), data)
