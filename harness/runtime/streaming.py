@@ -59,6 +59,7 @@ class StreamingCall:
         self.activity = asyncio.Event()
         self.last_activity_ms = 0
         self.quiet_since: int | None = None  # start of a run of silent agent turns
+        self.caller_done_ms: int | None = None  # end of the caller's last utterance
         self.stop = asyncio.Event()
         self.stats = PumpStats()
 
@@ -143,6 +144,7 @@ class StreamingCall:
         self.r._tell_oracle(spoken)
         self.queue.append(_Utterance(spoken, done))
         await self._guarded(done)
+        self.caller_done_ms = self.r.stamper.now()
         if self.hung_up is None:
             await self.session.end_turn()
 
@@ -167,7 +169,9 @@ class StreamingCall:
 
         start = self.r.stamper.now()
         limit_ms = self.r.ctx.campaign.timeouts.turn_s * 1000
-        quiet_from = start if self.quiet_since is None else self.quiet_since
+        # The hang clock runs from the end of the caller's last utterance (an agent may wait for
+        # the caller to speak first), across silent turns, until the agent sends anything.
+        quiet_from = self.caller_done_ms if self.quiet_since is None else self.quiet_since
         while True:
             self._raise_failure()
             now = self.r.stamper.now()
@@ -175,10 +179,11 @@ class StreamingCall:
             if self.hung_up:
                 break
             # Silent turns are the caller's to handle (it nudges), but an agent that has sent
-            # nothing at all for a whole turn timeout, across such turns, has hung.
-            active = pb.turn_start is not None or bool(self.turn_text) or self.last_activity_ms > quiet_from
-            if not active and now - quiet_from >= limit_ms:
-                raise AgentError("timeout_turn", f"agent sent nothing for {limit_ms / 1000:g} s")
+            # nothing at all for a whole turn timeout after the caller spoke has hung.
+            if quiet_from is not None and now - quiet_from >= limit_ms:
+                active = pb.turn_start is not None or bool(self.turn_text) or self.last_activity_ms > quiet_from
+                if not active:
+                    raise AgentError("timeout_turn", f"agent sent nothing for {limit_ms / 1000:g} s after the caller spoke")
             if pb.turn_start is not None or self.turn_text:
                 if now >= max(pb.end_ms, self.last_activity_ms) + ENDPOINT_MS:
                     break
@@ -189,7 +194,7 @@ class StreamingCall:
                 async with asyncio.timeout(0.05):
                     await self.activity.wait()
         had_audio = self.r.playback.turn_start is not None
-        silent = not had_audio and not self.turn_text and self.last_activity_ms <= quiet_from
+        silent = quiet_from is not None and not had_audio and not self.turn_text and self.last_activity_ms <= quiet_from
         self.quiet_since = quiet_from if silent else None
         turn = _AgentTurn(text=self.turn_text, pcm16k=self.r.playback.finish_turn(), hung_up=self.hung_up, had_audio=had_audio)
         self.turn_text = []
