@@ -33,7 +33,6 @@ import numpy as np
 
 from agents.serve.faults import WireFault
 from harness.adapter import (
-    AgentError,
     AgentEvent,
     AudioFormat,
     AudioOut,
@@ -45,6 +44,7 @@ from harness.adapter import (
     TurnEnd,
 )
 from harness.model.campaign import AgentSpec
+from scenarios import ConfigError
 
 __all__ = ["FAULTS", "ChaosAgent", "ChaosSession", "Fault", "chaos", "pick_fault"]
 
@@ -151,7 +151,7 @@ class ChaosAgent:
         faults = tuple(opts.get("faults") or FAULTS)
         unknown = sorted(set(faults) - set(FAULTS))
         if unknown:
-            raise AgentError("harness_error", f"chaos: unknown fault(s) {unknown}; known: {', '.join(FAULTS)}")
+            raise ConfigError(f"chaos agent: unknown fault(s) {', '.join(map(str, unknown))}", fix=f"use {', '.join(FAULTS)}")
         self.faults: tuple[Fault, ...] = faults
         self.seed = int(opts.get("seed", 0))
         self.rate = float(opts.get("rate", 1.0))
