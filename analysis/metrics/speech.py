@@ -86,9 +86,8 @@ def overlap(table: EventTable, caller: pd.DataFrame, agent: pd.DataFrame) -> pd.
 def rate(table: EventTable) -> pd.DataFrame:
     df = table.df
     words = df.loc[df["type"] == "agent_transcript", ["ep", "turn", "text"]]
-    words = (
-        words.assign(n=map_unique(words["text"], lambda t: len(t.split()))).groupby(["ep", "turn"])["n"].sum()
-    )
+    counts = pd.Series(map_unique(words["text"], lambda t: len(t.split())), index=words.index, dtype="float64")
+    words = words.assign(n=counts).groupby(["ep", "turn"])["n"].sum()
     dur = df[df["type"] == "agent_speech_end"].groupby(["ep", "turn"])["duration_ms"].sum()
     per = pd.concat([words.rename("w"), dur.rename("d")], axis=1, join="inner")
     per = per[(per["d"] > 0) & (per["w"] > 0)].reset_index()
