@@ -6,7 +6,10 @@ runs/<run_id>/
   episodes.jsonl                one EpisodeRecord per finished episode, appended and flushed
   episodes/<id>/events.jsonl    every event with t_ms
   episodes/<id>/call.wav        stereo: caller left, agent right, on the episode clock
+  episodes/<id>/attempts.jsonl  records of earlier failed attempts (only with `retries`)
+  episodes/<id>/attempts/<n>/   their events.jsonl and call.wav
 ```
+episodes.jsonl holds one record per episode: the last attempt, with its `attempt` number.
 """
 
 from __future__ import annotations

@@ -427,7 +427,11 @@ class EpisodeRunner:
         return await asyncio.to_thread(self._finish, status, failure, termination)
 
     def _record_failure(self, kind: FailureKind, message: str) -> None:
-        self.stamper.flush()
+        """Log the failure at the moment it happened; agent audio scheduled after it never played."""
+        now = self.stamper.now()
+        self.stamper.flush(now)
+        self.stamper.drop_pending_after(now)
+        self.recorder.clear_agent_after(now)
         with contextlib.suppress(ValueError):
             self.stamper.emit("error", kind=kind, message=message, fatal=True)
             self.stamper.emit("hang_up", by="harness", reason=kind)

@@ -52,9 +52,10 @@ class Stamper:
         heapq.heappush(self._pending, (event.t_ms, next(self._seq), event))
         return event
 
-    def drop_pending_after(self, t_ms: int, types: frozenset[str]) -> int:
-        """Forget scheduled events of `types` after `t_ms` (queued audio that a `clear` discarded)."""
-        keep = [p for p in self._pending if not (p[0] > t_ms and p[2].type in types)]
+    def drop_pending_after(self, t_ms: int, types: frozenset[str] | None = None) -> int:
+        """Forget scheduled events (of `types`, or all) after `t_ms`: queued audio that a `clear`
+        discarded, or that never played because the call ended first."""
+        keep = [p for p in self._pending if not (p[0] > t_ms and (types is None or p[2].type in types))]
         dropped = len(self._pending) - len(keep)
         heapq.heapify(keep)
         self._pending = keep
