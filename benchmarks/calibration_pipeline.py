@@ -29,6 +29,19 @@ replicate analyses are simulated from its tables as ``analysis.pipeline_calibrat
   recovery would report.
 
 Criteria: A/A rejection rate within alpha +- 2 points; planted coverage >= 90 % and sign >= 90 %.
+
+Recorded 2026-11-30 (``--reuse --replicates 300``, 2 CPUs; calls 80 s + 54 s, total 593 s):
+A/A (90 pairs, 3 scenarios) rejection 0.039 over 3600 informative tests (ok), 0.006 over all
+21600 estimable tests (metrics whose pairs never differ cannot reject), family-wise 0.004.
+Planted (45 slots each; intervals of width 0 where the knob's effect was identical on every slot):
+crm read +1, fabricated policy +1, Repair +1, affect amplification +1: coverage 1.00, sign 1.00;
+hold 5 s -> Esc +5.03 s: coverage 0.94, sign 1.00. Two rows miss the nominal size for reasons on
+the agent side, with their intervals still covering the run's own truth: extra_verification
+p=0.5 fired on 22/45 calls but for voice 2 the extra answer was misheard and a fourth fact was
+challenged (+2 Auth), so D = 0.69 (coverage of 0.5: 0.70; of 0.69: 0.95); handoff refuse: the
+agent never understood voice 0's request for a human, so the knob could not fire: D = 0.67
+(coverage of 1: 0; of 0.67: 0.93). The direct column (no twin) is far off for tool calls and
+Repair: the female_older voice's ASR failures dominate the contrast.
 """
 
 from __future__ import annotations
