@@ -53,14 +53,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-# `python benchmarks/calibration_pipeline.py` puts benchmarks/ first on sys.path, where
-# benchmarks/analysis.py would shadow the analysis package.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+import pandas as pd
 
-import pandas as pd  # noqa: E402
-
-from analysis import pipeline_calibration as pc  # noqa: E402
-from analysis.pipeline import AnalysisResult, analyze  # noqa: E402
+from analysis import pipeline_calibration as pc
+from analysis.pipeline import AnalysisResult, analyze
 
 ROOT = Path(__file__).resolve().parents[1]
 ALPHA_FALLBACK = 0.05

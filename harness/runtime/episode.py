@@ -13,7 +13,7 @@ import datetime as dt
 import hashlib
 import time
 import traceback
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -329,8 +329,29 @@ class EpisodeRunner:
             from harness.runtime.streaming import StreamingCall
 
             return await StreamingCall(self).run()
+        return await self.conversation(self._agent_turn_based, self._say_or_close)
+
+    async def _say_or_close(self, spoken: Spoken, last: bool) -> None:
+        """Turn-based reply: send the utterance; the closing words are only recorded, not sent."""
+        if not last:
+            await self._say_turn_based(spoken)
+            return
+        t = self.stamper.now() + (CALLER_GAP_MS if self.clock.virtual else 0)
+        self._log_utterance_start(t, spoken)
+        self.recorder.caller(t, spoken.pcm16k)
+        self.clock.advance(CALLER_GAP_MS + spoken.duration_ms)
+        await self.clock.sleep_until(t + spoken.duration_ms)
+        self._utterance_ended(t + spoken.duration_ms, spoken)
+
+    async def conversation(
+        self,
+        next_turn: Callable[[], Awaitable[_AgentTurn]],
+        say: Callable[[Spoken, bool], Awaitable[None]],
+    ) -> str:
+        """The call loop every pacing shares: hear the agent, decide, reply, until someone hangs up.
+        Returns the termination reason."""
         self._pending_say = None
-        turn = await self._agent_turn_based()
+        turn = await next_turn()
         while True:
             text = await self._hear(turn)
             decision = self.policy.decide(text)
@@ -341,21 +362,12 @@ class EpisodeRunner:
             self.turn += 1
             if decision.say is not None:
                 self._pending_say = decision.say
-                spoken = await self.voice.speak(decision.say, self.turn)
-                if decision.hang_up:
-                    t = self.stamper.now() + (CALLER_GAP_MS if self.clock.virtual else 0)
-                    self._log_utterance_start(t, spoken)
-                    self.recorder.caller(t, spoken.pcm16k)
-                    self.clock.advance(CALLER_GAP_MS + spoken.duration_ms)
-                    await self.clock.sleep_until(t + spoken.duration_ms)
-                    self._utterance_ended(t + spoken.duration_ms, spoken)
-                else:
-                    await self._say_turn_based(spoken)
+                await say(await self.voice.speak(decision.say, self.turn), decision.hang_up)
             self._emit_escalation(self.stamper.now())
             if decision.hang_up:
                 self.stamper.emit("hang_up", by="caller", reason=decision.reason)
                 return f"caller hung up: {decision.reason}"
-            turn = await self._agent_turn_based()
+            turn = await next_turn()
 
     # -- the whole episode -----------------------------------------------------------
     async def run(self) -> EpisodeRecord:

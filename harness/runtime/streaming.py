@@ -200,24 +200,9 @@ class StreamingCall:
         self.turn_text = []
         return turn
 
-    async def _caller(self) -> str:
-        r = self.r
-        turn = await self._agent_turn()
-        while True:
-            text = await r._hear(turn)
-            decision = r.policy.decide(text)
-            r._log_decision(text, decision)
-            if turn.hung_up:
-                r.stamper.emit("hang_up", by="agent", reason=turn.hung_up)
-                return f"agent hung up: {turn.hung_up}"
-            r.turn += 1
-            if decision.say is not None:
-                r._pending_say = decision.say
-                await self._say(await r.voice.speak(decision.say, r.turn))
-            if decision.hang_up:
-                r.stamper.emit("hang_up", by="caller", reason=decision.reason)
-                return f"caller hung up: {decision.reason}"
-            turn = await self._agent_turn()
+    async def _say_streamed(self, spoken: Spoken, last: bool) -> None:
+        del last  # in real time even the closing words are streamed before hanging up
+        await self._say(spoken)
 
     async def _supervise(self, coro: asyncio.Future[None] | asyncio.Task[None]) -> None:
         try:
@@ -252,7 +237,7 @@ class StreamingCall:
         pump = asyncio.create_task(self._supervise_pump())
         recv = asyncio.create_task(self._supervise(asyncio.ensure_future(self._receive())))
         try:
-            return await self._caller()
+            return await self.r.conversation(self._agent_turn, self._say_streamed)
         finally:
             self.stop.set()
             for task in (pump, recv):

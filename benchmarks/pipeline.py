@@ -8,7 +8,7 @@ disposition, parquet/JSON writes). Reading a run folder from disk is measured se
 --disk episodes written as real files (file I/O plus pydantic validation), and reported per
 episode and extrapolated to N.
 
-    .venv/bin/python benchmarks/analysis.py [--episodes 100000] [--disk 5000]
+    .venv/bin/python benchmarks/pipeline.py [--episodes 100000] [--disk 5000]
 """
 
 from __future__ import annotations
