@@ -27,7 +27,7 @@ pairs:
     a: {accent: us_general}
     b: {accent: gb_southern}
 voices: 3
-replicates: 6
+replicates: 25
 concurrency: 3
 """
 
@@ -54,7 +54,7 @@ def test_kill9_at_random_points_then_resume(tmp_path: Path) -> None:
         proc = subprocess.Popen(
             _cmd(*args), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
         )
-        time.sleep(rng.uniform(1.0, 4.0))
+        time.sleep(rng.uniform(0.8, 3.0))
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             kills += 1
