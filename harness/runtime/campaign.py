@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import errno
 import hashlib
 import platform
 import secrets
@@ -63,6 +64,22 @@ class RunSummary:
             out.append("outcomes (completed calls): " + ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items())))
         out.append(f"wall time: {self.wall_s:.1f} s")
         return out
+
+
+def _storage_error(run_dir: Path, exc: OSError) -> RunFolderError:
+    """Disk full or a read-only folder stops the campaign with one line; what is on disk stays valid
+    (records are single appends, files are written by rename), so the run can be resumed."""
+    reasons = {
+        errno.ENOSPC: "the disk is full",
+        errno.EDQUOT: "the disk quota is exceeded",
+        errno.EROFS: "the file system is read-only",
+        errno.EACCES: "permission denied",
+    }
+    what = reasons.get(exc.errno or 0, exc.strerror or type(exc).__name__)
+    return RunFolderError(
+        f"{run_dir}: cannot write the run folder ({what}); finished episodes are intact: free space or fix "
+        f"permissions, then resume with: voice-audit run --resume {run_dir}"
+    )
 
 
 def _url_secrets(url: str) -> set[str]:
@@ -311,19 +328,25 @@ class CampaignRunner:
                 )
                 try:
                     record = await EpisodeRunner(ctx).run()
+                    if self.write_records:
+                        writer.append_record(record)
+                except OSError as exc:
+                    raise _storage_error(self.run_dir, exc) from None
                 finally:
                     in_flight -= 1
-                if self.write_records:
-                    writer.append_record(record)
                 self._count(summary, record)
                 if self.on_record is not None:
                     self.on_record(record)
                 progress_cb.update(done=1, failed=int(record.outcome.status != "completed"), in_flight=in_flight)
 
-        with progress_cb:
-            async with asyncio.TaskGroup() as tg:
-                for planned in todo:
-                    tg.create_task(one(planned))
+        try:
+            with progress_cb:
+                async with asyncio.TaskGroup() as tg:
+                    for planned in todo:
+                        tg.create_task(one(planned))
+        except* RunFolderError as group:
+            # One clear line for the user, not an exception group: the first storage failure.
+            raise group.exceptions[0] from None
 
     async def _run_split(
         self, todo: list[PlannedEpisode], executor: Executor, finished: set[str], summary: RunSummary
