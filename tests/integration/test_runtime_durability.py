@@ -31,7 +31,7 @@ replicates: 25
 concurrency: 3
 """
 
-KILL_POINTS = 8
+KILL_POINTS = 20
 
 
 def _cmd(*args: str) -> list[str]:
