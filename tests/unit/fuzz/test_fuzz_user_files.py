@@ -39,7 +39,7 @@ voices: 2
 SCENARIO = (BUNDLED_LIBRARY / "refund_duplicate_charge.yaml").read_text()
 CATALOGUE = DEFAULT_CATALOGUE.read_text()
 
-JUNK = st.text(alphabet=st.sampled_from(list(":{}[]-,'\"#&*!|>%@`\t\n ") + ["\x00", "é", "\u2028"]), max_size=4)
+JUNK = st.text(alphabet=st.sampled_from([*list(":{}[]-,'\"#&*!|>%@`\t\n "), "\x00", "é", "\u2028"]), max_size=4)
 
 
 @st.composite
