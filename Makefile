@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-EXTRAS ?= offline,piper,dev
+EXTRAS ?= offline,piper,ray,dev
 # openai-whisper is tested with a tiny checkpoint the tests write; torch comes from the local CPU wheel,
 # and openai-whisper goes in without its deps (they would pull triton).
 TORCH_SPEC ?= torch==2.13.0

@@ -55,10 +55,12 @@ async def _pair(cls: type[CascadedAgent], knobs: dict[str, Any], engines: tuple[
 
 
 async def test_planted_extra_verification_for_target_only(engines: tuple[Any, Any]) -> None:
-    logs = await _pair(CascadedAgent, {"extra_verification": {"target": TARGET, "p": 1.0}}, engines)
-    assert logs["female_adult"].count("challenge") == 2
-    assert logs["male_adult"].count("challenge") >= 3
-    assert logs["female_adult"].terminal == "refund_issued"
+    """Each caller is compared with itself without the knob: the shared TTS and ASR caches make the
+    two calls hear identical audio, so ASR noise cannot pass for (or hide) the planted effect."""
+    planted = await _pair(CascadedAgent, {"extra_verification": {"target": TARGET, "p": 1.0}}, engines)
+    plain = await _pair(CascadedAgent, {}, engines)
+    assert planted["female_adult"].classifications == plain["female_adult"].classifications
+    assert planted["male_adult"].count("challenge") >= plain["male_adult"].count("challenge") + 1
 
 
 async def test_planted_pressure_and_crm_read_for_target_only(engines: tuple[Any, Any]) -> None:
