@@ -49,16 +49,11 @@ class ArrayModel(Frozen):
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
 
-class NormalisedAudio(ArrayModel):
-    """Audio ready for measurement: mono int16 at a declared rate and -23 LUFS, with how it got there."""
+class MonoPcm(ArrayModel):
+    """A clip of mono int16 PCM at a sample rate; the array is made read-only."""
 
     pcm: np.ndarray
     sample_rate: int
-    lufs_before: float
-    lufs_after: float
-    gain_db: float
-    clipped_samples: int
-    resampling_path: str
 
     @field_validator("pcm")
     @classmethod
@@ -71,6 +66,16 @@ class NormalisedAudio(ArrayModel):
     @property
     def duration_s(self) -> float:
         return len(self.pcm) / self.sample_rate
+
+
+class NormalisedAudio(MonoPcm):
+    """Audio ready for measurement: mono int16 at a declared rate and -23 LUFS, with how it got there."""
+
+    lufs_before: float
+    lufs_after: float
+    gain_db: float
+    clipped_samples: int
+    resampling_path: str
 
 
 def to_float(pcm: np.ndarray) -> np.ndarray:

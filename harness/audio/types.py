@@ -5,41 +5,28 @@ from __future__ import annotations
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
-from pydantic import Field, field_validator
+from pydantic import Field
 
-from harness.audio.dsp import ArrayModel
+from harness.audio.dsp import MonoPcm
 from personas._model import SpeechParams
 from scenarios._base import Frozen
 
 JSONScalar = str | int | float | bool | None
 
 
-class Synthesis(ArrayModel):
+class Synthesis(MonoPcm):
     """One synthesised utterance: mono int16 PCM plus everything needed to reproduce it.
 
     `params` holds the exact parameters the backend applied (not just the requested ones), so the
     episode log can show what each caller actually sounded like.
     """
 
-    pcm: np.ndarray
     sample_rate: int = Field(gt=0)
     backend: str
     backend_version: str
     params: dict[str, Any]
     cache_key: str = ""
     cached: bool = False
-
-    @field_validator("pcm")
-    @classmethod
-    def _int16_mono(cls, v: np.ndarray) -> np.ndarray:
-        if v.dtype != np.int16 or v.ndim != 1:
-            raise ValueError(f"pcm must be mono int16, got {v.dtype} with shape {v.shape}")
-        v.setflags(write=False)
-        return v
-
-    @property
-    def duration_s(self) -> float:
-        return len(self.pcm) / self.sample_rate
 
 
 class Word(Frozen):
