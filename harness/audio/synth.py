@@ -1,66 +1,25 @@
-"""`SpeechSynthesizer`: the async face of TTS, with a content-addressed cache and a process pool.
+"""`SpeechSynthesizer`: the async face of TTS, with a content-addressed cache, a process pool
+(`harness.audio.tts_pool`) and a per-utterance time limit.
 
-eSpeak NG (and most native engines) keeps one global engine per process, so CPU-bound backends
-run in worker processes, each building its own backend from the same (name, options) spec. A
-crashed worker is reported as a SynthesisError naming the voice, and the pool is rebuilt; the
-parent process never dies with it.
+A crashed or hung engine is reported as a SynthesisError naming the backend, voice and text, and
+only its own worker is replaced; the parent process never dies with it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
 import os
-import pickle
-import threading
-import time
-from concurrent.futures import Executor, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
 from harness.audio.cache import ContentCache, content_key, synthesis_cache
-from harness.audio.errors import SynthesisError
 from harness.audio.registry import create_tts
+from harness.audio.tts_pool import SynthesisTimeout, SynthesisTimeoutError, WorkerPool, first_words
 from harness.audio.types import AsyncTTSBackend, Synthesis, TTSBackend
 from personas._model import SpeechParams
-from scenarios.errors import VoiceAuditError
 
-_worker_backends: dict[str, TTSBackend] = {}
-
-
-def _worker_synthesize(
-    name: str, options: dict[str, Any], text: str, ssml: str | None, params: SpeechParams
-) -> Synthesis:
-    key = f"{name}:{sorted(options.items())!r}"
-    backend = _worker_backends.get(key)
-    if backend is None:
-        backend = _worker_backends[key] = create_tts(name, **options)
-    try:
-        return backend.synthesize(text, ssml, params)
-    except VoiceAuditError as exc:
-        try:
-            pickle.dumps(exc)
-        except Exception:
-            raise SynthesisError(str(exc)) from None
-        raise
-    except Exception as exc:
-        raise SynthesisError(
-            f"{name} failed on voice {params.espeak_name}: {type(exc).__name__}: {exc}"
-        ) from None
-
-
-def _exit_with_parent(parent_pid: int) -> None:
-    """Pool workers end when the process that started them dies (even by kill -9), instead of
-    lingering as orphans holding an eSpeak engine."""
-
-    def watch() -> None:
-        while os.getppid() == parent_pid:
-            time.sleep(1.0)
-        os._exit(0)
-
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+__all__ = ["SpeechSynthesizer", "SynthesisTimeout", "SynthesisTimeoutError", "default_pool_size"]
 
 
 def default_pool_size() -> int:
@@ -73,6 +32,10 @@ class SpeechSynthesizer:
     `backend` is a registry name (run in a process pool of `pool_size` workers; 0 runs in a
     thread of this process) or a backend instance (always in-process, e.g. a test double or an
     HTTP client). A cache hit costs a dictionary lookup and no synthesis.
+
+    Every synthesis is bounded by `timeout` (scaled to the text's length). In the pool the stuck
+    worker is killed and replaced; an in-process backend's thread cannot be stopped, so there the
+    error is raised and the thread is abandoned; an async backend's request is cancelled.
     """
 
     def __init__(
@@ -83,6 +46,7 @@ class SpeechSynthesizer:
         pool_size: int | None = None,
         cache_dir: str | Path | None = None,
         cache_items: int = 2048,
+        timeout: SynthesisTimeout | None = None,
     ) -> None:
         self._options = dict(options or {})
         if isinstance(backend, str):
@@ -93,7 +57,9 @@ class SpeechSynthesizer:
             self.backend = backend
         self.pool_size = default_pool_size() if pool_size is None else pool_size
         self.cache: ContentCache[Synthesis] = synthesis_cache(cache_dir, cache_items)
-        self._pool: Executor | None = None
+        self.timeout = timeout or SynthesisTimeout()
+        self._pool: WorkerPool | None = None
+        self._warm_in_process = False
         self._inflight: dict[str, asyncio.Future[Synthesis]] = {}
         self.synthesized = 0
 
@@ -110,14 +76,9 @@ class SpeechSynthesizer:
             params=params.model_dump(mode="json"),
         )
 
-    def _executor(self) -> Executor:
+    def _workers(self) -> WorkerPool:
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(
-                self.pool_size,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_exit_with_parent,
-                initargs=(os.getpid(),),
-            )
+            self._pool = WorkerPool(self.pool_size, self.timeout)
         return self._pool
 
     async def speak(self, text: str, ssml: str | None, params: SpeechParams) -> Synthesis:
@@ -145,46 +106,40 @@ class SpeechSynthesizer:
     async def _run(self, text: str, ssml: str | None, params: SpeechParams) -> Synthesis:
         self.synthesized += 1
         backend = self.backend
-        if isinstance(backend, AsyncTTSBackend):
-            return await backend.synthesize_async(text, ssml, params)
-        if not self.uses_pool:
-            return await asyncio.to_thread(backend.synthesize, text, ssml, params)
-        assert self._name is not None
-        loop = asyncio.get_running_loop()
+        if self.uses_pool:
+            assert self._name is not None
+            return await self._workers().run(self._name, self._options, text, ssml, params)
+        limit = self.timeout.for_text(text, cold=not self._warm_in_process)
         try:
-            return await loop.run_in_executor(
-                self._executor(), _worker_synthesize, self._name, self._options, text, ssml, params
-            )
-        except BrokenProcessPool:
-            self._reset_pool()
-            raise SynthesisError(
-                f"the {self._name} engine process crashed while speaking voice {params.espeak_name}; "
-                "the pool was restarted (fix: check the voice name and the SSML of this utterance)"
+            async with asyncio.timeout(limit):
+                if isinstance(backend, AsyncTTSBackend):
+                    result = await backend.synthesize_async(text, ssml, params)
+                else:
+                    result = await asyncio.to_thread(backend.synthesize, text, ssml, params)
+        except TimeoutError:
+            raise SynthesisTimeoutError(
+                backend.name,
+                params.espeak_name,
+                first_words(text),
+                limit,
+                "cancelled" if isinstance(backend, AsyncTTSBackend) else "abandoned",
             ) from None
-
-    def _reset_pool(self) -> None:
-        pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
+        self._warm_in_process = True
+        return result
 
     async def warm_up(self, params: SpeechParams | None = None) -> None:
         """Start the workers and their engines before timing-sensitive work."""
         if self.uses_pool and self._name is not None:
-            name = self._name
             probe = params or SpeechParams(voice="en-us")
-            loop = asyncio.get_running_loop()
-            pool = self._executor()
+            pool = self._workers()
             await asyncio.gather(
-                *(
-                    loop.run_in_executor(pool, _worker_synthesize, name, self._options, "ok", None, probe)
-                    for _ in range(self.pool_size)
-                )
+                *(pool.run(self._name, self._options, "ok", None, probe) for _ in range(self.pool_size))
             )
 
     def close(self) -> None:
         pool, self._pool = self._pool, None
         if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+            pool.close()
 
     async def __aenter__(self) -> SpeechSynthesizer:
         return self
