@@ -214,6 +214,11 @@ AdapterFactory = Callable[[AgentSpec], AgentAdapter]
 
 CALIBRATION_ORACLE = "calibration_oracle"
 """Agent option that turns on calibration mode (see `utterance_key`)."""
+CALLER_ACT = "caller_act"
+"""Oracle label key beside the condition levels: the caller's declared act, set on a turn that
+asks for a human (value `HUMAN_REQUEST_ACT`), so a planted escalation effect can fire on the
+request itself, not on whether the agent's recogniser understood it."""
+HUMAN_REQUEST_ACT = "human_request"
 
 
 def utterance_key(audio: bytes) -> str:
@@ -221,6 +226,7 @@ def utterance_key(audio: bytes) -> str:
 
     Calibration campaigns check the pipeline against planted effects. With `calibration_oracle: true`
     in an agent's options, the harness hands the agent a mapping from this key to the condition of
-    the turn, standing in for a perfect detector of what the agent heard. It is never set in an audit.
+    the turn (plus `CALLER_ACT` on a request for a human), standing in for a perfect detector of
+    what the agent heard. It is never set in an audit.
     """
     return hashlib.sha256(audio).hexdigest()

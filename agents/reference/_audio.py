@@ -51,27 +51,40 @@ def shared_recognizer(backend: str = "faster-whisper", options: dict[str, Any] |
 
 
 class AgentMouth:
-    """Policy lines (and hold silences) -> one turn of agent audio, int16 at `rate`."""
+    """Policy lines (and holds) -> one turn of agent audio, int16 at `rate`."""
 
     def __init__(self, synth: SpeechSynthesizer, voice: SpeechParams = AGENT_VOICE, rate: int = OUTPUT_RATE) -> None:
         self.synth = synth
         self.voice = voice
         self.rate = rate
 
-    async def speak(self, parts: Sequence[str | int]) -> np.ndarray:
-        """`parts`: text lines, or ints for milliseconds of silence (a hold)."""
+    async def _line(self, text: str) -> np.ndarray:
+        syn = await self.synth.speak(text, None, self.voice)
+        pcm, _ = resample(syn.pcm, syn.sample_rate, self.rate)
+        return np.asarray(pcm, dtype=np.int16)
+
+    async def speak(self, parts: Sequence[str | np.ndarray]) -> np.ndarray:
+        """`parts`: text lines, or rendered audio (a `hold`) placed like a line; lines are
+        separated by `LINE_GAP_MS` of silence."""
         chunks: list[np.ndarray] = []
         gap = np.zeros(self.rate * LINE_GAP_MS // 1000, dtype=np.int16)
         for part in parts:
-            if isinstance(part, int):
-                chunks.append(np.zeros(self.rate * part // 1000, dtype=np.int16))
-                continue
-            syn = await self.synth.speak(part, None, self.voice)
-            pcm, _ = resample(syn.pcm, syn.sample_rate, self.rate)
+            pcm = await self._line(part) if isinstance(part, str) else np.asarray(part, dtype=np.int16)
             if chunks:
                 chunks.append(gap)
-            chunks.append(np.asarray(pcm, dtype=np.int16))
+            chunks.append(pcm)
         return np.concatenate(chunks) if chunks else np.zeros(0, dtype=np.int16)
+
+    async def hold(self, ms: int, announcement: str | None = None) -> tuple[np.ndarray, bool]:
+        """A hold placed like a line among lines, so the turn gets exactly `ms` longer: the
+        announcement padded with silence to `ms` minus one line gap. Returns the audio and whether
+        the announcement fitted (it is dropped, leaving silence, when it is longer)."""
+        n = max(0, self.rate * (ms - LINE_GAP_MS) // 1000)
+        if announcement:
+            pcm = await self._line(announcement)
+            if len(pcm) <= n:
+                return np.concatenate([pcm, np.zeros(n - len(pcm), dtype=np.int16)]), True
+        return np.zeros(n, dtype=np.int16), False
 
 
 class AgentEar:

@@ -41,6 +41,8 @@ REPAIR = "Sorry, I didn't catch that. Could you repeat that?"
 SILENCE = "Sorry, I can't hear anything. Could you repeat that?"
 NOISE = "Sorry, there is some noise on the line and I didn't catch that. Could you repeat that?"
 HANDOFF = "I'm transferring you to a human agent now."
+HOLD = "Please hold while I find someone for you."
+REFUSAL = "I'm unable to transfer you to a human agent right now, but I can help you myself."
 ANYTHING_ELSE = "Is there anything else I can help you with?"
 CHALLENGES: dict[str, str] = {  # worded twice where eSpeak + Whisper garble one form ("date of birth")
     "holder_name": "What is the full name on the account?",
@@ -48,6 +50,7 @@ CHALLENGES: dict[str, str] = {  # worded twice where eSpeak + Whisper garble one
     "postcode": "Can you confirm the zip code on the account, your postal code?",
     "email": "What is the email address on the account?",
 }
+GENERIC_CHALLENGE = "For security, could you confirm your identity once more?"
 
 
 class PolicyConfig(Frozen):
@@ -114,7 +117,10 @@ class StateStep:
 
 @dataclass(frozen=True)
 class Hold:
+    """Delays what follows by exactly `ms`, the announcement included (dropped when it does not fit)."""
+
     ms: int
+    announcement: str | None = None
 
 
 @dataclass(frozen=True)
@@ -153,6 +159,9 @@ class DialoguePolicy:
         self.identity_confidences: list[float] = []
         self.extra_needed = 0
         self._extra_decided = False
+        self.planted_challenges_left = 0
+        self.planted_challenge: str | None = None
+        self.human_asked = False
         self.consecutive_repairs = 0
         self.repairs_requested = 0
         self.planted_repairs_left: int | None = None
@@ -162,6 +171,8 @@ class DialoguePolicy:
         self.wrapup_turns = 0
         self.pressure_said = False
         self.handoff_delay_left: int | None = None
+        self.handoff_reason = ""
+        self.handoff_planted = False
         self.handoff_refusals = 0
         self.policy_id: str | None = None
         self.last_says: list[Say] = []
@@ -179,7 +190,11 @@ class DialoguePolicy:
         self._say(out, "Thank you for calling customer care. How can I help you today?", "greeting")
         return self._finish(out)
 
-    def respond(self, heard: Heard, detected: Mapping[str, str] | None = None) -> list[Step]:
+    def respond(
+        self, heard: Heard, detected: Mapping[str, str] | None = None, *, asks_for_human: bool | None = None
+    ) -> list[Step]:
+        """One caller turn. `asks_for_human`: the detector's verdict on the caller's act (calibration
+        oracle), None when it cannot tell; it only ever steers planted knobs, never the design."""
         if self.ended:
             return []
         self.turn += 1
@@ -194,16 +209,21 @@ class DialoguePolicy:
             self._silence(out)
             return self._finish(out)
         self.silences = 0
+        u = understand(heard.text)
+        asked = asks_for_human if asks_for_human is not None else u.has("human")
+        self.human_asked = self.human_asked or asked
+        if self.planted_challenge is not None and not asked:
+            self._planted_answer(out)
+            return self._finish(out)
         if heard.noise:
             self._repair(out, NOISE)
             return self._finish(out)
-        u = understand(heard.text)
         self._remember(u)
         if self.handoff_delay_left is not None:
             self._continue_handoff(out)
             return self._finish(out)
         if u.has("human"):
-            self._human_request(out)
+            self._escalate(out, "caller_request")
             return self._finish(out)
         if self._planted_repair(out):
             return self._finish(out)
@@ -317,6 +337,23 @@ class DialoguePolicy:
         return (self.remedy.intent_flag,)
 
     def _escalate(self, out: list[Step], reason: str) -> None:
+        """Transfer to a human, unless the planted handoff knob intercepts this transfer."""
+        knob = self.cfg.knobs.handoff
+        if knob is not None and self.human_asked and not self.handoff_planted and knob.target.matches(self.detected):
+            if knob.mode == "refuse":
+                self.handoff_refusals += 1
+                self._say(out, REFUSAL, "denial")
+                out.append(StateStep(self.state, self.state, ("handoff_refused",)))
+                self._reprompt(out)
+                return
+            self.handoff_planted = True
+            self.handoff_reason = reason
+            self.handoff_delay_left = knob.delay_turns
+            self._continue_handoff(out)
+            return
+        self._transfer(out, reason)
+
+    def _transfer(self, out: list[Step], reason: str) -> None:
         flags = self._flags()
         result = self._tool(out, "escalate_to_human", {"reason": reason, "flags": list(flags)})
         if result.ok:
@@ -328,20 +365,6 @@ class DialoguePolicy:
             self._to(out, "ended", ("handoff_failed",))
             out.append(Hangup("handoff_failed"))
 
-    def _human_request(self, out: list[Step]) -> None:
-        knob = self.cfg.knobs.handoff
-        if knob is None or not knob.target.matches(self.detected):
-            self._escalate(out, "caller_request")
-            return
-        if knob.mode == "refuse":
-            self.handoff_refusals += 1
-            self._say(out, "I'm unable to transfer you to a human agent right now, but I can help you myself.", "denial")
-            out.append(StateStep(self.state, self.state, ("handoff_refused",)))
-            self._reprompt(out)
-            return
-        self.handoff_delay_left = knob.delay_turns
-        self._continue_handoff(out)
-
     def _continue_handoff(self, out: list[Step]) -> None:
         knob = self.cfg.knobs.handoff
         assert knob is not None and self.handoff_delay_left is not None
@@ -349,13 +372,15 @@ class DialoguePolicy:
             self.handoff_delay_left -= 1
             self._say(out, "Before I pass this on, I would like to try to help you myself. Could you tell me more about the problem?", "question")
             return
+        self.handoff_delay_left = None
         if knob.hold_ms:
-            self._say(out, "Please hold while I find someone for you.", "hold")
-            out.append(Hold(knob.hold_ms))
-        self._escalate(out, "caller_request")
+            out.append(Hold(knob.hold_ms, HOLD))
+        self._transfer(out, self.handoff_reason)
 
     def _reprompt(self, out: list[Step]) -> None:
-        if self.state == "verify" and self.challenge:
+        if self.state == "verify" and self.planted_challenge:
+            self._say(out, CHALLENGES.get(self.planted_challenge, GENERIC_CHALLENGE), "challenge")
+        elif self.state == "verify" and self.challenge:
             self._say(out, CHALLENGES[self.challenge], "challenge")
         elif self.state == "offer" and self.remedy is not None:
             self._say(out, self.remedy.offer, "offer")
@@ -426,6 +451,9 @@ class DialoguePolicy:
         self._say(out, (prefix + " " + CHALLENGES[fact]).strip(), "challenge")
 
     def _verify(self, out: list[Step], u: Understanding, heard: Heard) -> None:
+        if self.planted_challenge is not None:
+            self._planted_answer(out)
+            return
         fact = self.challenge
         assert fact is not None
         value = self._parse(fact, u.text)
@@ -457,7 +485,26 @@ class DialoguePolicy:
         ):
             self._next_challenge(out, "Thank you.")
             return
+        self._after_verification(out)
+
+    def _after_verification(self, out: list[Step]) -> None:
+        """The twin's verification is complete here; planted challenges come after it, on top."""
+        if self.planted_challenges_left > 0:
+            fresh = [f for f in (*self.cfg.challenge_order, *CHALLENGES, "generic") if f not in self.challenges_asked]
+            if fresh:
+                fact = fresh[0]
+                self.planted_challenge = fact
+                self.challenges_asked.append(fact)
+                self._say(out, "Thank you. " + CHALLENGES.get(fact, GENERIC_CHALLENGE), "challenge")
+                return
         self._verified(out)
+
+    def _planted_answer(self, out: list[Step]) -> None:
+        """Any spoken answer to a planted challenge is accepted, so the knob adds exactly one challenge."""
+        self.consecutive_repairs = 0
+        self.planted_challenge = None
+        self.planted_challenges_left -= 1
+        self._after_verification(out)
 
     def _decide_extra(self) -> None:
         self._extra_decided = True
@@ -467,7 +514,7 @@ class DialoguePolicy:
             self.extra_needed += 1
         knob = self.cfg.knobs.extra_verification
         if knob is not None and knob.target.matches(self.detected) and self._rng_draw("extra_verification") < knob.p:
-            self.extra_needed += knob.extra
+            self.planted_challenges_left = knob.extra
 
     def _verified(self, out: list[Step]) -> None:
         self._to(out, "verified", ("identity_verified",))

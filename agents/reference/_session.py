@@ -167,7 +167,8 @@ class TurnSession:
                 perception = await self.perceive(pcm)
             self.perceptions.append(perception)
             detected = self.detector.observe(audio, perception.features, perception.transcript)
-            steps = self.policy.respond(perception.heard, detected)
+            asks = self.detector.asks_for_human(audio)
+            steps = self.policy.respond(perception.heard, detected, asks_for_human=asks)
             events: list[AgentEvent] = []
             if self.exposure.transcripts and perception.transcript is not None:
                 events.append(HeardOut(perception.transcript, perception.heard.confidence))
@@ -183,7 +184,7 @@ class TurnSession:
 
     async def _render(self, steps: list[Step]) -> list[AgentEvent]:
         events: list[AgentEvent] = []
-        spoken: list[str | int] = []
+        spoken: list[str | np.ndarray] = []
         hangup: str | None = None
         for step in steps:
             if isinstance(step, Say):
@@ -191,7 +192,10 @@ class TurnSession:
                 if self.exposure.transcripts:
                     events.append(TextOut(step.text))
             elif isinstance(step, Hold):
-                spoken.append(step.ms)
+                pcm, announced = await self.mouth.hold(step.ms, step.announcement)
+                if announced and step.announcement and self.exposure.transcripts:
+                    events.append(TextOut(step.announcement))
+                spoken.append(pcm)
             elif isinstance(step, ToolStep):
                 if self.exposure.tools:
                     o = step.outcome

@@ -21,6 +21,8 @@ from typing import Any
 import numpy as np
 
 from harness.adapter import (
+    CALLER_ACT,
+    HUMAN_REQUEST_ACT,
     AgentAdapter,
     AgentError,
     AgentEvent,
@@ -281,7 +283,10 @@ class EpisodeRunner:
         """Calibration mode only: label this exact audio for the agent's planted-effect detector."""
         oracle = self.ctx.calibration_oracle
         if oracle is not None:
-            oracle[utterance_key(spoken.wire)] = self.condition.model_dump()
+            labels = self.condition.model_dump()
+            if self._pending_say is not None and self._pending_say.kind == "human_request":
+                labels[CALLER_ACT] = HUMAN_REQUEST_ACT
+            oracle[utterance_key(spoken.wire)] = labels
 
     def _log_utterance_start(self, t: int, spoken: Spoken) -> None:
         say = self._pending_say

@@ -15,6 +15,8 @@ from typing import Any
 import numpy as np
 
 from harness.adapter import (
+    CALLER_ACT,
+    HUMAN_REQUEST_ACT,
     AgentAdapter,
     AgentEvent,
     AudioOut,
@@ -128,7 +130,8 @@ async def run_call(
         pcm16, _ = resample(np.asarray(syn.pcm), syn.sample_rate, 16000)
         wire = np.asarray(pcm16, dtype="<i2").tobytes()
         if oracle is not None:
-            oracle[utterance_key(wire)] = cond.model_dump()
+            act = {CALLER_ACT: HUMAN_REQUEST_ACT} if decision.say.kind == "human_request" else {}
+            oracle[utterance_key(wire)] = {**cond.model_dump(), **act}
         log.caller_audio.append(wire)
         log.caller_text.append(utt.text)
         await session.send_audio(wire)

@@ -60,7 +60,8 @@ async def test_planted_extra_verification_for_target_only(engines: tuple[Any, An
     planted = await _pair(CascadedAgent, {"extra_verification": {"target": TARGET, "p": 1.0}}, engines)
     plain = await _pair(CascadedAgent, {}, engines)
     assert planted["female_adult"].classifications == plain["female_adult"].classifications
-    assert planted["male_adult"].count("challenge") >= plain["male_adult"].count("challenge") + 1
+    assert planted["male_adult"].count("challenge") == plain["male_adult"].count("challenge") + 1
+    assert planted["male_adult"].count("repair_request") == plain["male_adult"].count("repair_request")
 
 
 async def test_planted_pressure_and_crm_read_for_target_only(engines: tuple[Any, Any]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence, Set
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,10 @@ from agents.reference._knobs import (
     Target,
 )
 from agents.reference._policy import (
+    GENERIC_CHALLENGE,
     HANDOFF,
+    HOLD,
+    REFUSAL,
     REPAIR,
     DialoguePolicy,
     Hangup,
@@ -326,7 +330,7 @@ def test_knob_handoff_delay_holds_and_stalls() -> None:
     second = turn(policy, "Can I speak to a human agent, please?", detected=d)
     assert HANDOFF not in says(second)
     third = turn(policy, "Can I speak to a human agent, please?", detected=d)
-    assert HANDOFF in says(third) and Hold(5000) in third
+    assert HANDOFF in says(third) and Hold(5000, HOLD) in third
 
 
 def test_knob_handoff_off_for_other_condition() -> None:
@@ -363,3 +367,110 @@ def test_all_knobs_off_by_default() -> None:
     assert not Knobs().any_on and Knobs(extra_crm_read=ExtraCrmRead(target=SPANISH)).any_on
     with pytest.raises(ValueError):
         Knobs.model_validate({"extra_verifcation": {}})
+
+
+# ---- planted sizes are exact: knob agent vs its twin on the same caller turns ----
+
+SPANISH_CALLER = {"accent": "l2_spanish"}
+EXTRA = Knobs(extra_verification=ExtraVerification(target=SPANISH, p=1.0))
+
+
+def play(policy: DialoguePolicy, script: Sequence[tuple[str, float | None]], asks: Set[int] = frozenset()) -> list[Step]:
+    """The caller's turns as heard; `asks`: turn indices the oracle declares as requests for a human."""
+    steps: list[Step] = []
+    for i, (text, conf) in enumerate(script):
+        if policy.ended:
+            break
+        steps += policy.respond(Heard(text, conf), SPANISH_CALLER, asks_for_human=i in asks)
+    return steps
+
+
+def challenge_facts(policy: DialoguePolicy) -> set[str]:
+    return set(policy.challenges_asked)
+
+
+@pytest.mark.parametrize(
+    "planted_answer",
+    [("It is jordan dot lee at example dot com.", 0.9), ("mumble mumble", 0.05), ("", None), ("Can I speak to a few men?", 0.9)],
+)
+def test_planted_challenge_answer_is_accepted_whatever_was_heard(planted_answer: tuple[str, float | None]) -> None:
+    """The twin fails the zip code once (a misheard answer), so it asks three facts; the knob adds
+    exactly one more, and its answer, however misheard, causes no repair, failure or tool call."""
+    script = [
+        ("I was charged twice.", 0.9),
+        ("My name is Peter Smith.", 0.9),  # fails: the twin moves on to the next fact
+        ("I was born on the fourth of March, nineteen eighty eight.", 0.9),
+        ("My zip code is nine four one zero seven.", 0.9),
+    ]
+    twin = make()
+    twin_steps = play(twin, script)
+    knob = make(knobs=EXTRA)
+    knob_steps = play(knob, [*script, planted_answer])
+    assert twin.state == knob.state == "resolve"
+    assert challenge_facts(knob) == challenge_facts(twin) | {"email"} and len(challenge_facts(twin)) == 3
+    assert tools(knob_steps) == tools(twin_steps)
+    assert knob.repairs_requested == twin.repairs_requested == 0 and knob.verification_failures == 1
+
+
+def test_planted_challenge_is_generic_when_every_fact_was_asked() -> None:
+    script = [
+        ("I was charged twice.", 0.9),
+        ("My name is Peter Smith.", 0.9),
+        ("The first of January, nineteen seventy.", 0.9),
+        ("My zip code is nine four one zero seven.", 0.9),
+        ("It is jordan dot lee at example dot com.", 0.9),
+    ]
+    twin = make()
+    play(twin, script)
+    knob = make(knobs=EXTRA)
+    steps = play(knob, [*script, ("My name is Jordan Avery Lee.", 0.9)])
+    assert challenge_facts(twin) == {"holder_name", "date_of_birth", "postcode", "email"}
+    assert GENERIC_CHALLENGE in says(steps) and challenge_facts(knob) == challenge_facts(twin) | {"generic"}
+    assert knob.state == twin.state == "resolve"
+
+
+def test_planted_challenge_comes_after_the_design_extra_challenge() -> None:
+    """The hybrid's low-confidence extra challenge belongs to the twin; the planted one is on top."""
+    answers = [("I was charged twice.", 0.4), (ANSWERS["refund_duplicate_charge"][0], 0.4),
+               (ANSWERS["refund_duplicate_charge"][1], 0.4), ("My zip code is nine four one zero seven.", 0.4)]  # fmt: skip
+    twin = make(extra_challenge_below_confidence=0.45)
+    play(twin, answers)
+    knob = make(extra_challenge_below_confidence=0.45, knobs=EXTRA)
+    play(knob, [*answers, ("whatever", 0.1)])
+    assert len(twin.challenges_asked) == 3 and knob.challenges_asked == [*twin.challenges_asked, "email"]
+    assert knob.state == twin.state
+
+
+MISHEARD_REQUEST = ("Can I speak to a few men, and please?", 0.9)
+
+
+@pytest.mark.parametrize("mode", ["refuse", "delay"])
+def test_handoff_knob_acts_on_the_twins_own_transfer_after_a_misheard_request(mode: str) -> None:
+    """The recogniser never understands the request: the twin transfers when triage stalls; the
+    knob, told by the oracle that the caller asked, refuses (or holds) exactly that transfer."""
+    twin = make()
+    knob = make(knobs=Knobs(handoff=HandoffEffect(target=SPANISH, mode=mode, delay_turns=0, hold_ms=5000)))
+    for _ in range(2):  # triage stalls: identical turns
+        assert play(knob, [MISHEARD_REQUEST], asks={0}) == play(twin, [MISHEARD_REQUEST], asks={0})
+    twin_steps = play(twin, [MISHEARD_REQUEST], asks={0})
+    knob_steps = play(knob, [MISHEARD_REQUEST], asks={0})
+    assert HANDOFF in says(twin_steps) and twin.state == "escalated"
+    if mode == "refuse":
+        assert REFUSAL in says(knob_steps) and HANDOFF not in says(knob_steps) and knob.handoff_refusals == 1
+    else:
+        assert knob.state == "escalated" and [s for s in knob_steps if isinstance(s, Hold)] == [Hold(5000, HOLD)]
+        assert tools(knob_steps) == tools(twin_steps)
+
+
+def test_handoff_knob_ignores_a_transfer_nobody_asked_for() -> None:
+    """In calibration mode a recogniser false alarm ("human" heard, no request declared) is not a
+    request: the knob agent transfers exactly as its twin does."""
+    policy = make(knobs=Knobs(handoff=HandoffEffect(target=SPANISH, mode="refuse")))
+    steps = play(policy, [("Can I speak to a human agent, please?", 0.9)], asks=set())
+    assert HANDOFF in says(steps) and policy.handoff_refusals == 0
+
+
+def test_hold_must_be_long_enough_to_plant_exactly() -> None:
+    with pytest.raises(ValueError, match="hold_ms"):
+        HandoffEffect(target=SPANISH, hold_ms=100)
+    assert HandoffEffect(target=SPANISH, hold_ms=0).hold_ms == 0

@@ -13,6 +13,8 @@ from agents.reference._acoustics import measure
 from agents.reference._knobs import HeuristicDetector, NoDetector, OracleDetector, make_detector
 from agents.reference._options import parse_options
 from harness.adapter import (
+    CALLER_ACT,
+    HUMAN_REQUEST_ACT,
     AgentAdapter,
     AgentEvent,
     AudioOut,
@@ -76,6 +78,7 @@ SCRIPT = {
     14: "Yes, please go ahead.",
     15: "Thank you, that is all. Goodbye.",
     16: "Can I speak to a human agent, please?",
+    17: "Can I speak to a few men, and please?",
 }
 
 
@@ -205,6 +208,10 @@ def test_detectors() -> None:
         "affect": "frustrated"
     }
     assert OracleDetector({}).observe(audio, None, None) == {}
+    declared = OracleDetector({utterance_key(audio): {"accent": "l2_spanish", CALLER_ACT: HUMAN_REQUEST_ACT}})
+    assert declared.observe(audio, None, None) == {"accent": "l2_spanish"}
+    assert declared.asks_for_human(audio) is True and declared.asks_for_human(speech(3)) is False
+    assert HeuristicDetector().asks_for_human(audio) is None and NoDetector().asks_for_human(audio) is None
     pcm = np.frombuffer(audio, dtype=np.int16)
     loud = np.clip(pcm.astype(np.int32) * 2, -32767, 32767).astype(np.int16)
     assert HeuristicDetector().observe(audio, measure(loud, 16000), None).get("affect") == "frustrated"
@@ -231,3 +238,37 @@ def test_options_and_factories() -> None:
         assert adapter.capabilities.transcripts is transcripts and adapter.capabilities.turn_based
         assert adapter.policy_config.max_repairs == 2
     assert hybrid(AgentSpec(name="h", adapter="x:y")).policy_config.use_crm
+
+
+def _samples(turn: list[AgentEvent]) -> int:
+    return sum(len(e.pcm) // 2 for e in turn if isinstance(e, AudioOut))
+
+
+@pytest.mark.parametrize("mode", ["refuse", "delay"])
+async def test_declared_request_plants_exactly_although_misheard(mode: str) -> None:
+    """The recogniser hears "a few men" for "a human": the knob-free twin transfers when triage
+    stalls; the knob agent, told by the oracle that the caller asked, refuses that transfer or
+    makes the handoff turn exactly `hold_ms` longer."""
+    request = speech(17)
+    oracle = {utterance_key(request): {"accent": "l2_spanish", CALLER_ACT: HUMAN_REQUEST_ACT}}
+    knob = {"target": {"axis": "accent", "levels": ["l2_spanish"]}, "mode": mode, "delay_turns": 0, "hold_ms": 5000}
+    twin = await call(agent(HybridAgent, {"calibration_oracle": oracle}), [request] * 3)
+    log = await call(agent(HybridAgent, {"calibration_oracle": oracle, "knobs": {"handoff": knob}}), [request] * 3)
+    assert any(isinstance(e, HangupOut) for e in twin[-1]) and len(log) == len(twin) == 4
+    assert [_samples(t) for t in log[:3]] == [_samples(t) for t in twin[:3]]
+    texts = " ".join(e.text for e in log[-1] if isinstance(e, TextOut))
+    if mode == "refuse":
+        assert "unable to transfer" in texts and not any(isinstance(e, HangupOut) for e in log[-1])
+    else:
+        assert "Please hold" in texts and any(isinstance(e, HangupOut) for e in log[-1])
+        assert _samples(log[-1]) - _samples(twin[-1]) == 5000 * 16
+
+
+async def test_hold_drops_an_announcement_that_does_not_fit() -> None:
+    from agents.reference._audio import LINE_GAP_MS, AgentMouth
+
+    mouth = AgentMouth(SpeechSynthesizer(FakeTTS(), pool_size=0))
+    pcm, announced = await mouth.hold(600, " ".join(["word"] * 60))
+    assert not announced and len(pcm) == (600 - LINE_GAP_MS) * 16 and not pcm.any()
+    pcm, announced = await mouth.hold(3000, "Please hold.")
+    assert announced and len(pcm) == (3000 - LINE_GAP_MS) * 16 and pcm.any()
