@@ -33,7 +33,9 @@ analyses are simulated from its tables:
 In every mode the truth of the resampled population is known: 0 under A/A, the planted size
 (e.g. +1 Auth per target call for `extra_verification` with p = 1) under a planted effect.
 Mixed models are confirmatory and slow; replicates run the paired estimators only
-(`replicate_plan` turns models off; `analysis.stats.calibration` covers the models).
+(`replicate_plan` turns models off; `analysis.stats.calibration` covers the models on simulated
+data). `aa_model_replicates` checks them on real pairs too: A/A replicates as above, analysed by
+`deltas()` with the run's mixed-model rules, for a few chosen metrics.
 """
 
 from __future__ import annotations
@@ -85,6 +87,12 @@ def replicate_plan(plan: AnalysisPlan, metrics: Iterable[str] | None = None) -> 
             families[name] = fam.model_copy(update={"metrics": ms})
     mm = plan.mixed_models.model_copy(update={"enabled": False})
     return plan.model_copy(update={"families": families, "mixed_models": mm})
+
+
+def model_plan(plan: AnalysisPlan, metrics: Iterable[str]) -> AnalysisPlan:
+    """The run's plan restricted to `metrics`, its mixed-model rules as written (so the models run
+    exactly as in the real analysis, on the cells the rules admit)."""
+    return replicate_plan(plan, metrics).model_copy(update={"mixed_models": plan.mixed_models})
 
 
 def source(
@@ -169,6 +177,52 @@ def aa_replicates(src: PairSource, n_replicates: int, seed: int = 0) -> pd.DataF
 def direct_replicates(src: PairSource, n_replicates: int, seed: int = 0) -> pd.DataFrame:
     """One row per (replicate, cell, metric), pairs resampled without swapping (planted effects)."""
     return _run(src, n_replicates, seed, swap=False)
+
+
+def aa_model_replicates(src: PairSource, n_replicates: int, seed: int = 0) -> pd.DataFrame:
+    """One row per (replicate, cell, metric) of the mixed model `deltas()` fits under the exact
+    A/A null (`src.plan` from `model_plan`): coefficient a - b, interval, p, fallback, error."""
+    if not src.plan.mixed_models.enabled:
+        raise ValueError("aa_model_replicates needs a plan with mixed models enabled (see model_plan)")
+    rows: list[dict[str, object]] = []
+    for rep, child in enumerate(np.random.SeedSequence(seed).spawn(n_replicates)):
+        episodes, pairs = resample(src, np.random.default_rng(child), swap=True)
+        for cell in deltas(episodes, pairs, src.plan)["cells"]:
+            for m in cell["models"]:
+                rows.append(
+                    {
+                        "replicate": rep,
+                        "cell": cell["label"],
+                        "metric": m["metric"],
+                        "method": m.get("method"),
+                        "estimate": m.get("coefficient"),
+                        "ci_low": m.get("ci_low"),
+                        "ci_high": m.get("ci_high"),
+                        "p_value": m.get("p_value"),
+                        "fallback": m.get("fallback_reason") is not None,
+                        "error": m.get("error"),
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def model_rates(reps: pd.DataFrame) -> pd.DataFrame:
+    """Per (cell, metric, method): replicates, rejection rate (interval excludes 0) over fits with
+    an interval, and the shares without an interval (error or not estimable) and of fallbacks."""
+    r = reps.assign(
+        has_ci=reps["ci_low"].notna() & reps["ci_high"].notna(),
+        reject=(reps["ci_low"].astype(float) > 0) | (reps["ci_high"].astype(float) < 0),
+        method=reps["method"].fillna("error"),
+    )
+    out = r.groupby(["cell", "metric", "method"]).agg(
+        replicates=("replicate", "size"),
+        fits=("has_ci", "sum"),
+        rejections=("reject", "sum"),
+        fallback_rate=("fallback", "mean"),
+    )
+    out["rejection_rate"] = out["rejections"] / out["fits"].where(out["fits"] > 0)
+    out["no_interval"] = 1.0 - out["fits"] / out["replicates"]
+    return out.reset_index()
 
 
 def informative(src: PairSource) -> pd.DataFrame:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 from statsmodels.stats.multitest import multipletests
 
 from analysis import pipeline_calibration as pc
@@ -84,6 +85,20 @@ def test_aa_replicates_reject_near_alpha_and_planted_is_covered() -> None:
     planted = _source(40, 1.0, np.random.default_rng(4))
     cov = pc.coverage(pc.direct_replicates(planted, 40, seed=5), "burden_repair", 1.0)
     assert cov.sign_recovery == 1.0 and cov.replicates == 40 and cov.mean_width > 0
+
+
+def test_aa_model_replicates_fit_the_plans_mixed_model_under_the_null() -> None:
+    """Even a source with a real effect is a null after the swap: the LMM's coefficients centre on 0."""
+    src = _source(30, 1.0, np.random.default_rng(9))
+    with pytest.raises(ValueError, match="mixed models"):
+        pc.aa_model_replicates(src, 1)
+    src = pc.PairSource(src.pairs, src.episodes, pc.model_plan(load_plan(), ["burden_repair"]))
+    reps = pc.aa_model_replicates(src, 20, seed=10)
+    assert len(reps) == 20 and reps["method"].str.startswith("MixedLM").all() and reps["error"].isna().all()
+    assert abs(reps["estimate"].mean()) < 0.3 < (reps["ci_high"] - reps["ci_low"]).mean()
+    rates = pc.model_rates(reps)
+    assert len(rates) == 1 and rates["fits"].iloc[0] == 20 and rates["no_interval"].iloc[0] == 0.0
+    assert rates["rejection_rate"].iloc[0] == ((reps["ci_low"] > 0) | (reps["ci_high"] < 0)).mean()
 
 
 def test_twin_difference_in_differences_removes_the_shared_part() -> None:
