@@ -2,9 +2,13 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-EXTRAS ?= offline,piper,ray,dev
-# openai-whisper is tested with a tiny checkpoint the tests write; torch comes from the local CPU wheel,
-# and openai-whisper goes in without its deps (they would pull triton).
+EXTRAS ?= offline,piper,ray,coqui,dev
+# openai-whisper and Coqui TTS are tested with tiny checkpoints the tests write. torch comes from the
+# local CPU wheel and goes in first, so no extra that needs torch pulls a CUDA build of it;
+# openai-whisper goes in without its deps (they would pull triton).
+# torchaudio (which coqui-tts requires) is a CUDA build on PyPI whose C++ extension cannot load beside
+# a CPU torch; Coqui's VITS uses only its pure-torch parts, so on a CPU torch the extension is removed
+# and torchaudio imports without it.
 TORCH_SPEC ?= torch==2.13.0
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha256sum | cut -c1-16)
 
@@ -13,8 +17,10 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha256sum | cu
 $(STAMP): pyproject.toml Makefile
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
 	$(BIN)/python -m pip install --quiet '$(TORCH_SPEC)'
+	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
+	$(BIN)/python -c 'import torch; print(torch.version.cuda or "")' | grep -q . \
+	  || rm -f $(VENV)/lib/python3*/site-packages/torchaudio/lib/*.so
 	$(BIN)/python -m pip install --quiet --no-deps 'openai-whisper==20250625'
 	$(BIN)/python -m pip install --quiet tiktoken more-itertools
 	@rm -f $(VENV)/.installed-*
