@@ -8,21 +8,19 @@ by `RunReader` (SchemaVersionError) before anything is read.
 
 from __future__ import annotations
 
-import hashlib
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
-from pydantic import TypeAdapter, ValidationError
 
-from analysis.metrics.table import EventTable, from_events
+from analysis.metrics.readlogs import gc_paused, read_logs
+from analysis.metrics.table import EventTable, frame_from_columns
 from harness.model.episode import EpisodeRecord, RunManifest
-from harness.model.events import EVENT_ADAPTER, Event, check_monotonic
 from harness.rundir import EPISODES_DIR, EVENTS_JSONL, RunReader
 from scenarios._base import Frozen
 
-_EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
 AXES: tuple[str, ...] = ("accent", "voice_profile", "affect", "disfluency", "wording")
 
 
@@ -95,27 +93,14 @@ def _row(rec: EpisodeRecord) -> dict[str, object]:
     return row
 
 
-def read_events(path: Path) -> tuple[list[Event] | None, str | None, str | None]:
-    """(events, problem category, message); a bad line is located by re-validating line by line."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None, "events_missing", f"{path}: missing"
-    lines = data.splitlines()
-    try:
-        return _EVENTS.validate_json(b"[" + b",".join(lines) + b"]"), None, hashlib.sha256(data).hexdigest()
-    except ValidationError:
-        for lineno, raw in enumerate(lines, start=1):
-            try:
-                EVENT_ADAPTER.validate_json(raw)
-            except ValidationError as exc:
-                err = exc.errors()[0]
-                where = ".".join(str(x) for x in err["loc"])
-                return None, "events_invalid", f"{path}:{lineno}: invalid event ({where}: {err['msg']})"
-        return None, "events_invalid", f"{path}: invalid"
+def ingest(run_dir: str | Path, *, workers: int | None = None) -> Ingested:
+    """Read a run folder; events files are read by `workers` processes (default: one per CPU) once
+    the run is large enough to repay starting them."""
+    with gc_paused():
+        return _ingest(run_dir, workers)
 
 
-def ingest(run_dir: str | Path) -> Ingested:
+def _ingest(run_dir: str | Path, workers: int | None) -> Ingested:
     reader = RunReader(run_dir)
     problems: list[Problem] = []
     records: dict[str, EpisodeRecord] = {}
@@ -137,54 +122,57 @@ def ingest(run_dir: str | Path) -> Ingested:
     rows = [_row(r) for r in records.values()]
     frame = pd.DataFrame(rows, columns=list(_row_columns())).set_index("episode_id", drop=False)
     frame.index.name = None
-    logs: dict[str, list[Event]] = {}
+    ids = [str(eid) for eid in frame["episode_id"]]
+    paths = [reader.run_dir / EPISODES_DIR / eid / EVENTS_JSONL for eid in ids]
+    reads, batches = read_logs(
+        [(str(p), records[eid].outcome.events_sha256) for eid, p in zip(ids, paths, strict=True)], workers
+    )
     analysable: list[bool] = []
     reasons: list[str | None] = []
     hash_ok: list[float] = []
     monotonic: list[float] = []
-    for eid in frame["episode_id"]:
-        path = reader.run_dir / EPISODES_DIR / str(eid) / EVENTS_JSONL
-        events, category, info = read_events(path)
-        if events is None:
-            problems.append(Problem(category=str(category), message=str(info), episode_id=str(eid)))
+    for eid, path, read in zip(ids, paths, reads, strict=True):
+        if read.category is not None:
+            problems.append(Problem(category=read.category, message=read.info, episode_id=eid))
             analysable.append(False)
-            reasons.append(category)
+            reasons.append(read.category)
             hash_ok.append(float("nan"))
             monotonic.append(float("nan"))
             continue
-        logs[str(eid)] = events
         analysable.append(True)
         reasons.append(None)
-        match = info == records[str(eid)].outcome.events_sha256
+        match = read.info == records[eid].outcome.events_sha256
         hash_ok.append(float(match))
         if not match:
             problems.append(
                 Problem(
                     category="events_hash_mismatch",
                     message=f"{path}: sha256 differs from episodes.jsonl (edited after the run?)",
-                    episode_id=str(eid),
+                    episode_id=eid,
                 )
             )
-        bad = check_monotonic(events)
-        monotonic.append(float(bad is None))
-        if bad is not None:
+        monotonic.append(float(read.non_monotonic is None))
+        if read.non_monotonic is not None:
             problems.append(
                 Problem(
                     category="clock_not_monotonic",
-                    message=f"{path}: event {bad + 1} goes back in time",
-                    episode_id=str(eid),
+                    message=f"{path}: event {read.non_monotonic + 1} goes back in time",
+                    episode_id=eid,
                 )
             )
     frame["analysable"] = analysable
     frame["drop_reason"] = reasons
     frame["events_hash_ok"] = hash_ok
     frame["events_monotonic"] = monotonic
+    lengths = np.array([r.n_events for r in reads if r.category is None], dtype=np.int64)
+    table = EventTable(
+        episodes=pd.Index(
+            [eid for eid, ok in zip(ids, analysable, strict=True) if ok], dtype=object, name="episode_id"
+        ),
+        df=frame_from_columns(batches, lengths),
+    )
     return Ingested(
-        run_dir=reader.run_dir,
-        manifest=reader.manifest,
-        episodes=frame,
-        table=from_events(logs),
-        problems=problems,
+        run_dir=reader.run_dir, manifest=reader.manifest, episodes=frame, table=table, problems=problems
     )
 
 

@@ -12,53 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import TypeVar
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
+from analysis.metrics.columns import COLUMNS, FIELDS_BY_TYPE, FLOAT_COLUMNS, Columns, raw_columns
 from harness.model.events import Event
 
 T = TypeVar("T")
-
-# Fields read from events, by column; "ep", "seq", "t_ms" and "type" are always present.
-COLUMNS: tuple[str, ...] = (
-    "turn",
-    "kind",
-    "anchor_id",
-    "text",
-    "duration_ms",
-    "truncated",
-    "heard",
-    "classification",
-    "action",
-    "reason",
-    "challenge_fact",
-    "interrupted",
-    "source",
-    "confidence",
-    "call_id",
-    "name",
-    "ok",
-    "result_keys",
-    "error",
-    "from_state",
-    "to_state",
-    "flags",
-    "status",
-    "by",
-    "sha256",
-    "tools",
-    "reported_by_agent",
-    "message",
-    "fatal",
-    "pacing",
-    "protocol",
-    "arg_flags",
-)
-_TUPLE_FIELDS = frozenset({"result_keys", "flags", "tools"})
-_NUMERIC = frozenset({"turn", "duration_ms", "confidence"})
-_BOOL = frozenset({"truncated", "interrupted", "ok", "reported_by_agent", "fatal"})
 
 
 @dataclass(frozen=True)
@@ -84,75 +48,70 @@ class EventTable:
         return out
 
 
-def _value(ev: Event, field: str) -> object:
-    if field == "arg_flags":
-        args = getattr(ev, "arguments", None)
-        raw = args.get("flags") if isinstance(args, dict) else None
-        return ",".join(str(f) for f in raw if isinstance(f, str)) if isinstance(raw, list) else None
-    value = getattr(ev, field, None)
-    if field in _TUPLE_FIELDS and value is not None:
-        return ",".join(value)
-    return value
-
-
 def from_events(logs: Mapping[str, Sequence[Event]]) -> EventTable:
-    """Flatten episode_id -> events into one table (columns built per event type, then stacked)."""
+    """Flatten episode_id -> events into one table, already in (ep, seq) order."""
     episodes = pd.Index(list(logs), dtype=object, name="episode_id")
-    by_type: dict[str, list[tuple[int, int, Event]]] = {}
-    for ep, events in enumerate(logs.values()):
-        for seq, ev in enumerate(events):
-            by_type.setdefault(ev.type, []).append((ep, seq, ev))
-    frames: list[pd.DataFrame] = []
-    for etype, rows in by_type.items():
-        fields = set(type(rows[0][2]).model_fields) | ({"arg_flags"} if etype == "tool_call" else set())
-        data: dict[str, object] = {
-            "ep": np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows)),
-            "seq": np.fromiter((r[1] for r in rows), dtype=np.int64, count=len(rows)),
-            "t_ms": np.fromiter((r[2].t_ms for r in rows), dtype=np.int64, count=len(rows)),
-            "type": etype,
-        }
-        evs = [r[2] for r in rows]
-        for col in COLUMNS:
-            if col not in fields:
-                continue
-            if col == "arg_flags":
-                data[col] = [_value(e, col) for e in evs]
-            elif col in _TUPLE_FIELDS:
-                data[col] = [None if (v := e.__dict__[col]) is None else ",".join(v) for e in evs]
-            else:
-                data[col] = [e.__dict__[col] for e in evs]
-        frames.append(pd.DataFrame(data))
-    return EventTable(episodes=episodes, df=normalise_frame(frames))
+    lengths = np.fromiter((len(v) for v in logs.values()), dtype=np.int64, count=len(logs))
+    flat: list[Event] = list(chain.from_iterable(logs.values()))
+    return EventTable(episodes=episodes, df=frame_from_columns([raw_columns(flat)], lengths))
 
 
-def normalise_frame(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
-    """Stack per-type frames into the canonical wide layout, sorted by (ep, seq)."""
-    if frames:
-        df = pd.concat(frames, ignore_index=True, sort=False)
-    else:
-        df = pd.DataFrame(
-            {
-                "ep": pd.Series(dtype=np.int64),
-                "seq": pd.Series(dtype=np.int64),
-                "t_ms": pd.Series(dtype=np.int64),
-                "type": pd.Series(dtype=object),
-            }
-        )
+def frame_from_columns(batches: Sequence[Columns], lengths: np.ndarray) -> pd.DataFrame:
+    """The table of consecutive batches of `raw_columns`; `lengths` = events per episode, in order.
+
+    A string column that holds no string at all stays object dtype, NaN where the event type lacks
+    the field and None where it has it, as pandas gives when stacking per-type frames.
+    """
+    n = int(lengths.sum())
+    if n == 0:
+        return _empty_frame()
+    starts = np.cumsum(lengths) - lengths
+    types = _concat([b["type"] for b in batches]).to_numpy(zero_copy_only=False)
+    data: dict[str, object] = {
+        "ep": np.repeat(np.arange(len(lengths), dtype=np.int64), lengths),
+        "seq": np.arange(n, dtype=np.int64) - np.repeat(starts, lengths),
+        "t_ms": np.concatenate([b["t_ms"] for b in batches]),
+        "type": pd.Series(types, dtype=object),
+    }
+    seen = pd.unique(types)
     for col in COLUMNS:
-        if col not in df.columns:
-            df[col] = None
-    for col in _NUMERIC:
-        df[col] = pd.to_numeric(df[col], errors="coerce").astype(float)
-    for col in _BOOL:
-        df[col] = df[col].map({True: 1.0, False: 0.0}).astype(float)
-    df = df[["ep", "seq", "t_ms", "type", *COLUMNS]]
-    df = df.sort_values(["ep", "seq"], kind="stable").reset_index(drop=True)
-    df["type"] = df["type"].astype(object)
-    return df
+        parts = [b[col] for b in batches]
+        if col in FLOAT_COLUMNS:
+            data[col] = np.concatenate(parts)
+            continue
+        arrow = _concat(parts)
+        if arrow.null_count < len(arrow):
+            data[col] = pd.Series(arrow, dtype="str")
+            continue
+        having = [t for t in seen if col in FIELDS_BY_TYPE[t]]
+        if having:
+            missing = np.full(n, np.nan, dtype=object)
+            missing[np.isin(types, having)] = None
+            data[col] = missing
+        else:
+            data[col] = None
+    return pd.DataFrame(data)
+
+
+def _concat(parts: Sequence[object]) -> pa.Array:
+    arrays = [p for p in parts if isinstance(p, pa.Array)]
+    return arrays[0] if len(arrays) == 1 else pa.concat_arrays(arrays)
+
+
+def _empty_frame() -> pd.DataFrame:
+    data: dict[str, pd.Series] = {
+        "ep": pd.Series(dtype=np.int64),
+        "seq": pd.Series(dtype=np.int64),
+        "t_ms": pd.Series(dtype=np.int64),
+        "type": pd.Series(dtype=object),
+    }
+    for col in COLUMNS:
+        data[col] = pd.Series(dtype=float if col in FLOAT_COLUMNS else object)
+    return pd.DataFrame(data)
 
 
 def empty_table() -> EventTable:
-    return EventTable(episodes=pd.Index([], dtype=object, name="episode_id"), df=normalise_frame([]))
+    return EventTable(episodes=pd.Index([], dtype=object, name="episode_id"), df=_empty_frame())
 
 
 def map_unique(values: pd.Series, fn: Callable[[str], T]) -> pd.Series:
