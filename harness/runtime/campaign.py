@@ -17,6 +17,7 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -325,6 +326,7 @@ class CampaignRunner:
                     spoken_cache=spoken_cache,
                     calibration_oracle=oracles.get(planned.agent),
                     redactor=self.redactor,
+                    files=files,
                 )
                 try:
                     record = await EpisodeRunner(ctx).run()
@@ -339,6 +341,9 @@ class CampaignRunner:
                     self.on_record(record)
                 progress_cb.update(done=1, failed=int(record.outcome.status != "completed"), in_flight=in_flight)
 
+        # One thread writes every episode's files: file creation and the recording's bytes leave
+        # the event loop, and one writer keeps those system calls from contending with each other.
+        files = ThreadPoolExecutor(max_workers=1, thread_name_prefix="episode-files")
         try:
             with progress_cb:
                 async with asyncio.TaskGroup() as tg:
@@ -347,6 +352,8 @@ class CampaignRunner:
         except* RunFolderError as group:
             # One clear line for the user, not an exception group: the first storage failure.
             raise group.exceptions[0] from None
+        finally:
+            files.shutdown(wait=True)
 
     async def _run_split(
         self, todo: list[PlannedEpisode], executor: Executor, finished: set[str], summary: RunSummary

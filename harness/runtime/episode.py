@@ -14,6 +14,7 @@ import hashlib
 import time
 import traceback
 from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,8 @@ RETRYABLE: frozenset[str] = frozenset(
 )
 """Failures of the agent or its transport; the harness's own (and cancellations) are never retried."""
 RETRY_BACKOFF_S = 0.2
+EVENT_HOLD_S = 1.0
+"""Accelerated pacing: how long (wall time) a call's events may wait in memory before being written."""
 ATTEMPTS_DIR = "attempts"
 ATTEMPTS_JSONL = "attempts.jsonl"
 
@@ -119,6 +122,8 @@ class EpisodeContext:
     spoken_cache: SpokenCache | None = None
     calibration_oracle: dict[str, dict[str, str]] | None = None
     redactor: Redactor | None = None
+    files: Executor | None = None
+    """Where the episode's files are written (one writer thread per campaign); None: a default thread."""
 
 
 @dataclass
@@ -138,7 +143,8 @@ class EpisodeRunner:
         caps = ctx.adapter.capabilities
         self.clock: EpisodeClock = VirtualClock() if pacing == "accelerated" else RealClock()
         self.recorder = CallRecorder()
-        self.log = EventLog(ctx.episode_dir / EVENTS_JSONL, ctx.redactor)
+        hold_s = EVENT_HOLD_S if pacing == "accelerated" else 0.0
+        self.log = EventLog(ctx.episode_dir / EVENTS_JSONL, ctx.redactor, hold_s=hold_s)
         self.stamper = Stamper(self.log, self.clock)
         self.playback = Playback(self.stamper, self.recorder)
         self.policy = CallerPolicy(ctx.scenario)
@@ -179,11 +185,10 @@ class EpisodeRunner:
             if ev.fatal:
                 raise _CallFailed(ev.kind, ev.message)
 
-    async def _next_event(self, timeout_s: float) -> AgentEvent | None:
+    async def _next_event(self) -> AgentEvent | None:
         assert self._events is not None
         try:
-            async with asyncio.timeout(timeout_s):
-                return await anext(self._events)
+            return await anext(self._events)
         except StopAsyncIteration:
             return None
         except (AgentError, TimeoutError, asyncio.CancelledError):
@@ -200,22 +205,23 @@ class EpisodeRunner:
         arrived: list[tuple[float, AgentEvent]] = []
         compute_ms: float | None = None
         timeout = self.ctx.campaign.timeouts.turn_s
-        while True:
-            try:
-                ev = await self._next_event(timeout - (time.perf_counter() - wall0))
-            except TimeoutError:
-                raise _CallFailed("timeout_turn", f"agent gave no complete turn within {timeout:g} s") from None
-            if ev is None:
-                out.hung_up = out.hung_up or "agent ended the session"
-                break
-            if isinstance(ev, TurnEnd):
-                compute_ms = ev.compute_ms
-                break
-            arrived.append(((time.perf_counter() - wall0) * 1000.0, ev))
-            if isinstance(ev, HangupOut):
-                out.hung_up = ev.reason
-            if isinstance(ev, ErrorOut) and ev.fatal:
-                break  # the call is over: waiting for a TurnEnd would report a timeout instead
+        try:
+            async with asyncio.timeout(timeout):  # one deadline for the whole turn, not one per event
+                while True:
+                    ev = await self._next_event()
+                    if ev is None:
+                        out.hung_up = out.hung_up or "agent ended the session"
+                        break
+                    if isinstance(ev, TurnEnd):
+                        compute_ms = ev.compute_ms
+                        break
+                    arrived.append(((time.perf_counter() - wall0) * 1000.0, ev))
+                    if isinstance(ev, HangupOut):
+                        out.hung_up = ev.reason
+                    if isinstance(ev, ErrorOut) and ev.fatal:
+                        break  # the call is over: waiting for a TurnEnd would report a timeout instead
+        except TimeoutError:
+            raise _CallFailed("timeout_turn", f"agent gave no complete turn within {timeout:g} s") from None
         wall_ms = (time.perf_counter() - wall0) * 1000.0
         compute = wall_ms if compute_ms is None else compute_ms
         self.ctx.stats["agent_compute_ms"] = self.ctx.stats.get("agent_compute_ms", 0.0) + compute
@@ -441,7 +447,14 @@ class EpisodeRunner:
         if failure is not None:
             self._record_failure(failure, termination)
         await self._close_session(termination)
-        return await asyncio.to_thread(self._finish, status, failure, termination)
+        record = self._finish(status, failure, termination)
+        await asyncio.get_running_loop().run_in_executor(ctx.files, self._write_files, record.outcome.duration_ms)
+        return record
+
+    def _write_files(self, end_ms: int) -> None:
+        """The call's files, off the event loop; the record is appended only after this returns."""
+        self.log.close()
+        self.recorder.write(self.ctx.episode_dir / CALL_WAV, min_ms=end_ms)
 
     def _record_failure(self, kind: FailureKind, message: str) -> None:
         """Log the failure at the moment it happened; agent audio scheduled after it never played."""
@@ -465,8 +478,7 @@ class EpisodeRunner:
         self.stamper.flush()
         events = self.stamper.events
         end_ms = max((e.t_ms for e in events), default=0)
-        events_sha = self.log.close()
-        self.recorder.write(ctx.episode_dir / CALL_WAV, min_ms=end_ms)
+        events_sha = self.log.sha256
         outcome, flags, _source = judge_outcome(events, ctx.scenario.domain)
         pair = ctx.planned.pair
         header = EpisodeHeader(

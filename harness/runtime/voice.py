@@ -97,19 +97,25 @@ class CallerVoice:
             framing=say.framing and count == 0,
         )
         params = self._clearer(self.speech, say.kind, count)
-        synth = await self.synth.speak(utt.text, utt.ssml, params)
         channel_seed = (self.seed + 7919 * turn) % (2**32)
         random_channel = self.channel is not None and (self.channel.snr_db is not None or self.channel.packet_loss > 0)
         channel_key = (self.channel.snr_db, self.channel.packet_loss) if self.channel is not None else None
+        # Everything the synthesis and the channel depend on: a hit skips both (and the TTS
+        # cache's hashing of the parameters), which is most turns of a campaign.
         key: tuple[Any, ...] = (
-            synth.cache_key or self.synth.key(utt.text, utt.ssml, params),
+            self.synth.backend.name,
+            self.synth.backend.version,
+            utt.text,
+            utt.ssml,
+            params,
             channel_key,
             channel_seed if random_channel else None,
             self.target,
         )
         hit = self.cache.get(key)
         if hit is not None:
-            return Spoken(utt.text, hit.wire, hit.pcm16k, hit.duration_ms, hit.channel)
+            return hit
+        synth = await self.synth.speak(utt.text, utt.ssml, params)
         pcm, rate = np.asarray(synth.pcm), synth.sample_rate
         report: dict[str, Any] = {}
         if self.channel is not None:
