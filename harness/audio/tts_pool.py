@@ -205,6 +205,9 @@ class WorkerPool:
 
     def _slot(self) -> _Slot:
         slot: _Slot | None = getattr(self._local, "slot", None)
+        if slot is not None and not slot.process.is_alive():
+            self._discard(slot)
+            slot = None
         if slot is None:
             slot = self._local.slot = _Slot()
             with self._lock:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import textwrap
 import time
 from collections.abc import Iterator
@@ -43,6 +44,16 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def _running(pid: int) -> bool:
+    """Not yet a zombie waiting to be reaped. The main thread of a killed process turns zombie
+    before its other threads have exited, and waitpid sees it only after they have."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split()[2]
+        return state not in ("Z", "X") or len(list(Path(f"/proc/{pid}/task").iterdir())) > 1
+    except FileNotFoundError:
+        return False
 
 
 async def test_a_hung_worker_times_out_is_killed_and_the_pool_recovers(hanging_backend: str) -> None:
@@ -110,3 +121,17 @@ async def test_an_in_process_backend_that_hangs_is_reported_too() -> None:
         await synth.speak("hello", None, VOICE)
     assert time.monotonic() - t0 < 1.5
     assert info.value.stopped == "abandoned"
+
+
+async def test_a_worker_that_died_while_idle_is_replaced_before_the_next_utterance(hanging_backend: str) -> None:
+    async with SpeechSynthesizer(hanging_backend, pool_size=1, timeout=LIMIT) as synth:
+        await synth.warm_up()
+        assert synth._pool is not None
+        (pid,) = synth._pool.pids()
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        while _running(pid) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        s = await synth.speak("Is anybody there?", None, VOICE)
+        assert s.duration_s > 0.5
+        assert synth._pool.pids() != [pid]
