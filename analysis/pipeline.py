@@ -189,12 +189,14 @@ def analyze(
     audio: bool = True,
     write: bool = True,
     seed: int = 0,
+    workers: int | None = None,
 ) -> AnalysisResult:
     """Analyse one run folder. A newer schema is refused (SchemaVersionError); everything else that is
-    wrong is reported in the summary while the valid remainder is analysed."""
+    wrong is reported in the summary while the valid remainder is analysed. `workers`: processes
+    reading events files (default one per CPU, used for large runs only)."""
     timer = _Timer()
     with timer.stage("ingest"):
-        ing = ingest(run_dir)
+        ing = ingest(run_dir, workers=workers)
     return analyze_ingested(
         ing, plan=plan, scenario_dir=scenario_dir, audio=audio, write=write, seed=seed, timer=timer
     )

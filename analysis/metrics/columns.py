@@ -7,8 +7,9 @@ pickles as flat buffers.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from operator import attrgetter
-from typing import get_args
+from typing import cast, get_args
 
 import numpy as np
 import pyarrow as pa
@@ -77,11 +78,45 @@ def _arg_flags(ev: Event) -> str | None:
     return ",".join(str(f) for f in raw if isinstance(f, str)) if isinstance(raw, list) else None
 
 
-def raw_columns(flat: list[Event]) -> Columns:
-    """The "t_ms" and "type" columns and every COLUMNS entry for `flat` (events in log order), one array per column.
+def _fields_of(etype: str, events: list[Event]) -> dict[str, Sequence[object]]:
+    """Column -> values for events of one type, each event visited once (models are scattered in
+    memory: one pass per field would cost a cache miss per field)."""
+    cols = [c for c in COLUMNS if c in FIELDS_BY_TYPE[etype] and c != "arg_flags"]
+    values: dict[str, Sequence[object]] = {}
+    if len(cols) == 1:
+        values[cols[0]] = list(map(attrgetter(cols[0]), events))
+    elif cols:
+        values = dict(zip(cols, zip(*map(attrgetter(*cols), events), strict=True), strict=True))
+    for col in TUPLE_FIELDS.intersection(values):
+        values[col] = [None if v is None else ",".join(cast(tuple[str, ...], v)) for v in values[col]]
+    if etype == "tool_call":
+        values["arg_flags"] = [_arg_flags(ev) for ev in events]
+    return values
 
-    Each event type's values are scattered into a full-length array, so rows keep their order and
-    nothing is sorted. Strings become Arrow large_string arrays (null where missing), numbers and
+
+def _spread(values: pa.LargeStringArray, rows: np.ndarray, n: int) -> pa.Array:
+    """A length-n string array holding `values` at `rows`, null elsewhere, built from buffers: a
+    sparse column costs a few numpy passes instead of a per-row take."""
+    order = np.argsort(rows, kind="stable")
+    values = values.take(pa.array(order)) if len(order) else values
+    rows = rows[order]
+    offsets = np.frombuffer(values.buffers()[1], dtype=np.int64, count=len(values) + 1)
+    lengths = np.zeros(n, dtype=np.int64)
+    lengths[rows] = np.diff(offsets)
+    full = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths, out=full[1:])
+    valid = np.zeros(n, dtype=bool)
+    valid[rows] = values.is_valid().to_numpy(zero_copy_only=False)
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    data = values.buffers()[2] or pa.py_buffer(b"")
+    return pa.LargeStringArray.from_buffers(n, pa.py_buffer(full), data, bitmap, n - int(valid.sum()))
+
+
+def raw_columns(flat: list[Event]) -> Columns:
+    """The "t_ms" and "type" columns and every COLUMNS entry for `flat` (events in log order).
+
+    Events are grouped by type once; each column takes its values from the types that have the field
+    and scatters them to their rows, so rows keep their order and nothing is sorted. Strings become Arrow large_string arrays (null where missing), numbers and
     booleans float64 (NaN where missing).
     """
     n = len(flat)
@@ -99,18 +134,17 @@ def raw_columns(flat: list[Event]) -> Columns:
         "t_ms": np.fromiter(map(attrgetter("t_ms"), flat), dtype=np.int64, count=n),
         "type": types,
     }
+    fields = {t: _fields_of(t, events[t]) for t in events}
     for col in COLUMNS:
-        present = [t for t in events if col in FIELDS_BY_TYPE[t]]
-        values: np.ndarray = np.full(n, np.nan) if col in FLOAT_COLUMNS else np.full(n, None, dtype=object)
+        present = [t for t in events if col in fields[t]]
+        got: list[object] = []
         for t in present:
-            if col == "arg_flags":
-                got: list[object] = [_arg_flags(ev) for ev in events[t]]
-            elif col in TUPLE_FIELDS:
-                got = [None if v is None else ",".join(v) for v in map(attrgetter(col), events[t])]
-            else:
-                got = list(map(attrgetter(col), events[t]))
-            values[where[t]] = got
-        out[col] = (
-            values if col in FLOAT_COLUMNS else pa.array(values, type=pa.large_string(), from_pandas=True)
-        )
+            got.extend(fields[t][col])
+        rows = np.concatenate([where[t] for t in present]) if present else np.zeros(0, dtype=np.int64)
+        if col in FLOAT_COLUMNS:
+            values = np.full(n, np.nan)
+            values[rows] = got
+            out[col] = values
+        else:
+            out[col] = _spread(pa.array(got, type=pa.large_string()), rows, n)
     return out
