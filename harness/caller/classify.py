@@ -6,6 +6,7 @@ the caller logs it with each decision, so a disputed count can be traced to one 
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -89,7 +90,9 @@ class Reading:
     tags: tuple[str, ...] = field(default=())
 
 
+@functools.lru_cache(maxsize=1024)
 def _cue_pattern(cue: str) -> re.Pattern[str]:
+    """Memoised: called for every cue of every challenge on every agent turn."""
     return re.compile(r"\b" + r"\s+".join(map(re.escape, cue.split())) + r"\b", re.IGNORECASE)
 
 

@@ -142,12 +142,6 @@ class EpisodeRunner:
         pacing = ctx.campaign.pacing
         caps = ctx.adapter.capabilities
         self.clock: EpisodeClock = VirtualClock() if pacing == "accelerated" else RealClock()
-        self.recorder = CallRecorder()
-        hold_s = EVENT_HOLD_S if pacing == "accelerated" else 0.0
-        self.log = EventLog(ctx.episode_dir / EVENTS_JSONL, ctx.redactor, hold_s=hold_s)
-        self.stamper = Stamper(self.log, self.clock)
-        self.playback = Playback(self.stamper, self.recorder)
-        self.policy = CallerPolicy(ctx.scenario)
         pair = ctx.planned.pair
         condition = pair.condition_a if ctx.planned.side == "a" else pair.condition_b
         self.condition = condition
@@ -159,6 +153,12 @@ class EpisodeRunner:
             caps.input_format,
             ctx.spoken_cache,
         )
+        self.recorder = CallRecorder(self.voice.line_rate)
+        hold_s = EVENT_HOLD_S if pacing == "accelerated" else 0.0
+        self.log = EventLog(ctx.episode_dir / EVENTS_JSONL, ctx.redactor, hold_s=hold_s)
+        self.stamper = Stamper(self.log, self.clock)
+        self.playback = Playback(self.stamper, self.recorder)
+        self.policy = CallerPolicy(ctx.scenario)
         self.channel_info: dict[str, Any] = {"telephone": ch.telephone, "snr_db": ch.snr_db, "packet_loss": ch.packet_loss}
         self.turn = 0
         self._pending_escalation: str | None = None
@@ -249,7 +249,7 @@ class EpisodeRunner:
             self.clock.advance(CALLER_GAP_MS)
         t = self.stamper.now()
         self._log_utterance_start(t, spoken)
-        self.recorder.caller(t, spoken.pcm16k)
+        self.recorder.caller(t, spoken.line, spoken.line_rate)
         await self.clock.sleep_until(t + spoken.duration_ms)
         self._utterance_ended(t + spoken.duration_ms, spoken)
         self._tell_oracle(spoken)
@@ -349,7 +349,7 @@ class EpisodeRunner:
             return
         t = self.stamper.now() + (CALLER_GAP_MS if self.clock.virtual else 0)
         self._log_utterance_start(t, spoken)
-        self.recorder.caller(t, spoken.pcm16k)
+        self.recorder.caller(t, spoken.line, spoken.line_rate)
         self.clock.advance(CALLER_GAP_MS + spoken.duration_ms)
         await self.clock.sleep_until(t + spoken.duration_ms)
         self._utterance_ended(t + spoken.duration_ms, spoken)
@@ -531,7 +531,7 @@ class EpisodeRunner:
             n_events=len(events),
             events_sha256=events_sha,
             audio_file=f"episodes/{ctx.episode_dir.name}/{CALL_WAV}",
-            audio_sample_rate=16000,
+            audio_sample_rate=self.recorder.rate,
         )
         return EpisodeRecord(
             schema_version=SCHEMA_VERSION, header=header, outcome=result, finished_at=dt.datetime.now(dt.UTC)

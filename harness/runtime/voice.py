@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +12,7 @@ import numpy as np
 
 from harness.adapter import AudioFormat
 from harness.audio import SpeechSynthesizer, TelephoneChannel, mulaw_encode, resample
+from harness.audio.channel import TELEPHONE_RATE
 from harness.caller.policy import Say
 from harness.runtime.recorder import RECORDING_RATE, to_recording_rate
 from personas import CallerCondition, Catalogue, SpeechParams, render_utterance
@@ -17,11 +20,16 @@ from personas import CallerCondition, Catalogue, SpeechParams, render_utterance
 
 @dataclass(frozen=True)
 class Spoken:
+    """One caller utterance: `wire` as the agent receives it, `pcm16k` for the harness's own use,
+    `line` at `line_rate` as the telephone line carries it (what the call recording holds)."""
+
     text: str
     wire: bytes
     pcm16k: np.ndarray
     duration_ms: int
     channel: dict[str, Any]
+    line: np.ndarray
+    line_rate: int
 
 
 class SpokenCache:
@@ -33,7 +41,9 @@ class SpokenCache:
     def __init__(self, items: int = 4096) -> None:
         self.items = items
         self._data: OrderedDict[tuple[Any, ...], Spoken] = OrderedDict()
+        self._making: dict[tuple[Any, ...], asyncio.Future[Spoken]] = {}
         self.hits = 0
+        self.made = 0
 
     def get(self, key: tuple[Any, ...]) -> Spoken | None:
         hit = self._data.get(key)
@@ -46,6 +56,38 @@ class SpokenCache:
         self._data[key] = value
         if len(self._data) > self.items:
             self._data.popitem(last=False)
+
+    async def get_or_make(self, key: tuple[Any, ...], make: Callable[[], Awaitable[Spoken]]) -> Spoken:
+        """The cached utterance, or make it once: calls asking for the same key meanwhile wait for
+        that one (a campaign starts `concurrency` calls at once, all with the same first lines)."""
+        while (hit := self.get(key)) is None and (making := self._making.get(key)) is not None:
+            try:
+                await asyncio.shield(making)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if not making.cancelled() or (task is not None and task.cancelling()):
+                    raise
+            except Exception:  # the call making it failed: make it here, with our own error if any
+                pass
+        if hit is not None:
+            return hit
+        future: asyncio.Future[Spoken] = asyncio.get_running_loop().create_future()
+        self._making[key] = future
+        try:
+            value = await make()
+        except Exception as exc:
+            future.set_exception(exc)
+            future.exception()
+            raise
+        except BaseException:
+            future.cancel()
+            raise
+        finally:
+            del self._making[key]
+        self.made += 1
+        self.put(key, value)
+        future.set_result(value)
+        return value
 
 
 class CallerVoice:
@@ -73,6 +115,11 @@ class CallerVoice:
         self.target = target
         self._said: dict[str, int] = {}
         self.cache = cache if cache is not None else SpokenCache(64)
+
+    @property
+    def line_rate(self) -> int:
+        """The rate of `Spoken.line`: the telephone line's, or wideband without a channel."""
+        return TELEPHONE_RATE if self.channel is not None else RECORDING_RATE
 
     @staticmethod
     def _clearer(speech: SpeechParams, kind: str, count: int) -> SpeechParams:
@@ -112,10 +159,11 @@ class CallerVoice:
             channel_seed if random_channel else None,
             self.target,
         )
-        hit = self.cache.get(key)
-        if hit is not None:
-            return hit
-        synth = await self.synth.speak(utt.text, utt.ssml, params)
+        return await self.cache.get_or_make(key, lambda: self._make(utt.text, utt.ssml, params, channel_seed))
+
+    async def _make(self, text: str, ssml: str | None, params: SpeechParams, channel_seed: int) -> Spoken:
+        """Synthesis, the channel, and the agent's input format: done once per distinct utterance."""
+        synth = await self.synth.speak(text, ssml, params)
         pcm, rate = np.asarray(synth.pcm), synth.sample_rate
         report: dict[str, Any] = {}
         if self.channel is not None:
@@ -134,6 +182,5 @@ class CallerVoice:
         else:
             wire = np.asarray(at_rate, dtype="<i2").tobytes()
         duration_ms = round(1000 * len(pcm16k) / RECORDING_RATE)
-        spoken = Spoken(utt.text, wire, pcm16k, duration_ms, report)
-        self.cache.put(key, spoken)
-        return spoken
+        line, line_rate = (np.asarray(pcm, dtype=np.int16), rate) if self.channel is not None else (pcm16k, RECORDING_RATE)
+        return Spoken(text, wire, pcm16k, duration_ms, report, line, line_rate)
