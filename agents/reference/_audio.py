@@ -3,12 +3,20 @@
 `AgentMouth` speaks policy lines with one fixed agent voice and returns 16 kHz PCM; `AgentEar`
 transcribes a caller turn. Engines are shared per process and per configuration (`shared_*`), so
 a campaign loads the Whisper model once however many calls and adapters it runs.
+
+Engines and their caches are a harness economy, not part of any one agent: without care, whichever
+agent first heard (or said) something would pay its compute and every later agent would get it
+from the cache for free, so reported compute -- and every latency on the accelerated virtual
+clock -- would depend on the plan order (a knob agent compared with its twin would look faster by
+the twin's recognition time). Ear and mouth therefore replay the first measured cost of each
+content on later cache hits (`replayed_ms`), as if every agent computed it itself.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,6 +34,14 @@ LINE_GAP_MS = 200
 _lock = threading.Lock()
 _synths: dict[str, SpeechSynthesizer] = {}
 _ears: dict[str, SpeechRecognizer] = {}
+_first_cost_ms: dict[str, float] = {}
+
+
+def _replay(key: str, spent_ms: float) -> float:
+    """Milliseconds to add to `spent_ms` so this content costs what it cost the first time."""
+    with _lock:
+        first = _first_cost_ms.setdefault(key, spent_ms)
+    return max(0.0, first - spent_ms)
 
 
 def _key(*parts: Any) -> str:
@@ -57,9 +73,19 @@ class AgentMouth:
         self.synth = synth
         self.voice = voice
         self.rate = rate
+        self.replayed_ms = 0.0
+        """Cache-hit compute replayed since the last `take_replayed()` (see the module docstring)."""
 
-    async def _line(self, text: str) -> np.ndarray:
+    def take_replayed(self) -> float:
+        ms, self.replayed_ms = self.replayed_ms, 0.0
+        return ms
+
+    async def _line(self, text: str, *, replay: bool = True) -> np.ndarray:
+        t0 = time.perf_counter()
         syn = await self.synth.speak(text, None, self.voice)
+        if replay:
+            key = "tts:" + (syn.cache_key or _key(text, self.voice))
+            self.replayed_ms += _replay(key, (time.perf_counter() - t0) * 1000.0)
         pcm, _ = resample(syn.pcm, syn.sample_rate, self.rate)
         return np.asarray(pcm, dtype=np.int16)
 
@@ -81,7 +107,7 @@ class AgentMouth:
         the announcement fitted (it is dropped, leaving silence, when it is longer)."""
         n = max(0, self.rate * (ms - LINE_GAP_MS) // 1000)
         if announcement:
-            pcm = await self._line(announcement)
+            pcm = await self._line(announcement, replay=False)
             if len(pcm) <= n:
                 return np.concatenate([pcm, np.zeros(n - len(pcm), dtype=np.int16)]), True
         return np.zeros(n, dtype=np.int16), False
@@ -93,5 +119,9 @@ class AgentEar:
     def __init__(self, recognizer: SpeechRecognizer) -> None:
         self.recognizer = recognizer
 
-    async def hear(self, pcm: np.ndarray, sample_rate: int) -> Transcript:
-        return await self.recognizer.transcribe(pcm, sample_rate)
+    async def hear(self, pcm: np.ndarray, sample_rate: int) -> tuple[Transcript, float]:
+        """The transcript and the compute to replay (see the module docstring)."""
+        t0 = time.perf_counter()
+        transcript = await self.recognizer.transcribe(pcm, sample_rate)
+        spent = (time.perf_counter() - t0) * 1000.0
+        return transcript, _replay("asr:" + self.recognizer.key(pcm, sample_rate), spent)

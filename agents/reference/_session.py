@@ -62,6 +62,8 @@ class Perception:
     features: AcousticFeatures
     transcript: str | None = None
     """What the recogniser returned (None when it was not run, e.g. on silence)."""
+    replayed_ms: float = 0.0
+    """Recognition compute replayed on a shared-cache hit (see `agents.reference._audio`)."""
 
 
 Perceive = Callable[[np.ndarray], Awaitable[Perception]]
@@ -103,6 +105,7 @@ class TurnSession:
         self._over = False
         self.barge_ins: list[int] = []
         self.perceptions: list[Perception] = []
+        self._prompt_ms = 0.0
 
     # ---- lifecycle ----
 
@@ -158,6 +161,7 @@ class TurnSession:
 
     async def _turn(self, audio: bytes, digits: list[str]) -> None:
         t0 = time.perf_counter()
+        replayed = 0.0
         try:
             pcm = np.frombuffer(audio[: len(audio) // 2 * 2], dtype=np.int16)
             if digits and not np.any(pcm):
@@ -166,6 +170,7 @@ class TurnSession:
             else:
                 perception = await self.perceive(pcm)
             self.perceptions.append(perception)
+            replayed = perception.replayed_ms
             detected = self.detector.observe(audio, perception.features, perception.transcript)
             asks = self.detector.asks_for_human(audio)
             steps = self.policy.respond(perception.heard, detected, asks_for_human=asks)
@@ -180,7 +185,7 @@ class TurnSession:
             events = [ErrorOut("agent_error", f"{type(exc).__name__}: {exc}", fatal=False)]
             with contextlib.suppress(Exception):
                 events += await self._render([Say(REPAIR, "repair")])
-        self._emit(events, t0)
+        self._emit(events, t0, replayed)
 
     async def _render(self, steps: list[Step]) -> list[AgentEvent]:
         events: list[AgentEvent] = []
@@ -192,7 +197,9 @@ class TurnSession:
                 if self.exposure.transcripts:
                     events.append(TextOut(step.text))
             elif isinstance(step, Hold):
+                t0 = time.perf_counter()  # a hold prompt is a recorded message: no compute
                 pcm, announced = await self.mouth.hold(step.ms, step.announcement)
+                self._prompt_ms += (time.perf_counter() - t0) * 1000.0
                 if announced and step.announcement and self.exposure.transcripts:
                     events.append(TextOut(step.announcement))
                 spoken.append(pcm)
@@ -214,11 +221,15 @@ class TurnSession:
             events.append(HangupOut(hangup))
         return events
 
-    def _emit(self, events: list[AgentEvent], t0: float) -> None:
+    def _emit(self, events: list[AgentEvent], t0: float, replayed_ms: float = 0.0) -> None:
+        """Queue the turn; its compute: wall time plus replayed cache hits, minus hold prompts."""
+        spent = (time.perf_counter() - t0) * 1000.0
+        compute = max(0.0, spent + replayed_ms + self.mouth.take_replayed() - self._prompt_ms)
+        self._prompt_ms = 0.0
         if self._over:
             return
         for ev in events:
             self._queue.put_nowait(ev)
-        self._queue.put_nowait(TurnEnd(compute_ms=(time.perf_counter() - t0) * 1000.0))
+        self._queue.put_nowait(TurnEnd(compute_ms=compute))
         if self.policy.ended or any(isinstance(ev, HangupOut) for ev in events):
             self._queue.put_nowait(None)

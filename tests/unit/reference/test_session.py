@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import numpy as np
@@ -272,3 +273,23 @@ async def test_hold_drops_an_announcement_that_does_not_fit() -> None:
     assert not announced and len(pcm) == (600 - LINE_GAP_MS) * 16 and not pcm.any()
     pcm, announced = await mouth.hold(3000, "Please hold.")
     assert announced and len(pcm) == (3000 - LINE_GAP_MS) * 16 and pcm.any()
+
+
+class SlowASR(FakeASR):
+    def transcribe(self, pcm: np.ndarray, sample_rate: int) -> Transcript:
+        time.sleep(0.08)
+        return super().transcribe(pcm, sample_rate)
+
+
+async def test_shared_cache_hits_cost_what_the_first_recognition_cost() -> None:
+    """Two agents share one recogniser (and its cache): the second hears every turn from the cache
+    but still reports the first recognition's compute, so neither looks faster for coming later."""
+    recognizer = SpeechRecognizer(SlowASR(SCRIPT))
+    synth = SpeechSynthesizer(FakeTTS(), pool_size=0)
+    turns = [speech(n, seed=5) for n in (10, 11, 12)]  # audio no other test has heard
+    logs = [
+        await call(CascadedAgent(None, synthesizer=synth, recognizer=recognizer), turns) for _ in range(2)
+    ]
+    assert recognizer.backend.calls == 3  # type: ignore[attr-defined]
+    first, second = ([e.compute_ms for t in log[1:] for e in t if isinstance(e, TurnEnd)] for log in logs)
+    assert min(first) >= 80 and min(second) >= 80
