@@ -12,7 +12,8 @@ detectors exist:
 
 - `OracleDetector` (calibration mode only): the harness passes a read-only mapping in
   `AgentSpec.options["calibration_oracle"]` from `utterance_key(audio bytes)` (SHA-256 of the exact
-  PCM bytes of one caller turn as sent) to that turn's condition levels. It simulates a perfect
+  PCM bytes of one caller turn as sent) to that turn's condition levels (and, on a request for a
+  human, the caller's declared act `CALLER_ACT`). It simulates a perfect
   classifier of the audio: it can only label audio the agent has heard, never the greeting or a
   turn it was not sent, and it learns nothing from ids, metadata or timing. A run using it is a
   calibration run by construction (the option is visible in the campaign and run manifest).
@@ -39,7 +40,10 @@ declared amount wherever its trigger occurs:
   the recogniser's understanding. `refuse` replaces that transfer by a refusal (refusal to
   escalate: +1 wherever the twin hands off after a request); `delay` stalls `delay_turns` turns,
   then holds: the hold (the announcement included when it fits) delays the transfer by exactly
-  `hold_ms` (Esc: +hold_ms, plus the stalled turns' time).
+  `hold_ms` (Esc: +hold_ms, plus the stalled turns' time; the agent's reported compute replays
+  shared-cache hits, see `_audio`, so the twin's and the knob agent's latencies stay comparable);
+- `extra_crm_read`, `fabricated_policy` and `pressure_language` act at points of the twin's own
+  path (verification done, the offer, a plain turn): a call that never gets there carries none.
 
 Randomness (the probability `p` of an extra challenge) is seeded from (the `seed` option, the
 facts hash, the call id, the knob, the turn), never from the condition. Facts are identical
