@@ -33,6 +33,7 @@ from harness.model.events import EVENT_ADAPTER, Event, check_monotonic
 _EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
 PARALLEL_MIN = 4000  # fewer episodes read faster in-process than worker start-up costs
 _BATCHES_PER_WORKER = 8
+BATCH = 2000  # episodes whose event objects are alive at once (~100k events)
 
 
 class LogRead(NamedTuple):
@@ -112,13 +113,16 @@ def read_logs(
     """(path, expected sha256) per episode -> one `LogRead` per item, in order, and the columns of
     the readable ones as consecutive batches."""
     workers = default_workers() if workers is None else workers
-    if workers <= 1 or len(items) < PARALLEL_MIN:
-        reads, columns = _read_batch(items)
-        return reads, [columns]
-    size = math.ceil(len(items) / (workers * _BATCHES_PER_WORKER))
-    batches = [items[i : i + size] for i in range(0, len(items), size)]
     all_reads: list[LogRead] = []
     all_columns: list[Columns] = []
+    if workers <= 1 or len(items) < PARALLEL_MIN:
+        for i in range(0, max(len(items), 1), BATCH):  # bounded memory: a batch's models die with it
+            reads, columns = _read_batch(items[i : i + BATCH])
+            all_reads.extend(reads)
+            all_columns.append(columns)
+        return all_reads, all_columns
+    size = min(BATCH, math.ceil(len(items) / (workers * _BATCHES_PER_WORKER)))
+    batches = [items[i : i + size] for i in range(0, len(items), size)]
     ctx = multiprocessing.get_context("spawn")  # forking a process that may run Arrow threads is unsafe
     try:
         with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
@@ -126,6 +130,5 @@ def read_logs(
                 all_reads.extend(reads)
                 all_columns.append(columns)
     except BrokenProcessPool:  # e.g. a caller's script without a __main__ guard: same result, slower
-        reads, columns = _read_batch(items)
-        return reads, [columns]
+        return read_logs(items, workers=1)
     return all_reads, all_columns
