@@ -1,9 +1,20 @@
 """Harness throughput and timing: accelerated turns per second, real-time streaming jitter and alignment.
 
-    .venv/bin/python benchmarks/runtime.py [--calls 200] [--seconds 20] [--accelerated-calls 200]
+    .venv/bin/python benchmarks/runtime.py [--accelerated-calls 1000] [--repeat 3] [--calls 200]
+        [--skip-realtime] [--dir DIR]
 
 Accelerated mode runs the scripted null agent (no audio, instant answers), so the figure is the
 harness's own cost per turn (caller policy, persona text, cached TTS, channel, logging, recording).
+Each setting runs once to warm the caches (TTS on disk, the fork server of the 2-process run), then
+`--repeat` times into fresh run folders; the table shows the best and the median run, the CPU time
+per turn of the 1-process run (user + system, all its threads), and the load average, since other
+work on the machine moves the wall-clock figures.
+
+Run folders go under `--dir` (default: a temporary folder). On ext4 without a journal, creating
+files costs up to a millisecond each for minutes after many files were deleted nearby (the
+allocator skips recently freed inodes one by one), so point `--dir` at a quiet file system to
+measure the harness rather than the allocator.
+
 Real-time mode runs N concurrent streaming calls against an echo agent and reports the 20 ms frame
 pump's lateness (p50/p99/max) and how far agent audio lands from its logged start event.
 """
@@ -14,6 +25,7 @@ import argparse
 import asyncio
 import os
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -23,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from harness.planning import load_campaign
+from harness.planning import LoadedCampaign, load_campaign
 from harness.rundir import RunReader
 from harness.runtime import CampaignRunner
 
@@ -52,18 +64,27 @@ def _campaign(tmp: Path, **kw: object) -> Path:
     return path
 
 
-async def accelerated(n_calls: int, tmp: Path, workers: int = 1) -> dict[str, float]:
+def _accelerated_loaded(n_calls: int, tmp: Path) -> LoadedCampaign:
     path = _campaign(tmp, adapter="agents.testing:scripted", options="{audio_ms: 0}",
                      replicates=max(1, n_calls // 2), concurrency=64, pacing="accelerated")
-    loaded = load_campaign(path)
-    warm = CampaignRunner(loaded, tmp / f"warm-{workers}", cache_dir=tmp / "cache", progress=False)
-    await warm.run()
-    t0 = time.perf_counter()
-    run_dir = tmp / f"acc-{workers}"
-    summary = await CampaignRunner(loaded, run_dir, cache_dir=tmp / "cache", progress=False).run(workers=workers)
-    wall = time.perf_counter() - t0
-    turns = sum(r.outcome.turns for r in RunReader(run_dir).records())
-    return {"calls": summary.ran, "turns": turns, "wall_s": wall, "turns_per_s": turns / wall}
+    return load_campaign(path)
+
+
+async def accelerated(n_calls: int, tmp: Path, workers: int = 1, repeat: int = 1) -> list[dict[str, float]]:
+    """One warm-up run, then `repeat` timed runs, each into a new folder."""
+    loaded = _accelerated_loaded(n_calls, tmp)
+    await CampaignRunner(loaded, tmp / f"warm-{workers}", cache_dir=tmp / "cache", progress=False).run(workers=workers)
+    out: list[dict[str, float]] = []
+    for i in range(repeat):
+        run_dir = tmp / f"acc-{workers}-{i}"
+        cpu0, t0 = os.times(), time.perf_counter()
+        summary = await CampaignRunner(loaded, run_dir, cache_dir=tmp / "cache", progress=False).run(workers=workers)
+        wall, cpu1 = time.perf_counter() - t0, os.times()
+        turns = sum(r.outcome.turns for r in RunReader(run_dir).records())
+        cpu = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
+        out.append({"calls": summary.ran, "turns": turns, "wall_s": wall, "turns_per_s": turns / wall,
+                    "cpu_ms_per_turn": 1000 * cpu / turns, "load": os.getloadavg()[0]})
+    return out
 
 
 def _free_port() -> int:
@@ -130,22 +151,39 @@ async def realtime(n_calls: int, tmp: Path, workers: int = 1) -> dict[str, float
     }
 
 
+def _accelerated_rows(label: str, runs: list[dict[str, float]], cpu: bool) -> str:
+    best = max(runs, key=lambda r: r["turns_per_s"])
+    median = sorted(runs, key=lambda r: r["turns_per_s"])[len(runs) // 2]
+    cpu_ms = f"{statistics.median(r['cpu_ms_per_turn'] for r in runs):.3f}" if cpu else "(in workers)"
+    loads = "/".join(f"{r['load']:.1f}" for r in runs)
+    return (f"| accelerated, null agent, {label} | {best['calls']:.0f} | {best['turns']:.0f} | "
+            f"{best['wall_s']:.2f} / {median['wall_s']:.2f} | {best['turns_per_s']:.0f} / {median['turns_per_s']:.0f} | "
+            f"{cpu_ms} | {loads} | >= 2000 |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--accelerated-calls", type=int, default=200)
+    ap.add_argument("--accelerated-calls", type=int, default=1000)
+    ap.add_argument("--repeat", type=int, default=3, help="timed accelerated runs per setting")
     ap.add_argument("--calls", type=int, default=200, help="concurrent real-time calls")
     ap.add_argument("--workers", type=int, default=2, help="harness processes for the real-time run")
+    ap.add_argument("--skip-realtime", action="store_true")
+    ap.add_argument("--dir", type=Path, default=None, help="where the run folders go (a temporary folder inside it)")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as d:
+    if args.dir is not None:
+        args.dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=args.dir) as d:
         tmp = Path(d)
-        acc = asyncio.run(accelerated(args.accelerated_calls, tmp))
-        acc2 = asyncio.run(accelerated(args.accelerated_calls, tmp, workers=2))
-        rt = asyncio.run(realtime(args.calls, tmp, args.workers))
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print("| mode | calls | turns | wall s | turns/s | target |")
-    print("|---|---|---|---|---|---|")
-    for label, a in (("1 process", acc), ("2 processes", acc2)):
-        print(f"| accelerated, null agent, {label} | {a['calls']:.0f} | {a['turns']:.0f} | {a['wall_s']:.2f} | {a['turns_per_s']:.0f} | >= 2000 |")
+        acc = asyncio.run(accelerated(args.accelerated_calls, tmp, repeat=args.repeat))
+        acc2 = asyncio.run(accelerated(args.accelerated_calls, tmp, workers=2, repeat=args.repeat))
+        rt = None if args.skip_realtime else asyncio.run(realtime(args.calls, tmp, args.workers))
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; run folders in {args.dir or tempfile.gettempdir()}")
+    print("| mode | calls | turns | wall s best / median | turns/s best / median | CPU ms/turn | load per run | target |")
+    print("|---|---|---|---|---|---|---|---|")
+    print(_accelerated_rows("1 process", acc, cpu=True))
+    print(_accelerated_rows("2 processes", acc2, cpu=False))
+    if rt is None:
+        return
     print()
     print(f"| real time (WS tone agent, {args.workers} harness processes + 1 agent process) | value | target |")
     print("|---|---|---|")

@@ -106,20 +106,35 @@ class Executor(ABC):
 
 
 class LocalProcessExecutor(Executor):
-    """Shards in spawned worker processes on this machine, appending to the run folder themselves."""
+    """Shards in worker processes on this machine, appending to the run folder themselves.
+
+    Workers are forked from a fork server that imported the harness once (started by `start`,
+    kept for the life of this process), so a worker starts in milliseconds instead of importing
+    numpy, pydantic and the harness again (about a second each on a 2-core machine). Each worker
+    gets the driver's current environment and working directory, as a spawned one would. Where
+    there is no fork server (Windows), workers are spawned.
+    """
 
     name = "local"
 
     def __init__(self, workers: int) -> None:
         self.workers = max(1, workers)
+        self.method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+
+    async def start(self) -> None:
+        if self.method == "forkserver":
+            await asyncio.to_thread(_start_fork_server)
 
     def slots(self) -> int:
         return self.workers
 
     async def run(self, jobs: list[ShardJob], on_message: OnMessage) -> list[str]:
-        ctx = multiprocessing.get_context("spawn")
+        ctx = (
+            multiprocessing.get_context("forkserver") if self.method == "forkserver" else multiprocessing.get_context("spawn")
+        )
         queue: Any = ctx.Queue()
-        procs = [ctx.Process(target=_process_main, args=(job, queue), daemon=False) for job in jobs]
+        env = dict(os.environ)
+        procs = [ctx.Process(target=_process_main, args=(job, queue, env), daemon=False) for job in jobs]
         loop = asyncio.get_running_loop()
         for p in procs:
             p.start()
@@ -146,8 +161,22 @@ class LocalProcessExecutor(Executor):
         return errors
 
 
-def _process_main(job: ShardJob, queue: Any) -> None:
+_PRELOAD = ["harness.runtime.campaign", "harness.audio"]
+
+
+def _start_fork_server() -> None:
+    """Start this process's fork server with the harness imported (no-op when it already runs)."""
+    from multiprocessing import forkserver
+
+    multiprocessing.set_forkserver_preload(_PRELOAD)
+    forkserver.ensure_running()
+
+
+def _process_main(job: ShardJob, queue: Any, env: dict[str, str] | None = None) -> None:
     """Entry point of one local worker process."""
+    if env is not None:  # a fork server's environment is the driver's from when the server started
+        os.environ.clear()
+        os.environ.update(env)
     from harness.runtime.campaign import run_shard
 
     run_shard(job, queue.put)
