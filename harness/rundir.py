@@ -17,13 +17,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import shutil
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -44,24 +44,49 @@ class RunFolderError(VoiceAuditError):
     """A run folder is missing, unreadable, or not writable."""
 
 
+def _write_all(fd: int, parts: Sequence[bytes | memoryview]) -> None:
+    for part in parts:
+        view = memoryview(part).cast("B")
+        while view:
+            view = view[os.write(fd, view) :]
+
+
+def _create(path: Path, flags: int) -> int:
+    """Open a new file for writing, creating its folder (and parents) the first time."""
+    try:
+        return os.open(path, flags, 0o644)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return os.open(path, flags, 0o644)
+
+
 def atomic_write_bytes(path: Path, data: bytes | Sequence[bytes | memoryview], *, fsync: bool = True) -> None:
     """Write to a temp file in the same folder, (fsync,) rename: readers never see half a file.
 
-    `data` may come in parts (a header and a large array's buffer), written in turn without joining."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.fchmod(fd, 0o644)
+    `data` may come in parts (a header and a large array's buffer), written in turn without joining.
+    Plain descriptors rather than file objects: episode files are written by the thousand, and
+    every system call and lock hand-over counts there."""
     parts = [data] if isinstance(data, bytes) else data
+    for _ in range(100):
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            fd = _create(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC)
+            break
+        except FileExistsError:
+            continue
+    else:
+        raise FileExistsError(f"{path.parent}: no free temporary file name")
     try:
-        with os.fdopen(fd, "wb") as fh:
-            for part in parts:
-                fh.write(part)
-            fh.flush()
+        try:
+            os.fchmod(fd, 0o644)  # whatever the umask, like the files written in place
+            _write_all(fd, parts)
             if fsync:
-                os.fsync(fh.fileno())
+                os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(tmp, path)
     except BaseException:
-        Path(tmp).unlink(missing_ok=True)
+        tmp.unlink(missing_ok=True)
         raise
 
 
@@ -84,7 +109,7 @@ class EventLog:
         self.path = path
         self.redactor = redactor
         self.hold_s = hold_s
-        self._fh: IO[bytes] | None = None
+        self._fd: int | None = None
         self._pending: list[bytes] = []
         self._since = 0.0
         self._closed = False
@@ -102,11 +127,9 @@ class EventLog:
         self.count += 1
 
     def _write(self) -> None:
-        if self._fh is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.path, "wb")  # noqa: SIM115 - lives as long as the call
-        self._fh.write(b"".join(self._pending))
-        self._fh.flush()
+        if self._fd is None:
+            self._fd = _create(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC)
+        _write_all(self._fd, [b"".join(self._pending)])
         self._pending.clear()
 
     def flush(self) -> None:
@@ -123,10 +146,12 @@ class EventLog:
 
         Flushed, not fsynced: a killed process loses nothing; power loss is caught on resume by the hash."""
         if not self._closed:
-            self._write()
-            assert self._fh is not None
-            self._fh.close()
             self._closed = True
+            try:
+                self._write()
+            finally:
+                if self._fd is not None:
+                    os.close(self._fd)
         return self._hash.hexdigest()
 
 

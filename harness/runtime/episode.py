@@ -53,7 +53,7 @@ from harness.model.secrets import Redactor
 from harness.model.versioning import SCHEMA_VERSION
 from harness.planning import PlannedEpisode
 from harness.rundir import CALL_WAV, EVENTS_JSONL, EventLog
-from harness.runtime.clock import EpisodeClock, RealClock, VirtualClock
+from harness.runtime.clock import EpisodeClock, RealClock, TurnDeadline, VirtualClock
 from harness.runtime.eventlog import Stamper
 from harness.runtime.playback import Playback
 from harness.runtime.recorder import CallRecorder
@@ -164,6 +164,7 @@ class EpisodeRunner:
         self._pending_escalation: str | None = None
         self.facts_seen: str | None = None
         self.session: AgentSession | None = None
+        self._deadline: TurnDeadline | None = None
         self._events: AsyncIterator[AgentEvent] | None = None
 
     # -- logging helpers --------------------------------------------------------
@@ -196,6 +197,10 @@ class EpisodeRunner:
         except Exception as exc:
             raise _CallFailed("agent_error", f"agent session raised {type(exc).__name__}: {exc}") from exc
 
+    def _turn_deadline(self) -> TurnDeadline:
+        assert self._deadline is not None, "turns run inside the call's time limit"
+        return self._deadline
+
     # -- turn-based --------------------------------------------------------------
     async def _agent_turn_based(self) -> _AgentTurn:
         """Collect one response of a turn-based agent and place it on the clock."""
@@ -205,23 +210,25 @@ class EpisodeRunner:
         arrived: list[tuple[float, AgentEvent]] = []
         compute_ms: float | None = None
         timeout = self.ctx.campaign.timeouts.turn_s
+        self._turn_deadline().start(timeout, f"agent gave no complete turn within {timeout:g} s")
         try:
-            async with asyncio.timeout(timeout):  # one deadline for the whole turn, not one per event
-                while True:
-                    ev = await self._next_event()
-                    if ev is None:
-                        out.hung_up = out.hung_up or "agent ended the session"
-                        break
-                    if isinstance(ev, TurnEnd):
-                        compute_ms = ev.compute_ms
-                        break
-                    arrived.append(((time.perf_counter() - wall0) * 1000.0, ev))
-                    if isinstance(ev, HangupOut):
-                        out.hung_up = ev.reason
-                    if isinstance(ev, ErrorOut) and ev.fatal:
-                        break  # the call is over: waiting for a TurnEnd would report a timeout instead
-        except TimeoutError:
-            raise _CallFailed("timeout_turn", f"agent gave no complete turn within {timeout:g} s") from None
+            while True:
+                ev = await self._next_event()
+                if ev is None:
+                    out.hung_up = out.hung_up or "agent ended the session"
+                    break
+                if isinstance(ev, TurnEnd):
+                    compute_ms = ev.compute_ms
+                    break
+                arrived.append(((time.perf_counter() - wall0) * 1000.0, ev))
+                if isinstance(ev, HangupOut):
+                    out.hung_up = ev.reason
+                if isinstance(ev, ErrorOut) and ev.fatal:
+                    break  # the call is over: waiting for a TurnEnd would report a timeout instead
+        except TimeoutError:  # raised by the agent's own code
+            raise _CallFailed("timeout_turn", "agent session timed out: gave no complete turn") from None
+        finally:
+            self._turn_deadline().stop()
         wall_ms = (time.perf_counter() - wall0) * 1000.0
         compute = wall_ms if compute_ms is None else compute_ms
         self.ctx.stats["agent_compute_ms"] = self.ctx.stats.get("agent_compute_ms", 0.0) + compute
@@ -254,16 +261,18 @@ class EpisodeRunner:
         self._utterance_ended(t + spoken.duration_ms, spoken)
         self._tell_oracle(spoken)
         timeout = self.ctx.campaign.timeouts.turn_s
-        try:
-            async with asyncio.timeout(timeout):  # an HTTP agent answers inside end_turn
-                await self.session.send_audio(spoken.wire)
-                await self.session.end_turn()
-        except TimeoutError:
-            raise _CallFailed("timeout_turn", f"agent took the caller's turn for over {timeout:g} s") from None
+        self._turn_deadline().start(timeout, f"agent took the caller's turn for over {timeout:g} s")
+        try:  # an HTTP agent answers inside end_turn
+            await self.session.send_audio(spoken.wire)
+            await self.session.end_turn()
+        except TimeoutError:  # raised by the agent's own code
+            raise _CallFailed("timeout_turn", "agent session timed out taking the caller's turn") from None
         except AgentError:
             raise
         except Exception as exc:
             raise _CallFailed("agent_error", f"agent session raised {type(exc).__name__}: {exc}") from exc
+        finally:
+            self._turn_deadline().stop()
 
     # -- shared ------------------------------------------------------------------
     def _emit_escalation(self, t_ms: int) -> None:
@@ -403,7 +412,6 @@ class EpisodeRunner:
 
     async def _attempt(self) -> EpisodeRecord:
         ctx = self.ctx
-        caps = ctx.adapter.capabilities
         call = CallInfo(
             facts=ctx.scenario.facts,
             scenario_id=ctx.scenario.id,
@@ -416,25 +424,20 @@ class EpisodeRunner:
         termination = ""
         self._pending_say = None
         try:
-            async with asyncio.timeout(ctx.campaign.timeouts.call_s):
+            async with asyncio.timeout(ctx.campaign.timeouts.call_s) as call_limit:
+                self._deadline = TurnDeadline(call_limit)
                 try:
-                    async with asyncio.timeout(ctx.campaign.timeouts.connect_s):
-                        self.session = await ctx.adapter.connect(call)
-                except TimeoutError:
-                    raise _CallFailed("connect_failed", f"no session within {ctx.campaign.timeouts.connect_s:g} s") from None
-                except AgentError:
-                    raise
-                except Exception as exc:
-                    raise _CallFailed("connect_failed", f"{type(exc).__name__}: {exc}") from exc
-                self._events = self.session.events().__aiter__()
-                self.stamper.emit("call_started", 0, pacing=ctx.campaign.pacing, protocol=caps.protocol)
-                self.stamper.emit("facts_provisioned", sha256=call.facts_sha256, tools=fixture.available())
-                termination = await self._converse()
+                    termination = await self._connect_and_converse(call, fixture)
+                finally:
+                    self._deadline.close()
         except AgentError as exc:
             status, failure, termination = "failed", exc.kind, exc.message
         except TimeoutError:
-            status, failure = "failed", "timeout_call"
-            termination = f"call exceeded {ctx.campaign.timeouts.call_s:g} s"
+            if self._deadline is not None and self._deadline.expired is not None:
+                status, failure, termination = "failed", "timeout_turn", self._deadline.expired
+            else:
+                status, failure = "failed", "timeout_call"
+                termination = f"call exceeded {ctx.campaign.timeouts.call_s:g} s"
         except asyncio.CancelledError:
             self._record_failure("cancelled", "campaign cancelled while the call was in progress")
             await self._close_session("cancelled")
@@ -455,6 +458,22 @@ class EpisodeRunner:
         """The call's files, off the event loop; the record is appended only after this returns."""
         self.log.close()
         self.recorder.write(self.ctx.episode_dir / CALL_WAV, min_ms=end_ms)
+
+    async def _connect_and_converse(self, call: CallInfo, fixture: ToolFixture) -> str:
+        ctx = self.ctx
+        try:
+            async with asyncio.timeout(ctx.campaign.timeouts.connect_s):
+                self.session = await ctx.adapter.connect(call)
+        except TimeoutError:
+            raise _CallFailed("connect_failed", f"no session within {ctx.campaign.timeouts.connect_s:g} s") from None
+        except AgentError:
+            raise
+        except Exception as exc:
+            raise _CallFailed("connect_failed", f"{type(exc).__name__}: {exc}") from exc
+        self._events = self.session.events().__aiter__()
+        self.stamper.emit("call_started", 0, pacing=ctx.campaign.pacing, protocol=ctx.adapter.capabilities.protocol)
+        self.stamper.emit("facts_provisioned", sha256=call.facts_sha256, tools=fixture.available())
+        return await self._converse()
 
     def _record_failure(self, kind: FailureKind, message: str) -> None:
         """Log the failure at the moment it happened; agent audio scheduled after it never played."""

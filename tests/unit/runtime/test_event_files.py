@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import hashlib
 import time
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness import rundir
 from harness.model.events import EVENT_ADAPTER, CallStarted, HangUp
 from harness.rundir import EventLog, atomic_write_bytes
 from harness.runtime.voice import Spoken, SpokenCache
@@ -61,6 +63,19 @@ def test_atomic_write_in_parts(tmp_path: Path) -> None:
     assert path.read_bytes() == b"head" + samples.tobytes()
     atomic_write_bytes(path, b"whole")
     assert path.read_bytes() == b"whole" and not list(path.parent.glob("*.tmp"))
+
+
+def test_failed_atomic_write_keeps_the_old_file_and_no_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "call.wav"
+    atomic_write_bytes(path, b"old")
+
+    def full(fd: int, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(rundir.os, "write", full)
+    with pytest.raises(OSError, match="No space"):
+        atomic_write_bytes(path, [b"new", b"data"])
+    assert path.read_bytes() == b"old" and not list(tmp_path.glob(".*.tmp"))
 
 
 def _spoken(text: str) -> Spoken:
