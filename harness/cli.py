@@ -182,12 +182,21 @@ def schema_cmd(out: Annotated[Path, typer.Option("-o", "--out", help="folder for
 CLI_GROUP = "voice_audit.cli"
 
 
-def _mount_plugins() -> None:
+_BUILTIN_COMMANDS = frozenset({"scenarios", "personas", "plan", "run", "schema"})
+
+
+def _mount_plugins(argv: list[str]) -> None:
     """Commands from other packages (agents serve, analyze, report, rate) arrive by entry point,
-    so the runtime never imports the packages that build on it."""
+    so the runtime never imports the packages that build on it. Only the invoked plugin is loaded:
+    importing them all (pandas, scipy, matplotlib) cost seconds before `run` could start."""
     from importlib.metadata import entry_points
 
-    for ep in sorted(entry_points(group=CLI_GROUP), key=lambda e: e.name):
+    plugins = sorted(entry_points(group=CLI_GROUP), key=lambda e: e.name)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    wanted = [ep for ep in plugins if ep.name == command]
+    if not wanted and command in _BUILTIN_COMMANDS:
+        return
+    for ep in wanted or plugins:
         obj = ep.load()
         if isinstance(obj, typer.Typer):
             app.add_typer(obj, name=ep.name)
@@ -197,8 +206,11 @@ def _mount_plugins() -> None:
 
 def main() -> None:
     try:
-        _mount_plugins()
-        app(standalone_mode=False)
+        _mount_plugins(sys.argv[1:])
+        # Without standalone mode click returns a command's `typer.Exit(code)` instead of raising it.
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except VoiceAuditError as exc:
         print(f"voice-audit: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
@@ -207,12 +219,13 @@ def main() -> None:
     except typer.Abort:
         print("voice-audit: aborted", file=sys.stderr)
         sys.exit(130)
-    except Exception as exc:  # click usage errors arrive here with standalone_mode=False
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
+    except Exception as exc:
+        # Usage errors arrive here with standalone_mode=False; typer >= 0.29 raises its own vendored
+        # click's exceptions, which are not `click.ClickException`, so match the interface instead.
+        show, code = getattr(exc, "show", None), getattr(exc, "exit_code", None)
+        if callable(show) and isinstance(code, int):
+            show()
+            sys.exit(code)
         raise
 
 
