@@ -12,7 +12,9 @@ import logging
 from collections.abc import AsyncIterator
 
 from websockets.asyncio.client import ClientConnection
+from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
+from websockets.protocol import State
 
 from agents.protocols._secrets import install_log_redaction
 from harness.adapter import AgentError, AgentEvent, ErrorOut, HangupOut
@@ -103,6 +105,37 @@ async def send_message(ws: ClientConnection, data: str | bytes, timeout_s: float
         raise AgentError("disconnect", f"socket closed: {exc}") from None
     except TimeoutError:
         raise AgentError("timeout_turn", f"send stalled for {timeout_s:.1f} s (agent not reading)") from None
+
+
+def send_now(ws: ClientConnection | ServerConnection, data: str | bytes) -> bool:
+    """Write one whole message without yielding, when nothing could make `ws.send` wait.
+
+    The real-time pump sends a frame per call every 20 ms; going through `ws.send` costs a
+    coroutine, an async context manager and a drain check each time. When the connection is open,
+    uncompressed, not mid-fragment, not paused by flow control and its buffer is small, websockets'
+    own Sans-I/O framing plus one transport write is the same bytes on the wire. Returns False,
+    having sent nothing, otherwise; the caller then awaits `send_message`.
+    """
+    protocol = ws.protocol
+    transport = ws.transport
+    if (
+        protocol.state is not State.OPEN
+        or protocol.extensions
+        or protocol.writes
+        or ws.send_in_progress is not None
+        or ws.paused
+        or transport is None
+        or transport.is_closing()
+        or transport.get_write_buffer_size() >= SEND_BUFFER_LIMIT
+    ):
+        return False
+    if isinstance(data, str):
+        protocol.send_text(data.encode())
+    else:
+        protocol.send_binary(data)
+    for chunk in protocol.data_to_send():
+        transport.write(chunk)
+    return True
 
 
 async def stop_task(task: asyncio.Task[None] | None, why: str) -> None:

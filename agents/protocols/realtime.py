@@ -50,6 +50,7 @@ from agents.protocols._stream import (
     fail_kind,
     open_ws,
     send_message,
+    send_now,
     stop_task,
 )
 from agents.protocols.wire import b64decode, b64encode
@@ -141,6 +142,11 @@ def session_config(
     }
 
 
+def _append_message(chunk: bytes) -> str:
+    """`input_audio_buffer.append` as json.dumps would write it: the base64 needs no escaping."""
+    return '{"type":"input_audio_buffer.append","audio":"' + b64encode(chunk) + '"}'
+
+
 class RealtimeSession:
     def __init__(
         self,
@@ -175,7 +181,12 @@ class RealtimeSession:
 
     async def send_audio(self, chunk: bytes) -> None:
         self._ensure_open()
-        await self._send({"type": "input_audio_buffer.append", "audio": b64encode(chunk)})
+        await send_message(self._ws, _append_message(chunk), self._send_timeout)
+
+    def send_audio_nowait(self, chunk: bytes) -> bool:
+        """`send_audio` without yielding when the socket can take it now; False: nothing sent."""
+        self._ensure_open()
+        return send_now(self._ws, _append_message(chunk))
 
     async def end_turn(self) -> None:
         """Manual turns: commit the buffer and ask for a response; with server VAD, nothing to do."""

@@ -41,6 +41,7 @@ from agents.protocols._stream import (
     fail_kind,
     open_ws,
     send_message,
+    send_now,
     stop_task,
 )
 from agents.protocols.wire import call_to_json, event_from_json, format_from_json, format_to_json
@@ -105,6 +106,11 @@ class WsStreamSession:
     async def send_audio(self, chunk: bytes) -> None:
         self._ensure_open()
         await send_message(self._ws, chunk, self._send_timeout)
+
+    def send_audio_nowait(self, chunk: bytes) -> bool:
+        """`send_audio` without yielding when the socket can take it now; False: nothing sent."""
+        self._ensure_open()
+        return send_now(self._ws, chunk)
 
     async def end_turn(self) -> None:
         self._ensure_open()

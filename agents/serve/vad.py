@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass
 
-from agents.protocols.audio import dbfs
+import numpy as np
 
 __all__ = ["Endpointer", "VadConfig"]
 
@@ -30,6 +30,10 @@ class Endpointer:
     def __init__(self, sample_rate: int, config: VadConfig | None = None) -> None:
         self.cfg = config or VadConfig()
         self.frame_bytes = sample_rate // 50 * 2
+        # dbfs(frame) > threshold, without a log or a float mean per frame: the sum of squares
+        # of the frame's samples against the same threshold in energy.
+        n = self.frame_bytes // 2
+        self._min_energy = n * (32768.0 * 10 ** (self.cfg.threshold_dbfs / 20)) ** 2
         self._rest = b""
         self._pre: deque[bytes] = deque(maxlen=max(1, self.cfg.preroll_ms // 20))
         self._utt: list[bytes] = []
@@ -38,6 +42,8 @@ class Endpointer:
         self.speaking = False
 
     def push(self, pcm16: bytes) -> list[tuple[str, bytes]]:
+        if not self._rest and len(pcm16) == self.frame_bytes:  # the common case: one whole frame
+            return self._frame(pcm16)
         out: list[tuple[str, bytes]] = []
         data = self._rest + pcm16
         n = len(data) - len(data) % self.frame_bytes
@@ -47,7 +53,8 @@ class Endpointer:
         return out
 
     def _frame(self, frame: bytes) -> list[tuple[str, bytes]]:
-        voiced = dbfs(frame) > self.cfg.threshold_dbfs
+        x = np.frombuffer(frame, dtype="<i2").astype(np.int64)
+        voiced = float(np.dot(x, x)) > self._min_energy
         if not self.speaking:
             self._pre.append(frame)
             self._speech_run = self._speech_run + 1 if voiced else 0

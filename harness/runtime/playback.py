@@ -64,6 +64,8 @@ class Playback:
         return due
 
     def due_marks(self, now_ms: int) -> list[str]:
+        if not self.marks:  # called for every 20 ms frame; marks are rare
+            return []
         due = [name for t, name in self.marks if t <= now_ms]
         self.marks = [(t, n) for t, n in self.marks if t > now_ms]
         return due

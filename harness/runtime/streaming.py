@@ -1,26 +1,30 @@
 """Real-time calls with streaming agents: a 20 ms frame pump, a receiver, and the caller loop.
 
-The pump sends one frame every 20 ms on absolute deadlines (caller speech or silence, never a
-gap), so late frames do not accumulate drift. The receiver schedules agent audio on the playback
-clock and echoes marks when their audio has played. The caller waits for the agent's turn to
-end (its audio played out and then quiet for `ENDPOINT_MS`) before deciding what to say.
+The pump (`harness.runtime.pump`) sends one frame every 20 ms on absolute deadlines (caller
+speech or silence, never a gap), so late frames do not accumulate drift. The receiver schedules
+agent audio on the playback clock and echoes marks when their audio has played. The caller waits
+for the agent's turn to end (its audio played out and then quiet for `ENDPOINT_MS`) before
+deciding what to say. Waiting is event-driven: the caller's task sleeps until the receiver or the
+pump reports something, or until the next moment a time-based rule (endpoint, first word, turn
+timeout) could fire, rather than polling every call several times a second.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections import deque
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from harness.adapter import AgentError, AudioOut, ClearOut, HangupOut, MarkOut, TextOut, TurnEnd
+from harness.runtime.frameclock import FrameClock
+from harness.runtime.pump import FRAME_MS, FramePump, PumpStats, Utterance
 from harness.runtime.voice import Spoken
 
 if TYPE_CHECKING:
     from harness.runtime.episode import EpisodeRunner, _AgentTurn
 
-FRAME_MS = 20
+__all__ = ["ENDPOINT_MS", "FRAME_MS", "PumpStats", "StreamingCall"]
+
 ENDPOINT_MS = 700
 HANGUP_GRACE_S = 1.0
 FIRST_WORD_MS = 8000
@@ -29,30 +33,12 @@ FLOOD_AHEAD_MS = 120_000
 """Agent audio queued this far ahead of the playback clock is a flood, not speech: the call fails."""
 
 
-@dataclass
-class _Utterance:
-    spoken: Spoken
-    done: asyncio.Future[None]
-    offset: int = 0
-    start_ms: int | None = None
-
-
-@dataclass
-class PumpStats:
-    frames: int = 0
-    lateness_ms: list[float] = field(default_factory=list)
-
-
 class StreamingCall:
     def __init__(self, runner: EpisodeRunner) -> None:
         self.r = runner
         assert runner.session is not None
         self.session = runner.session
-        fmt = runner.ctx.adapter.capabilities.input_format
-        self.frame_bytes = fmt.bytes_per_second * FRAME_MS // 1000
-        self.silence = (b"\xff" if fmt.encoding == "mulaw" else b"\x00") * self.frame_bytes
-        self.queue: deque[_Utterance] = deque()
-        self.speaking = False
+        self.pump = FramePump(runner, runner.session)
         self.turn_text: list[str] = []
         self.hung_up: str | None = None
         self.failure: BaseException | None = None
@@ -60,49 +46,36 @@ class StreamingCall:
         self.last_activity_ms = 0
         self.quiet_since: int | None = None  # start of a run of silent agent turns
         self.caller_done_ms: int | None = None  # end of the caller's last utterance
-        self.stop = asyncio.Event()
-        self.stats = PumpStats()
+        self._waiter: asyncio.Future[None] | None = None
+        self._clock = FrameClock.of()
 
-    # -- the pump ----------------------------------------------------------------
-    def _next_frame(self, now: int) -> bytes:
-        if not self.queue:
-            self.speaking = False
-            return self.silence
-        utt = self.queue[0]
-        if utt.start_ms is None:
-            utt.start_ms = now
-            self.speaking = True
-            self.r._log_utterance_start(now, utt.spoken)
-            self.r.recorder.caller(now, utt.spoken.pcm16k)
-        chunk = utt.spoken.wire[utt.offset : utt.offset + self.frame_bytes]
-        utt.offset += self.frame_bytes
-        if utt.offset >= len(utt.spoken.wire):
-            self.queue.popleft()
-            self.r._utterance_ended(utt.start_ms + utt.spoken.duration_ms, utt.spoken, scheduled=True)
-            if not utt.done.done():
-                utt.done.set_result(None)
-        if len(chunk) < self.frame_bytes:
-            chunk += self.silence[: self.frame_bytes - len(chunk)]
-        return chunk
+    @property
+    def stats(self) -> PumpStats:
+        return self.pump.stats
 
-    async def _pump(self) -> None:
+    # -- waking the caller -----------------------------------------------------------
+    def _signal(self, _: object = None) -> None:
+        """Something the caller's task may be waiting for happened (an agent event, a hang-up,
+        a failure, an utterance played out)."""
+        self.activity.set()
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    async def _wait(self, timeout_s: float | None = None, done: asyncio.Future[None] | None = None) -> None:
+        """Sleep until `_signal`, `done` completing, or `timeout_s` (None: no limit)."""
         loop = asyncio.get_running_loop()
-        t0 = loop.time()
-        n = 0
-        while not self.stop.is_set():
-            deadline = t0 + n * FRAME_MS / 1000
-            delay = deadline - loop.time()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            self.stats.lateness_ms.append((loop.time() - deadline) * 1000)
-            now = self.r.stamper.now()
-            await self.session.send_audio(self._next_frame(now))
-            self.stats.frames += 1
-            for name in self.r.playback.due_marks(now):
-                await self.session.mark_played(name)
-                self.r.stamper.emit("mark", name=name, action="echoed")
-            self.r.stamper.flush(now)
-            n += 1
+        self._waiter = loop.create_future()
+        timer = loop.call_later(max(0.0, timeout_s), self._signal) if timeout_s is not None else None
+        if done is not None:
+            done.add_done_callback(self._signal)
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+            if timer is not None:
+                timer.cancel()
+            if done is not None:
+                done.remove_done_callback(self._signal)
 
     # -- the receiver --------------------------------------------------------------
     async def _receive(self) -> None:
@@ -110,7 +83,7 @@ class StreamingCall:
         async for ev in self.r._events:
             now = self.r.stamper.now()
             if isinstance(ev, AudioOut):
-                if self.speaking and self.r.playback.turn_start is None:
+                if self.pump.speaking and self.r.playback.turn_start is None:
                     self.r.stamper.emit("barge_in", by="agent")
                 self.r.playback.enqueue(ev, now)
                 ahead = self.r.playback.end_ms - now
@@ -134,15 +107,15 @@ class StreamingCall:
             else:
                 self.r._handle_common(ev)
             self.last_activity_ms = now
-            self.activity.set()
+            self._signal()
         self.hung_up = self.hung_up or "agent closed the stream"
-        self.activity.set()
+        self._signal()
 
     # -- the caller ------------------------------------------------------------------
     async def _say(self, spoken: Spoken) -> None:
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.r._tell_oracle(spoken)
-        self.queue.append(_Utterance(spoken, done))
+        self.pump.queue.append(Utterance(spoken, done))
         await self._guarded(done)
         self.caller_done_ms = self.r.stamper.now()
         if self.hung_up is None:
@@ -152,12 +125,10 @@ class StreamingCall:
         """Wait for `aw` unless the pump or receiver failed first."""
         while not aw.done():
             self._raise_failure()
-            if self.hung_up is not None and self.queue:
-                self.r._utterance_ended(self.r.stamper.now(), self.queue[0].spoken, truncated=True)
+            if self.hung_up is not None and self.pump.queue:
+                self.r._utterance_ended(self.r.stamper.now(), self.pump.queue[0].spoken, truncated=True)
                 return
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(0.05):
-                    await asyncio.shield(aw)
+            await self._wait(done=aw)
         self._raise_failure()
 
     def _raise_failure(self) -> None:
@@ -184,20 +155,22 @@ class StreamingCall:
                 active = pb.turn_start is not None or bool(self.turn_text) or self.last_activity_ms > quiet_from
                 if not active:
                     raise AgentError("timeout_turn", f"agent sent nothing for {limit_ms / 1000:g} s after the caller spoke")
+            wake_ms: float
             if pb.turn_start is not None or self.turn_text:
-                if now >= max(pb.end_ms, self.last_activity_ms) + ENDPOINT_MS:
-                    break
-            elif now - start >= FIRST_WORD_MS:
+                wake_ms = max(pb.end_ms, self.last_activity_ms) + ENDPOINT_MS
+            else:
+                wake_ms = start + FIRST_WORD_MS
+            if now >= wake_ms:
                 break
-            self.activity.clear()
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(0.05):
-                    await self.activity.wait()
+            if quiet_from is not None and now < quiet_from + limit_ms:
+                wake_ms = min(wake_ms, quiet_from + limit_ms)
+            await self._wait((wake_ms - now + 1) / 1000)
         had_audio = self.r.playback.turn_start is not None
         silent = quiet_from is not None and not had_audio and not self.turn_text and self.last_activity_ms <= quiet_from
         self.quiet_since = quiet_from if silent else None
         turn = _AgentTurn(text=self.turn_text, pcm16k=self.r.playback.finish_turn(), hung_up=self.hung_up, had_audio=had_audio)
         self.turn_text = []
+        await self._clock.gap()  # the caller's decision is bulk work: let the frames due go first
         return turn
 
     async def _say_streamed(self, spoken: Spoken, last: bool) -> None:
@@ -211,16 +184,16 @@ class StreamingCall:
             raise
         except AgentError as exc:
             self.failure = exc
-            self.activity.set()
+            self._signal()
         except Exception as exc:
             self.failure = AgentError("agent_error", f"agent session raised {type(exc).__name__}: {exc}")
-            self.activity.set()
+            self._signal()
 
     async def _supervise_pump(self) -> None:
         """A send that fails because the agent just hung up is the end of the call, not a fault:
         give the receiver a moment to see the hang-up before calling it a failure."""
         try:
-            await self._pump()
+            await self.pump.run()
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -231,18 +204,19 @@ class StreamingCall:
                         await self.activity.wait()
             if self.hung_up is None and self.failure is None:
                 self.failure = exc if isinstance(exc, AgentError) else AgentError("disconnect", f"{type(exc).__name__}: {exc}")
-                self.activity.set()
+                self._signal()
 
     async def run(self) -> str:
         pump = asyncio.create_task(self._supervise_pump())
         recv = asyncio.create_task(self._supervise(asyncio.ensure_future(self._receive())))
         try:
-            return await self.r.conversation(self._agent_turn, self._say_streamed)
+            reason = await self.r.conversation(self._agent_turn, self._say_streamed)
         finally:
-            self.stop.set()
             for task in (pump, recv):
                 task.cancel()
             for task in (pump, recv):
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
             self.r.ctx.stats.setdefault("pump", []).append(self.stats)
+        await self._clock.gap()  # closing and writing the call is bulk work too
+        return reason

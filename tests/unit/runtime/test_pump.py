@@ -1,0 +1,138 @@
+"""The frame pump: a frame every 20 ms without gaps, speech in order, the deferred path, marks."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from harness.adapter import AudioFormat, AudioOut
+from harness.rundir import EventLog
+from harness.runtime.clock import RealClock
+from harness.runtime.eventlog import Stamper
+from harness.runtime.playback import Playback
+from harness.runtime.pump import FramePump, Utterance
+from harness.runtime.recorder import CallRecorder
+from harness.runtime.voice import Spoken
+
+
+class _Session:
+    """Records what reaches the wire; `refuse` makes every n-th nowait send decline."""
+
+    def __init__(self, nowait: bool = True, refuse: int = 0) -> None:
+        self.wire: list[tuple[str, Any]] = []
+        self.refuse = refuse
+        self._n = 0
+        if not nowait:
+            self.send_audio_nowait = None  # type: ignore[assignment]
+
+    async def send_audio(self, chunk: bytes) -> None:
+        await asyncio.sleep(0)
+        self.wire.append(("audio", chunk))
+
+    def send_audio_nowait(self, chunk: bytes) -> bool:
+        self._n += 1
+        if self.refuse and self._n % self.refuse == 0:
+            return False
+        self.wire.append(("audio", chunk))
+        return True
+
+    async def mark_played(self, name: str) -> None:
+        self.wire.append(("mark", name))
+
+
+def _runner(tmp_path: Path, fmt: AudioFormat) -> Any:
+    stamper = Stamper(EventLog(tmp_path / "events.jsonl"), RealClock())
+    recorder = CallRecorder()
+    r = SimpleNamespace(
+        ctx=SimpleNamespace(adapter=SimpleNamespace(capabilities=SimpleNamespace(input_format=fmt))),
+        stamper=stamper,
+        recorder=recorder,
+        playback=Playback(stamper, recorder),
+        starts=[],
+        ends=[],
+    )
+    r._log_utterance_start = lambda t, spoken: r.starts.append(t)
+    r._utterance_ended = lambda t, spoken, scheduled=False: r.ends.append(t)
+    return r
+
+
+def _spoken(wire: bytes, fmt: AudioFormat) -> Spoken:
+    ms = 1000 * len(wire) // fmt.bytes_per_second
+    pcm = np.zeros(16 * ms, dtype=np.int16)
+    return Spoken("words", wire, pcm, ms, {}, pcm, 16000)
+
+
+async def _pump_for(pump: FramePump, seconds: float) -> None:
+    task = asyncio.create_task(pump.run())
+    await asyncio.sleep(seconds)
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+@pytest.mark.parametrize(("nowait", "refuse"), [(True, 0), (True, 3), (False, 0)])
+async def test_speech_goes_out_in_order_between_silence_frames(tmp_path: Path, nowait: bool, refuse: int) -> None:
+    fmt = AudioFormat("mulaw", 8000)
+    r = _runner(tmp_path, fmt)
+    session = _Session(nowait, refuse)
+    pump = FramePump(r, session)  # type: ignore[arg-type]
+    assert pump.frame_bytes == 160 and pump.silence == b"\xff" * 160
+    speech = bytes(range(1, 201)) * 5  # 1000 bytes: six frames and a quarter
+    done = asyncio.get_running_loop().create_future()
+    pump.queue.append(Utterance(_spoken(speech, fmt), done))
+    await _pump_for(pump, 0.3)
+    frames = [c for k, c in session.wire if k == "audio"]
+    assert done.done()
+    assert all(len(f) == 160 for f in frames)
+    sent = b"".join(frames)
+    start = sent.index(speech[:160])
+    assert sent[start : start + len(speech)] == speech  # whole, in order, nothing between
+    assert sent[start + len(speech) : start + 7 * 160] == b"\xff" * (7 * 160 - len(speech))  # padded with silence
+    assert set(sent[:start]) <= {0xFF}
+    # One frame per 20 ms deadline, lateness recorded for each.
+    assert pump.stats.frames == len(frames) == len(pump.stats.lateness_ms)
+    assert len(r.starts) == 1 and len(r.ends) == 1
+
+
+async def test_marks_are_echoed_once_their_audio_has_played(tmp_path: Path) -> None:
+    fmt = AudioFormat("pcm16", 16000)
+    r = _runner(tmp_path, fmt)
+    session = _Session()
+    pump = FramePump(r, session)  # type: ignore[arg-type]
+    now = r.stamper.now()
+    r.playback.enqueue(AudioOut(b"\x10\x00" * 1600, 16000), now)  # 100 ms of agent audio
+    r.playback.mark("m1", now)
+    echoed_at: list[int] = []
+
+    async def mark_played(name: str) -> None:
+        echoed_at.append(r.stamper.now())
+        session.wire.append(("mark", name))
+
+    session.mark_played = mark_played  # type: ignore[method-assign]
+    await _pump_for(pump, 0.2)
+    assert session.wire.count(("mark", "m1")) == 1
+    assert session.wire.index(("mark", "m1")) >= 1  # after a frame, never ahead of the audio
+    assert echoed_at[0] >= now + 100  # only once the 100 ms before it had played
+    assert any(e.type == "mark" and e.action == "echoed" for e in r.stamper.events)
+    kinds = [k for k, _ in session.wire]
+    assert kinds.index("mark") > 0 and kinds[kinds.index("mark") - 1] == "audio"
+
+
+async def test_a_send_that_fails_ends_the_pump_with_that_error(tmp_path: Path) -> None:
+    fmt = AudioFormat("pcm16", 16000)
+    r = _runner(tmp_path, fmt)
+    session = _Session()
+
+    def broken(_chunk: bytes) -> bool:
+        raise ConnectionResetError("gone")
+
+    session.send_audio_nowait = broken  # type: ignore[method-assign]
+    pump = FramePump(r, session)  # type: ignore[arg-type]
+    with pytest.raises(ConnectionResetError):
+        await asyncio.wait_for(pump.run(), 1.0)
