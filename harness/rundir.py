@@ -117,7 +117,7 @@ class EventLog:
         self.count = 0
 
     def append(self, event: Event) -> None:
-        line = event.model_dump_json().encode() + b"\n"
+        line = event.__pydantic_serializer__.to_json(event) + b"\n"  # what model_dump_json gives, as bytes
         if self.redactor:
             line = self.redactor.bytes(line)
         if not self._pending:
