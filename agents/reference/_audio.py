@@ -4,12 +4,14 @@
 transcribes a caller turn. Engines are shared per process and per configuration (`shared_*`), so
 a campaign loads the Whisper model once however many calls and adapters it runs.
 
-Engines and their caches are a harness economy, not part of any one agent: without care, whichever
-agent first heard (or said) something would pay its compute and every later agent would get it
-from the cache for free, so reported compute -- and every latency on the accelerated virtual
-clock -- would depend on the plan order (a knob agent compared with its twin would look faster by
-the twin's recognition time). Ear and mouth therefore replay the first measured cost of each
-content on later cache hits (`replayed_ms`), as if every agent computed it itself.
+The compute a reference agent reports (`TurnEnd.compute_ms`, which advances the accelerated
+virtual clock) is its engine work: recognition plus synthesis, each content's cost measured the
+first time this process computed it and replayed whenever it comes back. Engines and their caches
+are a harness economy shared by every agent in the process: charging only the agent that happened
+to compute something first would make latency depend on the plan order (a knob agent would look
+faster than its twin by the twin's recognition time), and charging raw wall time would add the
+shared machine's scheduling delays, which belong to the test rig, not to the agent. A recorded
+prompt (the hold announcement) costs nothing.
 """
 
 from __future__ import annotations
@@ -37,11 +39,10 @@ _ears: dict[str, SpeechRecognizer] = {}
 _first_cost_ms: dict[str, float] = {}
 
 
-def _replay(key: str, spent_ms: float) -> float:
-    """Milliseconds to add to `spent_ms` so this content costs what it cost the first time."""
+def _cost(key: str, spent_ms: float) -> float:
+    """What this content costs: what it cost the first time (see the module docstring)."""
     with _lock:
-        first = _first_cost_ms.setdefault(key, spent_ms)
-    return max(0.0, first - spent_ms)
+        return _first_cost_ms.setdefault(key, spent_ms)
 
 
 def _key(*parts: Any) -> str:
@@ -73,19 +74,19 @@ class AgentMouth:
         self.synth = synth
         self.voice = voice
         self.rate = rate
-        self.replayed_ms = 0.0
-        """Cache-hit compute replayed since the last `take_replayed()` (see the module docstring)."""
+        self.engine_ms = 0.0
+        """Synthesis compute since the last `take_engine_ms()` (see the module docstring)."""
 
-    def take_replayed(self) -> float:
-        ms, self.replayed_ms = self.replayed_ms, 0.0
+    def take_engine_ms(self) -> float:
+        ms, self.engine_ms = self.engine_ms, 0.0
         return ms
 
-    async def _line(self, text: str, *, replay: bool = True) -> np.ndarray:
+    async def _line(self, text: str, *, charge: bool = True) -> np.ndarray:
         t0 = time.perf_counter()
         syn = await self.synth.speak(text, None, self.voice)
-        if replay:
+        if charge:
             key = "tts:" + (syn.cache_key or _key(text, self.voice))
-            self.replayed_ms += _replay(key, (time.perf_counter() - t0) * 1000.0)
+            self.engine_ms += _cost(key, (time.perf_counter() - t0) * 1000.0)
         pcm, _ = resample(syn.pcm, syn.sample_rate, self.rate)
         return np.asarray(pcm, dtype=np.int16)
 
@@ -107,7 +108,7 @@ class AgentMouth:
         the announcement fitted (it is dropped, leaving silence, when it is longer)."""
         n = max(0, self.rate * (ms - LINE_GAP_MS) // 1000)
         if announcement:
-            pcm = await self._line(announcement, replay=False)
+            pcm = await self._line(announcement, charge=False)
             if len(pcm) <= n:
                 return np.concatenate([pcm, np.zeros(n - len(pcm), dtype=np.int16)]), True
         return np.zeros(n, dtype=np.int16), False
@@ -120,8 +121,8 @@ class AgentEar:
         self.recognizer = recognizer
 
     async def hear(self, pcm: np.ndarray, sample_rate: int) -> tuple[Transcript, float]:
-        """The transcript and the compute to replay (see the module docstring)."""
+        """The transcript and its compute in ms (see the module docstring)."""
         t0 = time.perf_counter()
         transcript = await self.recognizer.transcribe(pcm, sample_rate)
         spent = (time.perf_counter() - t0) * 1000.0
-        return transcript, _replay("asr:" + self.recognizer.key(pcm, sample_rate), spent)
+        return transcript, _cost("asr:" + self.recognizer.key(pcm, sample_rate), spent)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
@@ -62,8 +61,8 @@ class Perception:
     features: AcousticFeatures
     transcript: str | None = None
     """What the recogniser returned (None when it was not run, e.g. on silence)."""
-    replayed_ms: float = 0.0
-    """Recognition compute replayed on a shared-cache hit (see `agents.reference._audio`)."""
+    asr_ms: float = 0.0
+    """Recognition compute (see `agents.reference._audio`)."""
 
 
 Perceive = Callable[[np.ndarray], Awaitable[Perception]]
@@ -105,18 +104,16 @@ class TurnSession:
         self._over = False
         self.barge_ins: list[int] = []
         self.perceptions: list[Perception] = []
-        self._prompt_ms = 0.0
 
     # ---- lifecycle ----
 
     async def start(self) -> None:
         """Queue the greeting turn (the agent speaks first)."""
-        t0 = time.perf_counter()
         try:
             events = await self._render(self.policy.greet())
         except Exception as exc:
             raise AgentError("agent_error", f"reference agent could not speak its greeting: {exc}") from exc
-        self._emit([FactsSeenOut(self.call.facts_sha256), *events], t0)
+        self._emit([FactsSeenOut(self.call.facts_sha256), *events])
 
     async def send_audio(self, chunk: bytes) -> None:
         if not self._over:
@@ -160,8 +157,7 @@ class TurnSession:
     # ---- one turn ----
 
     async def _turn(self, audio: bytes, digits: list[str]) -> None:
-        t0 = time.perf_counter()
-        replayed = 0.0
+        asr_ms = 0.0
         try:
             pcm = np.frombuffer(audio[: len(audio) // 2 * 2], dtype=np.int16)
             if digits and not np.any(pcm):
@@ -170,7 +166,7 @@ class TurnSession:
             else:
                 perception = await self.perceive(pcm)
             self.perceptions.append(perception)
-            replayed = perception.replayed_ms
+            asr_ms = perception.asr_ms
             detected = self.detector.observe(audio, perception.features, perception.transcript)
             asks = self.detector.asks_for_human(audio)
             steps = self.policy.respond(perception.heard, detected, asks_for_human=asks)
@@ -185,7 +181,7 @@ class TurnSession:
             events = [ErrorOut("agent_error", f"{type(exc).__name__}: {exc}", fatal=False)]
             with contextlib.suppress(Exception):
                 events += await self._render([Say(REPAIR, "repair")])
-        self._emit(events, t0, replayed)
+        self._emit(events, asr_ms)
 
     async def _render(self, steps: list[Step]) -> list[AgentEvent]:
         events: list[AgentEvent] = []
@@ -197,9 +193,7 @@ class TurnSession:
                 if self.exposure.transcripts:
                     events.append(TextOut(step.text))
             elif isinstance(step, Hold):
-                t0 = time.perf_counter()  # a hold prompt is a recorded message: no compute
                 pcm, announced = await self.mouth.hold(step.ms, step.announcement)
-                self._prompt_ms += (time.perf_counter() - t0) * 1000.0
                 if announced and step.announcement and self.exposure.transcripts:
                     events.append(TextOut(step.announcement))
                 spoken.append(pcm)
@@ -221,11 +215,10 @@ class TurnSession:
             events.append(HangupOut(hangup))
         return events
 
-    def _emit(self, events: list[AgentEvent], t0: float, replayed_ms: float = 0.0) -> None:
-        """Queue the turn; its compute: wall time plus replayed cache hits, minus hold prompts."""
-        spent = (time.perf_counter() - t0) * 1000.0
-        compute = max(0.0, spent + replayed_ms + self.mouth.take_replayed() - self._prompt_ms)
-        self._prompt_ms = 0.0
+    def _emit(self, events: list[AgentEvent], asr_ms: float = 0.0) -> None:
+        """Queue the turn; its compute is the engines' (see `agents.reference._audio`), so it does
+        not depend on the plan order or on the load of a shared machine."""
+        compute = asr_ms + self.mouth.take_engine_ms()
         if self._over:
             return
         for ev in events:

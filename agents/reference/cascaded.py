@@ -31,8 +31,8 @@ class CascadedAgent(ReferenceAdapter):
             features = measure(pcm, INPUT_RATE)
             if features.silent:
                 return Perception(Heard("", None, speech=False), features, "")
-            transcript, replayed_ms = await ear.hear(pcm, INPUT_RATE)
-            return Perception(Heard(transcript.text, transcript.confidence), features, transcript.text, replayed_ms)
+            transcript, asr_ms = await ear.hear(pcm, INPUT_RATE)
+            return Perception(Heard(transcript.text, transcript.confidence), features, transcript.text, asr_ms)
 
         return perceive
 

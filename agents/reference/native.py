@@ -33,8 +33,8 @@ class NativeAgent(ReferenceAdapter):
                 return Perception(Heard("", None, speech=False), features)
             if features.noise_like:
                 return Perception(Heard("", None, noise=True), features)
-            transcript, replayed_ms = await ear.hear(pcm, INPUT_RATE)
-            return Perception(Heard(transcript.text, transcript.confidence), features, transcript.text, replayed_ms)
+            transcript, asr_ms = await ear.hear(pcm, INPUT_RATE)
+            return Perception(Heard(transcript.text, transcript.confidence), features, transcript.text, asr_ms)
 
         return perceive
 

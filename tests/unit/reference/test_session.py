@@ -263,6 +263,7 @@ async def test_declared_request_plants_exactly_although_misheard(mode: str) -> N
     else:
         assert "Please hold" in texts and any(isinstance(e, HangupOut) for e in log[-1])
         assert _samples(log[-1]) - _samples(twin[-1]) == 5000 * 16
+        assert log[-1][-1] == twin[-1][-1]  # the same TurnEnd compute: the hold prompt is free
 
 
 async def test_hold_drops_an_announcement_that_does_not_fit() -> None:
@@ -283,7 +284,8 @@ class SlowASR(FakeASR):
 
 async def test_shared_cache_hits_cost_what_the_first_recognition_cost() -> None:
     """Two agents share one recogniser (and its cache): the second hears every turn from the cache
-    but still reports the first recognition's compute, so neither looks faster for coming later."""
+    but reports the same engine compute as the first, so neither looks faster for coming later
+    (and the machine's scheduling delays do not enter)."""
     recognizer = SpeechRecognizer(SlowASR(SCRIPT))
     synth = SpeechSynthesizer(FakeTTS(), pool_size=0)
     turns = [speech(n, seed=5) for n in (10, 11, 12)]  # audio no other test has heard
@@ -292,4 +294,4 @@ async def test_shared_cache_hits_cost_what_the_first_recognition_cost() -> None:
     ]
     assert recognizer.backend.calls == 3  # type: ignore[attr-defined]
     first, second = ([e.compute_ms for t in log[1:] for e in t if isinstance(e, TurnEnd)] for log in logs)
-    assert min(first) >= 80 and min(second) >= 80
+    assert min(first) >= 80 and first == second
