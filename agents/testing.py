@@ -106,15 +106,32 @@ def tone(ms: int, rate: int = 16000, freq: float = 220.0) -> bytes:
     return (0.2 * 32767 * np.sin(2 * math.pi * freq * t)).astype("<i2").tobytes()
 
 
+class _Outbox:
+    """A session's outgoing events (None ends them): asyncio.Queue's `put_nowait` and `get` without
+    its bookkeeping, which was a measurable share of a null-agent turn. Events come in bursts,
+    made synchronously, and are read right after."""
+
+    def __init__(self) -> None:
+        self._items: deque[AgentEvent | None] = deque()
+        self._ready = asyncio.Event()
+
+    def put_nowait(self, ev: AgentEvent | None) -> None:
+        self._items.append(ev)
+        self._ready.set()
+
+    async def get(self) -> AgentEvent | None:
+        while not self._items:
+            self._ready.clear()
+            await self._ready.wait()
+        return self._items.popleft()
+
+
 class _ScriptedSession:
     def __init__(self, agent: ScriptedAgent, call: CallInfo) -> None:
         self.agent = agent
         self.call = call
         self.turn = 0
-        # A deque and a flag rather than an asyncio.Queue: events are made in bursts, synchronously,
-        # and read right after; the queue's bookkeeping was a measurable share of a null-agent turn.
-        self.queue: deque[AgentEvent | None] = deque()
-        self._ready = asyncio.Event()
+        self.queue = _Outbox()
         self.fixture = ToolFixture(call.facts)
         self.heard_bytes = 0
         self.lines = list(agent.lines)
@@ -150,25 +167,25 @@ class _ScriptedSession:
         t0 = time.perf_counter()
         lines = self.lines
         if first:
-            self._put(FactsSeenOut(self.call.facts_sha256))
+            self.queue.put_nowait(FactsSeenOut(self.call.facts_sha256))
         if self.turn >= len(lines):
-            self._put(TextOut("Goodbye."))
-            self._put(HangupOut("conversation finished"))
-            self._put(None)
+            self.queue.put_nowait(TextOut("Goodbye."))
+            self.queue.put_nowait(HangupOut("conversation finished"))
+            self.queue.put_nowait(None)
             return
         text = lines[self.turn]
         if self.agent.use_tools and "refund" in text and "issued" in text and self.call.facts.charge is not None:
             args = {"amount": str(self.call.facts.charge.amount)}
-            self._put(ToolCallOut(f"t{self.turn}", "issue_refund", args))
+            self.queue.put_nowait(ToolCallOut(f"t{self.turn}", "issue_refund", args))
             res = self.fixture.call("issue_refund", args)
-            self._put(ToolResultOut(f"t{self.turn}", "issue_refund", res.ok, res.result_keys, res.error))
+            self.queue.put_nowait(ToolResultOut(f"t{self.turn}", "issue_refund", res.ok, res.result_keys, res.error))
         if self.agent.expose_text:
-            self._put(TextOut(text))
+            self.queue.put_nowait(TextOut(text))
         if self.agent.speak:
-            self._put(AudioOut(self.agent.voice(text), 16000))
+            self.queue.put_nowait(AudioOut(self.agent.voice(text), 16000))
         elif self.agent.audio_ms:
-            self._put(AudioOut(self.agent.tone, 16000))
-        self._put(TurnEnd(compute_ms=(time.perf_counter() - t0) * 1000))
+            self.queue.put_nowait(AudioOut(self.agent.tone, 16000))
+        self.queue.put_nowait(TurnEnd(compute_ms=(time.perf_counter() - t0) * 1000))
         self.turn += 1
 
     async def send_audio(self, chunk: bytes) -> None:
@@ -189,16 +206,9 @@ class _ScriptedSession:
     async def barge_in(self, played_ms: int) -> None:
         del played_ms
 
-    def _put(self, ev: AgentEvent | None) -> None:
-        self.queue.append(ev)
-        self._ready.set()
-
     async def events(self) -> AsyncIterator[AgentEvent]:
         while True:
-            while not self.queue:
-                self._ready.clear()
-                await self._ready.wait()
-            ev = self.queue.popleft()
+            ev = await self.queue.get()
             if ev is None:
                 return
             yield ev
