@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 FRAME_S = 0.020
 SLOTS = 10
 SLOT_S = FRAME_S / SLOTS
-GAP_WAITERS = 2
+GAP_WAITERS = 1
 """Waiters `gap()` lets go per served slot."""
 
 Tick = Callable[[float], None]
