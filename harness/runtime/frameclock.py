@@ -34,6 +34,7 @@ GAP_WAITERS = 1
 Tick = Callable[[float], None]
 """Called with the absolute deadline (loop time) of the frame due; must not raise."""
 
+_frozen = False
 _CLOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, FrameClock] = weakref.WeakKeyDictionary()
 
 
@@ -52,15 +53,20 @@ class FrameClock:
     def of(cls, loop: asyncio.AbstractEventLoop | None = None) -> FrameClock:
         """The clock of `loop` (the running loop by default), created on first use.
 
-        Creating it also moves every object alive at that moment (modules, the campaign, caches)
-        out of the cyclic garbage collector's reach (`gc.freeze`): a full collection walks them
-        all and stops every call's frames for tens of milliseconds, over and over, although none
-        of them will ever be garbage. Objects made later are collected as usual.
+        The first clock of the process also collects garbage once and then moves every object
+        alive (modules, the campaign, caches) out of the cyclic collector's reach (`gc.freeze`):
+        a full collection walks them all and stops every call's frames for tens of milliseconds,
+        over and over, although none of them will ever be garbage. Later objects are collected
+        as usual.
         """
+        global _frozen
         loop = loop or asyncio.get_running_loop()
         clock = _CLOCKS.get(loop)
         if clock is None:
-            gc.freeze()
+            if not _frozen:
+                gc.collect()
+                gc.freeze()
+                _frozen = True
             clock = _CLOCKS[loop] = cls(loop)
         return clock
 
