@@ -16,17 +16,16 @@ from __future__ import annotations
 import gc
 import hashlib
 import math
-import multiprocessing
 import os
+import sys
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple
 
 from pydantic import TypeAdapter, ValidationError
 
+from analysis.metrics._readers import Readers, serve_batches
 from analysis.metrics.columns import Columns, raw_columns
 from harness.model.events import EVENT_ADAPTER, Event, check_monotonic
 
@@ -34,6 +33,7 @@ _EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
 PARALLEL_MIN = 4000  # fewer episodes read faster in-process than worker start-up costs
 _BATCHES_PER_WORKER = 8
 BATCH = 2000  # episodes whose event objects are alive at once (~100k events)
+STREAM_BATCH = 1000  # episodes per child batch while records are still being read: children start sooner
 
 
 class LogRead(NamedTuple):
@@ -107,28 +107,69 @@ def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+def serve() -> None:
+    """Entry point of a reader child (see `_readers`)."""
+    gc.disable()
+    serve_batches(_read_batch, sys.stdin.buffer, sys.stdout.buffer)
+
+
+def start_readers(workers: int | None, expected_items: int) -> Readers | None:
+    """Children for a run of about `expected_items` episodes, or None when in-process is faster.
+    Started before the episode records are read, so their start-up overlaps that."""
+    workers = default_workers() if workers is None else workers
+    if workers <= 1 or expected_items < PARALLEL_MIN:
+        return None
+    return Readers(workers)
+
+
+class LogBatches:
+    """Episodes added one by one (as their records are read) are read in batches: by `readers` as
+    soon as a batch is full, else in-process at `finish` (bounded memory: a batch's models die with
+    it). `finish` gives what `read_logs` gives."""
+
+    def __init__(self, readers: Readers | None, batch: int = STREAM_BATCH) -> None:
+        self._readers = readers
+        self._batch = batch
+        self._pending: list[tuple[str, str]] = []
+        self._items: list[tuple[str, str]] = []
+
+    def add(self, path: str, expected_sha256: str) -> None:
+        if self._readers is None:
+            self._items.append((path, expected_sha256))
+            return
+        self._pending.append((path, expected_sha256))
+        if len(self._pending) >= self._batch:
+            self._readers.submit(self._pending)
+            self._pending = []
+
+    def finish(self) -> tuple[list[LogRead], list[Columns]]:
+        if self._readers is None:
+            parts = [
+                _read_batch(self._items[i : i + BATCH]) for i in range(0, max(len(self._items), 1), BATCH)
+            ]
+        else:
+            if self._pending or not self._readers.submitted:
+                self._readers.submit(self._pending)
+            parts = self._readers.gather(_read_batch)
+        return [r for reads, _ in parts for r in reads], [columns for _, columns in parts]
+
+
 def read_logs(
     items: Sequence[tuple[str, str]], workers: int | None = None
 ) -> tuple[list[LogRead], list[Columns]]:
     """(path, expected sha256) per episode -> one `LogRead` per item, in order, and the columns of
     the readable ones as consecutive batches."""
-    workers = default_workers() if workers is None else workers
-    all_reads: list[LogRead] = []
-    all_columns: list[Columns] = []
-    if workers <= 1 or len(items) < PARALLEL_MIN:
-        for i in range(0, max(len(items), 1), BATCH):  # bounded memory: a batch's models die with it
-            reads, columns = _read_batch(items[i : i + BATCH])
-            all_reads.extend(reads)
-            all_columns.append(columns)
-        return all_reads, all_columns
-    size = min(BATCH, math.ceil(len(items) / (workers * _BATCHES_PER_WORKER)))
-    batches = [items[i : i + size] for i in range(0, len(items), size)]
-    ctx = multiprocessing.get_context("spawn")  # forking a process that may run Arrow threads is unsafe
+    readers = start_readers(workers, len(items))
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-            for reads, columns in pool.map(_read_batch, batches):
-                all_reads.extend(reads)
-                all_columns.append(columns)
-    except BrokenProcessPool:  # e.g. a caller's script without a __main__ guard: same result, slower
-        return read_logs(items, workers=1)
-    return all_reads, all_columns
+        size = (
+            BATCH
+            if readers is None
+            else max(1, min(BATCH, math.ceil(len(items) / (readers.size * _BATCHES_PER_WORKER))))
+        )
+        sink = LogBatches(readers, size)
+        for path, expected in items:
+            sink.add(path, expected)
+        return sink.finish()
+    finally:
+        if readers is not None:
+            readers.close()

@@ -1,0 +1,51 @@
+"""Reader children: results in submission order; a child that dies costs time, not results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analysis.metrics import readlogs
+from analysis.metrics._readers import Readers
+
+GOLDEN = Path(__file__).parents[2] / "fixtures" / "runs" / "golden" / "episodes"
+
+
+def _items() -> list[tuple[str, str]]:
+    return [(str(p / "events.jsonl"), "") for p in sorted(GOLDEN.iterdir())] + [(str(GOLDEN / "nope"), "")]
+
+
+def _read(batch: list[tuple[str, str]]) -> list[readlogs.LogRead]:
+    return readlogs._read_batch(batch)[0]
+
+
+def test_children_read_what_the_parent_reads() -> None:
+    batches = [[x] for x in _items()]
+    with Readers(2) as readers:
+        assert readers.size == 2
+        got = readers.map(readlogs._read_batch, batches)
+    assert [r for reads, _ in got for r in reads] == [_read(b)[0] for b in batches]
+    assert got[-1][0][0].category == "events_missing"
+
+
+def test_a_dead_child_leaves_its_batches_to_the_parent() -> None:
+    batches = [[x] for x in _items()]
+    with Readers(2) as readers:
+        for proc in readers._procs:
+            proc.kill()
+            proc.wait()
+        got = readers.map(readlogs._read_batch, batches)
+    assert [r for reads, _ in got for r in reads] == [_read(b)[0] for b in batches]
+
+
+def test_log_batches_keep_the_order_across_children() -> None:
+    items = _items() * 3
+    with Readers(2) as readers:
+        sink = readlogs.LogBatches(readers, batch=2)
+        for path, sha in items:
+            sink.add(path, sha)
+        reads, columns = sink.finish()
+    inline = readlogs.LogBatches(None)
+    for path, sha in items:
+        inline.add(path, sha)
+    expected, _ = inline.finish()
+    assert reads == expected and len(columns) == 8
