@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import time
 import weakref
 from collections import deque
 from collections.abc import Callable
@@ -28,11 +29,12 @@ log = logging.getLogger(__name__)
 FRAME_S = 0.020
 SLOTS = 10
 SLOT_S = FRAME_S / SLOTS
+EARLY_S = 0.001
 GAP_WAITERS = 1
 """Waiters `gap()` lets go per served slot."""
 
 Tick = Callable[[float], None]
-"""Called with the absolute deadline (loop time) of the frame due; must not raise."""
+"""Called with the absolute deadline (`time.monotonic()`) of the frame due; must not raise."""
 
 _frozen = False
 _CLOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, FrameClock] = weakref.WeakKeyDictionary()
@@ -41,7 +43,11 @@ _CLOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, FrameClock] = weak
 class FrameClock:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._origin = loop.time()
+        # Deadlines are on the monotonic clock, not `loop.time()`: uvloop's loop time has 1 ms
+        # steps and stands still while callbacks run, which would hide lateness. Timers are set
+        # on the loop's clock through the offset between the two.
+        self._origin = time.monotonic()
+        self._to_loop = loop.time() - self._origin
         self._slots: list[list[Tick]] = [[] for _ in range(SLOTS)]
         self._k = 0  # grid index of the next slot to serve
         self._timer: asyncio.TimerHandle | asyncio.Handle | None = None
@@ -82,7 +88,7 @@ class FrameClock:
         slot = min(range(SLOTS), key=lambda i: len(self._slots[i]))
         self._slots[slot].append(tick)
         if self._timer is None and not self._firing:
-            self._k = int((self._loop.time() - self._origin) / SLOT_S) + 1
+            self._k = int((time.monotonic() - self._origin) / SLOT_S) + 1
         first = self._k + (slot - self._k) % SLOTS
         if self._timer is None or first < self._armed:
             self._arm()
@@ -120,7 +126,7 @@ class FrameClock:
         for step in range(SLOTS):
             if self._slots[(self._k + step) % SLOTS]:
                 self._armed = self._k + step
-                self._timer = self._loop.call_at(self._at(self._armed), self._fire)
+                self._timer = self._loop.call_at(self._at(self._armed) + self._to_loop, self._fire)
                 return
 
     def _fire(self) -> None:
@@ -138,10 +144,12 @@ class FrameClock:
     def _serve(self) -> None:
         # Serve every slot that is due, at most one period per wake-up: an overloaded process
         # still gets back to its sockets (the agent's audio, hang-ups) between rounds.
-        now = self._loop.time()
-        for _ in range(SLOTS):
+        now = time.monotonic()
+        for i in range(SLOTS):
             deadline = self._at(self._k)
-            if deadline > now:
+            # A loop whose timers have 1 ms steps (uvloop) may wake the clock just before the
+            # slot it was set for: serve it (its lateness is then slightly negative) rather than spin.
+            if deadline > now + (EARLY_S if i == 0 else 0.0):
                 break
             for tick in list(self._slots[self._k % SLOTS]):
                 try:
@@ -152,7 +160,7 @@ class FrameClock:
             self._k += 1
         if self._timer is not None or not any(self._slots):
             return  # a tick re-armed the clock (a call joined) or the last call left
-        if self._at(self._k) <= self._loop.time():
+        if self._at(self._k) <= time.monotonic():
             self._armed = self._k
             self._timer = self._loop.call_soon(self._fire)
         else:

@@ -7,13 +7,14 @@ runs synchronously inside the clock's tick: build the frame and hand it to the s
 (a session without that method, a full socket buffer, marks to echo) goes to the call's own
 drainer task, and later frames queue behind it so the wire order never changes.
 
-Lateness of a frame is the loop time at which its send starts minus its deadline.
+Lateness of a frame is the time (`time.monotonic()`) at which its send starts minus its deadline.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -110,7 +111,7 @@ class FramePump:
         try:
             now = self.r.stamper.now()
             frame = self._next_frame(now)
-            at = self._loop.time()
+            at = time.monotonic()
             if not self._nowait(frame):
                 self._defer(_Pending(deadline, frame, now))
                 return
@@ -164,7 +165,7 @@ class FramePump:
             if frame is None:
                 now = self.r.stamper.now()
                 frame = self._next_frame(now)
-            at = loop.time()
+            at = time.monotonic()
             await self.session.send_audio(frame)
             self._sent(item.deadline, at)
             item.marks = self.r.playback.due_marks(now)
