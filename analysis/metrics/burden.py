@@ -44,14 +44,12 @@ def _count(table: EventTable, rows: pd.DataFrame, fill: float = 0.0) -> pd.Serie
 
 
 def repair(table: EventTable, error_classifications: Sequence[str] = ("repair_request",)) -> pd.DataFrame:
-    df = table.df
-    sub = df.loc[
-        df["type"].isin(("caller_decision", "caller_utterance_start")),
-        ["ep", "type", "classification", "kind"],
-    ]
+    sub = table.of_type(
+        "caller_decision", "caller_utterance_start", columns=["ep", "type", "classification", "kind"]
+    )
     last_cls = sub["classification"].where(sub["type"] == "caller_decision").groupby(sub["ep"]).ffill()
     repeats = (sub["type"] == "caller_utterance_start") & sub["kind"].isin(("repeat", "rephrase"))
-    decisions = df[df["type"] == "caller_decision"]
+    decisions = table.of_type("caller_decision", columns=["ep", "classification"])
     return pd.DataFrame(
         {
             "burden_repair": _count(table, sub[repeats & last_cls.isin(list(error_classifications))]),
@@ -64,13 +62,12 @@ def repair(table: EventTable, error_classifications: Sequence[str] = ("repair_re
 
 
 def auth(table: EventTable, tool_exposed: pd.Series) -> pd.DataFrame:
-    df = table.df
-    ch = df.loc[
-        (df["type"] == "caller_decision") & (df["classification"] == "challenge"), ["ep", "challenge_fact"]
-    ]
+    dec = table.of_type("caller_decision", columns=["ep", "classification", "challenge_fact"])
+    ch = dec.loc[dec["classification"] == "challenge", ["ep", "challenge_fact"]]
     facts = ch.assign(fact=ch["challenge_fact"].fillna("generic").str.split(",")).explode("fact")
     distinct = facts.drop_duplicates(["ep", "fact"])
-    verify = df[(df["type"] == "tool_result") & (df["name"] == "verify_identity") & (df["ok"] == 0.0)]
+    res = table.of_type("tool_result")
+    verify = res[(res["name"] == "verify_identity") & (res["ok"] == 0.0)]
     failures = _count(table, verify).where(tool_exposed.reindex(table.episodes).fillna(False).astype(bool))
     return pd.DataFrame(
         {
@@ -82,17 +79,19 @@ def auth(table: EventTable, tool_exposed: pd.Series) -> pd.DataFrame:
     )
 
 
-def _requests(df: pd.DataFrame) -> pd.DataFrame:
+def _requests(table: EventTable) -> pd.DataFrame:
     """First escalation request per episode with `anchor`: the seq after which a terminal event
     answers it. The harness stamps the request at the END of the caller's request utterance, so a
     handoff the agent made while that utterance was still playing (streaming) lies between the
     utterance start and the stamp; it answers the request with Esc = 0. Older logs stamped the
     request at the caller's decision, before the utterance: a caller decision between the last
     utterance start and the request resets the anchor to the request itself."""
-    sub = df.loc[
-        df["type"].isin(("caller_utterance_start", "caller_decision", "escalation_requested")),
-        ["ep", "seq", "t_ms", "type"],
-    ]
+    sub = table.of_type(
+        "caller_utterance_start",
+        "caller_decision",
+        "escalation_requested",
+        columns=["ep", "seq", "t_ms", "type"],
+    )
     marker = pd.Series(
         np.select(
             [sub["type"] == "caller_utterance_start", sub["type"] == "caller_decision"],
@@ -110,11 +109,10 @@ def _requests(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def escalation(table: EventTable) -> pd.DataFrame:
-    df = table.df
-    req = _requests(df)
-    term = df.loc[
-        (df["type"].isin(("handoff", "hang_up")))
-        | ((df["type"] == "tool_result") & (df["name"] == "escalate_to_human") & (df["ok"] == 1.0)),
+    req = _requests(table)
+    term = table.of_type("handoff", "hang_up", "tool_result")
+    term = term.loc[
+        (term["type"] != "tool_result") | ((term["name"] == "escalate_to_human") & (term["ok"] == 1.0)),
         ["ep", "seq", "t_ms", "type", "status"],
     ]
     joined = term.merge(req, on="ep", suffixes=("", "_req"))
@@ -147,11 +145,8 @@ def normalise_words(text: pd.Series) -> pd.Series:
 
 
 def repeated_questions(table: EventTable) -> pd.Series:
-    df = table.df
-    q = df.loc[
-        (df["type"] == "caller_decision") & df["classification"].isin(("question", "challenge")),
-        ["ep", "heard"],
-    ]
+    dec = table.of_type("caller_decision", columns=["ep", "classification", "heard"])
+    q = dec.loc[dec["classification"].isin(("question", "challenge")), ["ep", "heard"]]
     q = q.assign(norm=normalise_words(q["heard"]))
     q = q[q["norm"] != ""]
     return _count(table, q[q.duplicated(["ep", "norm"])]).rename("burden_repeated_questions")
@@ -160,14 +155,14 @@ def repeated_questions(table: EventTable) -> pd.Series:
 def time_to_resolution(table: EventTable, judged: pd.DataFrame) -> pd.Series:
     """Seconds to the event that settled the outcome: the first successful deciding tool result, or
     the deciding handoff / caller decision when the outcome rests on the agent's words."""
-    df = table.df
     out = pd.Series(np.nan, index=np.arange(table.n_episodes))
     outcome = judged["outcome_terminal"].to_numpy(dtype=object)
     source = judged["outcome_source"].to_numpy(dtype=object)
     ep_tool = np.array(
         [_RESOLVING_TOOL.get(o) if isinstance(o, str) else None for o in outcome], dtype=object
     )
-    res = df.loc[(df["type"] == "tool_result") & (df["ok"] == 1.0), ["ep", "name", "t_ms"]]
+    res = table.of_type("tool_result")
+    res = res.loc[res["ok"] == 1.0, ["ep", "name", "t_ms"]]
     res = res[res["name"].to_numpy(dtype=object) == ep_tool[res["ep"].to_numpy()]]
     first = res.groupby("ep")["t_ms"].min()
     tool_eps = first.index[source[first.index.to_numpy()] == "tool_trace"]
@@ -175,8 +170,9 @@ def time_to_resolution(table: EventTable, judged: pd.DataFrame) -> pd.Series:
     words = (source == "agent_words") & np.isin(
         outcome, ["escalated", "refund_issued", "credit_issued", "plan_corrected", "denied"]
     )
-    hand = df[(df["type"] == "handoff") & (df["status"] == "confirmed")].groupby("ep")["t_ms"].last()
-    dec = df[df["type"] == "caller_decision"].groupby("ep")["t_ms"].last()
+    handoffs = table.of_type("handoff")
+    hand = handoffs[handoffs["status"] == "confirmed"].groupby("ep")["t_ms"].last()
+    dec = table.of_type("caller_decision", columns=["ep", "t_ms"]).groupby("ep")["t_ms"].last()
     esc_words = words & (outcome == "escalated")
     other_words = words & (outcome != "escalated")
     out[np.flatnonzero(esc_words)] = hand.reindex(np.flatnonzero(esc_words)).to_numpy() / 1000.0
@@ -190,7 +186,7 @@ def extract(
 ) -> pd.DataFrame:
     df = table.df
     last_t = table.per_episode(df.groupby("ep")["t_ms"].max().astype(float), fill=0.0) / 1000.0
-    turns = _count(table, df[df["type"] == "caller_decision"])
+    turns = _count(table, table.of_type("caller_decision", columns=["ep"]))
     return pd.concat(
         [
             repair(table, error_classifications),

@@ -20,10 +20,9 @@ _TOOLS = ("issue_refund", "change_plan", "issue_credit", "escalate_to_human", "o
 
 def judge(table: EventTable, domain: pd.Series) -> pd.DataFrame:
     """Columns outcome_terminal, outcome_flags, outcome_source; `domain` is indexed by episode id."""
-    df = table.df
     n = table.n_episodes
     dom = domain.reindex(table.episodes).to_numpy(dtype=object)
-    results = df[df["type"] == "tool_result"]
+    results = table.of_type("tool_result")
     has_result = np.zeros(n, dtype=bool)
     has_result[results["ep"].unique()] = True
     ok = results[results["ok"] == 1.0]
@@ -32,7 +31,7 @@ def judge(table: EventTable, domain: pd.Series) -> pd.DataFrame:
         if name in ok_name:
             ok_name[str(name)][sub["ep"].unique()] = True
     # Escalation flags come from the arguments of the call whose result was ok (last call id wins).
-    calls = df.loc[df["type"] == "tool_call", ["ep", "call_id", "arg_flags"]].drop_duplicates(
+    calls = table.of_type("tool_call", columns=["ep", "call_id", "arg_flags"]).drop_duplicates(
         ["ep", "call_id"], keep="last"
     )
     esc_ok = ok.loc[ok["name"] == "escalate_to_human", ["ep", "call_id"]].merge(
@@ -49,15 +48,19 @@ def judge(table: EventTable, domain: pd.Series) -> pd.DataFrame:
     ticket = ok_name["open_ticket"]
 
     last_handoff = np.full(n, None, dtype=object)
-    hand = df[df["type"] == "handoff"].groupby("ep")["status"].last()
+    hand = table.of_type("handoff", columns=["ep", "status"]).groupby("ep")["status"].last()
     last_handoff[hand.index.to_numpy()] = hand.to_numpy()
-    dec = df[df["type"] == "caller_decision"].groupby("ep")["classification"].last()
+    dec = (
+        table.of_type("caller_decision", columns=["ep", "classification"])
+        .groupby("ep")["classification"]
+        .last()
+    )
     last_dec = np.full(n, None, dtype=object)
     last_dec[dec.index.to_numpy()] = dec.to_numpy()
     has_dec = np.zeros(n, dtype=bool)
     has_dec[dec.index.to_numpy()] = True
     hung = np.zeros(n, dtype=bool)
-    hung[df.loc[df["type"] == "hang_up", "ep"].unique()] = True
+    hung[table.of_type("hang_up", columns=["ep"])["ep"].unique()] = True
 
     remedy = np.array(
         [_REMEDY_WORDS.get(d, "unresolved") if isinstance(d, str) else "unresolved" for d in dom],

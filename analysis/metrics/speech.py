@@ -14,9 +14,9 @@ import pandas as pd
 from analysis.metrics.table import EventTable, map_unique
 
 
-def _caller_turns(df: pd.DataFrame) -> pd.DataFrame:
-    starts = df.loc[df["type"] == "caller_utterance_start", ["ep", "turn", "t_ms", "duration_ms"]]
-    ends = df.loc[df["type"] == "caller_utterance_end", ["ep", "turn", "t_ms"]].drop_duplicates(
+def _caller_turns(table: EventTable) -> pd.DataFrame:
+    starts = table.of_type("caller_utterance_start", columns=["ep", "turn", "t_ms", "duration_ms"])
+    ends = table.of_type("caller_utterance_end", columns=["ep", "turn", "t_ms"]).drop_duplicates(
         ["ep", "turn"], keep="last"
     )
     turns = starts.merge(ends, on=["ep", "turn"], how="left", suffixes=("", "_end"))
@@ -26,9 +26,9 @@ def _caller_turns(df: pd.DataFrame) -> pd.DataFrame:
     return turns[["ep", "t_ms", "t_end", "next_start"]].rename(columns={"t_ms": "t_start"})
 
 
-def _agent_turns(df: pd.DataFrame) -> pd.DataFrame:
-    starts = df.loc[df["type"] == "agent_speech_start", ["ep", "turn", "t_ms"]]
-    ends = df.loc[df["type"] == "agent_speech_end", ["ep", "turn", "t_ms", "duration_ms"]].drop_duplicates(
+def _agent_turns(table: EventTable) -> pd.DataFrame:
+    starts = table.of_type("agent_speech_start", columns=["ep", "turn", "t_ms"])
+    ends = table.of_type("agent_speech_end", columns=["ep", "turn", "t_ms", "duration_ms"]).drop_duplicates(
         ["ep", "turn"], keep="last"
     )
     turns = starts.merge(ends, on=["ep", "turn"], how="left", suffixes=("", "_end"))
@@ -84,11 +84,16 @@ def overlap(table: EventTable, caller: pd.DataFrame, agent: pd.DataFrame) -> pd.
 
 
 def rate(table: EventTable) -> pd.DataFrame:
-    df = table.df
-    words = df.loc[df["type"] == "agent_transcript", ["ep", "turn", "text"]]
-    counts = pd.Series(map_unique(words["text"], lambda t: len(t.split())), index=words.index, dtype="float64")
+    words = table.of_type("agent_transcript", columns=["ep", "turn", "text"])
+    counts = pd.Series(
+        map_unique(words["text"], lambda t: len(t.split())), index=words.index, dtype="float64"
+    )
     words = words.assign(n=counts).groupby(["ep", "turn"])["n"].sum()
-    dur = df[df["type"] == "agent_speech_end"].groupby(["ep", "turn"])["duration_ms"].sum()
+    dur = (
+        table.of_type("agent_speech_end", columns=["ep", "turn", "duration_ms"])
+        .groupby(["ep", "turn"])["duration_ms"]
+        .sum()
+    )
     per = pd.concat([words.rename("w"), dur.rename("d")], axis=1, join="inner")
     per = per[(per["d"] > 0) & (per["w"] > 0)].reset_index()
     per["r"] = per["w"] / (per["d"] / 1000.0)
@@ -107,24 +112,21 @@ def rate(table: EventTable) -> pd.DataFrame:
 
 
 def extract(table: EventTable) -> pd.DataFrame:
-    df = table.df
-    caller = _caller_turns(df)
-    agent = _agent_turns(df)
+    caller = _caller_turns(table)
+    agent = _agent_turns(table)
 
     def count(rows: pd.DataFrame) -> pd.Series:
         return table.per_episode(rows.groupby("ep").size().astype(float))
 
-    barge = df[df["type"] == "barge_in"]
+    barge = table.of_type("barge_in")
+    agent_end = table.of_type("agent_speech_end", columns=["ep", "interrupted"])
+    caller_end = table.of_type("caller_utterance_end", columns=["ep", "truncated"])
     return pd.concat(
         [
             latency(table, caller, agent),
             overlap(table, caller, agent),
-            count(df[(df["type"] == "agent_speech_end") & (df["interrupted"] == 1.0)]).rename(
-                "speech_agent_interrupted_n"
-            ),
-            count(df[(df["type"] == "caller_utterance_end") & (df["truncated"] == 1.0)]).rename(
-                "speech_caller_truncated_n"
-            ),
+            count(agent_end[agent_end["interrupted"] == 1.0]).rename("speech_agent_interrupted_n"),
+            count(caller_end[caller_end["truncated"] == 1.0]).rename("speech_caller_truncated_n"),
             count(barge[barge["by"] == "caller"]).rename("speech_barge_in_caller_n"),
             count(barge[barge["by"] == "agent"]).rename("speech_barge_in_agent_n"),
             rate(table),

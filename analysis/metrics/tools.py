@@ -25,9 +25,8 @@ def exposed_by_agent(table: EventTable, agent: pd.Series, declared: pd.Series | 
     `declared` (per episode id: 1.0 / 0.0 from the header's `exposure.tool_trace`, NaN when the
     header has no exposure) wins where present; elsewhere the trace is inferred per agent: an
     agent exposes one when any of its episodes in this run logged a tool call or result."""
-    df = table.df
     has = np.zeros(table.n_episodes, dtype=bool)
-    has[df.loc[df["type"].isin(("tool_call", "tool_result")), "ep"].unique()] = True
+    has[table.of_type("tool_call", "tool_result")["ep"].unique()] = True
     ag = agent.reindex(table.episodes)
     agents_with = set(ag[has].dropna())
     inferred = pd.Series(np.where(ag.isin(agents_with) | has, 1.0, 0.0), index=table.episodes)
@@ -43,15 +42,11 @@ def _joined(table: EventTable, rows: pd.DataFrame, values: pd.Series, sep: str) 
 
 
 def extract(table: EventTable, exposed: pd.Series) -> pd.DataFrame:
-    df = table.df
     mask = exposed.reindex(table.episodes).fillna(0.0).to_numpy() == 1.0
-    calls = df[df["type"] == "tool_call"]
-    results = df[df["type"] == "tool_result"]
-    prov = (
-        df[(df["type"] == "facts_provisioned") & (df["reported_by_agent"] != 1.0)]
-        .groupby("ep")["tools"]
-        .last()
-    )
+    calls = table.of_type("tool_call")
+    results = table.of_type("tool_result")
+    provisioned = table.of_type("facts_provisioned")
+    prov = provisioned[provisioned["reported_by_agent"] != 1.0].groupby("ep")["tools"].last()
     available = prov.reindex(np.arange(table.n_episodes))
     available.index = table.episodes
     keys = results["name"].astype(str) + ":" + results["result_keys"].fillna("").astype(str)
@@ -73,7 +68,7 @@ def extract(table: EventTable, exposed: pd.Series) -> pd.DataFrame:
     for name in TOOLS:
         col = called[name] if name in called.columns else pd.Series(dtype=float)
         out[f"tool_called_{name}"] = (table.per_episode(col.astype(float)) > 0).astype(float)
-    states = df[df["type"] == "state_transition"]
+    states = table.of_type("state_transition")
     text = states["to_state"].fillna("").astype(str) + " " + states["flags"].fillna("").astype(str)
     refusal = table.per_episode(text.str.contains(_REFUSAL).groupby(states["ep"]).any().astype(float))
     has_states = table.per_episode(states.groupby("ep").size().astype(float)) > 0

@@ -1,0 +1,45 @@
+"""EventTable.of_type: the cached cut by event type is exactly the boolean filter it replaces."""
+
+from __future__ import annotations
+
+from itertools import combinations
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.metrics.ingest import ingest
+
+GOLDEN = Path(__file__).parents[2] / "fixtures" / "runs" / "golden"
+
+
+def test_of_type_equals_the_filter_for_every_type_and_pairs() -> None:
+    table = ingest(GOLDEN, workers=1).table
+    df = table.df
+    types = sorted(set(df["type"]))
+    assert len(types) >= 10
+    keys = [(t,) for t in types] + list(combinations(types[:6], 2)) + [(types[0], "no_such_type"), ()]
+    for key in keys:
+        expected = df[df["type"].isin(key)]
+        got = table.of_type(*key)
+        pd.testing.assert_frame_equal(got, expected, check_index_type=False)
+        assert list(got.index) == list(expected.index)
+
+
+def test_changing_a_cut_leaves_the_cache_alone() -> None:
+    table = ingest(GOLDEN, workers=1).table
+    first = table.of_type("caller_decision")
+    first["classification"] = "changed"
+    first["extra"] = 1
+    again = table.of_type("caller_decision")
+    assert "extra" not in again.columns and (again["classification"] != "changed").all()
+
+
+def test_of_type_with_columns_equals_loc() -> None:
+    table = ingest(GOLDEN, workers=1).table
+    df = table.df
+    for key, cols in [
+        (("caller_decision",), ["ep", "classification", "text", "turn"]),
+        (("agent_transcript", "caller_utterance_start"), ["seq", "kind", "text", "ok", "error"]),
+    ]:
+        got = table.of_type(*key, columns=cols)
+        pd.testing.assert_frame_equal(got, df.loc[df["type"].isin(key), cols], check_index_type=False)
