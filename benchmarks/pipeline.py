@@ -20,6 +20,7 @@ import argparse
 import hashlib
 import json
 import os
+import resource
 import shutil
 import tempfile
 import time
@@ -79,6 +80,12 @@ def write_run(n: int, out: Path, seed: int = 0) -> None:
     (out / _MARK).write_text(json.dumps({"episodes": n, "seed": seed}))
 
 
+def _cpu() -> tuple[float, float]:
+    """User+system CPU seconds of this process and of its finished children (the event readers)."""
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+
+
 def _prepared(run_dir: Path, n: int, seed: int) -> bool:
     try:
         return json.loads((run_dir / _MARK).read_text()) == {"episodes": n, "seed": seed}
@@ -106,9 +113,11 @@ def main() -> None:
             write_run(args.episodes, run_dir, args.seed)
         setup = time.perf_counter() - t0
         load_before = os.getloadavg()
+        cpu0 = _cpu()
         t0 = time.perf_counter()
         result = analyze(run_dir, audio=False, workers=args.workers)
         total = time.perf_counter() - t0
+        cpu = tuple(b - a for a, b in zip(cpu0, _cpu(), strict=True))
         load_after = os.getloadavg()
     finally:
         if tmp is not None:
@@ -127,6 +136,10 @@ def main() -> None:
     for name, sec in result.timings.items():
         print(f"{name:<20}{sec:>10.2f}")
     print(f"{'total (disk -> outputs)':<24}{total:>6.2f}")
+    print(
+        f"CPU seconds: this process {cpu[0]:.1f}, reader processes {cpu[1]:.1f} "
+        f"(wall time on a shared machine grows with its load; CPU time much less)"
+    )
 
 
 if __name__ == "__main__":

@@ -47,7 +47,7 @@ class Ingested:
 
 def _row(rec: EpisodeRecord) -> dict[str, object]:
     h, o = rec.header, rec.outcome
-    cond = h.condition.model_dump(mode="json")
+    cond = {a: getattr(h.condition, a, None) for a in AXES}  # plain str fields: what model_dump gives, without its cost
     key = "|".join(f"{a}={cond.get(a)}" for a in AXES)
     row: dict[str, object] = {
         "episode_id": h.episode_id,

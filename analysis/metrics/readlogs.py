@@ -71,7 +71,8 @@ def _by_line(path: Path, lines: list[bytes]) -> tuple[list[Event] | None, str]:
 def read_events(path: Path, expected_sha256: str | None = None) -> tuple[list[Event] | None, LogRead]:
     """One episode's events (None if missing or invalid) and its `LogRead`."""
     try:
-        data = path.read_bytes()
+        with open(path, "rb", buffering=0) as fh:  # a third of Path.read_bytes's cost
+            data = fh.readall()
     except FileNotFoundError:
         return None, LogRead(-1, "events_missing", f"{path}: missing", None)
     sha = hashlib.sha256(data).hexdigest()
