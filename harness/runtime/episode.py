@@ -43,7 +43,7 @@ from harness.adapter import (
     TurnEnd,
     utterance_key,
 )
-from harness.audio import SpeechRecognizer, SpeechSynthesizer, TelephoneChannel
+from harness.audio import AudioError, SpeechRecognizer, SpeechSynthesizer, TelephoneChannel
 from harness.caller.policy import CallerPolicy, Decision
 from harness.model.campaign import AgentSpec, Campaign
 from harness.model.episode import BackendInfo, EpisodeHeader, EpisodeOutcome, EpisodeRecord, Exposure, Status
@@ -443,6 +443,8 @@ class EpisodeRunner:
             await self._close_session("cancelled")
             self.log.close()
             raise
+        except AudioError as exc:  # the caller's own voice or ears failed (a TTS endpoint down, a hung engine)
+            status, failure, termination = "failed", "audio_error", f"{type(exc).__name__}: {exc}"
         except Exception as exc:  # a bug in the harness must not take the campaign down
             status, failure = "failed", "harness_error"
             termination = f"{type(exc).__name__}: {exc}"

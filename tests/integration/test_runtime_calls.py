@@ -103,3 +103,24 @@ def test_split_over_worker_processes_writes_each_episode_once(tmp_path: Path) ->
     assert sorted(ids) == sorted(e.episode_id for e in loaded.plan.episodes)
     again = asyncio.run(CampaignRunner(loaded, run_dir, cache_dir=tmp_path / "cache", progress=False).run(resume=True, workers=2))
     assert again.ran == 0 and again.resumed == 12
+
+
+def test_caller_tts_endpoint_down_is_an_audio_error_not_a_pass(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:  # a loopback port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    text = CAMPAIGN.replace(
+        "voices: 2", f'voices: 1\ntts: {{name: openai, options: {{base_url: "http://127.0.0.1:{port}/v1", timeout_s: 2}}}}'
+    )
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    run_dir = tmp_path / "run"
+    summary = asyncio.run(CampaignRunner(load_campaign(path), run_dir, cache_dir=tmp_path / "cache", progress=False).run())
+    assert summary.stats.get("harness_errors") is None
+    records = list(RunReader(run_dir).records())
+    assert len(records) == 2
+    for rec in records:
+        assert rec.outcome.status == "failed" and rec.outcome.failure_kind == "audio_error"
+        assert f"127.0.0.1:{port}" in rec.outcome.termination
