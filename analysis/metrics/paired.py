@@ -26,6 +26,7 @@ from analysis.stats import (
     paired_mean_delta,
     paired_risk_difference,
 )
+from analysis.stats.pairing import pivot_many
 
 CELL_KEYS: tuple[str, ...] = ("agent", "scenario_id", "contrast", "condition_key_a", "condition_key_b")
 
@@ -45,6 +46,10 @@ def cell_deltas(long: pd.DataFrame, plan: AnalysisPlan, n_excluded: int) -> dict
     """Estimates for one cell; `long` holds the included episodes (pair_id, side, ... metrics)."""
     estimates: list[Estimate] = []
     notes: list[str] = []
+    wanted = [
+        m for fam in plan.families.values() for m in fam.metrics if m in CATALOGUE and m in long.columns
+    ]
+    paired = pivot_many(long, list(dict.fromkeys(wanted)))
     for family, fam in plan.families.items():
         for metric in fam.metrics:
             spec = CATALOGUE.get(metric)
@@ -53,11 +58,11 @@ def cell_deltas(long: pd.DataFrame, plan: AnalysisPlan, n_excluded: int) -> dict
                 continue
             if spec.kind == "binary":
                 est = paired_risk_difference(
-                    long, metric, family=family, alpha=plan.alpha, interval=plan.binary_interval
+                    paired[metric], metric, family=family, alpha=plan.alpha, interval=plan.binary_interval
                 )
             else:
                 est = paired_mean_delta(
-                    long, metric, family=family, alpha=plan.alpha, interval=plan.continuous_interval
+                    paired[metric], metric, family=family, alpha=plan.alpha, interval=plan.continuous_interval
                 )
             if n_excluded:
                 est = est.model_copy(

@@ -114,6 +114,25 @@ def pivot_pairs(frame: pd.DataFrame, metric: str) -> PairedValues:
     keys = [k for k in PAIR_KEYS if k in frame.columns]
     extra = ["voice_id"] if "voice_id" in frame.columns else []
     a, b = _split_sides(frame, [metric, *keys, *extra])
+    return _pivot(a, b, metric, keys, extra)
+
+
+def pivot_many(frame: pd.DataFrame, metrics: Sequence[str]) -> dict[str, PairedValues]:
+    """`pivot_pairs` for each metric, with the sides split and checked once (a cell's metrics share
+    them: dozens of identical checks otherwise)."""
+    if not metrics:
+        return {}
+    for metric in metrics:  # the error pivot_pairs raises at the first metric it cannot pivot
+        missing = [c for c in ("pair_id", "side", metric) if c not in frame.columns]
+        if missing:
+            raise ValueError(f"episode frame lacks column(s) {missing}")
+    keys = [k for k in PAIR_KEYS if k in frame.columns]
+    extra = ["voice_id"] if "voice_id" in frame.columns else []
+    a, b = _split_sides(frame, [*metrics, *keys, *extra])
+    return {m: _pivot(a, b, m, keys, extra) for m in metrics}
+
+
+def _pivot(a: pd.DataFrame, b: pd.DataFrame, metric: str, keys: list[str], extra: list[str]) -> PairedValues:
     a = a[[metric, *keys, *extra]].set_axis(["a", *keys, *(["voice_a"] if extra else [])], axis=1)
     b = b[[metric, *extra]].set_axis(["b", *(["voice_b"] if extra else [])], axis=1)
     both = a.join(b, how="inner")
