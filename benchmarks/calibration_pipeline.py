@@ -1,10 +1,11 @@
 """Full-size calibration of the whole pipeline on real calls through the hybrid reference agent.
 
 Run: ``.venv/bin/python benchmarks/calibration_pipeline.py [--out runs/calibration_pipeline]
-[--reuse] [--replicates 300] [--workers 2]``.
+[--reuse] [--replicates 300] [--model-replicates 200] [--workers 2]``.
 
 Two real campaigns (accelerated pacing, eSpeak caller, faster-whisper in the agent, agents in
-calibration mode: the harness's oracle is the agent's perfect detector of each turn's condition):
+calibration mode: the harness's oracle is the agent's perfect detector of each turn's condition
+and of a request for a human):
 
 * ``calib-aa``: an A/A campaign (``contrast: []``), 3 scenarios x 3 voices x 10 replicates;
 * ``calib-planted``: female_adult (the knobs' target, side a) vs female_older (side b) on the
@@ -24,24 +25,31 @@ replicate analyses are simulated from its tables as ``analysis.pipeline_calibrat
   estimates with the planted sign, and (``source``) the real run's own mean D, which is the
   resampling population's truth: where it differs from the planted size the knob did not fire
   as planted on real calls (say, the agent never understood the request its knob reacts to).
+* A/A, mixed model (``--model-replicates``): the same replicates analysed by ``deltas()`` with the
+  plan's mixed-model rules, on the metrics whose pairs differ at all.
 * planted (direct): the knob agent's own cell through ``deltas()`` without the twin; the natural
   female_adult vs female_older difference (ASR) stays in, so this column shows what a naive
   recovery would report.
 
 Criteria: A/A rejection rate within alpha +- 2 points; planted coverage >= 90 % and sign >= 90 %.
 
-Recorded 2026-11-30 (``--reuse --replicates 300``, 2 CPUs; calls 80 s + 54 s, total 593 s):
-A/A (90 pairs, 3 scenarios) rejection 0.039 over 3600 informative tests (ok), 0.006 over all
-21600 estimable tests (metrics whose pairs never differ cannot reject), family-wise 0.004.
-Planted (45 slots each; intervals of width 0 where the knob's effect was identical on every slot):
-crm read +1, fabricated policy +1, Repair +1, affect amplification +1: coverage 1.00, sign 1.00;
-hold 5 s -> Esc +5.03 s: coverage 0.94, sign 1.00. Two rows miss the nominal size for reasons on
-the agent side, with their intervals still covering the run's own truth: extra_verification
-p=0.5 fired on 22/45 calls but for voice 2 the extra answer was misheard and a fourth fact was
-challenged (+2 Auth), so D = 0.69 (coverage of 0.5: 0.70; of 0.69: 0.95); handoff refuse: the
-agent never understood voice 0's request for a human, so the knob could not fire: D = 0.67
-(coverage of 1: 0; of 0.67: 0.93). The direct column (no twin) is far off for tool calls and
-Repair: the female_older voice's ASR failures dominate the contrast.
+Recorded 2026-11-30 (``--out runs/calibration_pipeline4 --replicates 300 --model-replicates 200``,
+2 CPUs shared with four other jobs, load 1.5-11; calls 180 s + 325 s, total 1723 s). Planted (45
+slots each): all seven ok. extra_verification p=0.5 fired on 22/45 calls, D = 0.489: coverage
+0.963, sign 1.00; crm read +1, fabricated policy +1, Repair +1, affect amplification +1, refusal
+to escalate +1 (voice 0's request, never understood by the agent's ASR, now counts through the
+oracle's declared act) and hold -> Esc +5.000 s: D identical on every slot, coverage 1.00, sign
+1.00. A/A (90 pairs): with timing now free of rig noise only burden_time_to_resolution_s differs
+within pairs; rejection 0.022 over those 900 tests (conservative: 0.007, 0.010, 0.050 per
+scenario), 0.001 over all 21600 estimable tests, family-wise 0.000; the confirmatory mixed model
+(MixedLM through ``deltas()``) rejects 0.030 of 600 fits. How the two misses of the previous record
+were closed (calls regenerated each time): extra_verification D = 0.69 (a misheard extra answer
+drew a further challenge) and refuse D = 0.67 were knob-side (``agents/reference/_knobs.py``); after
+that fix the hold row fell to coverage 0.867 (D = 4.888 s) because the twin paid the shared ASR
+cache's recognition time and the knob agents got it free, then to 0.813 (D = 4.996 +- 0.026 s)
+with the machine's scheduling noise in wall-time compute; reference agents now report engine
+compute replayed per content (``agents/reference/_audio.py``). The direct column (no twin) stays
+far off for tool calls, Repair and Esc: the female_older voice's ASR failures dominate the contrast.
 """
 
 from __future__ import annotations
@@ -52,6 +60,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -226,6 +235,22 @@ def aa_table(res: AnalysisResult, replicates: int, seed: int) -> tuple[pd.DataFr
     return pd.DataFrame(rows), per_metric
 
 
+def aa_model_table(res: AnalysisResult, replicates: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The confirmatory mixed model under the exact A/A null, on the metrics whose source pairs
+    show any non-zero difference (on the others no test can reject)."""
+    inf = pc.informative(pc.source(res))
+    metrics = sorted(set(inf.loc[inf["n_nonzero"] > 0, "metric"]))
+    src = pc.source(res, plan=pc.model_plan(res.plan, metrics))
+    rates = pc.model_rates(pc.aa_model_replicates(src, replicates, seed=seed))
+    rates["cell"] = rates["cell"].str.extract(r"scenario=([^ |]+)")[0]
+    pooled = rates.groupby("method").agg(
+        tests=("fits", "sum"), rejections=("rejections", "sum"), replicates=("replicates", "sum")
+    )
+    pooled["rejection_rate"] = pooled["rejections"] / pooled["tests"]
+    pooled["no_interval"] = 1.0 - pooled["tests"] / pooled["replicates"]
+    return pooled.reset_index(), rates
+
+
 def planted_table(res: AnalysisResult, replicates: int, seed: int) -> pd.DataFrame:
     metrics = sorted({p.metric for p in PLANTED})
     src = pc.source(res, plan=pc.replicate_plan(res.plan, metrics))
@@ -273,6 +298,12 @@ def main() -> None:
     )
     parser.add_argument("--replicates", type=int, default=300)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--model-replicates",
+        type=int,
+        default=0,
+        help="A/A replicates analysed with the mixed models on (0: skip; ~2 s each)",
+    )
     parser.add_argument("--seed", type=int, default=20261130)
     parser.add_argument(
         "--no-audio", action="store_true", help="skip the audio gates in the one real analysis"
@@ -293,33 +324,44 @@ def main() -> None:
     t = time.time()
     planted = planted_table(pl_res, args.replicates, args.seed + 1)
     timings["planted replicates"] = time.time() - t
-    fmt = {"float_format": lambda x: f"{x:.3f}", "index": False}
     with pd.option_context("display.width", 250, "display.max_rows", 500, "display.max_colwidth", 60):
         print(f"\nA/A: {aa_dir} ({aa_res.summary['pairs']['included']} included pairs), alpha = {alpha}")
-        aa["verdict"] = [
-            "ok" if abs(r - alpha) <= 0.02 else ("conservative" if r < alpha else "LIBERAL")
-            for r in aa["rejection_rate"]
-        ]
-        print(aa.to_string(**fmt))
+        aa["verdict"] = [_aa_verdict(r, alpha) for r in aa["rejection_rate"]]
+        print(aa.to_string(**FMT))
         print("\nA/A per (scenario, metric) with any non-zero source difference:")
-        print(per_metric.sort_values(["cell", "metric"]).to_string(**fmt))
+        print(per_metric.sort_values(["cell", "metric"]).to_string(**FMT))
         print(f"\nplanted: {planted_dir} ({pl_res.summary['pairs']['included']} included pairs)")
         planted["verdict"] = [
             "ok" if c >= 0.9 and s >= 0.9 else "CHECK"
             for c, s in zip(planted["coverage"], planted["sign"], strict=True)
         ]
-        print(planted.to_string(**fmt))
-    print(
-        "\ncoverage: of the planted size by the twin (difference-in-differences) interval; "
-        "coverage_of_source: of the real run's own mean D; direct_*: the knob agent's cell alone "
-        "(natural voice difference included)"
-    )
+        print(planted.to_string(**FMT))
+        print(
+            "\ncoverage: of the planted size by the twin (difference-in-differences) interval; "
+            "coverage_of_source: of the real run's own mean D; direct_*: the knob agent's cell alone "
+            "(natural voice difference included)",
+            flush=True,
+        )
+        if args.model_replicates:
+            t = time.time()
+            pooled, per_model = aa_model_table(aa_res, args.model_replicates, args.seed + 2)
+            timings["A/A mixed-model replicates"] = time.time() - t
+            pooled["verdict"] = [_aa_verdict(r, alpha) for r in pooled["rejection_rate"]]
+            print("\nA/A, confirmatory mixed model (deltas() with the plan's model rules), same metrics:")
+            print(pooled.to_string(**FMT))
+            print(per_model.sort_values(["cell", "metric"]).to_string(**FMT))
     print(
         "timings: "
         + ", ".join(f"{k} {v:.0f} s" for k, v in timings.items())
         + f"; total {time.time() - t0:.0f} s"
     )
 
+
+FMT: dict[str, Any] = {"float_format": lambda x: f"{x:.3f}", "index": False}
+
+
+def _aa_verdict(rate: float, alpha: float) -> str:
+    return "ok" if abs(rate - alpha) <= 0.02 else ("conservative" if rate < alpha else "LIBERAL")
 
 if __name__ == "__main__":
     main()
