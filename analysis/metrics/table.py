@@ -133,7 +133,7 @@ def frame_from_columns(batches: Sequence[Columns], lengths: np.ndarray) -> pd.Da
         if col in FLOAT_COLUMNS:
             data[col] = np.concatenate(parts)
             continue
-        arrow = _concat(parts)
+        arrow = pa.chunked_array([p for p in parts if isinstance(p, pa.Array)])  # no copy into one buffer
         if arrow.null_count < len(arrow):
             data[col] = pd.Series(arrow, dtype="str")
             continue
