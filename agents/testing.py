@@ -195,6 +195,8 @@ class _ScriptedSession:
 
     async def end_turn(self) -> None:
         self._detect()
+        if self.agent.think_ms:
+            await asyncio.sleep(self.agent.think_ms / 1000)
         self._respond()
 
     async def send_dtmf(self, digit: str) -> None:
@@ -234,6 +236,7 @@ class ScriptedAgent:
         planted: Planted | None = None,
         noise_repair_p: float = 0.0,
         seed: int = 0,
+        think_ms: int = 0,
     ) -> None:
         if planted is not None and oracle is None:
             raise ValueError("a planted effect needs the calibration oracle (options: calibration_oracle: true)")
@@ -243,6 +246,7 @@ class ScriptedAgent:
         self.planted = planted
         self.noise_repair_p = noise_repair_p
         self.seed = seed
+        self.think_ms = think_ms
         self.lines = tuple(lines)
         self.speak = speak
         self._voiced: dict[str, bytes] = {}
@@ -283,7 +287,8 @@ class ScriptedAgent:
 
 def scripted(spec: AgentSpec) -> ScriptedAgent:
     """Factory for campaigns: options lines, audio_ms, expose_text, use_tools, speak (real eSpeak
-    audio), and for pipeline calibration `calibration_oracle` (set by the harness),
+    audio), think_ms (wall time spent before each answer, as a slow backend would; not reported as
+    compute, so accelerated-mode timing is unchanged), and for pipeline calibration `calibration_oracle` (set by the harness),
     `planted: {target: {axis, levels}, p, line, after}`, `noise: {repair_p}` and `seed`."""
     opts = spec.options
     oracle = opts.get("calibration_oracle")
@@ -303,4 +308,5 @@ def scripted(spec: AgentSpec) -> ScriptedAgent:
         planted=Planted.parse(planted_raw) if isinstance(planted_raw, Mapping) else None,
         noise_repair_p=float(noise.get("repair_p", 0.0)),
         seed=int(opts.get("seed", 0)),
+        think_ms=int(opts.get("think_ms", 0)),
     )

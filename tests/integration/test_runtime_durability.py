@@ -20,7 +20,7 @@ CAMPAIGN = """\
 name: kill
 seed: 9
 scenarios: [refund_duplicate_charge]
-agents: [{name: s, adapter: "agents.testing:scripted", options: {audio_ms: 300}}]
+agents: [{name: s, adapter: "agents.testing:scripted", options: {audio_ms: 300, think_ms: 60}}]
 pairs:
   - contrast: [accent]
     base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}
@@ -32,6 +32,8 @@ concurrency: 3
 """
 
 KILL_POINTS = 20
+# The null agent alone lets the runner finish 150 calls in about a second; 60 ms of wall time per
+# answer makes the run last ~15 s (at concurrency 3) so the kill points land while calls are open.
 
 
 def _cmd(*args: str) -> list[str]:
