@@ -1,0 +1,63 @@
+"""frame_from_columns: the frame built block by block is the one pandas builds from a dict of
+columns, over one batch or several, including the object columns that hold no string."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from analysis.metrics.columns import COLUMNS, FLOAT_COLUMNS, raw_columns
+from analysis.metrics.table import frame_from_columns
+from harness.model.events import Event, parse_event
+
+
+def _logs() -> list[list[Event]]:
+    def ev(t: int, etype: str, **fields: object) -> Event:
+        return parse_event({"t_ms": t, "type": etype, **fields})
+
+    return [
+        [
+            ev(0, "call_started", pacing="realtime", protocol="p"),
+            ev(5, "caller_utterance_start", turn=1, kind="anchor", anchor_id=None, text="hi", duration_ms=5),
+            ev(9, "tool_result", call_id="c", name="n", ok=True, result_keys=["k"], error=None),
+        ],
+        [],
+        [
+            ev(1, "agent_speech_end", turn=3, duration_ms=7, interrupted=True),
+            ev(4, "tool_result", call_id="d", name="m", ok=False, result_keys=[], error=None),
+            ev(6, "hang_up", by="harness", reason="r"),
+        ],
+    ]
+
+
+
+def test_blocks_equal_the_dict_construction_for_one_and_several_batches() -> None:
+    logs = _logs()
+    lengths = np.array([len(x) for x in logs], dtype=np.int64)
+    one = frame_from_columns([raw_columns([e for log in logs for e in log])], lengths)
+    several = frame_from_columns([raw_columns(logs[0]), raw_columns(logs[1]), raw_columns(logs[2])], lengths)
+    pd.testing.assert_frame_equal(one, several, check_exact=True)
+    assert list(one.columns) == ["ep", "seq", "t_ms", "type", *COLUMNS]
+    assert list(one["ep"]) == [0, 0, 0, 2, 2, 2] and list(one["seq"]) == [0, 1, 2, 0, 1, 2]
+    assert list(one["t_ms"]) == [0, 5, 9, 1, 4, 6]
+    assert all(one[c].dtype == np.float64 for c in FLOAT_COLUMNS)
+    # error: tool_result has the field (None there), the other types lack it (NaN)
+    assert one["error"].dtype == object
+    errors = list(one["error"])
+    assert errors[2] is None and errors[4] is None
+    assert all(isinstance(errors[i], float) and math.isnan(errors[i]) for i in (0, 1, 3, 5))
+    # no event here has a message field at all
+    assert one["message"].dtype == object and all(v is None for v in one["message"])
+    pd.testing.assert_frame_equal(one, pd.DataFrame(dict(one.items())), check_exact=True)
+
+
+def test_the_frame_can_be_changed_like_any_other() -> None:
+    logs = _logs()
+    lengths = np.array([len(x) for x in logs], dtype=np.int64)
+    df = frame_from_columns([raw_columns([e for log in logs for e in log])], lengths)
+    view = df["turn"]
+    df.loc[0, "turn"] = 99.0
+    df["type"] = "x"
+    assert df.loc[0, "turn"] == 99.0 and math.isnan(view.iloc[0]) and set(df["type"]) == {"x"}
