@@ -182,9 +182,6 @@ def schema_cmd(out: Annotated[Path, typer.Option("-o", "--out", help="folder for
 CLI_GROUP = "voice_audit.cli"
 
 
-_BUILTIN_COMMANDS = frozenset({"scenarios", "personas", "plan", "run", "schema"})
-
-
 def _mount_plugins(argv: list[str]) -> None:
     """Commands from other packages (agents serve, analyze, report, rate) arrive by entry point,
     so the runtime never imports the packages that build on it. Only the invoked plugin is loaded:
@@ -194,7 +191,8 @@ def _mount_plugins(argv: list[str]) -> None:
     plugins = sorted(entry_points(group=CLI_GROUP), key=lambda e: e.name)
     command = next((a for a in argv if not a.startswith("-")), None)
     wanted = [ep for ep in plugins if ep.name == command]
-    if not wanted and command in _BUILTIN_COMMANDS:
+    builtin = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
+    if not wanted and command in builtin:
         return
     for ep in wanted or plugins:
         obj = ep.load()
