@@ -94,7 +94,7 @@ class AnalysisPlan(Frozen):
     name: str
     alpha: float = Field(gt=0, lt=1)
     binary_interval: Literal["newcombe", "tango"]
-    continuous_interval: Literal["t", "bca", "percentile"]
+    continuous_interval: Literal["signflip", "t", "bca", "percentile"]
     families: dict[FamilyName, FamilyPlan]
     gates: GateThresholds
     gate_scope: dict[str, tuple[str, ...]] = Field(default_factory=dict)

@@ -39,6 +39,7 @@ ALPHA = 0.05
 MODEL_METHODS = frozenset({"glmm", "gee", "lmm"})
 BINARY_SOURCE = simulate_binary_pairs(80, 0.0, np.random.default_rng(2024))
 COUNT_SOURCE = simulate_continuous_pairs(80, 0.0, np.random.default_rng(2025), noise="counts")
+TURNS_SOURCE = simulate_continuous_pairs(30, 0.0, np.random.default_rng(2026), noise="turns")
 
 
 def _parametric(kind: str, n_pairs: int, delta: float, noise: str, rng: np.random.Generator) -> pd.DataFrame:
@@ -47,8 +48,8 @@ def _parametric(kind: str, n_pairs: int, delta: float, noise: str, rng: np.rando
     return simulate_continuous_pairs(n_pairs, delta, rng, noise=noise)  # type: ignore[arg-type]
 
 
-def _resampled(kind: str, n_pairs: int, delta: float, rng: np.random.Generator) -> pd.DataFrame:
-    source = BINARY_SOURCE if kind == "binary" else COUNT_SOURCE
+def _resampled(kind: str, n_pairs: int, delta: float, noise: str, rng: np.random.Generator) -> pd.DataFrame:
+    source = BINARY_SOURCE if kind == "binary" else TURNS_SOURCE if noise == "turns" else COUNT_SOURCE
     frame = resample_pairs(source, n_pairs, rng)
     if delta == 0:
         return frame
@@ -67,6 +68,9 @@ SCENARIOS = [
     ("burden planted -1.0 counts", "continuous", "parametric", 40, -1.0, "counts"),
     ("burden A/A counts", "continuous", "resampled", 40, 0.0, ""),
     ("burden planted +1.0 counts", "continuous", "resampled", 40, 1.0, ""),
+    ("time A/A turns", "continuous", "parametric", 30, 0.0, "turns"),
+    ("time planted +0.5 s turns", "continuous", "parametric", 30, 0.5, "turns"),
+    ("time A/A turns", "continuous", "resampled", 30, 0.0, "turns"),
 ]
 
 
@@ -75,7 +79,7 @@ def _task(index: int, methods: tuple[str, ...], replicates: int) -> pd.DataFrame
     make = (
         partial(_parametric, kind, n_pairs, delta, noise)
         if simulation == "parametric"
-        else partial(_resampled, kind, n_pairs, delta)
+        else partial(_resampled, kind, n_pairs, delta, noise)
     )
     results = run_calibration(make, methods, n_replicates=replicates, seed=1000 + index, alpha=ALPHA)
     table = summarise(results, delta, ALPHA)

@@ -8,8 +8,11 @@ child seed per replicate, so results do not depend on execution order or paralle
   cell probabilities (p11, p10, p01, p00) constrained to p10 - p01 = delta, so the true risk
   difference is exactly delta while scenarios differ in base rate and discordance;
   ``simulate_continuous_pairs`` draws burden with scenario, run-batch and pair random effects and
-  either Gaussian noise or Poisson counts (y_b ~ Poisson(lambda), y_a ~ Poisson(lambda + delta)),
-  so the true mean delta is exactly delta. Voice ids are assigned (three per side by default) but
+  either Gaussian noise, Poisson counts (y_b ~ Poisson(lambda), y_a ~ Poisson(lambda + delta)),
+  or ``turns``: a time to resolution whose sides differ by millisecond jitter plus, now and then,
+  a whole extra turn (+2.5 s with probability 0.05 per call) -- the zero-heavy, few-outlier shape
+  real A/A calls show, where the t interval is conservative -- so the true mean delta is exactly
+  delta. Voice ids are assigned (three per side by default) but
   carry no effect: a voice effect would make the finite voice sample itself a real a - b
   difference, which is not an A/A condition.
 * **resampled** -- ``resample_pairs`` draws pairs with replacement from an existing episode frame
@@ -43,9 +46,10 @@ from analysis.stats.pairing import PairedValues, pivot_pairs
 Kind = Literal["binary", "continuous"]
 METRIC = "y"
 BINARY_METHODS: tuple[str, ...] = ("newcombe", "tango", "mcnemar_exact", "glmm", "gee")
-CONTINUOUS_METHODS: tuple[str, ...] = ("t", "bca", "percentile", "lmm")
+CONTINUOUS_METHODS: tuple[str, ...] = ("signflip", "t", "bca", "percentile", "lmm")
+TURN_S, TURN_P = 2.5, 0.05
 _LOG_ODDS_METHODS = frozenset({"glmm", "gee"})
-_INTERVALS: dict[str, ContinuousInterval] = {"t": "t", "bca": "bca", "percentile": "percentile"}
+_INTERVALS: dict[str, ContinuousInterval] = {"signflip": "signflip", "t": "t", "bca": "bca", "percentile": "percentile"}
 
 
 def _design(
@@ -104,7 +108,7 @@ def simulate_continuous_pairs(
     delta: float,
     rng: np.random.Generator,
     *,
-    noise: Literal["gaussian", "counts"] = "gaussian",
+    noise: Literal["gaussian", "counts", "turns"] = "gaussian",
     n_scenarios: int = 6,
     n_batches: int = 3,
     voices_per_side: int = 3,
@@ -117,6 +121,10 @@ def simulate_continuous_pairs(
     if noise == "gaussian":
         y_a = 2.0 + u + delta + rng.normal(0, 1.0, n_pairs)
         y_b = 2.0 + u + rng.normal(0, 1.0, n_pairs)
+    elif noise == "turns":
+        base = 60.0 + 5.0 * u
+        y_a = base + delta + rng.normal(0, 0.015, n_pairs) + TURN_S * (rng.random(n_pairs) < TURN_P)
+        y_b = base + rng.normal(0, 0.015, n_pairs) + TURN_S * (rng.random(n_pairs) < TURN_P)
     else:
         lam = np.exp(0.3 + 0.6 * u)
         y_a = rng.poisson(lam + max(delta, 0.0)).astype(float)
@@ -196,7 +204,7 @@ def apply_method(
         if method == "mcnemar_exact":
             return Outcome(e.estimate, None, None, e.p_value)
         return Outcome(e.estimate, e.ci_low, e.ci_high, e.p_value)
-    if method in ("t", "bca", "percentile"):
+    if method in _INTERVALS:
         e = paired_mean_delta(
             data, METRIC, alpha=alpha, interval=_INTERVALS[method], n_boot=n_boot, seed=seed
         )

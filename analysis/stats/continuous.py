@@ -2,9 +2,11 @@
 
 Delta_m = mean over complete pairs of m(a) - m(b). Intervals:
 
-* ``t`` (default): Student t interval on the per-pair differences, p from the paired t-test.
-  Exact under normal differences and robust enough for the pair counts an audit has; it is the
-  reference the calibration benchmark checks the others against.
+* ``signflip`` (the default plan's): the sign-flip randomization interval (``signflip.py``):
+  exact under the matched-pair null whatever the shape of the differences, which matters for
+  burden: mostly ties near zero plus a few whole extra turns, where t is conservative.
+* ``t``: Student t interval on the per-pair differences, p from the paired t-test. Exact under
+  normal differences; conservative when a few large differences dominate.
 * ``bca`` / ``percentile``: seeded paired bootstrap (``scipy.stats.bootstrap`` resampling pairs,
   i.e. per-pair differences, with replacement). BCa corrects bias and skew (burden counts are
   skewed, with many zeros) and is the recommended bootstrap; percentile is offered for
@@ -32,8 +34,9 @@ from scipy import stats
 
 from analysis.stats.estimate import Estimate
 from analysis.stats.pairing import PairedValues, as_paired
+from analysis.stats.signflip import EXACT_MAX_PAIRS, signflip_interval
 
-ContinuousInterval = Literal["t", "bca", "percentile"]
+ContinuousInterval = Literal["signflip", "t", "bca", "percentile"]
 PATH_BURDEN_COMPONENTS: tuple[str, str, str] = ("repair", "auth", "esc")
 
 
@@ -80,18 +83,29 @@ def paired_mean_delta(
     *,
     family: str = "path_burden",
     alpha: float = 0.05,
-    interval: ContinuousInterval = "t",
+    interval: ContinuousInterval = "signflip",
     n_boot: int = 4999,
     seed: int = 0,
     group: dict[str, str] | None = None,
 ) -> Estimate:
-    """Delta_m = E[m | a] - E[m | b] over complete pairs, with a t or bootstrap interval."""
+    """Delta_m = E[m | a] - E[m | b] over complete pairs, with a sign-flip, t or bootstrap interval.
+    ``n_boot`` is the number of bootstrap resamples or sign flips."""
     paired = as_paired(data, metric)
-    labels = {"t": "t interval, paired t-test", "bca": "BCa bootstrap", "percentile": "percentile bootstrap"}
+    labels = {
+        "signflip": "sign-flip randomization interval",
+        "t": "t interval, paired t-test",
+        "bca": "BCa bootstrap",
+        "percentile": "percentile bootstrap",
+    }
     if interval not in labels:
         raise ValueError(f"unknown interval {interval!r}; use one of {sorted(labels)}")
     method = f"paired mean delta, {labels[interval]}"
-    if interval != "t":
+    if interval == "signflip":
+        if paired.n_pairs > EXACT_MAX_PAIRS:
+            method += f" (normal limit: n > {EXACT_MAX_PAIRS} pairs)"
+        else:
+            method += f" (B={n_boot} sign flips, seed={seed}, test inverted)"
+    elif interval != "t":
         method += f" (B={n_boot}, seed={seed}, null-shifted bootstrap p)"
     notes = list(paired.drop_notes())
     base = dict(
@@ -118,7 +132,9 @@ def paired_mean_delta(
         notes.append("all pair differences identical: zero-width interval, no variance to test")
         p = 1.0 if est == 0 else None
         return Estimate(**base, **means, estimate=est, ci_low=est, ci_high=est, p_value=p, notes=tuple(notes))
-    if interval == "t":
+    if interval == "signflip":
+        lo, hi, p, _ = signflip_interval(diff, alpha, n_flips=n_boot, seed=seed)
+    elif interval == "t":
         lo, hi, p = t_interval(diff, alpha)
     else:
         lo, hi, p = bootstrap_interval(diff, alpha, method=interval, n_boot=n_boot, seed=seed)
@@ -148,7 +164,7 @@ def path_burden_delta(
     *,
     family: str = "path_burden",
     alpha: float = 0.05,
-    interval: ContinuousInterval = "t",
+    interval: ContinuousInterval = "signflip",
     n_boot: int = 4999,
     seed: int = 0,
 ) -> BurdenDelta:

@@ -51,7 +51,7 @@ class PairedMetricFrame:
         alpha: float = 0.05,
         corrections: Mapping[str, Correction] | None = None,
         binary_interval: BinaryInterval = "newcombe",
-        continuous_interval: ContinuousInterval = "t",
+        continuous_interval: ContinuousInterval = "signflip",
         n_boot: int = 4999,
         seed: int = 0,
     ) -> None:

@@ -60,22 +60,43 @@ def test_binary_planted_effect_sign_and_coverage() -> None:
 
 
 @pytest.mark.parametrize("delta", [0.0, -1.0])
-def test_count_burden_t_interval_calibrated(delta: float) -> None:
-    res = run_calibration(partial(_counts, delta), ("t",), n_replicates=300, seed=3)
-    row = _rows(summarise(res, delta))["t"]
-    if delta == 0:
-        assert abs(row["reject_rate"] - ALPHA) <= 0.02, row
-    else:
-        assert row["coverage"] >= 0.90 and row["sign_correct"] >= 0.90, row
+def test_count_burden_intervals_calibrated(delta: float) -> None:
+    res = run_calibration(partial(_counts, delta), ("signflip", "t"), n_replicates=300, seed=3)
+    for method, row in _rows(summarise(res, delta)).items():
+        if delta == 0:
+            assert abs(row["reject_rate"] - ALPHA) <= 0.02, (method, row)
+        else:
+            assert row["coverage"] >= 0.90 and row["sign_correct"] >= 0.90, (method, row)
+
+
+TURNS = simulate_continuous_pairs(30, 0.0, np.random.default_rng(11), noise="turns")
+
+
+def test_signflip_stays_nominal_where_a_few_extra_turns_make_t_conservative() -> None:
+    """The real-call A/A shape: ms jitter plus a few +-2.5 s extra turns, resampled with swaps."""
+    res = run_calibration(lambda rng: resample_pairs(TURNS, 30, rng), ("signflip", "t"), n_replicates=600, seed=12)
+    rows = _rows(summarise(res, 0.0))
+    assert abs(rows["signflip"]["reject_rate"] - ALPHA) <= 0.02, rows["signflip"]
+    assert rows["t"]["reject_rate"] < rows["signflip"]["reject_rate"], rows["t"]
+    planted = _rows(
+        summarise(run_calibration(partial(_turns, 0.5), ("signflip",), n_replicates=200, seed=13), 0.5)
+    )["signflip"]
+    assert planted["coverage"] >= 0.90 and planted["sign_correct"] >= 0.90, planted
+
+
+def _turns(delta: float, rng: np.random.Generator) -> pd.DataFrame:
+    return simulate_continuous_pairs(30, delta, rng, noise="turns")
 
 
 def test_resampled_null_and_planted_effect() -> None:
-    null = _rows(summarise(run_calibration(partial(_resampled, 0.0), ("t",), n_replicates=600, seed=4), 0.0))
-    assert abs(null["t"]["reject_rate"] - ALPHA) <= 0.02
+    methods = ("signflip", "t")
+    null = _rows(summarise(run_calibration(partial(_resampled, 0.0), methods, n_replicates=600, seed=4), 0.0))
     planted = _rows(
-        summarise(run_calibration(partial(_resampled, 0.6), ("t",), n_replicates=150, seed=5), 0.6)
+        summarise(run_calibration(partial(_resampled, 0.6), methods, n_replicates=150, seed=5), 0.6)
     )
-    assert planted["t"]["coverage"] >= 0.90 and planted["t"]["sign_correct"] >= 0.90
+    for method in methods:
+        assert abs(null[method]["reject_rate"] - ALPHA) <= 0.02, (method, null[method])
+        assert planted[method]["coverage"] >= 0.90 and planted[method]["sign_correct"] >= 0.90
 
 
 def test_replicates_are_deterministic_and_binary_planting_is_exact() -> None:

@@ -29,7 +29,7 @@ B = A - 0.4 + RNG.normal(0, 0.8, 25)
 
 
 def test_t_interval_matches_scipy() -> None:
-    est = paired_mean_delta(_frame({"m": (A, B)}), "m", alpha=0.1)
+    est = paired_mean_delta(_frame({"m": (A, B)}), "m", alpha=0.1, interval="t")
     ref = stats.ttest_rel(A, B)
     lo, hi = stats.t.interval(0.9, len(A) - 1, loc=np.mean(A - B), scale=stats.sem(A - B))
     assert est.estimate == pytest.approx(np.mean(A) - np.mean(B))
@@ -44,7 +44,7 @@ def test_bootstrap_is_seeded_and_close_to_t(interval: str) -> None:
     frame = _frame({"m": (A, B)})
     one = paired_mean_delta(frame, "m", interval=interval, n_boot=1999, seed=3)  # type: ignore[arg-type]
     two = paired_mean_delta(frame, "m", interval=interval, n_boot=1999, seed=3)  # type: ignore[arg-type]
-    t = paired_mean_delta(frame, "m")
+    t = paired_mean_delta(frame, "m", interval="t")
     assert one == two
     assert one.ci_low == pytest.approx(t.ci_low, abs=0.12) and one.ci_high == pytest.approx(
         t.ci_high, abs=0.12
@@ -65,7 +65,7 @@ def test_degenerate_continuous_data() -> None:
     assert shifted.estimate == 2.0 and shifted.p_value is None and shifted.notes
     single = paired_mean_delta(_frame({"m": (np.array([2.0]), np.array([1.0]))}), "m")
     assert single.estimate == 1.0 and single.ci_low is None
-    for interval in ("bca", "percentile"):
+    for interval in ("signflip", "t", "bca", "percentile"):
         boot = paired_mean_delta(_frame({"m": (np.ones(5), np.ones(5))}), "m", interval=interval)  # type: ignore[arg-type]
         assert boot.ci_low == 0.0 and boot.p_value == 1.0
 
