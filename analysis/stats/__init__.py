@@ -25,6 +25,7 @@ from analysis.stats.metricframe import PairedMetricFrame
 from analysis.stats.models import ModelSummary, linear_mixed, logistic_mixed
 from analysis.stats.multiplicity import CorrectionPlan, adjust_p_values, adjust_within_families
 from analysis.stats.pairing import PairedValues, pivot_pairs, validate_episode_frame
+from analysis.stats.signflip import signflip_interval
 
 __all__ = [
     "CONVENTION",
@@ -47,6 +48,7 @@ __all__ = [
     "path_burden_delta",
     "pivot_pairs",
     "risk_difference_from_counts",
+    "signflip_interval",
     "tango_interval",
     "validate_episode_frame",
     "wilson_interval",
