@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.metrics._episodes import episode_frame
 from analysis.metrics._readers import Readers
 from analysis.metrics.readlogs import LogBatches, gc_paused, start_readers
 from analysis.metrics.table import EventTable, frame_from_columns
@@ -23,7 +24,6 @@ from harness.model.episode import EpisodeRecord, RunManifest
 from harness.rundir import EPISODES_DIR, EPISODES_JSONL, EVENTS_JSONL, RunReader
 from scenarios._base import Frozen
 
-AXES: tuple[str, ...] = ("accent", "voice_profile", "affect", "disfluency", "wording")
 _MIN_RECORD_BYTES = 1000  # an episodes.jsonl line is ~1.5 kB: this overestimates the count a little
 
 
@@ -43,57 +43,6 @@ class Ingested:
 
     def counts(self) -> dict[str, int]:
         return dict(Counter(p.category for p in self.problems))
-
-
-def _row(rec: EpisodeRecord) -> dict[str, object]:
-    h, o = rec.header, rec.outcome
-    cond = {a: getattr(h.condition, a, None) for a in AXES}  # plain str fields: what model_dump gives, without its cost
-    key = "|".join(f"{a}={cond.get(a)}" for a in AXES)
-    row: dict[str, object] = {
-        "episode_id": h.episode_id,
-        "run_id": h.run_id,
-        "pair_id": h.pair_id,
-        "side": h.side,
-        "caller_id": h.caller_id,
-        "attempt": h.attempt,
-        "scenario_id": h.scenario_id,
-        "scenario_version": h.scenario_version,
-        "scenario_sha256": h.scenario_sha256,
-        "facts_sha256": h.facts_sha256,
-        "campaign_sha256": h.campaign_sha256,
-        "run_plan_sha256": h.plan_sha256,
-        "agent": h.agent,
-        "architecture": h.architecture,
-        "adapter": h.adapter,
-        "condition_key": key,
-        "contrast": ",".join(h.contrast),
-        "voice_index": h.voice_index,
-        "voice_id": f"{key}#v{h.voice_index}",
-        "tts_voice": f"{h.speech.voice}:{h.speech.variant}",
-        "seed": h.seed,
-        "replicate": h.replicate,
-        "run_batch": h.run_batch,
-        "pacing": h.pacing,
-        "status": o.status,
-        "failure_kind": o.failure_kind,
-        "termination": o.termination,
-        "record_outcome": o.terminal_outcome,
-        "record_flags": ",".join(o.outcome_flags),
-        "facts_sha256_seen": o.facts_sha256_seen,
-        "duration_ms": o.duration_ms,
-        "turns": o.turns,
-        "n_events": o.n_events,
-        "events_sha256": o.events_sha256,
-        "audio_file": o.audio_file,
-        "audio_sample_rate": o.audio_sample_rate,
-    }
-    for axis in AXES:
-        row[f"cond_{axis}"] = cond.get(axis)
-    exp = h.exposure  # recorded by newer harnesses; older runs have none (analysis then infers)
-    row["exposure_protocol"] = exp.protocol if exp is not None else None
-    row["exposure_tool_trace"] = float(exp.tool_trace) if exp is not None else float("nan")
-    row["exposure_transcripts"] = float(exp.transcripts) if exp is not None else float("nan")
-    return row
 
 
 def ingest(run_dir: str | Path, *, workers: int | None = None) -> Ingested:
@@ -147,9 +96,7 @@ def _ingest(reader: RunReader, readers: Readers | None) -> Ingested:
         problems.append(
             Problem(category="torn_line" if "truncated" in msg else "invalid_record", message=msg)
         )
-    rows = [_row(r) for r in records.values()]
-    frame = pd.DataFrame(rows, columns=list(_row_columns())).set_index("episode_id", drop=False)
-    frame.index.name = None
+    frame = episode_frame(list(records.values()))
     ids = list(records)
     reads, batches = logs.finish()
     analysable: list[bool] = []
@@ -199,52 +146,4 @@ def _ingest(reader: RunReader, readers: Readers | None) -> Ingested:
     )
     return Ingested(
         run_dir=reader.run_dir, manifest=reader.manifest, episodes=frame, table=table, problems=problems
-    )
-
-
-def _row_columns() -> tuple[str, ...]:
-    base = (
-        "episode_id",
-        "run_id",
-        "pair_id",
-        "side",
-        "caller_id",
-        "attempt",
-        "scenario_id",
-        "scenario_version",
-        "scenario_sha256",
-        "facts_sha256",
-        "campaign_sha256",
-        "run_plan_sha256",
-        "agent",
-        "architecture",
-        "adapter",
-        "condition_key",
-        "contrast",
-        "voice_index",
-        "voice_id",
-        "tts_voice",
-        "seed",
-        "replicate",
-        "run_batch",
-        "pacing",
-        "status",
-        "failure_kind",
-        "termination",
-        "record_outcome",
-        "record_flags",
-        "facts_sha256_seen",
-        "duration_ms",
-        "turns",
-        "n_events",
-        "events_sha256",
-        "audio_file",
-        "audio_sample_rate",
-    )
-    return (
-        *base,
-        *(f"cond_{a}" for a in AXES),
-        "exposure_protocol",
-        "exposure_tool_trace",
-        "exposure_transcripts",
     )
