@@ -1,9 +1,11 @@
 """Episode records -> the ingest's episode frame (one row per record), built column by column.
 
 A dict per record then a frame from those rows cost about 2 s of the main process on a 100k run,
-while it shares the two cores with the event readers. Here each model is visited once by a C
-`attrgetter` giving a tuple, the tuples are transposed into columns, and strings repeated across
-records (contrast, flags, condition keys) are joined once per distinct value.
+while it shares the two cores with the event readers, and keeping the validated models until then
+held about 0.9 GB (9 kB a record), memory this machine pays for on first touch. Here each record
+becomes one flat tuple as it is read (`record_row`, a C `attrgetter`), so its models die at once;
+the tuples are transposed into columns, and strings repeated across records (contrast, flags,
+condition keys) are joined once per distinct value.
 """
 
 from __future__ import annotations
@@ -18,50 +20,60 @@ from harness.model.episode import EpisodeRecord
 
 AXES: tuple[str, ...] = ("accent", "voice_profile", "affect", "disfluency", "wording")
 
-_HEADER_FIELDS: tuple[str, ...] = (
-    "episode_id",
-    "run_id",
-    "pair_id",
-    "side",
-    "caller_id",
-    "attempt",
-    "scenario_id",
-    "scenario_version",
-    "scenario_sha256",
-    "facts_sha256",
-    "campaign_sha256",
-    "plan_sha256",
-    "agent",
-    "architecture",
-    "adapter",
-    "condition",
-    "contrast",
-    "voice_index",
-    "speech",
-    "seed",
-    "replicate",
-    "run_batch",
-    "pacing",
-    "exposure",
+_FIELDS: tuple[str, ...] = (
+    *(
+        f"header.{f}"
+        for f in (
+            "episode_id",
+            "run_id",
+            "pair_id",
+            "side",
+            "caller_id",
+            "attempt",
+            "scenario_id",
+            "scenario_version",
+            "scenario_sha256",
+            "facts_sha256",
+            "campaign_sha256",
+            "plan_sha256",
+            "agent",
+            "architecture",
+            "adapter",
+            "contrast",
+            "voice_index",
+            "speech.voice",
+            "speech.variant",
+            "seed",
+            "replicate",
+            "run_batch",
+            "pacing",
+            *(f"condition.{a}" for a in AXES),
+        )
+    ),
+    *(
+        f"outcome.{f}"
+        for f in (
+            "status",
+            "failure_kind",
+            "termination",
+            "terminal_outcome",
+            "outcome_flags",
+            "facts_sha256_seen",
+            "duration_ms",
+            "turns",
+            "n_events",
+            "events_sha256",
+            "audio_file",
+            "audio_sample_rate",
+        )
+    ),
 )
-_OUTCOME_FIELDS: tuple[str, ...] = (
-    "status",
-    "failure_kind",
-    "termination",
-    "terminal_outcome",
-    "outcome_flags",
-    "facts_sha256_seen",
-    "duration_ms",
-    "turns",
-    "n_events",
-    "events_sha256",
-    "audio_file",
-    "audio_sample_rate",
-)
-_HEADER = attrgetter(*_HEADER_FIELDS)
-_OUTCOME = attrgetter(*_OUTCOME_FIELDS)
-_CONDITION = attrgetter(*AXES)
-_VOICE = attrgetter("voice", "variant")
+_NAMES: tuple[str, ...] = (*(f.rsplit(".", 1)[-1] for f in _FIELDS), "exposure")
+assert len(set(_NAMES)) == len(_NAMES), "record_row fields must have distinct last names"
+_VALUES = attrgetter(*_FIELDS)
+_NO_EXPOSURE = (None, float("nan"), float("nan"))
+SHA256_AT = _NAMES.index("events_sha256")  # where `record_row` keeps the expected events hash
+ATTEMPT_AT = _NAMES.index("attempt")
 _KEY = "|".join(f"{a}=%s" for a in AXES)
 
 COLUMNS: tuple[str, ...] = (
@@ -124,57 +136,62 @@ def _per_distinct(values: Sequence[Hashable], fn: Any) -> list[Any]:
     return list(map(memo.__getitem__, values))
 
 
-def episode_frame(records: Sequence[EpisodeRecord]) -> pd.DataFrame:
-    """One row per record in order, columns `COLUMNS`, index episode_id (unnamed)."""
-    head = _transposed(_HEADER_FIELDS, map(_HEADER, map(attrgetter("header"), records)))
-    out = _transposed(_OUTCOME_FIELDS, map(_OUTCOME, map(attrgetter("outcome"), records)))
-    conds: list[tuple[str, ...]] = list(map(_CONDITION, head["condition"]))
+def record_row(rec: EpisodeRecord) -> tuple[Any, ...]:
+    """The values the frame needs from one record (field order `_NAMES`), holding no model."""
+    exp = rec.header.exposure
+    shown = _NO_EXPOSURE if exp is None else (exp.protocol, float(exp.tool_trace), float(exp.transcripts))
+    return (*_VALUES(rec), shown)
+
+
+def episode_frame(rows: Sequence[tuple[Any, ...]]) -> pd.DataFrame:
+    """One frame row per `record_row` in order, columns `COLUMNS`, index episode_id (unnamed)."""
+    v = _transposed(_NAMES, rows)
+    conds: list[tuple[str, ...]] = list(zip(*(v[a] for a in AXES), strict=True))
     keys = _per_distinct(conds, _KEY.__mod__)
-    by_axis = _transposed(AXES, conds)
-    exposures = head["exposure"]
+    exposures = _transposed(("protocol", "tool_trace", "transcripts"), v["exposure"])
     cols: dict[str, Sequence[Any]] = {
-        "episode_id": head["episode_id"],
-        "run_id": head["run_id"],
-        "pair_id": head["pair_id"],
-        "side": head["side"],
-        "caller_id": head["caller_id"],
-        "attempt": head["attempt"],
-        "scenario_id": head["scenario_id"],
-        "scenario_version": head["scenario_version"],
-        "scenario_sha256": head["scenario_sha256"],
-        "facts_sha256": head["facts_sha256"],
-        "campaign_sha256": head["campaign_sha256"],
-        "run_plan_sha256": head["plan_sha256"],
-        "agent": head["agent"],
-        "architecture": head["architecture"],
-        "adapter": head["adapter"],
+        "episode_id": v["episode_id"],
+        "run_id": v["run_id"],
+        "pair_id": v["pair_id"],
+        "side": v["side"],
+        "caller_id": v["caller_id"],
+        "attempt": v["attempt"],
+        "scenario_id": v["scenario_id"],
+        "scenario_version": v["scenario_version"],
+        "scenario_sha256": v["scenario_sha256"],
+        "facts_sha256": v["facts_sha256"],
+        "campaign_sha256": v["campaign_sha256"],
+        "run_plan_sha256": v["plan_sha256"],
+        "agent": v["agent"],
+        "architecture": v["architecture"],
+        "adapter": v["adapter"],
         "condition_key": keys,
-        "contrast": _joined(head["contrast"]),
-        "voice_index": head["voice_index"],
-        "voice_id": [f"{k}#v{i}" for k, i in zip(keys, head["voice_index"], strict=True)],
-        "tts_voice": [f"{v}:{w}" for v, w in map(_VOICE, head["speech"])],
-        "seed": head["seed"],
-        "replicate": head["replicate"],
-        "run_batch": head["run_batch"],
-        "pacing": head["pacing"],
-        "status": out["status"],
-        "failure_kind": out["failure_kind"],
-        "termination": out["termination"],
-        "record_outcome": out["terminal_outcome"],
-        "record_flags": _joined(out["outcome_flags"]),
-        "facts_sha256_seen": out["facts_sha256_seen"],
-        "duration_ms": out["duration_ms"],
-        "turns": out["turns"],
-        "n_events": out["n_events"],
-        "events_sha256": out["events_sha256"],
-        "audio_file": out["audio_file"],
-        "audio_sample_rate": out["audio_sample_rate"],
-        **{f"cond_{a}": by_axis[a] for a in AXES},
-        "exposure_protocol": [None if e is None else e.protocol for e in exposures],
-        "exposure_tool_trace": [float("nan") if e is None else float(e.tool_trace) for e in exposures],
-        "exposure_transcripts": [float("nan") if e is None else float(e.transcripts) for e in exposures],
+        "contrast": _joined(v["contrast"]),
+        "voice_index": v["voice_index"],
+        "voice_id": [f"{k}#v{i}" for k, i in zip(keys, v["voice_index"], strict=True)],
+        "tts_voice": [f"{v}:{w}" for v, w in zip(v["voice"], v["variant"], strict=True)],
+        "seed": v["seed"],
+        "replicate": v["replicate"],
+        "run_batch": v["run_batch"],
+        "pacing": v["pacing"],
+        "status": v["status"],
+        "failure_kind": v["failure_kind"],
+        "termination": v["termination"],
+        "record_outcome": v["terminal_outcome"],
+        "record_flags": _joined(v["outcome_flags"]),
+        "facts_sha256_seen": v["facts_sha256_seen"],
+        "duration_ms": v["duration_ms"],
+        "turns": v["turns"],
+        "n_events": v["n_events"],
+        "events_sha256": v["events_sha256"],
+        "audio_file": v["audio_file"],
+        "audio_sample_rate": v["audio_sample_rate"],
+        **{f"cond_{a}": v[a] for a in AXES},
+        "exposure_protocol": exposures["protocol"],
+        "exposure_tool_trace": exposures["tool_trace"],
+        "exposure_transcripts": exposures["transcripts"],
     }
-    if records:
+    if rows:
         frame = pd.DataFrame({c: list(cols[c]) for c in COLUMNS}, columns=list(COLUMNS))
     else:  # no values to infer from: object columns, as a frame from no rows has
         frame = pd.DataFrame([], columns=list(COLUMNS))

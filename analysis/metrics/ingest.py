@@ -12,15 +12,16 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from analysis.metrics._episodes import episode_frame
+from analysis.metrics._episodes import ATTEMPT_AT, SHA256_AT, episode_frame, record_row
 from analysis.metrics._readers import Readers
 from analysis.metrics.readlogs import LogBatches, gc_paused, start_readers
 from analysis.metrics.table import EventTable, frame_from_columns
-from harness.model.episode import EpisodeRecord, RunManifest
+from harness.model.episode import RunManifest
 from harness.rundir import EPISODES_DIR, EPISODES_JSONL, EVENTS_JSONL, RunReader
 from scenarios._base import Frozen
 
@@ -73,31 +74,32 @@ def _event_path(base: str, run_dir: Path, eid: str) -> str:
 
 def _ingest(reader: RunReader, readers: Readers | None) -> Ingested:
     problems: list[Problem] = []
-    records: dict[str, EpisodeRecord] = {}
+    rows: dict[str, tuple[Any, ...]] = {}  # record_row of the kept record, in order of first appearance
     paths: dict[str, str] = {}
     base = str(reader.run_dir / EPISODES_DIR)
     logs = LogBatches(readers)
     for rec in reader.records():
+        row = record_row(rec)
         eid = rec.header.episode_id
-        if eid in records:
+        if eid in rows:
             problems.append(
                 Problem(
                     category="duplicate_record",
-                    message=f"episode {eid}: later record (attempt {rec.header.attempt}) kept",
+                    message=f"episode {eid}: later record (attempt {row[ATTEMPT_AT]}) kept",
                     episode_id=eid,
                 )
             )
         else:  # read in the order of first appearance, the frame's order; the expected hash only
             # picks the fast validation path, the comparison below uses the kept record
             paths[eid] = _event_path(base, reader.run_dir, eid)
-            logs.add(paths[eid], rec.outcome.events_sha256)
-        records[eid] = rec
+            logs.add(paths[eid], row[SHA256_AT])
+        rows[eid] = row
     for msg in reader.problems.items:
         problems.append(
             Problem(category="torn_line" if "truncated" in msg else "invalid_record", message=msg)
         )
-    frame = episode_frame(list(records.values()))
-    ids = list(records)
+    frame = episode_frame(list(rows.values()))
+    ids = list(rows)
     reads, batches = logs.finish()
     analysable: list[bool] = []
     reasons: list[str | None] = []
@@ -114,7 +116,7 @@ def _ingest(reader: RunReader, readers: Readers | None) -> Ingested:
             continue
         analysable.append(True)
         reasons.append(None)
-        match = read.info == records[eid].outcome.events_sha256
+        match = read.info == rows[eid][SHA256_AT]
         hash_ok.append(float(match))
         if not match:
             problems.append(

@@ -1,5 +1,6 @@
-"""The column-wise episode frame equals a frame built from one dict per record, for every kind of
-record: failed calls, exposure recorded or not, empty and repeated tuples, variant None."""
+"""The column-wise episode frame (from `record_row` tuples) equals a frame built from one dict per
+record, for every kind of record: failed calls, exposure recorded or not, empty and repeated
+tuples, variant None."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.metrics._episodes import AXES, COLUMNS, episode_frame
+from analysis.metrics._episodes import AXES, COLUMNS, episode_frame, record_row
 from harness.model.episode import EpisodeRecord
 
 GOLDEN = Path(__file__).parents[2] / "fixtures" / "runs" / "golden" / "episodes.jsonl"
@@ -111,7 +112,7 @@ def _varied() -> list[EpisodeRecord]:
 
 def test_frame_matches_the_per_record_reference() -> None:
     records = _varied()
-    got = episode_frame(records)
+    got = episode_frame([record_row(r) for r in records])
     pd.testing.assert_frame_equal(got, _reference(records), check_exact=True)
     assert got["exposure_protocol"].notna().any() and got["exposure_protocol"].isna().any()
     assert (got["status"] == "failed").any() and got["audio_sample_rate"].isna().any()
@@ -121,7 +122,7 @@ def test_frame_matches_the_per_record_reference() -> None:
 
 def test_columns_with_no_value_keep_the_reference_dtypes() -> None:
     records = [EpisodeRecord.model_validate(r) for r in _golden()]
-    got = episode_frame(records)
+    got = episode_frame([record_row(r) for r in records])
     pd.testing.assert_frame_equal(got, _reference(records), check_exact=True)
     assert got["exposure_protocol"].dtype == object and got["failure_kind"].dtype == object
 
