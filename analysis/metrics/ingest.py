@@ -19,7 +19,7 @@ import pandas as pd
 
 from analysis.metrics._episodes import ATTEMPT_AT, SHA256_AT, episode_frame, record_row
 from analysis.metrics._readers import Readers
-from analysis.metrics.readlogs import LogBatches, gc_paused, start_readers
+from analysis.metrics.readlogs import LogBatches, gc_paused, small_pages, start_readers
 from analysis.metrics.table import EventTable, frame_from_columns
 from harness.model.episode import RunManifest
 from harness.rundir import EPISODES_DIR, EPISODES_JSONL, EVENTS_JSONL, RunReader
@@ -57,7 +57,7 @@ def ingest(run_dir: str | Path, *, workers: int | None = None) -> Ingested:
         size = 0
     readers = start_readers(workers, size // _MIN_RECORD_BYTES)
     try:
-        with gc_paused():
+        with gc_paused(), small_pages():
             return _ingest(reader, readers)
     finally:
         if readers is not None:

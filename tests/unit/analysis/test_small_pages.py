@@ -1,0 +1,44 @@
+"""`small_pages` turns numpy's huge-page hint off only while ingest runs, and puts back what it found."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from analysis.metrics.ingest import ingest
+from analysis.metrics.readlogs import small_pages
+
+GOLDEN = Path(__file__).parents[2] / "fixtures" / "runs" / "golden"
+_switch = importlib.import_module("numpy._core.multiarray")._set_madvise_hugepage
+
+
+@pytest.fixture(autouse=True)
+def _keep_setting() -> Iterator[None]:
+    before = _switch(True)
+    yield
+    _switch(before)
+
+
+@pytest.mark.parametrize("initial", [True, False])
+def test_off_inside_and_restored_after(initial: bool) -> None:
+    _switch(initial)
+    with small_pages():
+        assert _switch(False) is False
+    assert _switch(initial) is initial
+
+
+def test_restored_when_the_body_raises() -> None:
+    _switch(True)
+    with pytest.raises(RuntimeError), small_pages():
+        raise RuntimeError("boom")
+    assert _switch(True) is True
+
+
+def test_ingest_leaves_the_setting_as_it_was() -> None:
+    _switch(True)
+    ing = ingest(GOLDEN)
+    assert len(ing.episodes) == 4
+    assert _switch(True) is True
