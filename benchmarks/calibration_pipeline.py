@@ -33,23 +33,26 @@ replicate analyses are simulated from its tables as ``analysis.pipeline_calibrat
 
 Criteria: A/A rejection rate within alpha +- 2 points; planted coverage >= 90 % and sign >= 90 %.
 
-Recorded 2026-11-30 (``--out runs/calibration_pipeline4 --replicates 300 --model-replicates 200``,
-2 CPUs shared with four other jobs, load 1.5-11; calls 180 s + 325 s, total 1723 s). Planted (45
-slots each): all seven ok. extra_verification p=0.5 fired on 22/45 calls, D = 0.489: coverage
-0.963, sign 1.00; crm read +1, fabricated policy +1, Repair +1, affect amplification +1, refusal
-to escalate +1 (voice 0's request, never understood by the agent's ASR, now counts through the
-oracle's declared act) and hold -> Esc +5.000 s: D identical on every slot, coverage 1.00, sign
-1.00. A/A (90 pairs): with timing now free of rig noise only burden_time_to_resolution_s differs
-within pairs; rejection 0.022 over those 900 tests (conservative: 0.007, 0.010, 0.050 per
-scenario), 0.001 over all 21600 estimable tests, family-wise 0.000; the confirmatory mixed model
-(MixedLM through ``deltas()``) rejects 0.030 of 600 fits. How the two misses of the previous record
-were closed (calls regenerated each time): extra_verification D = 0.69 (a misheard extra answer
-drew a further challenge) and refuse D = 0.67 were knob-side (``agents/reference/_knobs.py``); after
-that fix the hold row fell to coverage 0.867 (D = 4.888 s) because the twin paid the shared ASR
-cache's recognition time and the knob agents got it free, then to 0.813 (D = 4.996 +- 0.026 s)
-with the machine's scheduling noise in wall-time compute; reference agents now report engine
-compute replayed per content (``agents/reference/_audio.py``). The direct column (no twin) stays
-far off for tool calls, Repair and Esc: the female_older voice's ASR failures dominate the contrast.
+Recorded 2026-11-30, session 3 (``--out runs/calibration_pipeline4 --reuse --replicates 300
+--model-replicates 200``: the session-2 calls re-analysed with the sign-flip interval, now the
+plan's continuous interval; niced beside another job, load 1.1-2.8, 515 s). A/A (90 pairs): only
+burden_time_to_resolution_s differs within pairs (ms jitter plus a few +-2.5 s extra turns);
+rejection 0.042 over those 900 tests (0.037, 0.040, 0.050 per scenario), 0.002 over all 21600
+estimable tests, family-wise 0.008. With the t interval the same replicates rejected 0.022
+(0.007, 0.010, 0.050): t is conservative when a few large differences dominate. The confirmatory
+MixedLM rejects 0.030 of 600 fits (0.010, 0.020, 0.060), at the edge of alpha +- 2 points.
+Planted (45 slots each), all seven ok: extra_verification p=0.5 fired on 22/45 calls, D = 0.489,
+coverage 0.963, sign 1.00; crm read +1, fabricated policy +1, Repair +1, affect amplification +1,
+refusal to escalate +1 and hold -> Esc +5.000 s: D identical on every slot, coverage 1.00, sign
+1.00. The direct column (no twin) stays far off for tool calls, Repair and Esc: the
+female_older voice's ASR failures dominate the contrast.
+
+Session 2 (calls regenerated) recorded the same planted rows; how its two earlier misses were
+closed: extra_verification D = 0.69 (a misheard extra answer drew a further challenge) and refuse
+D = 0.67 were knob-side (``agents/reference/_knobs.py``); the hold row then fell to coverage 0.867
+because the twin paid the shared ASR cache's recognition time and the knob agents got it free,
+then to 0.813 with the machine's scheduling noise in wall-time compute; reference agents now
+report engine compute replayed per content (``agents/reference/_audio.py``).
 """
 
 from __future__ import annotations
