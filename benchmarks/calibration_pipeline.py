@@ -21,7 +21,7 @@ replicate analyses are simulated from its tables as ``analysis.pipeline_calibrat
   difference (a metric whose pairs never differ can never reject and is listed separately);
   family-wise = share of replicate x cell x family with any within-family adjusted p < alpha.
 * planted (twin): slots (planned pairs) drawn with replacement; D = (a - b | knob agent) -
-  (a - b | twin agent), mean with the plan's t interval. Coverage of the planted size, share of
+  (a - b | twin agent), mean with the plan's continuous interval. Coverage of the planted size, share of
   estimates with the planted sign, and (``source``) the real run's own mean D, which is the
   resampling population's truth: where it differs from the planted size the knob did not fire
   as planted on real calls (say, the agent never understood the request its knob reacts to).
