@@ -77,7 +77,7 @@ class EventTable:
             elif col in COLUMNS and not any(col in FIELDS_BY_TYPE.get(t, COLUMNS) for t in key):
                 arr = pa.nulls(len(rows), pa.large_string())
             else:
-                arr = values.array.take(rows)
+                arr = _take_sorted(values.array.__arrow_array__(), rows)
             self._cuts[(key, col)] = pd.Series(
                 arr, index=self._index[key], dtype=values.dtype, name=col, copy=False
             )
@@ -99,6 +99,17 @@ class EventTable:
             for k, t in enumerate(uniques):
                 self._rows[str(t)] = order[bounds[k] : bounds[k + 1]]
         return self._rows
+
+
+def _take_sorted(arrow: pa.ChunkedArray, rows: np.ndarray) -> pa.ChunkedArray:
+    """`arrow.take(rows)` for ascending `rows`, chunk by chunk: a column read by worker batches has
+    a hundred chunks on a large run, and Arrow's take over all of them at once cost twice as much
+    (over a second of the metrics stage on 100k episodes, whose extractors cut ~180 columns)."""
+    bounds = np.cumsum([0, *(len(c) for c in arrow.chunks)])
+    cuts = np.searchsorted(rows, bounds)
+    spans = zip(arrow.chunks, bounds[:-1].tolist(), cuts[:-1].tolist(), cuts[1:].tolist(), strict=True)
+    parts = [chunk.take(pa.array(rows[a:b] - start)) for chunk, start, a, b in spans if b > a]
+    return pa.chunked_array(parts, type=arrow.type)
 
 
 def from_events(logs: Mapping[str, Sequence[Event]]) -> EventTable:

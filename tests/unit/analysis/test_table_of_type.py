@@ -5,9 +5,13 @@ from __future__ import annotations
 from itertools import combinations
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from analysis.metrics.columns import raw_columns
 from analysis.metrics.ingest import ingest
+from analysis.metrics.table import EventTable, frame_from_columns
+from harness.rundir import RunReader
 
 GOLDEN = Path(__file__).parents[2] / "fixtures" / "runs" / "golden"
 
@@ -43,3 +47,19 @@ def test_of_type_with_columns_equals_loc() -> None:
     ]:
         got = table.of_type(*key, columns=cols)
         pd.testing.assert_frame_equal(got, df.loc[df["type"].isin(key), cols], check_index_type=False)
+
+
+def test_of_type_over_many_chunks_equals_the_filter() -> None:
+    """Columns read by worker batches are chunked; cuts are taken chunk by chunk, including chunks
+    holding none of the rows and cuts that start or end on a chunk boundary."""
+    whole = ingest(GOLDEN, workers=1).table
+    reader = RunReader(GOLDEN)
+    batches = [raw_columns(reader.events(str(eid))) for eid in whole.episodes]
+    lengths = np.array([len(b["t_ms"]) for b in batches], dtype=np.int64)
+    chunked = EventTable(episodes=whole.episodes, df=frame_from_columns(batches, lengths))
+    assert chunked.df["text"].array.__arrow_array__().num_chunks == len(batches) > 1
+    pd.testing.assert_frame_equal(chunked.df, whole.df)
+    df = chunked.df
+    for key in [(t,) for t in sorted(set(df["type"]))] + [("call_started", "call_ended"), ()]:
+        got = chunked.of_type(*key)
+        pd.testing.assert_frame_equal(got, df[df["type"].isin(key)], check_index_type=False)
