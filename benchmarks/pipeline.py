@@ -140,6 +140,8 @@ def main() -> None:
         f"CPU seconds: this process {cpu[0]:.1f}, reader processes {cpu[1]:.1f} "
         f"(wall time on a shared machine grows with its load; CPU time much less)"
     )
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(f"peak RSS: this process {own.ru_maxrss / 2**20:.2f} GiB, largest reader {kids.ru_maxrss / 2**20:.2f} GiB")
 
 
 if __name__ == "__main__":
