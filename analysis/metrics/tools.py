@@ -64,10 +64,14 @@ def extract(table: EventTable, exposed: pd.Series) -> pd.DataFrame:
             ),
         }
     )
-    called = pd.crosstab(calls["ep"], calls["name"]) if not calls.empty else pd.DataFrame()
+    # which episodes called each tool: a scatter per tool (a crosstab aggregated 50k groups in Python)
+    codes, names = pd.factorize(calls["name"])
+    call_ep = calls["ep"].to_numpy()
     for name in TOOLS:
-        col = called[name] if name in called.columns else pd.Series(dtype=float)
-        out[f"tool_called_{name}"] = (table.per_episode(col.astype(float)) > 0).astype(float)
+        called = np.zeros(table.n_episodes)
+        if name in names:
+            called[call_ep[codes == names.get_loc(name)]] = 1.0
+        out[f"tool_called_{name}"] = pd.Series(called, index=table.episodes)
     states = table.of_type("state_transition")
     text = states["to_state"].fillna("").astype(str) + " " + states["flags"].fillna("").astype(str)
     refusal = table.per_episode(text.str.contains(_REFUSAL).groupby(states["ep"]).any().astype(float))
