@@ -56,7 +56,7 @@ NUMERIC = frozenset({"turn", "duration_ms", "confidence"})
 BOOL = frozenset({"truncated", "interrupted", "ok", "reported_by_agent", "fatal"})
 FLOAT_COLUMNS = NUMERIC | BOOL
 
-Columns = dict[str, np.ndarray | pa.Array]
+Columns = dict[str, np.ndarray | pa.Array | None]  # None: a string column null on every row
 
 
 def _fields_by_type() -> dict[str, frozenset[str]]:
@@ -117,7 +117,7 @@ def raw_columns(flat: list[Event]) -> Columns:
 
     Events are grouped by type once; each column takes its values from the types that have the field
     and scatters them to their rows, so rows keep their order and nothing is sorted. Strings become Arrow large_string arrays (null where missing), numbers and
-    booleans float64 (NaN where missing).
+    booleans float64 (NaN where missing); a string column with no value at all is None.
     """
     n = len(flat)
     types = pa.array(list(map(attrgetter("type"), flat)), type=pa.large_string())
@@ -145,6 +145,8 @@ def raw_columns(flat: list[Event]) -> Columns:
             values = np.full(n, np.nan)
             values[rows] = got
             out[col] = values
-        else:
+        elif any(v is not None for v in got):
             out[col] = _spread(pa.array(got, type=pa.large_string()), rows, n)
+        else:  # most fields of a batch (errors, states): not 8 bytes of offsets a row through a pipe
+            out[col] = None
     return out

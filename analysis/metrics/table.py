@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import numpy as np
 import pandas as pd
@@ -142,8 +142,14 @@ def frame_from_columns(batches: Sequence[Columns], lengths: np.ndarray) -> pd.Da
     for col in COLUMNS:
         if col in FLOAT_COLUMNS:
             continue
-        arrow = pa.chunked_array([b[col] for b in batches if isinstance(b[col], pa.Array)])  # no copy
-        if arrow.null_count < len(arrow):
+        chunks = [b[col] for b in batches]
+        if any(isinstance(c, pa.Array) for c in chunks):  # no copy of the chunks holding values
+            arrow = pa.chunked_array(
+                [
+                    c if isinstance(c, pa.Array) else pa.nulls(len(_numbers(b, "t_ms")), pa.large_string())
+                    for c, b in zip(chunks, batches, strict=True)
+                ]
+            )
             strings[col] = pd.Series(arrow, dtype="str")
         else:
             empty.append(col)
@@ -153,7 +159,7 @@ def frame_from_columns(batches: Sequence[Columns], lengths: np.ndarray) -> pd.Da
     ints = np.empty((3, n), dtype=np.int64)
     ints[0] = np.repeat(np.arange(len(lengths), dtype=np.int64), lengths)
     np.subtract(np.arange(n, dtype=np.int64), np.repeat(starts, lengths), out=ints[1])
-    np.concatenate([b["t_ms"] for b in batches], out=ints[2])
+    np.concatenate([_numbers(b, "t_ms") for b in batches], out=ints[2])
     objects = np.empty((1 + len(empty), n), dtype=object)  # None everywhere
     # one str object per type, shared by its rows: millions fewer objects than to_numpy() makes
     types = objects[0]
@@ -170,7 +176,7 @@ def frame_from_columns(batches: Sequence[Columns], lengths: np.ndarray) -> pd.Da
             row[np.isin(types, having)] = None
     numbers = np.empty((len(floats), n), dtype=np.float64)
     for row, col in zip(numbers, floats, strict=True):
-        np.concatenate([b[col] for b in batches], out=row)
+        np.concatenate([_numbers(b, col) for b in batches], out=row)
     blocks: list[tuple[object, np.ndarray]] = [
         (ints, np.array([0, 1, 2])),
         (objects, np.array([at["type"], *(at[c] for c in empty)])),
@@ -178,6 +184,10 @@ def frame_from_columns(batches: Sequence[Columns], lengths: np.ndarray) -> pd.Da
         *((s.array, np.array([at[c]])) for c, s in strings.items()),
     ]
     return create_dataframe_from_blocks(blocks, index=pd.RangeIndex(n), columns=pd.Index(names))
+
+
+def _numbers(batch: Columns, col: str) -> np.ndarray:
+    return cast(np.ndarray, batch[col])
 
 
 def _concat(parts: Sequence[object]) -> pa.Array:

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from analysis.metrics.columns import COLUMNS, FLOAT_COLUMNS, raw_columns
 from analysis.metrics.table import frame_from_columns
@@ -61,3 +62,16 @@ def test_the_frame_can_be_changed_like_any_other() -> None:
     df.loc[0, "turn"] = 99.0
     df["type"] = "x"
     assert df.loc[0, "turn"] == 99.0 and math.isnan(view.iloc[0]) and set(df["type"]) == {"x"}
+
+
+def test_a_batch_without_any_value_of_a_string_column_sends_none() -> None:
+    logs = _logs()
+    first, last = raw_columns(logs[0]), raw_columns(logs[2])
+    assert isinstance(first["pacing"], pa.Array) and last["pacing"] is None
+    assert first["error"] is None and last["error"] is None  # present on tool_result, but always None
+    assert isinstance(last["by"], pa.Array) and first["by"] is None
+    lengths = np.array([len(logs[0]), len(logs[2])], dtype=np.int64)
+    df = frame_from_columns([first, last], lengths)
+    assert list(df["pacing"].isna()) == [False, True, True, True, True, True]
+    assert list(df["by"].isna()) == [True, True, True, True, True, False]
+    assert df["pacing"].dtype == "str" and df["by"].dtype == "str" and df["error"].dtype == object
