@@ -150,3 +150,25 @@ def raw_columns(flat: list[Event]) -> Columns:
         else:  # most fields of a batch (errors, states): not 8 bytes of offsets a row through a pipe
             out[col] = None
     return out
+
+
+def concat_columns(parts: Sequence[Columns]) -> Columns:
+    """The columns of consecutive groups of events as one, what `raw_columns` of all of them gives."""
+    if len(parts) == 1:
+        return parts[0]
+    sizes = [len(cast(np.ndarray, p["t_ms"])) for p in parts]
+    out: Columns = {}
+    for col in parts[0]:
+        values = [p[col] for p in parts]
+        if isinstance(values[0], np.ndarray):
+            out[col] = np.concatenate(cast(list[np.ndarray], values))
+        elif all(v is None for v in values):
+            out[col] = None
+        else:
+            out[col] = pa.concat_arrays(
+                [
+                    pa.nulls(n, pa.large_string()) if v is None else v
+                    for v, n in zip(values, sizes, strict=True)
+                ]
+            )
+    return out

@@ -7,9 +7,13 @@ import hashlib
 import json
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 
+from analysis.metrics import readlogs
 from analysis.metrics.readlogs import _read_batch, read_events
+from analysis.metrics.table import frame_from_columns
 
 GOLDEN = Path(__file__).parents[2] / "fixtures" / "runs" / "golden"
 
@@ -48,3 +52,16 @@ def test_batch_equals_one_episode_at_a_time(items: list[tuple[str, str]]) -> Non
     assert reads == [read_events(Path(p), sha)[1] for p, sha in items]
     assert [r.non_monotonic for r in reads] == [None, 2, None, None, 4, None, 1]
     assert reads[3].category == "events_missing"
+
+
+def test_models_turned_into_columns_a_few_episodes_at_a_time(
+    items: list[tuple[str, str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reads, columns = _read_batch(items)
+    monkeypatch.setattr(readlogs, "_LIVE", 2)
+    small_reads, small_columns = _read_batch(items)
+    assert small_reads == reads
+    lengths = np.array([r.n_events for r in reads if r.category is None], dtype=np.int64)
+    pd.testing.assert_frame_equal(
+        frame_from_columns([small_columns], lengths), frame_from_columns([columns], lengths), check_exact=True
+    )

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from analysis.metrics.columns import COLUMNS, FLOAT_COLUMNS, raw_columns
+from analysis.metrics.columns import COLUMNS, FLOAT_COLUMNS, concat_columns, raw_columns
 from analysis.metrics.table import frame_from_columns
 from harness.model.events import Event, parse_event
 
@@ -75,3 +75,23 @@ def test_a_batch_without_any_value_of_a_string_column_sends_none() -> None:
     assert list(df["pacing"].isna()) == [False, True, True, True, True, True]
     assert list(df["by"].isna()) == [True, True, True, True, True, False]
     assert df["pacing"].dtype == "str" and df["by"].dtype == "str" and df["error"].dtype == object
+
+
+def test_concatenated_groups_equal_the_columns_of_all_events() -> None:
+    logs = _logs()
+    flat = [e for log in logs for e in log]
+    whole = raw_columns(flat)
+    joined = concat_columns([raw_columns(logs[0]), raw_columns(logs[1]), raw_columns(logs[2])])
+    assert whole.keys() == joined.keys()
+    for col, value in whole.items():
+        other = joined[col]
+        if value is None or other is None:
+            assert value is None and other is None, col
+        elif isinstance(value, np.ndarray):
+            np.testing.assert_array_equal(value, other)
+        else:
+            assert value.to_pylist() == other.to_pylist(), col  # type: ignore[union-attr]
+    lengths = np.array([len(x) for x in logs], dtype=np.int64)
+    pd.testing.assert_frame_equal(
+        frame_from_columns([joined], lengths), frame_from_columns([whole], lengths), check_exact=True
+    )
