@@ -107,7 +107,9 @@ def acceptability(
         verdict[(s, o, f)] = (
             np.nan if sc is None or not isinstance(o, str) else float(sc.is_acceptable(o, flags))
         )
-    acc = np.array([verdict[k] for k in zip(keys["sid"], keys["o"], keys["f"], strict=True)], dtype=float)
+    # object arrays, not Arrow's per-item iterator (a third of a second over 100k episodes)
+    rows = zip(*(keys[c].to_numpy(dtype=object) for c in ("sid", "o", "f")), strict=True)
+    acc = np.array([verdict[k] for k in rows], dtype=float)
     out = pd.DataFrame({"outcome_acceptable": acc, "outcome_anomalous": 1.0 - acc}, index=judged.index)
     terminal = judged["outcome_terminal"]
     for o in OUTCOMES:
