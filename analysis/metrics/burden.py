@@ -64,7 +64,9 @@ def repair(table: EventTable, error_classifications: Sequence[str] = ("repair_re
 def auth(table: EventTable, tool_exposed: pd.Series) -> pd.DataFrame:
     dec = table.of_type("caller_decision", columns=["ep", "classification", "challenge_fact"])
     ch = dec.loc[dec["classification"] == "challenge", ["ep", "challenge_fact"]]
-    facts = ch.assign(fact=ch["challenge_fact"].fillna("generic").str.split(",")).explode("fact")
+    codes, named = pd.factorize(ch["challenge_fact"].fillna("generic"))
+    split = [str(v).split(",") for v in named]  # once per distinct value, rows share the lists
+    facts = ch.assign(fact=pd.Series([split[c] for c in codes], index=ch.index, dtype=object)).explode("fact")
     distinct = facts.drop_duplicates(["ep", "fact"])
     res = table.of_type("tool_result")
     verify = res[(res["name"] == "verify_identity") & (res["ok"] == 0.0)]
