@@ -11,8 +11,9 @@ Delta_m = mean over complete pairs of m(a) - m(b). Intervals:
   i.e. per-pair differences, with replacement). BCa corrects bias and skew (burden counts are
   skewed, with many zeros) and is the recommended bootstrap; percentile is offered for
   comparison. Both are liberal when a few large differences dominate (A/A rejection .16-.20 for
-  BCa, ~.10 for percentile in ``benchmarks/calibration.py``'s turns rows). The bootstrap p-value is the null-shifted bootstrap test (Efron & Tibshirani 1993,
-  16.4): differences are centred on zero, resampled, and p = (1 + #|mean*| >= |mean|) / (B + 1).
+  BCa, ~.10 for percentile in ``benchmarks/calibration.py``'s turns rows). The bootstrap
+  p-value is the null-shifted bootstrap test (Efron & Tibshirani 1993, 16.4): differences are
+  centred on zero, resampled, and p = (1 + #|mean*| >= |mean|) / (B + 1).
 
 Degenerate data (never NaN): no pairs -> everything ``None``; one pair -> estimate only;
 all differences identical -> a zero-width interval at the estimate, p = 1 if the estimate is 0
