@@ -1,8 +1,12 @@
 """Coqui TTS (`coqui-tts`) from a local checkpoint and its config.json; no weights ship in any
 wheel and nothing is downloaded.
 
-Coqui models take no pitch or rate parameters at synthesis time, so the persona's voice maps only
-to a speaker name (multi-speaker models, via `speaker_map`) and rate is recorded, not applied.
+Coqui models take no pitch parameter at synthesis time, so the persona's voice maps to a speaker
+name (multi-speaker models, via `speaker_map`). Rate is applied where the model has a duration
+scale (VITS, Glow-TTS: `length_scale`): the model's own scale times `reference_wpm / rate_wpm`,
+so the persona's reference rate (`reference_wpm`, default SpeechParams' 165 wpm) keeps the
+model's natural pace and an affect's faster rate shortens every token alike. Models without one
+record `length_scale: null`, and the rate as requested only.
 The version string carries the checkpoint's and config's sha256, so a retrained model under the
 same file name never hits the synthesis cache of the old one.
 VITS-type models sample noise while speaking; each utterance is drawn under a seed derived from
@@ -37,6 +41,7 @@ _CHECK_FIX = "fix: set the tts option model_path to a local Coqui checkpoint (.p
 _CONFIG_FIX = "fix: pass config_path=<the config.json saved with the checkpoint>"
 _JSON_COMMENT = re.compile(r"(\"(?:[^\"\\]|\\.)*\")|(/\*(?:.|[\n\r])*?\*/)|(//.*)")
 _digests: dict[tuple[tuple[str, int, int], ...], str] = {}
+_REFERENCE_WPM = int(SpeechParams.model_fields["rate_wpm"].default)
 
 
 class CoquiBackend:
@@ -48,8 +53,12 @@ class CoquiBackend:
         config_path: str | Path | None = None,
         *,
         speaker_map: dict[str, str] | None = None,
+        reference_wpm: int = _REFERENCE_WPM,
     ) -> None:
         require(self.name, _MODULES, "coqui")
+        if not 40 <= reference_wpm <= 600:
+            raise BackendLoadError(f"coqui: reference_wpm {reference_wpm} is out of range (fix: use 40-600)")
+        self.reference_wpm = reference_wpm
         self.model_path = Path(model_path).expanduser()
         if not self.model_path.exists():
             raise BackendLoadError(f"coqui: no checkpoint at {self.model_path} ({_CHECK_FIX}; nothing is downloaded)")
@@ -95,13 +104,21 @@ class CoquiBackend:
         seed = _seed(text, speaker)
         with self._lock, torch.random.fork_rng(devices=[]):
             synth = self._load()
+            model = synth.tts_model
+            natural = getattr(model, "length_scale", None)
+            scale = None if natural is None else float(natural) * self.reference_wpm / params.rate_wpm
             torch.manual_seed(seed)
             try:
+                if scale is not None:
+                    model.length_scale = scale
                 wav = synth.tts(text, speaker_name=speaker) if speaker else synth.tts(text)
             except Exception as exc:
                 raise SynthesisError(
                     f"coqui ({self.model_path.name}) failed on {text[:40]!r}: {_one_line(exc)}"
                 ) from None
+            finally:
+                if natural is not None:
+                    model.length_scale = natural
         audio = np.asarray(wav, dtype=np.float32)
         if audio.size > PAD_SILENCE_SAMPLES and not audio[-PAD_SILENCE_SAMPLES:].any():
             audio = audio[:-PAD_SILENCE_SAMPLES]
@@ -123,6 +140,8 @@ class CoquiBackend:
                 "seed": seed,
                 "persona_voice": params.espeak_name,
                 "rate_wpm_requested": params.rate_wpm,
+                "reference_wpm": self.reference_wpm,
+                "length_scale": scale,
                 "input": "text",
             },
         )

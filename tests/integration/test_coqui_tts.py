@@ -145,3 +145,20 @@ def test_missing_engine_names_the_coqui_extra(monkeypatch: pytest.MonkeyPatch, t
     monkeypatch.setattr(importlib.util, "find_spec", lambda m, *a: None if m == module else real(m, *a))
     with pytest.raises(MissingBackendError, match=r"pip install 'voice-audit\[coqui\]'"):
         create_tts("coqui", model_path=tiny.checkpoint)
+
+
+def test_persona_rate_scales_every_token_through_the_models_length_scale(tiny: TinyVits) -> None:
+    """frames per token = ceil(exp(logw) * length_scale); the tiny model's exp(logw) is fpt - 0.5."""
+    backend = create_tts("coqui", model_path=tiny.checkpoint)
+    natural = (tiny.frames_per_token - 0.5) * 1.0
+    for rate in (165, 330, 110):
+        s = backend.synthesize(ONE, None, SpeechParams(voice="en-us", variant="f2", rate_wpm=rate))
+        scale = 165 / rate
+        assert s.params["length_scale"] == pytest.approx(scale)
+        assert s.params["rate_wpm_requested"] == rate and s.params["reference_wpm"] == 165
+        assert s.pcm.size == tiny.tokens(ONE) * int(np.ceil(natural * scale)) * 256
+    assert backend.synthesize(ONE, None, VOICE).pcm.size == tiny.samples(ONE), "the model's own scale is restored"
+    slow_ref = create_tts("coqui", model_path=tiny.checkpoint, reference_wpm=330)
+    assert slow_ref.synthesize(ONE, None, VOICE).params["length_scale"] == pytest.approx(2.0)
+    with pytest.raises(BackendLoadError, match="reference_wpm"):
+        create_tts("coqui", model_path=tiny.checkpoint, reference_wpm=5)
