@@ -166,17 +166,14 @@ def frame_from_columns(batches: Sequence[Columns], lengths: np.ndarray) -> pd.Da
     objects = np.empty((1 + len(empty), n), dtype=object)  # None everywhere
     # one str object per type, shared by its rows: millions fewer objects than to_numpy() makes
     types = objects[0]
-    np.take(
-        coded.dictionary.to_numpy(zero_copy_only=False),
-        coded.indices.to_numpy(zero_copy_only=False),
-        out=types,
-    )
-    seen = pd.unique(types)
+    codes = coded.indices.to_numpy(zero_copy_only=False)
+    np.take(coded.dictionary.to_numpy(zero_copy_only=False), codes, out=types)
+    seen = coded.dictionary.to_pylist()  # the types present, each once; codes index them
     for row, col in zip(objects[1:], empty, strict=True):
-        having = [t for t in seen if col in FIELDS_BY_TYPE[t]]
+        having = [k for k, t in enumerate(seen) if col in FIELDS_BY_TYPE[t]]
         if having:
             row[...] = np.nan
-            row[np.isin(types, having)] = None
+            row[np.isin(codes, having)] = None
     numbers = np.empty((len(floats), n), dtype=np.float64)
     for row, col in zip(numbers, floats, strict=True):
         np.concatenate([_numbers(b, col) for b in batches], out=row)
