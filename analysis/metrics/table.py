@@ -70,14 +70,17 @@ class EventTable:
         return pd.DataFrame(data, index=self._index[key], columns=cols, copy=False)
 
     def _column(self, key: frozenset[str], col: str) -> pd.Series:
-        """An Arrow string column for a field none of the types has is null on all their rows
-        (`raw_columns` fills only the types with the field): made, not copied."""
+        """A string or number column for a field none of the types has is null (NaN) on all their
+        rows (`raw_columns` fills only the types with the field): made, not copied."""
         if (key, col) not in self._cuts:
             values = self.df[col]
             rows = self._positions[key]
-            if not isinstance(values.dtype, ExtensionDtype):
-                arr: object = values.to_numpy()[rows]
-            elif col in COLUMNS and not any(col in FIELDS_BY_TYPE.get(t, COLUMNS) for t in key):
+            absent = col in COLUMNS and not any(col in FIELDS_BY_TYPE.get(t, COLUMNS) for t in key)
+            if absent and col in FLOAT_COLUMNS and values.dtype == np.float64:
+                arr: object = np.full(len(rows), np.nan)
+            elif not isinstance(values.dtype, ExtensionDtype):
+                arr = values.to_numpy()[rows]
+            elif absent:
                 arr = pa.nulls(len(rows), pa.large_string())
             else:
                 arr = _take_sorted(values.array.__arrow_array__(), rows)
