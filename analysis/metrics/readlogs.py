@@ -19,7 +19,7 @@ import importlib
 import math
 import os
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import NamedTuple, cast
@@ -59,18 +59,27 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-_MULTIARRAY = importlib.import_module("numpy._core.multiarray")
+def _hugepage_switch() -> Callable[[bool], bool] | None:
+    for name in ("numpy._core.multiarray", "numpy.core.multiarray"):  # numpy 2, numpy 1
+        try:
+            return getattr(importlib.import_module(name), "_set_madvise_hugepage", None)
+        except ImportError:
+            continue
+    return None
+
+
+_HUGEPAGES = _hugepage_switch()
 
 
 @contextmanager
 def small_pages() -> Iterator[None]:
     """numpy asks the kernel for 2 MB pages for every array of 4 MB or more. Fresh ones cost
-    about twice the first touch of 4 kB pages on the machines measured (1.8 s against 0.8 s a GB:
-    the kernel compacts memory to find them), and the event table's GB of new blocks is written
-    once and read a few times, so they buy nothing back: 1.2 s less after the readers finish on a
-    100k run. Restored on exit; it is only a hint, so a numpy without the switch changes nothing."""
-    switch = getattr(_MULTIARRAY, "_set_madvise_hugepage", None)
-    before = switch(False) if switch is not None else None
+    about twice as much to touch first as 4 kB pages on the machine measured (1.8 s against 0.8 s
+    a GB), and the event table's GB of new blocks is written once and read a few times, so they buy
+    nothing back: 1.2 s less after the readers finish on a 100k run. Process-wide while it lasts,
+    restored on exit; only a hint, so a numpy without the switch changes nothing."""
+    switch = _HUGEPAGES
+    before = switch(False) if switch is not None else False
     try:
         yield
     finally:
