@@ -23,7 +23,11 @@ pairs:
     b: {wording: urgency}
 voices: 1
 """
-MOUNT = "import typer; from analysis.rating import rate_cmd; app = typer.Typer(); app.command('rate')(rate_cmd); app()"
+# faulthandler on SIGUSR1: if Ctrl-C does not stop the server, the failure shows where it hangs.
+MOUNT = (
+    "import faulthandler, signal; faulthandler.register(signal.SIGUSR1, all_threads=True); "
+    "import typer; from analysis.rating import rate_cmd; app = typer.Typer(); app.command('rate')(rate_cmd); app()"
+)
 
 
 def test_rate_command_serves_on_loopback_and_stops_on_ctrl_c(tmp_path: Path) -> None:
@@ -55,7 +59,14 @@ def test_rate_command_serves_on_loopback_and_stops_on_ctrl_c(tmp_path: Path) -> 
         except urllib.error.HTTPError as exc:
             assert exc.code == 403
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=20)
+        try:
+            out, err = proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGUSR1)
+            time.sleep(1)
+            proc.kill()
+            _, err = proc.communicate()
+            raise AssertionError(f"rate did not stop within 20 s of Ctrl-C; its stacks:\n{err}") from None
         assert proc.returncode == 0, err
         assert "stopped; labels are saved" in out
         assert (tmp_path / "r" / "ratings" / "items-perceptibility.json").exists()
