@@ -23,9 +23,14 @@ pairs:
     b: {wording: urgency}
 voices: 1
 """
-# faulthandler on SIGUSR1: if Ctrl-C does not stop the server, the failure shows where it hangs.
+# Ctrl-C at a terminal reaches a process whose SIGINT is handled. A test run started in the
+# background of a non-interactive shell (CI, `make test &`) ignores SIGINT, and a child inherits
+# that, so the child first takes back Python's own handler, as a foreground `voice-audit rate`
+# has. faulthandler on SIGUSR1: if Ctrl-C still does not stop the server, the failure shows where
+# it hangs.
 MOUNT = (
-    "import faulthandler, signal; faulthandler.register(signal.SIGUSR1, all_threads=True); "
+    "import faulthandler, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "faulthandler.register(signal.SIGUSR1, all_threads=True); "
     "import typer; from analysis.rating import rate_cmd; app = typer.Typer(); app.command('rate')(rate_cmd); app()"
 )
 
