@@ -1,6 +1,6 @@
 """Small, seeded calibration of the statistics: A/A false-positive rate and planted-effect coverage.
 
-The full-size version is ``benchmarks/calibration.py``; these replicate counts keep CI under 20 s.
+The full-size version is ``benchmarks/calibration.py``; these replicate counts keep CI near 30 s.
 """
 
 from __future__ import annotations
