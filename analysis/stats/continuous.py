@@ -135,7 +135,7 @@ def paired_mean_delta(
         p = 1.0 if est == 0 else None
         return Estimate(**base, **means, estimate=est, ci_low=est, ci_high=est, p_value=p, notes=tuple(notes))
     if interval == "signflip":
-        lo, hi, p, _ = signflip_interval(diff, alpha, n_flips=n_boot, seed=seed)
+        lo, hi, p = signflip_interval(diff, alpha, n_flips=n_boot, seed=seed)
     elif interval == "t":
         lo, hi, p = t_interval(diff, alpha)
     else:

@@ -97,10 +97,10 @@ def normal_limit_interval(diff: np.ndarray, alpha: float) -> tuple[float, float,
 
 def signflip_interval(
     diff: np.ndarray, alpha: float = 0.05, *, n_flips: int = 4999, seed: int = 0
-) -> tuple[float, float, float, bool]:
-    """(ci_low, ci_high, p, exact): Monte Carlo sign-flip inversion up to EXACT_MAX_PAIRS pairs,
-    the normal limit above (``exact`` False)."""
+) -> tuple[float, float, float]:
+    """(ci_low, ci_high, p): Monte Carlo sign-flip inversion up to EXACT_MAX_PAIRS pairs, the
+    normal limit above."""
     if len(diff) > EXACT_MAX_PAIRS:
-        return (*normal_limit_interval(diff, alpha), False)
+        return normal_limit_interval(diff, alpha)
     a, s = flip_sums(diff, n_flips, np.random.default_rng(seed))
-    return (*interval_from_flips(diff, a, s, alpha), True)
+    return interval_from_flips(diff, a, s, alpha)
