@@ -126,11 +126,6 @@ def _transposed(names: Sequence[str], rows: Iterable[tuple[Any, ...]]) -> dict[s
     return dict(zip(names, columns or [()] * len(names), strict=True))
 
 
-def _joined(values: Sequence[tuple[str, ...]]) -> list[str]:
-    memo = {v: ",".join(v) for v in set(values)}
-    return list(map(memo.__getitem__, values))
-
-
 def _per_distinct(values: Sequence[Hashable], fn: Any) -> list[Any]:
     memo = {v: fn(v) for v in set(values)}
     return list(map(memo.__getitem__, values))
@@ -166,7 +161,7 @@ def episode_frame(rows: Sequence[tuple[Any, ...]]) -> pd.DataFrame:
         "architecture": v["architecture"],
         "adapter": v["adapter"],
         "condition_key": keys,
-        "contrast": _joined(v["contrast"]),
+        "contrast": _per_distinct(v["contrast"], ",".join),
         "voice_index": v["voice_index"],
         "voice_id": [f"{k}#v{i}" for k, i in zip(keys, v["voice_index"], strict=True)],
         "tts_voice": [f"{v}:{w}" for v, w in zip(v["voice"], v["variant"], strict=True)],
@@ -178,7 +173,7 @@ def episode_frame(rows: Sequence[tuple[Any, ...]]) -> pd.DataFrame:
         "failure_kind": v["failure_kind"],
         "termination": v["termination"],
         "record_outcome": v["terminal_outcome"],
-        "record_flags": _joined(v["outcome_flags"]),
+        "record_flags": _per_distinct(v["outcome_flags"], ",".join),
         "facts_sha256_seen": v["facts_sha256_seen"],
         "duration_ms": v["duration_ms"],
         "turns": v["turns"],
