@@ -76,6 +76,27 @@ def aligned_diff(a: str, b: str, sequences_equal: bool) -> tuple[bool, tuple[str
     return mismatch or (unmatched and sequences_equal), tuple(out)
 
 
+def _side_status(out: pd.DataFrame, s: str) -> pd.Series:
+    kind = out[f"failure_kind_{s}"].fillna("").astype(str)
+    status = out[f"status_{s}"].fillna("missing").astype(str)
+    return "condition " + s + " did not complete (" + status + np.where(kind != "", ": " + kind, "") + ")"
+
+
+def _not_completed(out: pd.DataFrame) -> np.ndarray:
+    """Names the side (and its failure kind) that kept the pair out, both when both failed."""
+    a_bad = (out["status_a"] != "completed").to_numpy()
+    b_bad = (out["status_b"] != "completed").to_numpy()
+    sa, sb = _side_status(out, "a").to_numpy(), _side_status(out, "b").to_numpy()
+    both = sa.astype(object) + "; " + sb.astype(object)
+    return np.where(a_bad & b_bad, both, np.where(a_bad, sa, sb)).astype(object)
+
+
+def _unreadable(out: pd.DataFrame) -> np.ndarray:
+    a_bad = (out["analysable_a"] != True).to_numpy()  # noqa: E712 - object column with NaN
+    names = np.where(a_bad, "condition a", "condition b")
+    return (names.astype(object) + " has no readable event log").astype(object)
+
+
 def build_pairs(episodes: pd.DataFrame) -> pd.DataFrame:
     """One row per pair_id (episodes: the ingest frame joined with the metrics, index episode_id)."""
     cols = [
@@ -90,6 +111,7 @@ def build_pairs(episodes: pd.DataFrame) -> pd.DataFrame:
         "tool_sequence",
         "tool_result_keys",
         "tool_success",
+        "failure_kind",
     ]
     sides = {
         s: episodes[episodes["side"] == s].drop_duplicates("pair_id", keep="last").set_index("pair_id")
@@ -108,12 +130,7 @@ def build_pairs(episodes: pd.DataFrame) -> pd.DataFrame:
     readable = (out["analysable_a"] == True) & (out["analysable_b"] == True)  # noqa: E712 - object column with NaN
     reason = np.select(
         [~has_a, ~has_b, ~done, ~readable],
-        [
-            "missing partner: side a",
-            "missing partner: side b",
-            "a side did not complete (failed/cancelled)",
-            "a side has no readable event log",
-        ],
+        ["missing partner: side a", "missing partner: side b", _not_completed(out), _unreadable(out)],
         "",
     )
     out["included"] = reason == ""

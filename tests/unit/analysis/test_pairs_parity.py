@@ -31,6 +31,7 @@ def side(pair: str, s: str, **kw: object) -> dict[str, object]:
         "tool_sequence": "verify_identity>issue_refund",
         "tool_result_keys": "verify_identity:ok_key;issue_refund:amount,refund_id",
         "tool_success": "verify_identity:ok;issue_refund:ok",
+        "failure_kind": None,
     }
     row.update(kw)
     return row
@@ -86,13 +87,21 @@ def test_missing_call_and_no_trace() -> None:
 def test_failed_or_missing_sides_are_excluded_but_reported() -> None:
     p = pairs(
         side("f", "a"),
-        side("f", "b", status="failed"),
+        side("f", "b", status="failed", failure_kind="audio_error"),
+        side("g", "a", status="cancelled"),
+        side("g", "b"),
+        side("h", "a", status="failed", failure_kind="harness_error"),
+        side("h", "b", status="cancelled"),
         side("lone", "a"),
         side("r", "a"),
         side("r", "b", analysable=False),
     )
     assert not p["included"].any()
-    assert p.loc["f", "exclusion_reason"] == "a side did not complete (failed/cancelled)"
+    assert p.loc["f", "exclusion_reason"] == "condition b did not complete (failed: audio_error)"
+    assert p.loc["g", "exclusion_reason"] == "condition a did not complete (cancelled)"
+    assert p.loc["h", "exclusion_reason"] == (
+        "condition a did not complete (failed: harness_error); condition b did not complete (cancelled)"
+    )
     assert p.loc["lone", "exclusion_reason"] == "missing partner: side b"
-    assert p.loc["r", "exclusion_reason"] == "a side has no readable event log"
+    assert p.loc["r", "exclusion_reason"] == "condition b has no readable event log"
     assert p["parity_violation"].isna().all()
