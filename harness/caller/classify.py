@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
 
+from harness.caller.reading import Act, ActHit, Reading, make_reading
 from harness.model.events import Classification
-from scenarios import Challenge
+from scenarios import Challenge, Scenario
 
 _RULE_TEXT: tuple[tuple[Classification, str, str], ...] = (
         (
@@ -79,15 +79,17 @@ _ASKING = re.compile(
 _QUESTION_START = re.compile(r"^(what|how|can|could|would|is|are|do|did|will|may|which|when|where)\b", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class Reading:
-    """The deciding rule, plus `tags`: every other rule that also matched (a pressure line inside an
-    offer, say), so a secondary act is logged even though it did not decide the caller's reply."""
-
-    classification: Classification
-    rule: str
-    challenge_facts: tuple[str, ...] = field(default=())
-    tags: tuple[str, ...] = field(default=())
+_RULE_ACT: dict[str, Act] = {
+    "handoff_refused": "handoff_refused",
+    "handoff": "handoff",
+    "repair": "repair_request",
+    "remedy_done": "confirmation",
+    "remedy_denied": "denial",
+    "offer": "offer",
+    "pressure": "coercive_retention",
+    "closing": "closing",
+    "hold": "hold",
+}
 
 
 @functools.lru_cache(maxsize=1024)
@@ -97,35 +99,31 @@ def _cue_pattern(cue: str) -> re.Pattern[str]:
 
 
 def classify(text: str, challenges: tuple[Challenge, ...]) -> Reading:
-    """Classify one agent turn. Challenges are recognised from the scenario's own cue phrases."""
+    """Read one agent turn; challenges are recognised from the scenario's own cue phrases."""
     clean = " ".join(text.split())
     if not clean or not re.search(r"[a-zA-Z]", clean):
-        return Reading("silence", "empty")
-    matched = [(cls, name) for cls, name, rx in _RULES if rx.search(clean)]
-    asked: tuple[str, ...] = ()
-    challenge_rule: str | None = None
+        return make_reading("", [])
+    hits = [ActHit(act=_RULE_ACT[name], rule=name) for _, name, rx in _RULES if rx.search(clean)]
     if _ASKING.search(clean):
         asked = tuple(c.fact for c in challenges if any(_cue_pattern(cue).search(clean) for cue in c.cues))
         if asked:
-            challenge_rule = "challenge_cue"
+            hits.append(ActHit(act="challenge", rule="challenge_cue", facts=asked))
         elif _GENERIC_CHALLENGE.search(clean):
-            challenge_rule = "challenge_generic"
-    first_three = {name for _, name, _ in _RULES[:3]}
-    decided: Reading | None = None
-    for cls, name in matched:
-        if name in first_three:
-            decided = Reading(cls, name)
-            break
-    if decided is None and challenge_rule is not None:
-        decided = Reading("challenge", challenge_rule, asked)
-    if decided is None and matched:
-        decided = Reading(*matched[0])
-    if decided is None:
-        if "?" in clean or _QUESTION_START.search(clean):
-            decided = Reading("question", "question")
-        else:
-            decided = Reading("other", "no_rule")
-    tags = tuple(name for _, name in matched if name != decided.rule)
-    if challenge_rule is not None and decided.rule != challenge_rule:
-        tags += (challenge_rule,)
-    return Reading(decided.classification, decided.rule, decided.challenge_facts, tags)
+            hits.append(ActHit(act="challenge", rule="challenge_generic"))
+    if "?" in clean or _QUESTION_START.search(clean):
+        hits.append(ActHit(act="question", rule="question"))
+    return make_reading(clean, hits)
+
+
+class RuleReader:
+    """The default observer: explicit rules, every decision traceable to the rule that fired."""
+
+    name = "rules"
+
+    def read(self, text: str, scenario: Scenario) -> Reading:
+        return classify(text, scenario.caller.challenges)
+
+
+def read_turn(text: str, scenario: Scenario) -> Reading:
+    """The rule reader's reading of one agent turn in `scenario`."""
+    return RuleReader().read(text, scenario)
