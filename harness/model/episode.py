@@ -70,7 +70,12 @@ Status = Literal["completed", "failed", "cancelled"]
 
 
 class EpisodeOutcome(Frozen):
-    """How the call ended. Only `completed` calls can count toward a pass."""
+    """How the call ended. Only `completed` calls can count toward a pass.
+
+    `failed` is missing data: the harness or the caller's own voice failed (`failure_kind` on the
+    harness or caller-voice side of `FAILURE_SIDE`). A call the agent did not serve is `completed`
+    with terminal outcome `unresolved`, a non-service flag in `outcome_flags`, and, when an
+    agent-side failure ended it, that `failure_kind`."""
 
     status: Status
     failure_kind: FailureKind | None = None

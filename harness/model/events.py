@@ -28,6 +28,58 @@ FailureKind = Literal[
 ]
 FAILURE_KINDS: tuple[str, ...] = FailureKind.__args__  # type: ignore[attr-defined]
 
+FailureSide = Literal["agent", "harness", "caller_voice"]
+FAILURE_SIDE: dict[str, FailureSide] = {
+    "connect_failed": "agent",
+    "timeout_turn": "harness",
+    "timeout_call": "harness",
+    "disconnect": "agent",
+    "malformed_frame": "agent",
+    "protocol_error": "agent",
+    "http_error": "agent",
+    "agent_error": "agent",
+    "audio_error": "caller_voice",
+    "caller_error": "caller_voice",
+    "harness_error": "harness",
+    "cancelled": "harness",
+}
+"""Which side failed. An agent-side failure is the agent not serving the caller: an outcome of the
+call (status `completed`, terminal outcome `unresolved`, a `NON_SERVICE_FLAGS` flag). A harness or
+caller-voice failure is missing data (status `failed`). Turn and call timeouts are the harness's
+last-resort guards: the caller's patience ends a call with a silent agent long before them, so a
+timeout that fires means the harness itself got stuck."""
+
+NonServiceFlag = Literal[
+    "agent_unresponsive",
+    "agent_hung_up",
+    "agent_disconnected",
+    "agent_protocol_error",
+    "agent_error_event",
+    "agent_unreachable",
+]
+NON_SERVICE_FLAGS: tuple[str, ...] = NonServiceFlag.__args__  # type: ignore[attr-defined]
+"""Outcome flags of a call the agent did not serve; a call carrying one is never acceptable."""
+
+NON_SERVICE_FLAG: dict[str, NonServiceFlag] = {
+    "connect_failed": "agent_unreachable",
+    "disconnect": "agent_disconnected",
+    "malformed_frame": "agent_protocol_error",
+    "protocol_error": "agent_protocol_error",
+    "http_error": "agent_protocol_error",
+    "agent_error": "agent_error_event",
+}
+"""The non-service flag of each agent-side failure kind."""
+
+
+def failure_side(kind: str) -> FailureSide:
+    """The side a failure kind belongs to; an unknown kind (a newer writer) counts as the harness's."""
+    return FAILURE_SIDE.get(kind, "harness")
+
+
+def non_service_flag(kind: str) -> NonServiceFlag | None:
+    """The outcome flag an agent-side failure kind becomes; None for harness and caller-voice kinds."""
+    return NON_SERVICE_FLAG.get(kind)
+
 Classification = Literal[
     "challenge",
     "repair_request",
@@ -67,7 +119,9 @@ class FactsProvisioned(_Event):
 class CallerUtteranceStart(_Event):
     type: Literal["caller_utterance_start"] = "caller_utterance_start"
     turn: int = Field(ge=0)
-    kind: Literal["anchor", "challenge_answer", "repeat", "rephrase", "human_request", "nudge"]
+    kind: Literal[
+        "anchor", "challenge_answer", "repeat", "rephrase", "human_request", "nudge", "patience_prompt", "interruption"
+    ]
     anchor_id: str | None = None
     text: str
     duration_ms: int = Field(ge=0)
@@ -159,7 +213,7 @@ class EscalationRequested(_Event):
 
     type: Literal["escalation_requested"] = "escalation_requested"
     turn: int = Field(ge=0)
-    reason: Literal["scripted", "repairs", "stalled", "denial"]
+    reason: Literal["scripted", "repairs", "stalled", "denial", "unresponsive"]
 
 
 class Handoff(_Event):
@@ -169,8 +223,68 @@ class Handoff(_Event):
 
 
 class BargeIn(_Event):
+    """Someone started talking over the other. A planned caller interruption carries the agent turn,
+    how much of it had played (`played_ms`) and the declared reason."""
+
     type: Literal["barge_in"] = "barge_in"
     by: Literal["caller", "agent"]
+    turn: int | None = Field(default=None, ge=0)
+    played_ms: int | None = Field(default=None, ge=0)
+    reason: Literal["impatience", "correction"] | None = None
+
+
+class AgentClear(_Event):
+    """The agent dropped its own queued audio: a Twilio `clear`, or a Realtime cancel/truncation."""
+
+    type: Literal["agent_clear"] = "agent_clear"
+    source: Literal["twilio_clear", "response_cancel", "truncate"]
+    dropped_ms: int = Field(ge=0)
+
+
+class AgentYield(_Event):
+    """How the agent reacted to a caller barge-in, measured on the recording's agent channel.
+
+    `stop_latency_ms` runs from the barge-in to the agent's last audible sound (None: it kept talking
+    to the end of its turn); `overlap_ms` is how long both talked at once."""
+
+    type: Literal["agent_yield"] = "agent_yield"
+    turn: int = Field(ge=0)
+    stop_latency_ms: int | None = Field(default=None, ge=0)
+    overlap_ms: int = Field(ge=0)
+    cleared: bool = False
+
+
+class AgentSilence(_Event):
+    """An agent turn with no words: the agent said nothing for `silence_ms` after the caller's turn.
+    Not an agent turn; the caller's patience decides what follows."""
+
+    type: Literal["agent_silence"] = "agent_silence"
+    turn: int = Field(ge=0)
+    silence_ms: int = Field(ge=0)
+
+
+class CallerPatience(_Event):
+    """A decision of the caller's patience: prompt the agent, ask for a human, or hang up.
+    `silence_ms` is the agent's silence so far, `prompts` the unanswered prompts, `budget_ms` the
+    whole patience of the caller with a silent agent."""
+
+    type: Literal["caller_patience"] = "caller_patience"
+    turn: int = Field(ge=0)
+    action: Literal["prompt", "ask_human", "hang_up"]
+    silence_ms: int = Field(ge=0)
+    prompts: int = Field(ge=0)
+    budget_ms: int = Field(ge=0)
+    reason: str
+
+
+class NonService(_Event):
+    """The agent did not serve the caller: the call is an outcome (`unresolved` with flag `reason`),
+    not missing data. `kind` is the agent-side failure behind it, when there was one."""
+
+    type: Literal["non_service"] = "non_service"
+    reason: NonServiceFlag
+    kind: FailureKind | None = None
+    message: str = ""
 
 
 class Dtmf(_Event):
@@ -214,6 +328,11 @@ Event = Annotated[
     | EscalationRequested
     | Handoff
     | BargeIn
+    | AgentClear
+    | AgentYield
+    | AgentSilence
+    | CallerPatience
+    | NonService
     | Dtmf
     | Mark
     | ErrorEvent
@@ -241,6 +360,11 @@ EVENT_TYPES: tuple[str, ...] = tuple(
         EscalationRequested,
         Handoff,
         BargeIn,
+        AgentClear,
+        AgentYield,
+        AgentSilence,
+        CallerPatience,
+        NonService,
         Dtmf,
         Mark,
         ErrorEvent,

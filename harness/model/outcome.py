@@ -2,6 +2,9 @@
 
 Where the agent exposes a tool trace, successful remedy tools decide; otherwise the caller
 policy's reading of the agent's words does. The source is reported, so a claim can say which.
+A call the agent did not serve (a `non_service` event: it went silent past the caller's patience,
+hung up, disconnected, sent garbage, failed) is `unresolved` whatever came before, with the
+non-service flag, so it is never acceptable.
 """
 
 from __future__ import annotations
@@ -9,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
-from harness.model.events import CallerDecision, Event, Handoff, HangUp, ToolCall, ToolResult
+from harness.model.events import CallerDecision, Event, Handoff, HangUp, NonService, ToolCall, ToolResult
 
-OutcomeSource = Literal["tool_trace", "agent_words", "none"]
+OutcomeSource = Literal["tool_trace", "agent_words", "non_service", "none"]
 
 
 def judge_outcome(events: Iterable[Event], domain: str) -> tuple[str, tuple[str, ...], OutcomeSource]:
@@ -29,6 +32,9 @@ def judge_outcome(events: Iterable[Event], domain: str) -> tuple[str, tuple[str,
             flags.update(str(f) for f in raw if isinstance(f, str))
     if domain == "plan" and "issue_credit" in names:
         flags.add("difference_credited")
+    non_service = {e.reason for e in evs if isinstance(e, NonService)}
+    if non_service:
+        return "unresolved", tuple(sorted(flags | non_service)), "non_service"
     if any(isinstance(e, ToolResult) for e in evs):
         if "issue_refund" in names:
             return "refund_issued", tuple(sorted(flags)), "tool_trace"

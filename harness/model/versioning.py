@@ -7,7 +7,7 @@ from typing import Any
 
 from scenarios.errors import SchemaVersionError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def check_schema_version(found: Any, where: str | Path) -> int:
@@ -23,6 +23,10 @@ def check_schema_version(found: Any, where: str | Path) -> int:
 
 
 def upgrade(data: dict[str, Any], kind: str) -> dict[str, Any]:
-    """Bring an older record up to the current schema. Version 1 is the first; later ones add steps here."""
+    """Bring an older record up to the current schema.
+
+    Version 2 added the non-service outcome (completed calls the agent did not serve carry the
+    agent-side `failure_kind` and a `non_service` event) and the patience, silence, barge-in and
+    yield events; a version 1 record reads unchanged."""
     del kind
     return data
