@@ -211,6 +211,15 @@ def plan_campaign(
     return Plan(campaign_sha256=campaign.sha256, episodes=tuple(episodes))
 
 
+def call_order(plan: Plan) -> list[PlannedEpisode]:
+    """Plan order, with a seeded coin per pair for which side calls first, so order never aligns with condition."""
+    out: list[PlannedEpisode] = []
+    for a, b in plan.pairs():
+        flip = int(hashlib.sha256(f"order|{a.pair.pair_id}".encode()).hexdigest(), 16) % 2
+        out.extend((b, a) if flip else (a, b))
+    return out
+
+
 def load_campaign(path: str | Path) -> LoadedCampaign:
     """Read, validate and plan a campaign; any problem is one positioned ConfigError and nothing is written."""
     doc = load_yaml(path)

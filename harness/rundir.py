@@ -14,6 +14,7 @@ episodes.jsonl holds one record per episode: the last attempt, with its `attempt
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -42,6 +43,22 @@ CALL_WAV = "call.wav"
 
 class RunFolderError(VoiceAuditError):
     """A run folder is missing, unreadable, or not writable."""
+
+
+def storage_error(run_dir: Path, exc: OSError) -> RunFolderError:
+    """Disk full or a read-only folder stops the campaign with one line; what is on disk stays valid
+    (records are single appends, files are written by rename), so the run can be resumed."""
+    reasons = {
+        errno.ENOSPC: "the disk is full",
+        errno.EDQUOT: "the disk quota is exceeded",
+        errno.EROFS: "the file system is read-only",
+        errno.EACCES: "permission denied",
+    }
+    what = reasons.get(exc.errno or 0, exc.strerror or type(exc).__name__)
+    return RunFolderError(
+        f"{run_dir}: cannot write the run folder ({what}); finished episodes are intact: free space or fix "
+        f"permissions, then resume with: voice-audit run --resume {run_dir}"
+    )
 
 
 def _write_all(fd: int, parts: Sequence[bytes | memoryview]) -> None:

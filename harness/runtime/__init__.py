@@ -1,14 +1,12 @@
 """The call runtime: episode runner (turn-based and streaming), clocks, playback, campaign runner."""
 
-from harness.runtime.campaign import (
-    CampaignRunner,
-    RunSummary,
-    build_adapter,
-    new_run_id,
-    resume_campaign_path,
-)
+from harness.runtime.campaign import CampaignRunner
 from harness.runtime.clock import RealClock, VirtualClock
 from harness.runtime.episode import EpisodeContext, EpisodeRunner
+from harness.runtime.inprocess import build_adapter
+from harness.runtime.progress import RunSummary
+from harness.runtime.provenance import new_run_id
+from harness.runtime.resume import resume_campaign_path
 
 __all__ = [
     "CampaignRunner",

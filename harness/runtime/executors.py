@@ -1,15 +1,9 @@
 """Where the shards of a split campaign run: local worker processes, or tasks on a Ray cluster.
 
 A campaign is split by matched pair into shards (`ShardJob`); every executor runs the same shard
-function (`harness.runtime.campaign.run_shard`) against the same run folder, so a run folder looks
-the same whichever executor wrote it. Executors only move shards and progress messages around.
-
-Messages a shard reports (plain tuples, so they cross process and Ray boundaries cheaply):
-  ("record", status, failure_kind, terminal_outcome, record_json | None)
-  ("lateness", [ms, ...])
-  ("error", "Type: message")
-  ("done",)
-`record_json` is set when the driver, not the shard, appends the record to episodes.jsonl (Ray).
+function (`harness.runtime.shard.run_shard`) against the same run folder, so a run folder looks
+the same whichever executor wrote it. Executors only move shards and progress messages around
+(the messages are listed in shard.py).
 """
 
 from __future__ import annotations
@@ -23,37 +17,17 @@ import multiprocessing
 import os
 import socket
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from harness.model.events import EVENT_ADAPTER, Event
+from harness.runtime.shard import Message, OnMessage, ShardJob, run_shard
 from scenarios import ConfigError, MissingBackendError
-
-Message = tuple[Any, ...]
-OnMessage = Callable[[Message], None]
 
 EXECUTORS: tuple[str, ...] = ("local", "ray")
 # Fields that measure time rather than content: the virtual clock advances by measured agent
 # compute, so they drift by a few ms between two runs of the same campaign on any executor.
 TIMING_FIELDS: frozenset[str] = frozenset({"t_ms"})
-
-
-@dataclass(frozen=True)
-class ShardJob:
-    """One shard: which episodes of an existing run folder to run, and how.
-
-    Paths are absolute strings so the job means the same in another process or on another node.
-    """
-
-    campaign_file: str
-    run_dir: str
-    episode_ids: tuple[str, ...]
-    concurrency: int
-    plan_sha256: str
-    cache_dir: str | None = None
-    tts_pool_size: int | None = None
-    records_to_driver: bool = False
 
 
 def events_content_sha256(events: Iterable[Event]) -> str:
@@ -161,7 +135,7 @@ class LocalProcessExecutor(Executor):
         return errors
 
 
-_PRELOAD = ["harness.runtime.campaign", "harness.audio"]
+_PRELOAD = ["harness.runtime.shard", "harness.audio"]
 
 
 def _start_fork_server() -> None:
@@ -177,8 +151,6 @@ def _process_main(job: ShardJob, queue: Any, env: dict[str, str] | None = None) 
     if env is not None:  # a fork server's environment is the driver's from when the server started
         os.environ.clear()
         os.environ.update(env)
-    from harness.runtime.campaign import run_shard
-
     run_shard(job, queue.put)
 
 
@@ -320,8 +292,6 @@ class _Inbox:
 def _ray_shard(job: ShardJob, inbox: Any) -> str:
     """Body of one Ray task: run the shard and make sure every message reached the inbox first."""
     import ray
-
-    from harness.runtime.campaign import run_shard
 
     sent: list[Any] = []
     try:

@@ -22,11 +22,11 @@ from harness.runtime import CampaignRunner, RunSummary
 from harness.runtime.executors import (
     Executor,
     RayExecutor,
-    ShardJob,
     _import_ray,
     events_content_sha256,
     make_executor,
 )
+from harness.runtime.shard import ShardJob
 from scenarios import ConfigError, MissingBackendError
 
 CAMPAIGN = """\

@@ -1,0 +1,205 @@
+"""Placing calls in this process: one task per call under a semaphore, records appended as they finish.
+
+Both a whole campaign run in one process and each shard of a split run go through `InProcessCalls`,
+so a run folder looks the same whichever wrote it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.adapter import CALIBRATION_ORACLE, AgentAdapter
+from harness.audio import AudioError, SpeechRecognizer, SpeechSynthesizer
+from harness.model.campaign import AgentSpec
+from harness.model.episode import BackendInfo, EpisodeRecord, RunManifest
+from harness.model.secrets import Redactor
+from harness.planning import LoadedCampaign, PlannedEpisode
+from harness.registry import AGENT_GROUP, load_object
+from harness.rundir import RunFolderError, RunWriter, storage_error
+from harness.runtime.episode import EpisodeContext, EpisodeRunner
+from harness.runtime.progress import Progress, RunSummary
+from harness.runtime.voice import SpokenCache
+from scenarios import ConfigError
+
+DEFAULT_CACHE = Path.home() / ".cache" / "voice-audit"
+
+
+def build_adapter(spec: AgentSpec) -> AgentAdapter:
+    factory = load_object(spec.adapter, AGENT_GROUP)
+    adapter: AgentAdapter = factory(spec)
+    return adapter
+
+
+def build_adapters(
+    loaded: LoadedCampaign, factory: Callable[[AgentSpec], AgentAdapter] = build_adapter
+) -> tuple[dict[str, AgentAdapter], dict[str, dict[str, dict[str, str]]]]:
+    """One adapter per agent (and a calibration oracle for agents that ask for one), checked against the pacing."""
+    c = loaded.campaign
+    oracles: dict[str, dict[str, dict[str, str]]] = {}
+    adapters: dict[str, AgentAdapter] = {}
+    for spec in c.agents:
+        if spec.options.get(CALIBRATION_ORACLE) is True:
+            oracles[spec.name] = {}
+            spec = spec.model_copy(update={"options": {**spec.options, CALIBRATION_ORACLE: oracles[spec.name]}})
+        adapters[spec.name] = factory(spec)
+    for spec in c.agents:
+        caps = adapters[spec.name].capabilities
+        if c.pacing == "accelerated" and not caps.turn_based:
+            raise ConfigError(
+                f"agent '{spec.name}' ({caps.protocol}) streams and needs real-time pacing",
+                path=loaded.path,
+                fix="set pacing: realtime",
+            )
+    return adapters, oracles
+
+
+async def close_adapters(adapters: dict[str, AgentAdapter]) -> None:
+    for adapter in adapters.values():
+        await adapter.aclose()
+
+
+async def _warm_up(asr: SpeechRecognizer) -> None:
+    """Load the ASR model before the first call, so no caller's reaction time includes model loading."""
+    noise = (np.random.default_rng(0).standard_normal(16000) * 2000).astype(np.int16)
+    with contextlib.suppress(AudioError):
+        await asr.transcribe(noise, 16000)
+
+
+class InProcessCalls:
+    """The caller's voice (TTS, ASR) and the agents' adapters for one process, and the calls placed with them.
+
+    An async context manager: entering builds and warms the backends (so the manifest can name
+    them before any call), leaving closes them.
+    """
+
+    def __init__(
+        self,
+        loaded: LoadedCampaign,
+        run_dir: Path,
+        *,
+        redactor: Redactor,
+        stats: dict[str, Any],
+        adapter_factory: Callable[[AgentSpec], AgentAdapter] = build_adapter,
+        cache_dir: Path | None = DEFAULT_CACHE,
+        progress: bool = True,
+        tts_pool_size: int | None = None,
+        concurrency: int | None = None,
+        on_record: Callable[[EpisodeRecord], None] | None = None,
+        write_records: bool = True,
+    ) -> None:
+        self.loaded = loaded
+        self.run_dir = run_dir
+        self.redactor = redactor
+        self.stats = stats
+        self.adapter_factory = adapter_factory
+        self.cache_dir = cache_dir
+        self.progress = progress
+        self.tts_pool_size = tts_pool_size
+        self.concurrency = concurrency
+        self.on_record = on_record
+        # False in a shard whose driver appends the records (Ray): on_record must carry them.
+        self.write_records = write_records
+        self.writer = RunWriter(run_dir, redactor=redactor)
+
+    async def __aenter__(self) -> InProcessCalls:
+        c = self.loaded.campaign
+        self.adapters, self.oracles = build_adapters(self.loaded, self.adapter_factory)
+        try:
+            tts_dir = self.cache_dir / "tts" if self.cache_dir else None
+            self.synth = SpeechSynthesizer(
+                c.tts.name, options=c.tts.options, pool_size=self.tts_pool_size, cache_dir=tts_dir
+            )
+        except BaseException:
+            await close_adapters(self.adapters)
+            raise
+        self.asr: SpeechRecognizer | None = None
+        try:
+            if any(not a.capabilities.transcripts for a in self.adapters.values()):
+                self.asr = SpeechRecognizer(c.asr.name, options=c.asr.options)
+            self.tts_info = BackendInfo(name=self.synth.backend.name, version=self.synth.backend.version)
+            self.asr_info = (
+                BackendInfo(name=self.asr.backend.name, version="", model=self.asr.backend.model) if self.asr else None
+            )
+            if self.asr is not None:
+                await _warm_up(self.asr)
+        except BaseException:
+            await self.__aexit__()
+            raise
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        try:
+            self.writer.close()
+            self.synth.close()
+            if self.asr is not None:
+                self.asr.close()
+        finally:
+            await close_adapters(self.adapters)
+
+    async def execute(self, todo: list[PlannedEpisode], manifest: RunManifest, summary: RunSummary) -> None:
+        c = self.loaded.campaign
+        writer = self.writer
+        sem = asyncio.Semaphore(c.concurrency if self.concurrency is None else self.concurrency)
+        spoken_cache = SpokenCache()
+        in_flight = 0
+        progress_cb = Progress(len(todo), enabled=self.progress)
+
+        async def one(planned: PlannedEpisode) -> None:
+            nonlocal in_flight
+            async with sem:
+                in_flight += 1
+                progress_cb.update(in_flight=in_flight)
+                ctx = EpisodeContext(
+                    planned=planned,
+                    scenario=self.loaded.scenarios[planned.pair.scenario_id],
+                    catalogue=self.loaded.catalogue,
+                    campaign=c,
+                    agent=next(a for a in c.agents if a.name == planned.agent),
+                    adapter=self.adapters[planned.agent],
+                    synth=self.synth,
+                    asr=self.asr,
+                    run_id=manifest.run_id,
+                    plan_sha256=self.loaded.plan.sha256,
+                    episode_dir=writer.episode_dir(planned.episode_id),
+                    tts_info=self.tts_info,
+                    asr_info=self.asr_info,
+                    stats=self.stats,
+                    spoken_cache=spoken_cache,
+                    calibration_oracle=self.oracles.get(planned.agent),
+                    redactor=self.redactor,
+                    files=files,
+                )
+                try:
+                    record = await EpisodeRunner(ctx).run()
+                    if self.write_records:
+                        writer.append_record(record)
+                except OSError as exc:
+                    raise storage_error(self.run_dir, exc) from None
+                finally:
+                    in_flight -= 1
+                o = record.outcome
+                summary.count(o.status, o.failure_kind, o.terminal_outcome)
+                if self.on_record is not None:
+                    self.on_record(record)
+                progress_cb.update(done=1, failed=int(o.status != "completed"), in_flight=in_flight)
+
+        # One thread writes every episode's files: file creation and the recording's bytes leave
+        # the event loop, and one writer keeps those system calls from contending with each other.
+        files = ThreadPoolExecutor(max_workers=1, thread_name_prefix="episode-files")
+        try:
+            with progress_cb:
+                async with asyncio.TaskGroup() as tg:
+                    for planned in todo:
+                        tg.create_task(one(planned))
+        except* RunFolderError as group:
+            # One clear line for the user, not an exception group: the first storage failure.
+            raise group.exceptions[0] from None
+        finally:
+            files.shutdown(wait=True)

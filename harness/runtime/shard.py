@@ -1,0 +1,110 @@
+"""One shard of a split run: which episodes of an existing run folder to run, and the function that runs them.
+
+Every executor (local worker processes, Ray tasks) calls `run_shard`; it places the calls in its own
+process with `InProcessCalls`, so a shard writes exactly what a one-process run would.
+
+Messages a shard reports (plain tuples, so they cross process and Ray boundaries cheaply):
+  ("record", status, failure_kind, terminal_outcome, record_json | None)
+  ("lateness", [ms, ...])
+  ("error", "Type: message")
+  ("done",)
+`record_json` is set when the driver, not the shard, appends the record to episodes.jsonl (Ray).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import platform
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.model.episode import EpisodeRecord
+from harness.planning import LoadedCampaign, call_order, load_campaign
+from harness.rundir import RunFolderError, RunReader
+from harness.runtime.inprocess import InProcessCalls
+from harness.runtime.progress import RunSummary
+from harness.runtime.provenance import campaign_redactor
+
+Message = tuple[Any, ...]
+OnMessage = Callable[[Message], None]
+
+
+@dataclass(frozen=True)
+class ShardJob:
+    """One shard: which episodes of an existing run folder to run, and how.
+
+    Paths are absolute strings so the job means the same in another process or on another node.
+    """
+
+    campaign_file: str
+    run_dir: str
+    episode_ids: tuple[str, ...]
+    concurrency: int
+    plan_sha256: str
+    cache_dir: str | None = None
+    tts_pool_size: int | None = None
+    records_to_driver: bool = False
+
+
+def run_shard(job: ShardJob, report: OnMessage) -> None:
+    """Run one shard of an already-created run folder and report each record; every executor calls this.
+
+    The campaign is loaded afresh from its file and must plan exactly what the driver planned (a
+    different voice-audit version or campaign file on a worker would otherwise run other episodes).
+    """
+
+    def on_record(record: EpisodeRecord) -> None:
+        o = record.outcome
+        payload = record.model_dump_json() if job.records_to_driver else None
+        report(("record", o.status, o.failure_kind, o.terminal_outcome, payload))
+
+    try:
+        run_dir = Path(job.run_dir)
+        if not (run_dir / "run.json").exists():
+            raise RunFolderError(
+                f"{run_dir}: run folder not visible on host {platform.node()}; "
+                "it must be on a filesystem every worker mounts at the same path"
+            )
+        loaded = load_campaign(job.campaign_file)
+        if loaded.plan.sha256 != job.plan_sha256:
+            raise RunFolderError(
+                f"{job.campaign_file}: on host {platform.node()} the campaign plans differently "
+                f"(plan {loaded.plan.sha256[:12]} vs {job.plan_sha256[:12]}); install the same voice-audit everywhere"
+            )
+        stats: dict[str, Any] = {}
+        asyncio.run(_run(job, loaded, run_dir, stats, on_record))
+        lateness = [x for p in stats.get("pump", []) for x in p.lateness_ms]
+        if lateness:
+            report(("lateness", lateness))
+    except BaseException as exc:
+        report(("error", f"{type(exc).__name__}: {exc}"))
+        raise
+    finally:
+        report(("done",))
+
+
+async def _run(
+    job: ShardJob, loaded: LoadedCampaign, run_dir: Path, stats: dict[str, Any], on_record: Callable[[EpisodeRecord], None]
+) -> None:
+    calls = InProcessCalls(
+        loaded,
+        run_dir,
+        redactor=campaign_redactor(loaded.campaign),
+        stats=stats,
+        cache_dir=Path(job.cache_dir) if job.cache_dir else None,
+        progress=False,
+        tts_pool_size=job.tts_pool_size,
+        concurrency=job.concurrency,
+        on_record=on_record,
+        write_records=not job.records_to_driver,
+    )
+    async with calls:
+        # The driver created or resumed the folder; a shard touches nothing but its own episodes.
+        reader = RunReader(run_dir)
+        finished = {r.header.episode_id for r in reader.records()}
+        wanted = set(job.episode_ids)
+        todo = [e for e in call_order(loaded.plan) if e.episode_id in wanted and e.episode_id not in finished]
+        summary = RunSummary(run_dir, len(loaded.plan.episodes), len(finished))
+        await calls.execute(todo, reader.manifest, summary)
