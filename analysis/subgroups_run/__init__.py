@@ -11,7 +11,8 @@
 * subgroups.json, schema "voice-audit/subgroups" version 1:
   {schema, schema_version, run_id, parameters{...MiningOptions, min_support_used, min_count_used},
    episodes{total, completed, not_completed, note},
-   attributes{used[], dropped{name: reason}, levels{attr: [..]}, discretised{attr: {labels, cut_points}}},
+   attributes{used[], dropped{name: reason}, levels{attr: [..]}, discretised{attr: {labels, cut_points}},
+              pre_treatment[], realised[]},
    n_itemsets, strategy,
    metrics[{metric, family, kind, higher_is_worse, direction, description, global_mean, n, epsilon,
             n_candidates, n_pruned, n_tested, n_significant, test,

@@ -2,7 +2,10 @@
 
 One row per episode of a run folder, read from the episode records (not from metrics.parquet) so the
 attributes exist even for failed calls: a failed call still belongs to its subgroups' support.
-Continuous signal measures stay raw here; `discretise_attributes` bins them for mining.
+Pre-treatment attributes (PRE_TREATMENT: persona, scenario, channel, and the STIMULUS measures of the
+caller's opening anchor) describe the caller before the agent acted; REALISED measures describe the
+call as it happened and are diagnostics (see `analysis.subgroups_run.signals`). Continuous signal
+measures stay raw here; `discretise_attributes` bins them for mining.
 """
 
 from __future__ import annotations
@@ -18,7 +21,13 @@ import pandas as pd
 
 from analysis.subgroups import discretise
 from analysis.subgroups.discretise import bin_codes
-from analysis.subgroups_run.signals import SIGNAL_COLUMNS, signal_measures
+from analysis.subgroups_run.signals import (
+    REALISED_COLUMNS,
+    SIGNAL_COLUMNS,
+    STIMULUS_COLUMNS,
+    caller_stimulus,
+    signal_measures,
+)
 from harness.model.episode import RunManifest
 from harness.rundir import RunReader
 from personas import Catalogue, load_catalogue
@@ -26,7 +35,10 @@ from scenarios.errors import VoiceAuditError
 
 PERSONA: tuple[str, ...] = ("accent", "voice_profile", "gender", "age_band", "affect", "disfluency", "wording")
 CONTEXT: tuple[str, ...] = ("scenario", "agent", "channel")
+STIMULUS: tuple[str, ...] = STIMULUS_COLUMNS
+REALISED: tuple[str, ...] = REALISED_COLUMNS
 SIGNALS: tuple[str, ...] = SIGNAL_COLUMNS
+PRE_TREATMENT: tuple[str, ...] = (*PERSONA, *CONTEXT, *STIMULUS)
 ALL_ATTRIBUTES: tuple[str, ...] = (*PERSONA, *CONTEXT, *SIGNALS)
 KEYS: tuple[str, ...] = (
     "episode_id",
@@ -98,7 +110,8 @@ def episode_attributes(run_dir: str | Path, *, signals: bool = True, write_cache
     """Raw attribute table of a run, indexed by episode_id: KEYS, PERSONA, CONTEXT and SIGNALS columns.
 
     gender and age band come from the run's persona catalogue (missing if the catalogue is gone);
-    signal measures come from the cache in the run folder or, for new episodes, from the audio.
+    signal measures come from the cache in the run folder or, for new episodes, from the audio; the
+    stimulus measures are pooled per caller, so every call of one caller has the same values.
     """
     reader = RunReader(run_dir)
     df = _records(reader)
@@ -111,6 +124,7 @@ def episode_attributes(run_dir: str | Path, *, signals: bool = True, write_cache
         measured, _ = signal_measures(
             run_dir, list(zip(df["episode_id"], df["events_sha256"], strict=True)), write_cache=write_cache
         )
+        measured[list(STIMULUS)] = caller_stimulus(measured, df["caller_id"])
         df = df.join(measured)
     else:
         for col in SIGNALS:

@@ -50,7 +50,10 @@ def _summary(doc: dict[str, Any], echo: Callable[[str], None]) -> None:
     )
     echo(f"attributes: {', '.join(attrs['used'])}")
     if attrs["dropped"]:
-        echo("left out: " + "; ".join(f"{k} ({v})" for k, v in attrs["dropped"].items()))
+        by_reason: dict[str, list[str]] = {}
+        for name, why in attrs["dropped"].items():
+            by_reason.setdefault(why, []).append(name)
+        echo("left out: " + "; ".join(f"{', '.join(names)} ({why})" for why, names in by_reason.items()))
     for sec in doc["metrics"]:
         if not sec["top"]:
             continue
@@ -92,6 +95,9 @@ def subgroups_cmd(
     alpha: Annotated[float, typer.Option(help="false discovery rate (Benjamini-Hochberg)")] = 0.05,
     exclude: Annotated[list[str] | None, typer.Option(help="attribute to leave out (repeatable)")] = None,
     signals: Annotated[bool, typer.Option(help="measure the caller audio (speaking rate, silence, SNR, ...)")] = True,
+    realised: Annotated[
+        bool, typer.Option(help="also mine realised-call attributes (call_*): diagnostics, never for follow-up")
+    ] = False,
     plots: Annotated[bool, typer.Option(help="write SVG plots under plots/")] = True,
     plot_top: Annotated[int, typer.Option(help="Shapley plots per metric")] = 3,
     gap: Annotated[bool, typer.Option(help="cross-agent gaps between the run's agents")] = True,
@@ -120,6 +126,7 @@ def subgroups_cmd(
             alpha=alpha,
             exclude=tuple(exclude or ()),
             signals=signals,
+            realised=realised,
             plot_top=plot_top,
         )
         written = run_subgroups(run_dir, opts, gap=gap, against=against, compare=compare, metric=metric, plots=plots)

@@ -132,7 +132,10 @@ def plan_followup(
     out_path = Path(output)
     manifest = RunReader(run).manifest
     parent = manifest.campaign
-    result = mining or mine_run(run, mining_options)
+    if mining is not None and mining.options.realised:
+        raise SubgroupError("follow-up targets must be pre-treatment subgroups; mine without realised-call attributes")
+    mining_opts = (mining_options or MiningOptions()).model_copy(update={"realised": False})
+    result = mining or mine_run(run, mining_opts)
     specs = spec_of_episodes(result.table.raw, parent)
     targets = [
         map_target(result, parent, opts.metric, rank, row, specs, opts.max_pairs_per_subgroup)

@@ -2,7 +2,8 @@
 
 gap(I, M1, M2) = m(I, M2) - m(I, M1), matched on caller_id (the planner gives a caller the same id for
 every agent). The paired test on per-caller differences ranks the subgroups. Only caller attributes
-enter (persona, scenario, channel): signal measures depend on the conversation each agent led, so
+enter (persona, scenario, channel, and the stimulus measures of the caller's opening anchor, which
+are the same for every agent): realised-call measures depend on the conversation each agent led, so
 they are not a property the two calls share.
 """
 
@@ -23,13 +24,13 @@ from analysis.subgroups import (
     cross_agent_gap,
     rank_subgroups,
 )
-from analysis.subgroups_run.attributes import CONTEXT, PERSONA
+from analysis.subgroups_run.attributes import CONTEXT, PERSONA, STIMULUS
 from analysis.subgroups_run.mining import EpisodeTable, epsilon_for, select_attributes
 from analysis.subgroups_run.options import MiningOptions
 from analysis.subgroups_run.outcomes import MetricInfo, metric_info
 
 KEY = "caller_id"
-GAP_ATTRIBUTES: tuple[str, ...] = (*PERSONA, *(c for c in CONTEXT if c != "agent"))
+GAP_ATTRIBUTES: tuple[str, ...] = (*PERSONA, *(c for c in CONTEXT if c != "agent"), *STIMULUS)
 
 
 @dataclass(frozen=True)

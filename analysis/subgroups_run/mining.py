@@ -25,12 +25,14 @@ from analysis.subgroups import (
 )
 from analysis.subgroups_run.attributes import (
     ALL_ATTRIBUTES,
+    REALISED,
     SIGNALS,
     discretise_attributes,
     episode_attributes,
 )
 from analysis.subgroups_run.options import MiningOptions
 from analysis.subgroups_run.outcomes import MetricInfo, load_metrics, metric_info, outcome_table
+from analysis.subgroups_run.signals import REALISED_REASON
 from harness.rundir import RunReader
 
 
@@ -103,9 +105,11 @@ def select_attributes(
 ) -> tuple[list[str], dict[str, str]]:
     """Attributes worth mining, and why each other one was left out.
 
-    A single-valued or all-missing attribute is dropped with a note (it splits nothing), and so is one
-    that splits the episodes exactly as an earlier attribute does; one with more than `max_levels`
-    values is an error, because mining it would drown the lattice.
+    A realised-call attribute is dropped unless `options.realised` (it is a consequence of the
+    agent's treatment, so mining burden over it is circular). A single-valued or all-missing
+    attribute is dropped with a note (it splits nothing), and so is one that splits the episodes
+    exactly as an earlier attribute does; one with more than `max_levels` values is an error,
+    because mining it would drown the lattice.
     """
     kept: list[str] = []
     dropped: dict[str, str] = {}
@@ -115,6 +119,9 @@ def select_attributes(
     for name in candidates:
         if name in options.exclude:
             dropped[name] = "excluded"
+            continue
+        if name in REALISED and not options.realised:
+            dropped[name] = REALISED_REASON
             continue
         n_levels = int(df[name].nunique(dropna=True))
         if n_levels == 0:

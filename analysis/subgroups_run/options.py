@@ -16,7 +16,9 @@ class MiningOptions(Frozen):
     max(min_support, min_count / episodes)); `max_length` bounds the lattice to subgroups a reader
     can act on. `epsilon` None means 5% (`epsilon_rel`) of each metric's standard deviation, so one
     setting suits rates and seconds alike. Shapley plots are drawn for the first `plot_top` reported
-    subgroups of each metric that has any testable subgroup (a plot takes ~0.1 s).
+    subgroups of each metric that has any testable subgroup (a plot takes ~0.1 s). `realised` lets
+    the realised-call measures (`call_*`) into the mining for diagnostics; they are consequences of
+    the agent's treatment, so the cross-agent gap and follow-up planning never use them.
     """
 
     min_support: float = Field(default=0.001, gt=0.0, le=1.0)
@@ -32,6 +34,7 @@ class MiningOptions(Frozen):
     confidence: float = Field(default=0.95, gt=0.0, lt=1.0)
     exclude: tuple[str, ...] = ()
     signals: bool = True
+    realised: bool = False
     plot_top: int = Field(default=3, ge=0)
 
     def support_for(self, n_rows: int) -> float:

@@ -29,6 +29,7 @@ from analysis.subgroups import (
     shapley_values,
 )
 from analysis.subgroups.lattice import Lattice
+from analysis.subgroups_run.attributes import PRE_TREATMENT, REALISED
 from analysis.subgroups_run.gap import GapReport
 from analysis.subgroups_run.mining import RunMining
 from harness.rundir import atomic_write_bytes, atomic_write_json
@@ -301,6 +302,8 @@ def build_document(mining: RunMining, gaps: Sequence[GapReport], plot: _Plotter)
             "dropped": mining.dropped_attributes,
             "levels": {a: list(lv) for a, lv in zip(lat.attributes, lat.levels, strict=True)},
             "discretised": {c: {"labels": lb, "cut_points": cp} for c, (lb, cp) in tab.edges.items()},
+            "pre_treatment": [a for a in PRE_TREATMENT if a in mining.attributes],
+            "realised": [a for a in REALISED if a in mining.attributes],
         },
         "n_itemsets": len(mining.mined),
         "strategy": mining.mined.strategy,

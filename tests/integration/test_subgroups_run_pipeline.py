@@ -15,9 +15,11 @@ from analysis.subgroups_run import (
     FollowupOptions,
     MiningOptions,
     compare_followup,
+    episode_attributes,
     plan_followup,
     run_subgroups,
 )
+from analysis.subgroups_run.signals import REALISED_REASON
 from harness.planning import load_campaign
 from harness.runtime import CampaignRunner
 
@@ -68,7 +70,15 @@ def test_planted_agent_effect_gap_followup_and_narrowing(tmp_path: Path) -> None
     written = run_subgroups(run, opts, plots=False)
     doc = json.loads(written.json_path.read_text())
     assert doc["episodes"]["total"] == 16
-    assert {"speaking_rate", "caller_duration", "agent"} <= set(doc["attributes"]["used"])
+    assert {"speaking_rate", "agent"} <= set(doc["attributes"]["used"])
+    assert doc["attributes"]["dropped"]["call_caller_duration"] == REALISED_REASON
+    assert "speaking_rate" in doc["attributes"]["pre_treatment"] and doc["attributes"]["realised"] == []
+    raw = episode_attributes(run)
+    by_caller = raw.groupby("caller_id")
+    # the opening anchor is the same stimulus whichever agent the caller met; the realised call is not
+    assert (by_caller["speaking_rate"].nunique() == 1).all() and raw["speaking_rate"].notna().all()
+    realised = raw.pivot_table(index="caller_id", columns="agent", values="call_pause_count")
+    assert (realised["bad"] != realised["good"]).any()
     assert (run / "subgroup_signals.parquet").exists()
     acc = next(m for m in doc["metrics"] if m["metric"] == "outcome_acceptable")
     assert acc["top"][0]["items"] == {"agent": "bad"} and acc["top"][0]["divergence"] < 0

@@ -42,7 +42,7 @@ def raw_table(n: int = 600, seed: int = 0) -> pd.DataFrame:
     )
     for col in SIGNALS:
         df[col] = rng.normal(size=n)
-    df["word_count"] = np.nan  # all missing: must be dropped, not fail
+    df["opening_words"] = np.nan  # all missing: must be dropped, not fail
     return df.set_index("episode_id", drop=False)[[*KEYS, *[c for c in df.columns if c not in KEYS]]]
 
 

@@ -28,7 +28,7 @@ def _strict(text: str) -> object:
 def test_planted_subgroup_ranks_first_with_the_harmful_sign(tmp_path: Path) -> None:
     tab = episode_table(tmp_path)
     res = mine_run(tmp_path, MiningOptions(), tab)
-    assert res.dropped_attributes["word_count"] == "all missing"
+    assert res.dropped_attributes["opening_words"] == "all missing"
     assert res.dropped_attributes["scenario"].startswith("single value")
     assert res.dropped_attributes["gender"] == "same split as voice_profile"  # aliases are mined once
     planted = {f"{k}={v}" for k, v in PLANTED.items()}
