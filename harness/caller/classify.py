@@ -1,118 +1,76 @@
-"""The caller's reading of an agent turn. Burden metrics rest on it, so it is explicit rule code.
+"""The rule reader: what an agent turn does (dialogue acts) and what it asks for (facts).
 
-Rules are ordered: the first that matches decides. Every match reports the rule that fired, and
-the caller logs it with each decision, so a disputed count can be traced to one pattern.
+Burden metrics rest on this reading, so it is explicit rule code. A turn is split into sentences;
+each act family (`acts.py`) is tried on each sentence, and the facts of the ontology
+(`ontology.py`) are looked for where a sentence asks something. Every act found is kept with the
+rule that found it, so a disputed count traces to one pattern; the primary act (what the caller
+reacts to) follows a fixed precedence (`reading.PRECEDENCE`).
 """
 
 from __future__ import annotations
 
-import functools
 import re
 
-from harness.caller.reading import Act, ActHit, Reading, make_reading
-from harness.model.events import Classification
+from harness.caller import acts as A
+from harness.caller.ontology import IDENTITY_FACTS, facts_named
+from harness.caller.reading import ActHit, Reading, make_reading
 from scenarios import Challenge, Scenario
 
-_RULE_TEXT: tuple[tuple[Classification, str, str], ...] = (
-        (
-            "denial",
-            "handoff_refused",
-            r"\b(unable|can ?not|can't|not able|won't be able)\b[^.?!]{0,30}\b(transfer|connect|put you through)\b"
-            r"|\bno (human|agent|one|specialist)s?\b[^.?!]{0,20}\bavailable\b",
-        ),
-        (
-            "handoff",
-            "handoff",
-            r"(?<!before )(?<!before i )\b(transferring you|connecting you (to|with)|putting you through|handing you (over|off))\b"
-            r"|\b(i'?m|i am|we'?re|we are|i will|i'?ll|let me|i'?m going to|i am going to)\s+(now\s+)?"
-            r"(transfer|connect|put|hand)\s+(you|your call|this call)\b(?! (if|when|once|after))",
-        ),
-        (
-            "repair_request",
-            "repair",
-            r"\b(didn'?t|did not|couldn'?t|could not) (quite )?(catch|hear|get|understand)\b"
-            r"|\b(could|can|would) you (please )?(repeat|say (that|it) again|rephrase)\b"
-            r"|\b(please )?(repeat|say) that( again)?\b|\bpardon\b|\bcome again\b",
-        ),
-        (
-            "confirmation",
-            "remedy_done",
-            r"\b(i('ve| have)|we('ve| have)|has been|have been|is now|was|are now)\b[^.?!]{0,60}"
-            r"\b(issued|processed|refunded|credited|applied|reverted|switched|changed back|moved back|put you back"
-            r"|restored|opened)\b",
-        ),
-        (
-            "denial",
-            "remedy_denied",
-            r"\b(unable|can ?not|can't|not able|won't be able)\b[^.?!]{0,25}\b(refund|issue|credit|change|revert|help|process)\b"
-            r"|\bnot eligible\b|\bi'?m afraid (we|i) (can'?t|cannot)\b",
-        ),
-        (
-            "offer",
-            "offer",
-            r"\b(would you like|shall i|should i|do you want|can i go ahead|may i|want me to)\b[^?]{0,80}"
-            r"\b(refund|credit|change|revert|switch|open|process|apply|proceed|go ahead|put you back)\b",
-        ),
-        (
-            "pressure",
-            "pressure",
-            r"\b(are you sure you want|before you go|you('ll| will) lose|limited[- ]time|special offer|calm down"
-            r"|if you (cancel|leave)|i'?d hate (for you )?to lose)\b",
-        ),
-        (
-            "closing",
-            "closing",
-            r"\b(anything else|have a (great|good|nice|lovely) (day|evening)|goodbye|bye now)\b",
-        ),
-        ("hold", "hold", r"\b(one moment|please hold|let me (check|look)|bear with me|just a (moment|second))\b"),
-)
-_RULES: tuple[tuple[Classification, str, re.Pattern[str]], ...] = tuple(
-    (cls, name, re.compile(rx, re.IGNORECASE)) for cls, name, rx in _RULE_TEXT
-)
-
-_GENERIC_CHALLENGE = re.compile(
-    r"\b(verify|confirm) (your|the account holder'?s?) identity\b|\bsecurity question\b", re.IGNORECASE
-)
-_ASKING = re.compile(
-    r"\?|\b(confirm|verify|provide|tell me|what is|what's|may i have|can i have|could i have|give me)\b", re.IGNORECASE
-)
-_QUESTION_START = re.compile(r"^(what|how|can|could|would|is|are|do|did|will|may|which|when|where)\b", re.IGNORECASE)
+_SENTENCE = re.compile(r"(?:[^.?!]|(?<=\d)\.(?=\d))+[.?!]*")
 
 
-_RULE_ACT: dict[str, Act] = {
-    "handoff_refused": "handoff_refused",
-    "handoff": "handoff",
-    "repair": "repair_request",
-    "remedy_done": "confirmation",
-    "remedy_denied": "denial",
-    "offer": "offer",
-    "pressure": "coercive_retention",
-    "closing": "closing",
-    "hold": "hold",
-}
+def _normalise(text: str) -> str:
+    text = text.replace("\u2019", "'").replace("\u2018", "'")
+    return " ".join(text.split())
 
 
-@functools.lru_cache(maxsize=1024)
-def _cue_pattern(cue: str) -> re.Pattern[str]:
-    """Memoised: called for every cue of every challenge on every agent turn."""
-    return re.compile(r"\b" + r"\s+".join(map(re.escape, cue.split())) + r"\b", re.IGNORECASE)
+def sentences(text: str) -> list[str]:
+    """Sentences with their end marks (a full stop between digits, as in 24.99, does not end one)."""
+    return [s.strip() for s in _SENTENCE.findall(text) if s.strip(" .?!")]
 
 
-def classify(text: str, challenges: tuple[Challenge, ...]) -> Reading:
-    """Read one agent turn; challenges are recognised from the scenario's own cue phrases."""
-    clean = " ".join(text.split())
+def _cue_map(challenges: tuple[Challenge, ...]) -> dict[str, tuple[str, ...]]:
+    return {c.fact: c.cues for c in challenges if c.cues}
+
+
+def read_text(text: str, cues: dict[str, tuple[str, ...]] | None = None) -> Reading:
+    """Read one agent turn; `cues` are a scenario's own extra phrases per fact."""
+    clean = _normalise(text)
     if not clean or not re.search(r"[a-zA-Z]", clean):
         return make_reading("", [])
-    hits = [ActHit(act=_RULE_ACT[name], rule=name) for _, name, rx in _RULES if rx.search(clean)]
-    if _ASKING.search(clean):
-        asked = tuple(c.fact for c in challenges if any(_cue_pattern(cue).search(clean) for cue in c.cues))
-        if asked:
-            hits.append(ActHit(act="challenge", rule="challenge_cue", facts=asked))
-        elif _GENERIC_CHALLENGE.search(clean):
-            hits.append(ActHit(act="challenge", rule="challenge_generic"))
-    if "?" in clean or _QUESTION_START.search(clean):
-        hits.append(ActHit(act="question", rule="question"))
+    hits: list[ActHit] = []
+    for sent in sentences(clean):
+        hits += _read_sentence(sent, cues)
+    if any(h.act == "closing" for h in hits):
+        hits = [h for h in hits if h.rule != "greeting_thanks"]  # "Thank you for calling. Goodbye."
     return make_reading(clean, hits)
+
+
+def _read_sentence(sent: str, cues: dict[str, tuple[str, ...]] | None) -> list[ActHit]:
+    found = A.acts_in(sent)
+    names = {h.act for h in found}
+    asking = A.is_asking(sent)
+    facts = facts_named(sent, cues)
+    repair = "repair_request" in names
+    if facts and (asking or repair) and not names & {"offer", "confirmation", "denial", "closing"}:
+        identity = tuple(f for f, _ in facts if f in IDENTITY_FACTS or f in (cues or {}))
+        case = tuple(f for f, _ in facts if f not in identity)
+        if identity:
+            found.append(ActHit(act="challenge", rule="challenge_fact", facts=identity))
+        if case:
+            found.append(ActHit(act="question", rule="question_case_fact", facts=case))
+        return found
+    if not names & {"challenge"} and A.GENERIC_CHALLENGE.search(sent):
+        found.append(ActHit(act="challenge", rule="challenge_generic"))
+        return found
+    if not names & A.ASKING_ACTS and A.is_question(sent):
+        found.append(ActHit(act="question", rule="question"))
+    return found
+
+
+def classify(text: str, challenges: tuple[Challenge, ...] = ()) -> Reading:
+    """Read one agent turn; the challenges' cue phrases extend the shared fact ontology."""
+    return read_text(text, _cue_map(challenges))
 
 
 class RuleReader:
