@@ -1,8 +1,7 @@
 """Audio conversions the protocol codecs need: G.711 mu-law, pcm16 resampling, frame energy.
 
-mu-law comes from `harness.audio.mulaw` (the project's bit-exact table codec); a private copy of
-the same table construction is kept as a fallback so the protocol layer imports even when the
-audio package is mid-refactor. Resampling uses soxr, a core dependency.
+mu-law is `harness.audio.mulaw` (the project's bit-exact table codec), so the caller's channel
+and the protocols encode alike. Resampling uses soxr, a core dependency.
 """
 
 from __future__ import annotations
@@ -10,6 +9,8 @@ from __future__ import annotations
 import numpy as np
 
 from harness.adapter import AudioFormat, AudioOut
+from harness.audio.mulaw import mulaw_decode as _decode
+from harness.audio.mulaw import mulaw_encode as _encode
 
 __all__ = [
     "MULAW_SILENCE",
@@ -22,29 +23,6 @@ __all__ = [
 ]
 
 MULAW_SILENCE = 0xFF
-
-try:
-    from harness.audio.mulaw import mulaw_decode as _decode
-    from harness.audio.mulaw import mulaw_encode as _encode
-except ImportError:  # pragma: no cover - exercised only without the audio package
-    _BIAS, _CLIP = 0x84, 8159
-    _SEG_END = np.array([0x3F, 0x7F, 0xFF, 0x1FF, 0x3FF, 0x7FF, 0xFFF, 0x1FFF], dtype=np.int32)
-    _pcm = np.arange(-32768, 32768, dtype=np.int32) >> 2
-    _mask = np.where(_pcm < 0, 0x7F, 0xFF)
-    _mag = np.minimum(np.abs(_pcm), _CLIP) + (_BIAS >> 2)
-    _seg = np.searchsorted(_SEG_END, _mag, side="left")
-    _segc = np.minimum(_seg, 7)
-    _code = np.where(_seg < 8, ((_segc << 4) | ((_mag >> (_segc + 1)) & 0xF)) ^ _mask, 0x7F ^ _mask)
-    _ENC = np.concatenate([_code[32768:], _code[:32768]]).astype(np.uint8)
-    _u = ~np.arange(256, dtype=np.int32) & 0xFF
-    _t = (((_u & 0x0F) << 3) + _BIAS) << ((_u & 0x70) >> 4)
-    _DEC = np.where(_u & 0x80, _BIAS - _t, _t - _BIAS).astype(np.int16)
-
-    def _encode(pcm: np.ndarray) -> bytes:
-        return bytes(_ENC[np.ascontiguousarray(pcm, dtype=np.int16).view(np.uint16)].tobytes())
-
-    def _decode(data: bytes | bytearray | memoryview | np.ndarray) -> np.ndarray:
-        return _DEC[np.frombuffer(data, dtype=np.uint8)]
 
 
 def mulaw_encode(pcm16: bytes) -> bytes:

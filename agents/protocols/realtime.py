@@ -8,10 +8,10 @@ Client -> server (JSON text frames):
                               `response.create` on `end_turn()`
     conversation.item.create  function_call_output {call_id, output}, then `response.create`
     response.cancel, conversation.item.truncate {item_id, content_index, audio_end_ms} on barge-in
-Server -> client (current name / beta name):
-    response.output_audio.delta / response.audio.delta                 -> AudioOut
-    response.output_audio_transcript.delta / response.audio_transcript.delta
-        (and output_text / text deltas)                                -> one TextOut per response
+Server -> client (GA names; beta names are mapped by `realtime_wire.to_ga`):
+    session.created {session: {id}}                                    -> `session_id`
+    response.output_audio.delta                                        -> AudioOut
+    response.output_audio_transcript.delta (and output_text deltas)    -> one TextOut per response
     conversation.item.input_audio_transcription.completed              -> HeardOut
     response.function_call_arguments.done {call_id, name, arguments}   -> queued; when the response
         is `completed` the fixture runs -> ToolCallOut + ToolResultOut, output sent back
@@ -30,30 +30,21 @@ by option `api_key_env` and is never logged.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
 import weakref
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from websockets.asyncio.client import ClientConnection
-from websockets.exceptions import ConnectionClosed
 
-from agents.protocols._stream import (
-    EventChannel,
-    closed_event,
-    describe,
-    fail_kind,
-    open_ws,
-    send_message,
-    send_now,
-    stop_task,
-)
-from agents.protocols.wire import b64decode, b64encode
+from agents.protocols import realtime_wire as rw
+from agents.protocols._stream import open_ws
+from agents.protocols.realtime_wire import session_config
+from agents.protocols.wire import b64decode
+from agents.protocols.ws_session import WsSession, loads
 from harness.adapter import (
     AgentError,
     AgentEvent,
@@ -77,14 +68,7 @@ __all__ = ["RealtimeAdapter", "RealtimeSession", "realtime_adapter", "session_co
 
 log = logging.getLogger(__name__)
 
-AUDIO_DELTAS = ("response.output_audio.delta", "response.audio.delta")
-TEXT_DELTAS = (
-    "response.output_audio_transcript.delta",
-    "response.audio_transcript.delta",
-    "response.output_text.delta",
-    "response.text.delta",
-)
-TEXT_DONES = ("response.output_audio_transcript.done", "response.audio_transcript.done")
+TEXT_DELTAS = ("response.output_audio_transcript.delta", "response.output_text.delta")
 
 
 @dataclass
@@ -95,59 +79,7 @@ class _Response:
     calls: dict[str, tuple[str, str]] = field(default_factory=dict)  # call_id -> (name, arguments)
 
 
-def session_config(
-    *,
-    api: str,
-    fmt: AudioFormat,
-    instructions: str,
-    turn_detection: str,
-    tools: list[dict[str, Any]],
-    voice: str | None,
-    transcription_model: str | None,
-) -> dict[str, Any]:
-    """The `session` object of a `session.update`, in the GA or the beta shape."""
-    td: dict[str, Any] | None = None if turn_detection == "none" else {"type": turn_detection}
-    if api == "beta":
-        beta_fmt = "g711_ulaw" if fmt.encoding == "mulaw" else "pcm16"
-        s: dict[str, Any] = {
-            "modalities": ["audio", "text"],
-            "instructions": instructions,
-            "input_audio_format": beta_fmt,
-            "output_audio_format": beta_fmt,
-            "turn_detection": td,
-            "tools": tools,
-            "tool_choice": "auto" if tools else "none",
-        }
-        if transcription_model:
-            s["input_audio_transcription"] = {"model": transcription_model}
-        if voice:
-            s["voice"] = voice
-        return s
-    ga_fmt: dict[str, Any] = (
-        {"type": "audio/pcmu"} if fmt.encoding == "mulaw" else {"type": "audio/pcm", "rate": 24000}
-    )
-    audio_in: dict[str, Any] = {"format": ga_fmt, "turn_detection": td}
-    if transcription_model:
-        audio_in["transcription"] = {"model": transcription_model}
-    audio_out: dict[str, Any] = {"format": ga_fmt}
-    if voice:
-        audio_out["voice"] = voice
-    return {
-        "type": "realtime",
-        "output_modalities": ["audio"],
-        "instructions": instructions,
-        "audio": {"input": audio_in, "output": audio_out},
-        "tools": tools,
-        "tool_choice": "auto" if tools else "none",
-    }
-
-
-def _append_message(chunk: bytes) -> str:
-    """`input_audio_buffer.append` as json.dumps would write it: the base64 needs no escaping."""
-    return '{"type":"input_audio_buffer.append","audio":"' + b64encode(chunk) + '"}'
-
-
-class RealtimeSession:
+class RealtimeSession(WsSession):
     def __init__(
         self,
         ws: ClientConnection,
@@ -156,37 +88,28 @@ class RealtimeSession:
         manual: bool,
         send_timeout_s: float,
     ) -> None:
-        self._ws = ws
+        super().__init__(ws, send_timeout_s)
         self._fixture = fixture
         self._fmt = fmt
         self._manual = manual
-        self._send_timeout = send_timeout_s
-        self._chan = EventChannel()
-        self._closing = False
-        self._reader: asyncio.Task[None] | None = None
         self._responses: dict[str, _Response] = {}
         self._active: str | None = None
         self._turn_items: list[tuple[str, float]] = []  # (item_id, audio ms) of the agent's current turn
         self._handled_calls: set[str] = set()
-
-    async def _send(self, msg: dict[str, Any]) -> None:
-        await send_message(self._ws, json.dumps(msg, separators=(",", ":")), self._send_timeout)
+        self.session_id = ""
+        """The server's session id (`session.created`), the key to the vendor's own logs."""
 
     def start(self) -> None:
-        self._reader = asyncio.create_task(self._read(), name="realtime-reader")
-
-    def _ensure_open(self) -> None:
-        if self._closing or self._chan.done:
-            raise AgentError("disconnect", f"session is over ({self._chan.end_reason or 'closed'})")
+        self._start_reader("realtime-reader")
 
     async def send_audio(self, chunk: bytes) -> None:
         self._ensure_open()
-        await send_message(self._ws, _append_message(chunk), self._send_timeout)
+        await self._send_raw(rw.append_message(chunk))
 
     def send_audio_nowait(self, chunk: bytes) -> bool:
         """`send_audio` without yielding when the socket can take it now; False: nothing sent."""
         self._ensure_open()
-        return send_now(self._ws, _append_message(chunk))
+        return self._send_now(rw.append_message(chunk))
 
     async def end_turn(self) -> None:
         """Manual turns: commit the buffer and ask for a response; with server VAD, nothing to do."""
@@ -199,12 +122,7 @@ class RealtimeSession:
     async def send_dtmf(self, digit: str) -> None:
         """Realtime has no keypad: the digit becomes a user text item, as telephony bridges do."""
         self._ensure_open()
-        item = {
-            "type": "message",
-            "role": "user",
-            "content": [{"type": "input_text", "text": f"DTMF {digit}"}],
-        }
-        await self._send({"type": "conversation.item.create", "item": item})
+        await self._send(rw.user_text(f"DTMF {digit}"))
 
     async def mark_played(self, name: str) -> None:
         """Realtime has no marks."""
@@ -217,65 +135,31 @@ class RealtimeSession:
         left = float(max(0, played_ms))
         for item_id, ms in self._turn_items:
             if left < ms:
-                await self._send(
-                    {
-                        "type": "conversation.item.truncate",
-                        "item_id": item_id,
-                        "content_index": 0,
-                        "audio_end_ms": int(left),
-                    }
-                )
+                await self._send(rw.truncate(item_id, int(left)))
                 break
             left -= ms
         self._turn_items.clear()
 
-    def events(self) -> AsyncIterator[AgentEvent]:
-        return self._chan.events()
-
-    async def close(self, reason: str) -> None:
-        if self._closing:
-            return
-        self._closing = True
-        try:
-            await self._ws.close(1000, reason[:100])
-        finally:
-            await stop_task(self._reader, f"harness closed the call: {reason}")
-            self._chan.finish(f"closed by harness: {reason}")
-
     # -- receiving -----------------------------------------------------------------------------
-    async def _read(self) -> None:
-        final: AgentEvent | None = None
+    async def _on_frame(self, raw: str | bytes) -> AgentEvent | None:
+        if isinstance(raw, bytes):
+            raise AgentError("malformed_frame", "binary frame on a Realtime session")
+        msg = loads(raw, "server")
+        if not isinstance(msg, dict) or not isinstance(msg.get("type"), str):
+            raise AgentError("malformed_frame", "server event without a string 'type'")
         try:
-            async for raw in self._ws:
-                if isinstance(raw, bytes):
-                    raise AgentError("malformed_frame", "binary frame on a Realtime session")
-                try:
-                    msg = json.loads(raw)
-                except json.JSONDecodeError as exc:
-                    raise AgentError("malformed_frame", f"invalid JSON from server: {exc}") from None
-                if not isinstance(msg, dict) or not isinstance(msg.get("type"), str):
-                    raise AgentError("malformed_frame", "server event without a string 'type'")
-                try:
-                    await self._handle(msg)
-                except (AttributeError, TypeError, ValueError, KeyError) as exc:  # a field of the wrong shape
-                    raise AgentError("malformed_frame", f"bad {msg['type'][:60]!r} event: {exc!r}"[:300]) from None
-            final = closed_event(self._ws, None)
-        except ConnectionClosed as exc:
-            final = closed_event(self._ws, exc)
-        except AgentError as exc:
-            final = ErrorOut(*fail_kind(exc))
-            await self._ws.close(1002, exc.message[:100])
-        if not self._closing and final is not None:
-            self._chan.put_final(final)
-        self._chan.finish(describe(final))
+            await self._handle(msg)
+        except (AttributeError, TypeError, ValueError, KeyError) as exc:  # a field of the wrong shape
+            raise AgentError("malformed_frame", f"bad {msg['type'][:60]!r} event: {exc!r}"[:300]) from None
+        return None
 
     def _resp(self, rid: Any) -> _Response:
         key = str(rid or self._active or "")
         return self._responses.setdefault(key, _Response(key))
 
     async def _handle(self, m: dict[str, Any]) -> None:
-        t = m["type"]
-        if t in AUDIO_DELTAS:
+        t = rw.to_ga(m["type"])
+        if t == "response.output_audio.delta":
             pcm = b64decode(m.get("delta"), f"{t}.delta")
             if not pcm:
                 return
@@ -288,7 +172,7 @@ class RealtimeSession:
             await self._chan.put(ev)
         elif t in TEXT_DELTAS:
             self._resp(m.get("response_id")).text.append(str(m.get("delta") or ""))
-        elif t in TEXT_DONES:
+        elif t == "response.output_audio_transcript.done":
             self._resp(m.get("response_id")).done_text[str(m.get("item_id"))] = str(m.get("transcript") or "")
         elif t == "response.created":
             self._active = str((m.get("response") or {}).get("id") or "")
@@ -308,6 +192,8 @@ class RealtimeSession:
                 await self._chan.put(ClearOut())
         elif t == "input_audio_buffer.committed" and not self._manual:
             self._turn_items.clear()
+        elif t == "session.created":
+            self.session_id = str((m.get("session") or {}).get("id") or "")
         elif t == "error":
             err = m.get("error") or {}
             detail = " ".join(str(err.get(k)) for k in ("type", "code", "message") if err.get(k))
@@ -351,12 +237,7 @@ class RealtimeSession:
                     ToolResultOut(call_id, name, outcome.ok, outcome.result_keys, outcome.error)
                 )
                 output = {"ok": outcome.ok, "result": outcome.result, "error": outcome.error}
-            item = {
-                "type": "function_call_output",
-                "call_id": call_id,
-                "output": json.dumps(output, default=str),
-            }
-            await self._send({"type": "conversation.item.create", "item": item})
+            await self._send(rw.function_call_output(call_id, output))
         await self._send({"type": "response.create"})
 
 

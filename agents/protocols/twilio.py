@@ -1,25 +1,14 @@
 """Twilio Media Streams client: the harness plays Twilio's network side of a `<Connect><Stream>`.
 
-Wire contract (JSON text frames; every counter is a string, exactly as Twilio sends them):
+The messages are those of `agents.protocols.twilio_wire`: `connected` and `start`, then one
+`media` message per 20 ms frame (silence included), `dtmf`, `mark` echoes and `stop`; from the
+agent, `media` (-> AudioOut), `mark` (-> MarkOut) and `clear` (-> ClearOut).
 
-harness -> agent
-    {"event":"connected","protocol":"Call","version":"1.0.0"}
-    {"event":"start","sequenceNumber":"1","streamSid":"MZ..","start":{"accountSid":"AC..",
-     "streamSid":"MZ..","callSid":"CA..","tracks":["inbound"],"customParameters":{..},
-     "mediaFormat":{"encoding":"audio/x-mulaw","sampleRate":8000,"channels":1}}}
-    {"event":"media","sequenceNumber":"2","streamSid":"MZ..","media":{"track":"inbound",
-     "chunk":"1","timestamp":"0","payload":<b64 160 bytes mu-law = 20 ms>}}   one per frame
-    {"event":"dtmf","sequenceNumber":..,"streamSid":..,"dtmf":{"track":"inbound_track","digit":"1"}}
-    {"event":"mark","sequenceNumber":..,"streamSid":..,"mark":{"name":<echo>}}  when played
-    {"event":"stop","sequenceNumber":..,"streamSid":..,"stop":{"accountSid":..,"callSid":..}}
-agent -> harness
-    {"event":"media","streamSid":..,"media":{"payload":<b64 mu-law, any length>}}  -> AudioOut
-    {"event":"mark","streamSid":..,"mark":{"name":..}}                              -> MarkOut
-    {"event":"clear","streamSid":..}                                                -> ClearOut
-
-`customParameters` carries `from_number`, `scenario_id` and (option `send_facts`, default on)
-the scenario facts as a JSON string under `facts`, the way a real deployment passes call
-metadata through TwiML `<Parameter>`s; agents that do not look simply ignore it.
+`start.callSid` is the call's id (`CallInfo.call_id`), `streamSid` is derived from it, so both
+can be found again in the episode's log. `customParameters` carries `from_number`, `call_id`
+and what the campaign discloses of the facts (`facts_disclosure`): `full` sends the facts as a
+JSON string under `facts`, `ids` only the identifiers under `account_id` (plus `scenario_id`),
+`none` nothing; the way a real deployment passes call metadata through TwiML `<Parameter>`s.
 
 Marks: the runtime calls `mark_played(name)` when the audio queued before the mark has played;
 this echoes it once. On `clear` the adapter itself echoes every pending mark at once (Twilio
@@ -31,38 +20,19 @@ up (`HangupOut`); a drop without a close frame is `ErrorOut("disconnect")`.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import secrets
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import Callable
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection
-from websockets.exceptions import ConnectionClosed
 
-from agents.protocols._stream import (
-    EventChannel,
-    closed_event,
-    describe,
-    fail_kind,
-    open_ws,
-    send_message,
-    send_now,
-    stop_task,
-)
-from agents.protocols.wire import b64decode, b64encode
-from harness.adapter import (
-    AgentError,
-    AgentEvent,
-    AudioFormat,
-    AudioOut,
-    CallInfo,
-    Capabilities,
-    ClearOut,
-    ErrorOut,
-    MarkOut,
-)
+from agents.protocols import twilio_wire as tw
+from agents.protocols._stream import open_ws
+from agents.protocols.twilio_wire import FRAME_BYTES, TWILIO_FORMAT
+from agents.protocols.ws_session import MarkLedger, WsSession
+from harness.adapter import AgentError, AgentEvent, AudioOut, CallInfo, Capabilities, ClearOut, MarkOut
 from harness.model.campaign import AgentSpec
 from scenarios import canonical_json
 
@@ -70,8 +40,6 @@ __all__ = ["TWILIO_FORMAT", "TwilioAdapter", "TwilioSession", "twilio_adapter"]
 
 log = logging.getLogger(__name__)
 
-TWILIO_FORMAT = AudioFormat("mulaw", 8000)
-FRAME_BYTES = 160  # 20 ms of mu-law at 8 kHz
 DTMF_DIGITS = set("0123456789*#ABCDabcd")
 
 
@@ -81,67 +49,40 @@ def _sid(prefix: str, seed: str | None = None) -> str:
     return prefix + secrets.token_hex(16)
 
 
-class TwilioSession:
+class TwilioSession(WsSession):
     """One Media Stream. Created by `TwilioAdapter.connect`; the socket is already open."""
 
     def __init__(self, ws: ClientConnection, call: CallInfo, account_sid: str, send_timeout_s: float) -> None:
-        self._ws = ws
+        super().__init__(ws, send_timeout_s)
         self.call = call
         self.stream_sid = _sid("MZ")
         self.call_sid = _sid("CA", call.call_id)
         self.account_sid = account_sid
-        self._send_timeout = send_timeout_s
         self._seq = 0
         self._chunk = 0
         self._bytes_sent = 0
         self._rest = b""
         self._lock = asyncio.Lock()
-        self._chan = EventChannel()
-        self._pending_marks: list[str] = []
-        self._echoed: set[str] = set()
-        self._closing = False
-        self._reader: asyncio.Task[None] | None = None
+        self._marks = MarkLedger()
 
     # -- sending -------------------------------------------------------------------------------
-    async def _send(self, msg: dict[str, Any]) -> None:
+    def _next_seq(self) -> int:
+        self._seq += 1
+        return self._seq
+
+    async def _send_seq(self, build: Callable[..., dict[str, Any]], *args: Any) -> None:
+        """Send a sequenced message; the number is taken under the lock so the wire order holds."""
         async with self._lock:
-            if "sequenceNumber" in msg:
-                self._seq += 1
-                msg["sequenceNumber"] = str(self._seq)
-            await send_message(self._ws, json.dumps(msg, separators=(",", ":")), self._send_timeout)
+            await self._send(build(self._next_seq(), *args))
 
     async def start(self, custom_parameters: dict[str, str]) -> None:
-        await self._send({"event": "connected", "protocol": "Call", "version": "1.0.0"})
-        await self._send(
-            {
-                "event": "start",
-                "sequenceNumber": "",
-                "streamSid": self.stream_sid,
-                "start": {
-                    "accountSid": self.account_sid,
-                    "streamSid": self.stream_sid,
-                    "callSid": self.call_sid,
-                    "tracks": ["inbound"],
-                    "customParameters": custom_parameters,
-                    "mediaFormat": {"encoding": "audio/x-mulaw", "sampleRate": 8000, "channels": 1},
-                },
-            }
-        )
-        self._reader = asyncio.create_task(self._read(), name=f"twilio-reader-{self.stream_sid}")
-
-    def _ensure_open(self) -> None:
-        if self._closing or self._chan.done:
-            raise AgentError("disconnect", f"stream is over ({self._chan.end_reason or 'closed'})")
+        await self._send(tw.connected())
+        await self._send_seq(tw.start, self.stream_sid, self.account_sid, self.call_sid, custom_parameters)
+        self._start_reader(f"twilio-reader-{self.stream_sid}")
 
     def _media(self, payload: bytes) -> str:
-        """The next `media` message, written directly: json.dumps of a nested dict per 20 ms frame
-        is most of a frame's cost, and every value here is a number, a hex id or base64 (nothing
-        to escape). Counters move only in `_sent_media`, once the message is on its way."""
-        return (
-            f'{{"event":"media","sequenceNumber":"{self._seq + 1}","streamSid":"{self.stream_sid}",'
-            f'"media":{{"track":"inbound","chunk":"{self._chunk + 1}","timestamp":"{self._bytes_sent // 8}",'
-            f'"payload":"{b64encode(payload)}"}}}}'
-        )
+        """The next `media` message; counters move only in `_sent_media`, once it is on its way."""
+        return tw.media_in(self._seq + 1, self.stream_sid, self._chunk + 1, self._bytes_sent // 8, payload)
 
     def _sent_media(self) -> None:
         self._seq += 1
@@ -158,7 +99,7 @@ class TwilioSession:
             for i in range(0, whole, FRAME_BYTES):
                 msg = self._media(data[i : i + FRAME_BYTES])
                 self._sent_media()
-                await send_message(self._ws, msg, self._send_timeout)
+                await self._send_raw(msg)
 
     def send_audio_nowait(self, chunk: bytes) -> bool:
         """`send_audio` without yielding for the common case (exactly one media frame, nothing else
@@ -166,7 +107,7 @@ class TwilioSession:
         self._ensure_open()
         if self._lock.locked() or len(self._rest) + len(chunk) != FRAME_BYTES:
             return False
-        if not send_now(self._ws, self._media(self._rest + chunk)):
+        if not self._send_now(self._media(self._rest + chunk)):
             return False
         self._rest = b""
         self._sent_media()
@@ -179,103 +120,41 @@ class TwilioSession:
         if digit not in DTMF_DIGITS or len(digit) != 1:
             raise AgentError("caller_error", f"not a DTMF digit: {digit!r}")
         self._ensure_open()
-        await self._send(
-            {
-                "event": "dtmf",
-                "sequenceNumber": "",
-                "streamSid": self.stream_sid,
-                "dtmf": {"track": "inbound_track", "digit": digit},
-            }
-        )
+        await self._send_seq(tw.dtmf, self.stream_sid, digit)
 
     async def mark_played(self, name: str) -> None:
-        if name in self._echoed:
+        if not self._marks.to_echo(name):
             return
-        if name not in self._pending_marks:
-            raise AgentError("harness_error", f"mark {name!r} was never sent by the agent")
         self._ensure_open()
         await self._echo(name)
 
     async def _echo(self, name: str) -> None:
-        self._pending_marks.remove(name)
-        self._echoed.add(name)
-        await self._send(
-            {"event": "mark", "sequenceNumber": "", "streamSid": self.stream_sid, "mark": {"name": name}}
-        )
+        self._marks.echoing(name)
+        async with self._lock:
+            await self._send(tw.mark(self.stream_sid, name, self._next_seq()))
 
     async def barge_in(self, played_ms: int) -> None:
         """Nothing to send: a Twilio agent hears the barge-in in the caller audio and sends `clear`."""
 
-    def events(self) -> AsyncIterator[AgentEvent]:
-        return self._chan.events()
-
-    async def close(self, reason: str) -> None:
-        if self._closing:
-            return
-        self._closing = True
-        try:
-            if not self._chan.done:
-                await self._send(
-                    {
-                        "event": "stop",
-                        "sequenceNumber": "",
-                        "streamSid": self.stream_sid,
-                        "stop": {"accountSid": self.account_sid, "callSid": self.call_sid},
-                    }
-                )
-        except AgentError as exc:
-            log.debug("stop not delivered: %s", exc.message)
-        finally:
-            await self._ws.close(1000, reason[:100])
-            await stop_task(self._reader, f"harness closed the call: {reason}")
-            self._chan.finish(f"closed by harness: {reason}")
+    async def _goodbye(self, reason: str) -> None:
+        await self._send_seq(tw.stop, self.stream_sid, self.account_sid, self.call_sid)
 
     # -- receiving -----------------------------------------------------------------------------
-    async def _read(self) -> None:
-        final: AgentEvent | None = None
-        try:
-            async for raw in self._ws:
-                try:
-                    await self._handle(raw)
-                except (AttributeError, TypeError, ValueError, KeyError) as exc:  # a field of the wrong shape
-                    raise AgentError("malformed_frame", f"bad message: {exc!r}"[:300]) from None
-            final = closed_event(self._ws, None)
-        except ConnectionClosed as exc:
-            final = closed_event(self._ws, exc)
-        except AgentError as exc:
-            final = ErrorOut(*fail_kind(exc))
-            await self._ws.close(1002, exc.message[:100])
-        if not self._closing and final is not None:
-            self._chan.put_final(final)
-        self._chan.finish(describe(final))
-
-    async def _handle(self, raw: str | bytes) -> None:
-        if isinstance(raw, bytes):
-            raise AgentError("malformed_frame", f"binary frame of {len(raw)} bytes on a Twilio stream")
-        try:
-            msg = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise AgentError("malformed_frame", f"invalid JSON from agent: {exc}") from None
-        if not isinstance(msg, dict):
-            raise AgentError("malformed_frame", "message is not a JSON object")
-        event = msg.get("event")
-        if event == "media":
-            payload = b64decode((msg.get("media") or {}).get("payload"), "media.payload")
-            if payload:
-                await self._chan.put(AudioOut(payload, 8000, "mulaw"))
-        elif event == "mark":
-            name = (msg.get("mark") or {}).get("name")
-            if not isinstance(name, str):
-                raise AgentError("malformed_frame", "mark without a string name")
-            self._pending_marks.append(name)
-            self._echoed.discard(name)
-            await self._chan.put(MarkOut(name))
-        elif event == "clear":
-            for name in list(self._pending_marks):
+    async def _on_frame(self, raw: str | bytes) -> AgentEvent | None:
+        msg = tw.parse(raw)
+        if isinstance(msg, tw.Media):
+            if msg.payload:
+                await self._chan.put(AudioOut(msg.payload, 8000, "mulaw"))
+        elif isinstance(msg, tw.Mark):
+            self._marks.received(msg.name)
+            await self._chan.put(MarkOut(msg.name))
+        elif isinstance(msg, tw.Clear):
+            for name in self._marks.pending():
                 await self._echo(name)
             await self._chan.put(ClearOut())
         else:
-            log.debug("ignoring agent event %r", event)
+            log.debug("ignoring agent message %r", msg)
+        return None
 
 
 class TwilioAdapter:

@@ -28,23 +28,13 @@ import asyncio
 import json
 import logging
 import weakref
-from collections.abc import AsyncIterator
-from typing import Any
 
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
-from agents.protocols._stream import (
-    EventChannel,
-    closed_event,
-    describe,
-    fail_kind,
-    open_ws,
-    send_message,
-    send_now,
-    stop_task,
-)
+from agents.protocols._stream import open_ws
 from agents.protocols.wire import call_to_json, event_from_json, format_from_json, format_to_json
+from agents.protocols.ws_session import MarkLedger, WsSession, loads
 from harness.adapter import (
     AgentError,
     AgentEvent,
@@ -64,20 +54,12 @@ __all__ = ["WsStreamAdapter", "WsStreamSession", "ws_adapter"]
 log = logging.getLogger(__name__)
 
 
-class WsStreamSession:
+class WsStreamSession(WsSession):
     def __init__(self, ws: ClientConnection, send_timeout_s: float) -> None:
-        self._ws = ws
-        self._send_timeout = send_timeout_s
-        self._chan = EventChannel()
-        self._pending_marks: list[str] = []
-        self._echoed: set[str] = set()
-        self._closing = False
-        self._reader: asyncio.Task[None] | None = None
+        super().__init__(ws, send_timeout_s)
+        self._marks = MarkLedger()
         self.session_id = ""
         self.output = AudioFormat()
-
-    async def _send(self, msg: dict[str, Any]) -> None:
-        await send_message(self._ws, json.dumps(msg, separators=(",", ":")), self._send_timeout)
 
     async def start(self, call: CallInfo, fmt: AudioFormat, timeout_s: float) -> None:
         await self._send({"type": "start", "call": call_to_json(call), "audio": format_to_json(fmt)})
@@ -97,20 +79,16 @@ class WsStreamSession:
             raise AgentError("connect_failed", f"socket closed before 'started': {exc}") from None
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise AgentError("malformed_frame", "'started' is not JSON") from None
-        self._reader = asyncio.create_task(self._read(), name=f"ws-reader-{self.session_id}")
-
-    def _ensure_open(self) -> None:
-        if self._closing or self._chan.done:
-            raise AgentError("disconnect", f"stream is over ({self._chan.end_reason or 'closed'})")
+        self._start_reader(f"ws-reader-{self.session_id}")
 
     async def send_audio(self, chunk: bytes) -> None:
         self._ensure_open()
-        await send_message(self._ws, chunk, self._send_timeout)
+        await self._send_raw(chunk)
 
     def send_audio_nowait(self, chunk: bytes) -> bool:
         """`send_audio` without yielding when the socket can take it now; False: nothing sent."""
         self._ensure_open()
-        return send_now(self._ws, chunk)
+        return self._send_now(chunk)
 
     async def end_turn(self) -> None:
         self._ensure_open()
@@ -121,70 +99,37 @@ class WsStreamSession:
         await self._send({"type": "dtmf", "digit": digit})
 
     async def mark_played(self, name: str) -> None:
-        if name in self._echoed:
+        if not self._marks.to_echo(name):
             return
-        if name not in self._pending_marks:
-            raise AgentError("harness_error", f"mark {name!r} was never sent by the agent")
         self._ensure_open()
         await self._echo(name)
 
     async def _echo(self, name: str) -> None:
-        self._pending_marks.remove(name)
-        self._echoed.add(name)
+        self._marks.echoing(name)
         await self._send({"type": "mark", "name": name})
 
     async def barge_in(self, played_ms: int) -> None:
         self._ensure_open()
         await self._send({"type": "barge_in", "played_ms": int(played_ms)})
 
-    def events(self) -> AsyncIterator[AgentEvent]:
-        return self._chan.events()
+    async def _goodbye(self, reason: str) -> None:
+        await self._send({"type": "stop", "reason": reason})
 
-    async def close(self, reason: str) -> None:
-        if self._closing:
-            return
-        self._closing = True
-        try:
-            if not self._chan.done:
-                await self._send({"type": "stop", "reason": reason})
-        except AgentError as exc:
-            log.debug("stop not delivered: %s", exc.message)
-        finally:
-            await self._ws.close(1000, reason[:100])
-            await stop_task(self._reader, f"harness closed the call: {reason}")
-            self._chan.finish(f"closed by harness: {reason}")
-
-    async def _read(self) -> None:
-        final: AgentEvent | None = None
-        try:
-            async for raw in self._ws:
-                if isinstance(raw, bytes):
-                    if raw:
-                        await self._chan.put(AudioOut(raw, self.output.sample_rate, self.output.encoding))
-                    continue
-                try:
-                    ev = event_from_json(json.loads(raw))
-                except json.JSONDecodeError as exc:
-                    raise AgentError("malformed_frame", f"invalid JSON from agent: {exc}") from None
-                if isinstance(ev, MarkOut):
-                    self._pending_marks.append(ev.name)
-                    self._echoed.discard(ev.name)
-                elif isinstance(ev, ClearOut):
-                    for name in list(self._pending_marks):
-                        await self._echo(name)
-                if isinstance(ev, HangupOut | ErrorOut) and (isinstance(ev, HangupOut) or ev.fatal):
-                    final = ev
-                    continue  # the close frame follows; report the agent's own words, once
-                await self._chan.put(ev)
-            final = final or closed_event(self._ws, None)
-        except ConnectionClosed as exc:
-            final = final or closed_event(self._ws, exc)
-        except AgentError as exc:
-            final = ErrorOut(*fail_kind(exc))
-            await self._ws.close(1002, exc.message[:100])
-        if not self._closing and final is not None:
-            self._chan.put_final(final)
-        self._chan.finish(describe(final))
+    async def _on_frame(self, raw: str | bytes) -> AgentEvent | None:
+        if isinstance(raw, bytes):
+            if raw:
+                await self._chan.put(AudioOut(raw, self.output.sample_rate, self.output.encoding))
+            return None
+        ev = event_from_json(loads(raw))
+        if isinstance(ev, MarkOut):
+            self._marks.received(ev.name)
+        elif isinstance(ev, ClearOut):
+            for name in self._marks.pending():
+                await self._echo(name)
+        if isinstance(ev, HangupOut) or (isinstance(ev, ErrorOut) and ev.fatal):
+            return ev  # the close frame follows; report the agent's own words, once
+        await self._chan.put(ev)
+        return None
 
 
 class WsStreamAdapter:

@@ -14,7 +14,6 @@ What it does, as a `<Connect><Stream>` bot would:
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from typing import Any
@@ -23,8 +22,8 @@ from pydantic import ValidationError
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
+from agents.protocols import twilio_wire as tw
 from agents.protocols.audio import convert, mulaw_decode
-from agents.protocols.wire import b64decode, b64encode
 from agents.serve._inner import InnerCall
 from agents.serve._tasks import until_first
 from agents.serve.config import ServeConfig
@@ -58,7 +57,7 @@ class _Call:
         self.queued_ms = 0.0
 
     async def send(self, msg: dict[str, Any]) -> None:
-        await self.ws.send(json.dumps(msg, separators=(",", ":")))
+        await self.ws.send(tw.dumps(msg))
 
     def unplayed(self) -> bool:
         return self.sending or not self.outbox.empty() or bool(self.pending_marks - {"hangup"})
@@ -75,32 +74,29 @@ class _Call:
 
     async def on_frame(self, raw: str | bytes, endp: Endpointer) -> bool:
         """Handle one caller-side frame; True when the stream is over (`stop`)."""
-        msg = json.loads(raw)
-        event = msg.get("event")
-        if event == "media":
-            payload = b64decode((msg.get("media") or {}).get("payload"), "media.payload")
-            for kind, utt in endp.push(mulaw_decode(payload)):
+        msg = tw.parse(raw)
+        if isinstance(msg, tw.Media):
+            for kind, utt in endp.push(mulaw_decode(msg.payload)):
                 if kind == "start" and self.unplayed():
                     await self.barge_in()
                 elif kind == "end" and not self.utterances.full():
                     self.utterances.put_nowait(utt)
-        elif event == "mark":
-            name = str((msg.get("mark") or {}).get("name"))
-            if name not in self.pending_marks:
-                log.warning("caller echoed a mark this agent never sent: %r", name)
-            self.pending_marks.discard(name)
-            if name == "hangup":
+        elif isinstance(msg, tw.Mark):
+            if msg.name not in self.pending_marks:
+                log.warning("caller echoed a mark this agent never sent: %r", msg.name)
+            self.pending_marks.discard(msg.name)
+            if msg.name == "hangup":
                 self.hangup_echoed.set()
-        elif event == "dtmf":
-            await self.inner.session.send_dtmf(str((msg.get("dtmf") or {}).get("digit", "")))
-        return bool(event == "stop")
+        elif isinstance(msg, tw.Dtmf):
+            await self.inner.session.send_dtmf(msg.digit)
+        return isinstance(msg, tw.Stop)
 
     async def barge_in(self) -> None:
         self.generation += 1
         while not self.outbox.empty():
             self.outbox.get_nowait()
         self.queued_ms = 0.0
-        await self.send({"event": "clear", "streamSid": self.sid})
+        await self.send(tw.clear(self.sid))
         played = self.turn_sent_ms - self.cfg.playback_lead_ms
         if self.turn_started is not None:
             played = min(self.turn_sent_ms, 1000 * (time.monotonic() - self.turn_started))
@@ -120,7 +116,7 @@ class _Call:
                 if self.no_marks:
                     continue
                 self.pending_marks.add(str(item))
-                await self.send({"event": "mark", "streamSid": self.sid, "mark": {"name": item}})
+                await self.send(tw.mark(self.sid, str(item)))
                 continue
             data, gen = item if isinstance(item, bytes) else b"", self.generation
             self.queued_ms -= len(data) / 8
@@ -133,9 +129,7 @@ class _Call:
                     if self.turn_started is None:
                         self.turn_started, self.turn_sent_ms = clock, 0.0
                     chunk = data[i : i + FRAME]
-                    await self.send(
-                        {"event": "media", "streamSid": self.sid, "media": {"payload": b64encode(chunk)}}
-                    )
+                    await self.send(tw.media_out(self.sid, chunk))
                     self.turn_sent_ms += len(chunk) / 8
                     clock += len(chunk) / 8000
                     delay = clock - lead - time.monotonic()
@@ -151,12 +145,12 @@ class _Call:
         elif fault.action == "raw":
             await self.ws.send(fault.payload)
         elif fault.action == "bad_audio":
-            await self.send({"event": "media", "streamSid": self.sid, "media": {"payload": BAD_AUDIO_B64}})
+            await self.send(tw.media_out(self.sid, BAD_AUDIO_B64))
         elif fault.action == "flood":
-            payload = b64encode(b"\x7e" * FRAME)
+            msg = tw.dumps(tw.media_out(self.sid, b"\x7e" * FRAME))
 
             async def frame(_i: int) -> None:
-                await self.send({"event": "media", "streamSid": self.sid, "media": {"payload": payload}})
+                await self.ws.send(msg)
 
             await flood(fault.flood_s, 20, frame)
         await idle_forever()
@@ -203,13 +197,9 @@ class _Call:
 
 async def _start(ws: ServerConnection, config: ServeConfig) -> tuple[str, CallInfo]:
     async with asyncio.timeout(10):
-        while True:
-            msg = json.loads(await ws.recv())
-            if isinstance(msg, dict) and msg.get("event") == "start":
-                break
-    start = msg.get("start") or {}
-    sid = str(msg.get("streamSid") or start.get("streamSid") or "")
-    params = start.get("customParameters") or {}
+        while not isinstance(msg := tw.parse(await ws.recv()), tw.Start):
+            pass
+    params = msg.custom_parameters
     if params.get("facts"):
         try:
             facts = Facts.model_validate_json(params["facts"])
@@ -226,10 +216,10 @@ async def _start(ws: ServerConnection, config: ServeConfig) -> tuple[str, CallIn
     call = CallInfo(
         facts=facts,
         scenario_id=str(params.get("scenario_id") or "unknown"),
-        call_id=str(start.get("callSid") or CallInfo(facts=facts, scenario_id="").call_id),
+        call_id=msg.call_sid or CallInfo(facts=facts, scenario_id="").call_id,
         caller_number=str(params.get("from_number") or "+15550100000"),
     )
-    return sid, call
+    return msg.stream_sid, call
 
 
 def twilio_handler(adapter: AgentAdapter, config: ServeConfig) -> Any:

@@ -25,7 +25,11 @@ class VadConfig:
 
 
 class Endpointer:
-    """Feed pcm16 at `sample_rate`; `push` returns ("start", b"") and ("end", utterance) markers."""
+    """Feed pcm16 at `sample_rate`; `push` returns ("start", b"") and ("end", utterance) markers.
+
+    `start_ms` / `end_ms` place the last utterance on the input's own timeline (milliseconds of
+    audio pushed so far, whole 20 ms frames): the start includes the pre-roll, the end the hangover.
+    """
 
     def __init__(self, sample_rate: int, config: VadConfig | None = None) -> None:
         self.cfg = config or VadConfig()
@@ -40,6 +44,9 @@ class Endpointer:
         self._speech_run = 0
         self._silence_run = 0
         self.speaking = False
+        self.frames = 0
+        self.start_ms = 0
+        self.end_ms = 0
 
     def push(self, pcm16: bytes) -> list[tuple[str, bytes]]:
         if not self._rest and len(pcm16) == self.frame_bytes:  # the common case: one whole frame
@@ -55,6 +62,7 @@ class Endpointer:
     def _frame(self, frame: bytes) -> list[tuple[str, bytes]]:
         x = np.frombuffer(frame, dtype="<i2").astype(np.int64)
         voiced = float(np.dot(x, x)) > self._min_energy
+        self.frames += 1
         if not self.speaking:
             self._pre.append(frame)
             self._speech_run = self._speech_run + 1 if voiced else 0
@@ -62,6 +70,7 @@ class Endpointer:
                 self.speaking, self._silence_run = True, 0
                 self._utt = list(self._pre)
                 self._pre.clear()
+                self.start_ms = (self.frames - len(self._utt)) * 20
                 return [("start", b"")]
             return []
         self._utt.append(frame)
@@ -71,6 +80,7 @@ class Endpointer:
         return []
 
     def _finish(self) -> bytes:
+        self.end_ms = self.frames * 20
         utt = b"".join(self._utt)
         self._utt, self.speaking, self._speech_run, self._silence_run = [], False, 0, 0
         return utt
