@@ -113,6 +113,8 @@ def build_pairs(episodes: pd.DataFrame) -> pd.DataFrame:
         "tool_success",
         "failure_kind",
     ]
+    if "failure_kind" not in episodes.columns:  # frames built before failure kinds were recorded
+        episodes = episodes.assign(failure_kind=None)
     sides = {
         s: episodes[episodes["side"] == s].drop_duplicates("pair_id", keep="last").set_index("pair_id")
         for s in ("a", "b")

@@ -9,6 +9,7 @@ read, what was dropped and why, stage timings).
 from __future__ import annotations
 
 import io
+import os
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -29,6 +30,8 @@ from analysis.metrics.catalogue import CATALOGUE
 from analysis.metrics.extract import extract_metrics
 from analysis.metrics.ingest import Ingested, Problem, ingest
 from analysis.metrics.paired import deltas as compute_deltas
+from analysis.metrics.voice_latency import COLUMNS as V2V_COLUMNS
+from analysis.metrics.voice_latency import voice_latency
 from analysis.pairs import build_pairs
 from analysis.plan import DEFAULT_PLAN, AnalysisPlan, load_plan
 from analysis.stats import CONVENTION, CONVENTION_SENTENCE
@@ -122,6 +125,18 @@ def episode_metrics(
         np.nan,
     )
     return frame
+
+
+def _with_voice_latency(metrics: pd.DataFrame, ing: Ingested, audio: bool) -> pd.DataFrame:
+    """Voice-to-voice latency from the recordings; missing (never zero) when audio is not analysed."""
+    if audio and len(ing.table.episodes):
+        files = ing.episodes["audio_file"] if "audio_file" in ing.episodes.columns else pd.Series(dtype=object)
+        v2v = voice_latency(ing.table, files, ing.run_dir, workers=os.cpu_count())
+    else:
+        v2v = pd.DataFrame(columns=list(V2V_COLUMNS), dtype=float)
+    out = metrics.drop(columns=[c for c in V2V_COLUMNS if c in metrics.columns])
+    joined = out.join(v2v.reindex(out["episode_id"]).set_axis(out.index))
+    return joined.astype({c: float for c in V2V_COLUMNS})
 
 
 def _parquet(df: pd.DataFrame, plan_sha: str) -> bytes:
@@ -227,6 +242,8 @@ def analyze_ingested(
     ]
     with timer.stage("metrics"):
         metrics = episode_metrics(ing, scenarios, the_plan, labels)
+    with timer.stage("voice latency"):
+        metrics = _with_voice_latency(metrics, ing, audio)
     with timer.stage("pairs"):
         pairs = build_pairs(metrics)
     with timer.stage("gates"):

@@ -162,7 +162,26 @@ _SPECS: list[MetricSpec] = [
         "speech_behaviour",
         "continuous",
         True,
-        "mean per-turn agent latency: agent speech start minus end of the caller utterance it answers",
+        "mean per-turn agent latency from the event log: agent speech start minus the end of the caller's "
+        "audio clip it answers (the clip's trailing silence makes it read short; see speech_v2v_latency_ms_mean)",
+    ),
+    _m(
+        "speech_v2v_latency_ms_mean",
+        "speech_behaviour",
+        "continuous",
+        True,
+        "mean voice-to-voice latency on call.wav: end of the caller's speech (energy on the caller channel) "
+        "to the agent's first audible sound (agent channel); missing without audio analysis",
+    ),
+    _m("speech_v2v_latency_ms_median", "speech_behaviour", "continuous", True, "median voice-to-voice latency"),
+    _m("speech_v2v_latency_ms_max", "speech_behaviour", "continuous", True, "max voice-to-voice latency"),
+    _m("speech_v2v_latency_n", "speech_behaviour", "continuous", None, "turns with a voice-to-voice latency"),
+    _m(
+        "speech_v2v_event_offset_ms_max",
+        "speech_behaviour",
+        "continuous",
+        None,
+        "largest |agent onset on the recording - logged agent speech start| over the measured turns",
     ),
     _m("speech_latency_ms_median", "speech_behaviour", "continuous", True, "median per-turn agent latency"),
     _m("speech_latency_ms_max", "speech_behaviour", "continuous", True, "max per-turn agent latency"),

@@ -1,8 +1,10 @@
 """Speech-behaviour family from event times: latency, overlap, interruptions, speech rate.
 
 Latency of a caller turn = first `agent_speech_start` at or after the caller utterance began,
-minus the utterance's end (negative when the agent started before the caller finished); a caller
-turn that got no agent speech before the next caller utterance has none. F0 comes from audio and
+minus the end of the utterance's audio clip (negative when the agent started before the caller
+finished); a caller turn that got no agent speech before the next caller utterance has none. The
+clip ends after its trailing silence, so this reads shorter than what the caller hears; the
+voice-to-voice latency on the recording is `analysis.metrics.voice_latency`. F0 comes from audio and
 lives in `analysis.metrics.acoustic`.
 """
 
@@ -23,7 +25,7 @@ def _caller_turns(table: EventTable) -> pd.DataFrame:
     turns["t_end"] = turns["t_ms_end"].fillna(turns["t_ms"] + turns["duration_ms"].fillna(0.0))
     turns = turns.sort_values(["ep", "t_ms"], kind="stable")
     turns["next_start"] = turns.groupby("ep")["t_ms"].shift(-1)
-    return turns[["ep", "t_ms", "t_end", "next_start"]].rename(columns={"t_ms": "t_start"})
+    return turns[["ep", "turn", "t_ms", "t_end", "next_start"]].rename(columns={"t_ms": "t_start"})
 
 
 def _agent_turns(table: EventTable) -> pd.DataFrame:
@@ -42,15 +44,37 @@ def _asof(left: pd.DataFrame, lkey: str, right: pd.DataFrame, rkey: str, directi
     return pd.merge_asof(left, right, on="_k", by="ep", direction=direction, suffixes=("", "_r"))
 
 
-def latency(table: EventTable, caller: pd.DataFrame, agent: pd.DataFrame) -> pd.DataFrame:
+def _answered(caller: pd.DataFrame, agent: pd.DataFrame) -> pd.DataFrame:
+    """Each caller turn with the first agent speech that began after it started and before the
+    caller's next utterance (turns nobody answered are dropped)."""
     m = _asof(
         caller,
         "t_start",
-        agent[["ep", "t_start"]].rename(columns={"t_start": "t_agent"}),
+        agent[["ep", "t_start", "t_end"]].rename(columns={"t_start": "t_agent", "t_end": "t_agent_end"}),
         "t_agent",
         "forward",
     )
-    m = m[m["t_agent"].notna() & (m["next_start"].isna() | (m["t_agent"] < m["next_start"]))]
+    return m[m["t_agent"].notna() & (m["next_start"].isna() | (m["t_agent"] < m["next_start"]))]
+
+
+def response_windows(table: EventTable) -> pd.DataFrame:
+    """Answered caller turns on the call clock, for measuring them on the recording: ep, turn,
+    caller_start, caller_end (the clip's end), agent_start and agent_end (logged)."""
+    m = _answered(_caller_turns(table), _agent_turns(table))
+    return pd.DataFrame(
+        {
+            "ep": m["ep"].to_numpy(),
+            "turn": m["turn"].to_numpy(),
+            "caller_start": m["t_start"].to_numpy(dtype=float),
+            "caller_end": m["t_end"].to_numpy(dtype=float),
+            "agent_start": m["t_agent"].to_numpy(dtype=float),
+            "agent_end": m["t_agent_end"].to_numpy(dtype=float),
+        }
+    )
+
+
+def latency(table: EventTable, caller: pd.DataFrame, agent: pd.DataFrame) -> pd.DataFrame:
+    m = _answered(caller, agent)
     lat = (m["t_agent"] - m["t_end"]).groupby(m["ep"])
     return pd.DataFrame(
         {

@@ -53,6 +53,7 @@ def test_golden_run_outputs(run: Path) -> None:
         "codec_normalisation",
         "artifact_completeness",
         "annotation_reliability",
+        "differential_failure",
     }
     assert r.summary["gates"]["scenario_lock"] == "pass" and r.summary["gates"]["fact_invariance"] == "pass"
     assert r.disposition["campaign"]["claim"] == "diagnostics_only"  # no raters: perceptibility not evaluable
