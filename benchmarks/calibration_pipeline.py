@@ -33,8 +33,8 @@ replicate analyses are simulated from its tables as ``analysis.pipeline_calibrat
 
 Criteria: A/A rejection rate within alpha +- 2 points; planted coverage >= 90 % and sign >= 90 %.
 
-Recorded 2026-11-30, session 3 (``--out runs/calibration_pipeline4 --reuse --replicates 300
---model-replicates 200``: the session-2 calls re-analysed with the sign-flip interval, now the
+Recorded 2026-11-30 (``--out runs/calibration_pipeline4 --reuse --replicates 300
+--model-replicates 200``: the earlier calls re-analysed with the sign-flip interval, now the
 plan's continuous interval; niced beside another job, load 1.1-2.8, 515 s). A/A (90 pairs): only
 burden_time_to_resolution_s differs within pairs (ms jitter plus a few +-2.5 s extra turns);
 rejection 0.042 over those 900 tests (0.037, 0.040, 0.050 per scenario), 0.002 over all 21600

@@ -1,4 +1,4 @@
-"""Paired a - b deltas per comparison cell, with the statistics engineer's functions.
+"""Paired a - b deltas per comparison cell, computed with `analysis.stats`.
 
 A cell is one agent x scenario x contrast x (condition a, condition b): the unit a paired-disparity
 claim is about. Within a cell: paired risk difference (binary) or paired mean delta (continuous)
