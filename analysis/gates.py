@@ -1,4 +1,6 @@
-"""The seven validation gates (METHOD.md section 3): pass / fail / not-evaluable, with evidence.
+"""The validation gates: the seven of METHOD.md section 3 and the differential-failure gate of
+section 8 (harness-side missing data unbalanced between conditions); pass / fail / not-evaluable,
+with evidence.
 
 Each gate gives a run-level verdict and a verdict per pair (the audit instance), so disposition can
 say which gate kept which pair or cell from supporting a claim. Thresholds come from the frozen
@@ -20,6 +22,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
+from analysis import missingness, observer_gate
 from analysis.metrics import acoustic
 from analysis.metrics.catalogue import QUALITY_LABELS
 from analysis.metrics.ingest import Ingested
@@ -40,6 +43,8 @@ GATES: tuple[str, ...] = (
     "codec_normalisation",
     "artifact_completeness",
     "annotation_reliability",
+    "differential_failure",
+    "observer_validity",
 )
 _RANK = {"pass": 0, "not-evaluable": 1, "fail": 2}
 
@@ -598,8 +603,52 @@ def annotation_reliability(inp: GateInputs) -> tuple[GateResult, pd.Series]:
     return res, pd.Series(verdict, index=p.index, dtype=object)
 
 
+# -- 8. differential failure ---------------------------------------------------------------------
+def differential_failure(inp: GateInputs) -> tuple[GateResult, pd.Series]:
+    th = inp.plan.gates.failure
+    cells, by_pair = missingness.differential_failure(
+        inp.pairs, alpha=th.alpha, max_rate_difference=th.max_rate_difference
+    )
+    res = GateResult(
+        gate="differential_failure",
+        verdict=worst([c.verdict for c in cells]) if cells else "not-evaluable",
+        evidence=missingness.evidence(cells, th.max_rate_difference, th.alpha),
+        thresholds=th.model_dump(),
+        scope=_scope(inp.plan, "differential_failure"),
+        details={"cells": [c.as_json() for c in cells]},
+    )
+    return res, by_pair
+
+
+# -- observer validity ---------------------------------------------------------------------------
+def observer_validity(inp: GateInputs) -> tuple[GateResult, pd.Series]:
+    """The caller's readings against blind raters (`analysis.observer_gate`); reader agreement and
+    the caller's ASR word error rate as diagnostics."""
+    th = inp.plan.gates.observer
+    data = observer_gate.observer_inputs(inp.ing.table, inp.episodes.set_index("episode_id")["agent"])
+    ratings, _ = observer_gate.read_observer_labels(inp.ing.run_dir)
+    diagnostics = {
+        "reader_agreement": observer_gate.reader_agreement(data.readings, data.other),
+        "caller_asr": observer_gate.asr_word_error(data.agent_words, data.asr_heard),
+    }
+    v = observer_gate.evaluate_observer(
+        data.readings, ratings, inp.pairs, kappa_min=th.kappa, min_turns=th.min_turns,
+        min_raters=th.min_raters, alpha=inp.plan.alpha, diagnostics=diagnostics,
+    )  # fmt: skip
+    res = GateResult(
+        gate="observer_validity",
+        verdict=v.verdict,
+        evidence=v.evidence,
+        thresholds=v.thresholds,
+        scope=_scope(inp.plan, "observer_validity"),
+        details=v.details,
+        diagnostics=v.diagnostics,
+    )
+    return res, v.by_pair.reindex(inp.pairs["pair_id"]).fillna("not-evaluable").astype(object)
+
+
 def evaluate(inp: GateInputs) -> tuple[GateReport, pd.Series]:
-    """All seven gates; also the validated agent F0 per episode (from the acoustic gate)."""
+    """All gates; also the validated agent F0 per episode (from the acoustic gate)."""
     pieces: list[tuple[GateResult, pd.Series]] = [
         scenario_lock(inp),
         fact_invariance(inp),
@@ -611,6 +660,8 @@ def evaluate(inp: GateInputs) -> tuple[GateReport, pd.Series]:
         codec_normalisation(inp),
         artifact_completeness(inp),
         annotation_reliability(inp),
+        differential_failure(inp),
+        observer_validity(inp),
     ]
     by_pair = (
         pd.DataFrame({res.gate: s for res, s in pieces}).reindex(inp.pairs["pair_id"]).fillna("not-evaluable")

@@ -66,12 +66,29 @@ class AnnotationGate(Frozen):
     alpha: float
 
 
+class DifferentialFailureGate(Frozen):
+    """Harness-side failures may be ignored only while they do not depend on the condition."""
+
+    max_rate_difference: float = Field(default=0.10, ge=0, le=1)
+    alpha: float = Field(default=0.05, gt=0, lt=1)
+
+
+class ObserverGate(Frozen):
+    """The caller's reading against blind raters' majority (METHOD.md section 8)."""
+
+    kappa: float = Field(default=0.60, gt=0, le=1)
+    min_turns: int = Field(default=30, ge=1)
+    min_raters: int = Field(default=2, ge=1)
+
+
 class GateThresholds(Frozen):
     perceptibility: PerceptibilityGate
     acoustic: AcousticGate
     codec: CodecGate
     completeness: CompletenessGate
     annotation: AnnotationGate
+    observer: ObserverGate = ObserverGate()
+    failure: DifferentialFailureGate = DifferentialFailureGate()
 
 
 class ClaimRules(Frozen):
