@@ -54,6 +54,7 @@ def test_golden_run_outputs(run: Path) -> None:
         "artifact_completeness",
         "annotation_reliability",
         "differential_failure",
+        "observer_validity",
     }
     assert r.summary["gates"]["scenario_lock"] == "pass" and r.summary["gates"]["fact_invariance"] == "pass"
     assert r.disposition["campaign"]["claim"] == "diagnostics_only"  # no raters: perceptibility not evaluable
