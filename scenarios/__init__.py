@@ -14,6 +14,7 @@ from scenarios._library import (
     load_scenario_file,
 )
 from scenarios._model import (
+    CALLER_FACTS,
     OUTCOMES,
     TOOLS,
     AcceptableOutcome,
@@ -27,6 +28,7 @@ from scenarios._model import (
     Policy,
     PriorContact,
     Scenario,
+    held_facts,
 )
 from scenarios.errors import (
     ConfigError,
@@ -39,6 +41,7 @@ from scenarios.yamlsrc import YamlDocument, load_yaml
 
 __all__ = [
     "BUNDLED_LIBRARY",
+    "CALLER_FACTS",
     "LOCK_NAME",
     "OUTCOMES",
     "TOOLS",
@@ -64,6 +67,7 @@ __all__ = [
     "VoiceAuditError",
     "YamlDocument",
     "canonical_json",
+    "held_facts",
     "load_scenario_file",
     "load_yaml",
     "sha256_of",

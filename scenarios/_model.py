@@ -62,6 +62,8 @@ class Account(Frozen):
     date_of_birth: dt.date
     email: str
     phone: str
+    card_last_four: str | None = Field(default=None, pattern=r"^[0-9]{4}$")
+    address: str | None = None
 
 
 class PriorContact(Frozen):
@@ -106,11 +108,47 @@ class Facts(Frozen):
         return v
 
 
-class Challenge(Frozen):
-    """A verification question the agent may ask, how to recognise it, and the caller's answer."""
+# The facts a caller can be asked for, named once for every scenario. The caller's reader recognises
+# these names (harness.caller.ontology); a scenario's caller.challenges must give a spoken answer for
+# every one its facts hold, so any fact an agent can check can be asked for and answered. A fact the
+# scenario does not hold gets the caller's truthful "I do not have that".
+CALLER_FACTS: tuple[str, ...] = (
+    "holder_name",
+    "date_of_birth",
+    "postcode",
+    "email",
+    "phone",
+    "account_number",
+    "card_last_four",
+    "address",
+    "amount",
+    "charge_date",
+    "reference",
+    "pin",
+    "ssn_last_four",
+    "security_answer",
+)
 
-    fact: str
-    cues: tuple[str, ...] = Field(min_length=1)
+
+def held_facts(facts: Facts) -> tuple[str, ...]:
+    """The caller facts these service facts hold (and an agent could therefore verify)."""
+    acc = facts.account
+    held = ["holder_name", "date_of_birth", "postcode", "email", "phone", "account_number"]
+    if acc.card_last_four is not None:
+        held.append("card_last_four")
+    if acc.address is not None:
+        held.append("address")
+    if facts.charge is not None:
+        held += ["amount", "charge_date"]
+    return tuple(held)
+
+
+class Challenge(Frozen):
+    """A fact the agent may ask for and the caller's spoken answer. The reader knows how agents ask
+    for the shared facts (`scenarios.CALLER_FACTS`); `cues` add phrases, and name a fact outside them."""
+
+    fact: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    cues: tuple[str, ...] = ()
     answer: str = Field(min_length=1)
 
 
@@ -187,6 +225,24 @@ class Scenario(Frozen):
     @cached_property
     def facts_sha256(self) -> str:
         return sha256_of(self.facts)
+
+    @model_validator(mode="after")
+    def _answers_every_held_fact(self) -> Scenario:
+        answered = [c.fact for c in self.caller.challenges]
+        if len(set(answered)) != len(answered):
+            raise ValueError("caller.challenges: each fact may have one answer")
+        for c in self.caller.challenges:
+            if c.fact not in CALLER_FACTS and not c.cues:
+                raise ValueError(
+                    f"caller.challenges: fact '{c.fact}' is not one of {', '.join(CALLER_FACTS)}; give it cues"
+                )
+        missing = [f for f in held_facts(self.facts) if f not in answered]
+        if missing:
+            raise ValueError(
+                f"caller.challenges has no answer for {', '.join(missing)}, which the facts hold; "
+                "add {fact: ..., answer: ...} so the caller can answer what the agent can check"
+            )
+        return self
 
     def is_acceptable(self, outcome: str, flags: set[str] | frozenset[str] = frozenset()) -> bool:
         return any(a.outcome == outcome and set(a.requires) <= set(flags) for a in self.acceptable_outcomes)

@@ -1,7 +1,7 @@
 """The synthetic caller: readers of agent turns (dialogue acts and facts) and a deterministic policy."""
 
 from harness.caller.classify import RuleReader, classify, read_turn
-from harness.caller.policy import HUMAN_REQUEST, CallerPolicy, Decision, Say
+from harness.caller.policy import HUMAN_REQUEST, UNKNOWN_FACT, CallerPolicy, Decision, Say, caller_lines
 from harness.caller.reading import ACT_MEANING, ACTS, PRECEDENCE, Act, ActHit, Reader, Reading, make_reading
 
 __all__ = [
@@ -9,6 +9,7 @@ __all__ = [
     "ACT_MEANING",
     "HUMAN_REQUEST",
     "PRECEDENCE",
+    "UNKNOWN_FACT",
     "Act",
     "ActHit",
     "CallerPolicy",
@@ -17,6 +18,7 @@ __all__ = [
     "Reading",
     "RuleReader",
     "Say",
+    "caller_lines",
     "classify",
     "make_reading",
     "read_turn",

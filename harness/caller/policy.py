@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.caller.classify import Reading, classify
+from harness.caller.classify import RuleReader
+from harness.caller.reading import Reader, Reading
 from harness.model.events import Classification
 from scenarios import Anchor, Scenario
 
@@ -20,7 +21,7 @@ EscalationReason = Literal["scripted", "repairs", "stalled", "denial"]
 
 HUMAN_REQUEST = "Can I speak to a human agent, please?"
 NUDGE = "Okay."
-UNKNOWN_FACT = "I am sorry, I do not have that with me."
+UNKNOWN_FACT = "I am sorry, I do not have that."
 _REMEDY = {"billing": "refund_issued", "outage": "credit_issued", "plan": "plan_corrected", "account": "unresolved"}
 
 
@@ -48,12 +49,23 @@ class Decision:
         return self.reading.classification
 
 
+def caller_lines(scenario: Scenario) -> tuple[str, ...]:
+    """Every fixed line this scenario's caller can say (slots unfilled); a multi-fact answer is
+    these answers said one after another."""
+    script = scenario.caller
+    lines = [a.text for a in script.anchors] + [a.rephrase for a in script.anchors if a.rephrase]
+    lines += [c.answer for c in script.challenges] + [UNKNOWN_FACT, HUMAN_REQUEST, NUDGE]
+    return tuple(dict.fromkeys(lines))
+
+
 class CallerPolicy:
     """One caller's state across a call."""
 
-    def __init__(self, scenario: Scenario) -> None:
+    def __init__(self, scenario: Scenario, reader: Reader | None = None) -> None:
         self.scenario = scenario
+        self.reader: Reader = reader if reader is not None else RuleReader()
         self.script = scenario.caller
+        self.answers: dict[str, str] = {c.fact: c.answer for c in scenario.caller.challenges}
         self.anchors: tuple[Anchor, ...] = self.script.anchors
         self.next_index = 0
         self.last_say: Say | None = None
@@ -111,13 +123,13 @@ class CallerPolicy:
     def decide(self, agent_text: str) -> Decision:
         """Read one agent turn and decide the caller's reply."""
         self.turns += 1
-        reading = classify(agent_text, self.script.challenges)
+        reading = self.reader.read(agent_text, self.scenario)
         c = reading.classification
         if self.turns >= self.script.max_turns:
             return Decision(reading, "hang_up", "turn limit reached", hang_up=True, terminal="unresolved")
         if c != "repair_request":
             self.repairs_in_row = 0
-        if c not in ("silence", "other", "hold"):
+        if c not in ("silence", "other", "hold") or reading.primary == "greeting":
             self.stalled_in_row = 0
 
         if c == "handoff":
@@ -134,8 +146,10 @@ class CallerPolicy:
             if self.repairs_in_row >= self.script.escalation.after_repairs:
                 self.repairs_in_row = 0
                 return self._request_human(reading, "repairs", f"{self.script.escalation.after_repairs} repair requests in a row")
+            if reading.has("challenge"):
+                return self._answer(reading)  # "Sorry, I missed that. What is your name?": answer the question
             return self._repeat(reading)
-        if c == "challenge":
+        if c == "challenge" or (c == "question" and self._asked_facts(reading)):
             return self._answer(reading)
         if c == "confirmation":
             return self._close(reading, "agent confirmed the remedy", _REMEDY[self.scenario.domain])
@@ -152,7 +166,7 @@ class CallerPolicy:
             if self.terminal is None and self.next_index <= (self._anchor_by_intent("request_resolution") or 0):
                 return self._next(reading, "agent closing before the issue was raised")
             return self._close(reading, "agent is closing the call", self.terminal or "unresolved")
-        if c in ("silence", "other", "hold"):
+        if c in ("silence", "other", "hold") and reading.primary != "greeting":
             self.stalled_in_row += 1
             if self.stalled_in_row >= self.script.escalation.after_stalled_turns:
                 self.stalled_in_row = 0
@@ -181,11 +195,23 @@ class CallerPolicy:
         self.last_say = say
         return Decision(reading, say.kind, "agent asked the caller to repeat", say=say)
 
+    @staticmethod
+    def _asked_facts(reading: Reading) -> tuple[str, ...]:
+        """Every fact the turn asks for, challenges first (identity), then questions (the case)."""
+        return tuple(dict.fromkeys(f for h in reading.acts for f in h.facts))
+
     def _answer(self, reading: Reading) -> Decision:
-        answers = [c.answer for c in self.script.challenges if c.fact in reading.challenge_facts]
-        if not answers:
-            answers = [self.script.challenges[0].answer]
-        say = Say("challenge_answer", " ".join(answers))
+        """Each asked fact the scenario holds gets its locked answer; any other one the truthful
+        UNKNOWN_FACT, once; an identity check that names no fact gets the first answer (the name)."""
+        asked = self._asked_facts(reading)
+        known = [self.answers[f] for f in asked if f in self.answers]
+        unknown = [f for f in asked if f not in self.answers]
+        if not asked:
+            known = [self.script.challenges[0].answer]
+        parts = known + ([UNKNOWN_FACT] if unknown else [])
+        say = Say("challenge_answer", " ".join(parts))
         self.last_say = say
-        facts = ",".join(reading.challenge_facts) or "generic"
-        return Decision(reading, "answer_challenge", f"verification challenge: {facts}", say=say)
+        what = ",".join(asked) or "generic"
+        missing = f"; not held: {','.join(unknown)}" if unknown else ""
+        kind = "verification challenge" if reading.has("challenge") else "question about the case"
+        return Decision(reading, "answer_challenge", f"{kind}: {what}{missing}", say=say)

@@ -80,9 +80,10 @@ def test_relock_of_changed_scenario_needs_a_version_bump(library: Path) -> None:
     lib = ScenarioLibrary(library)
     with pytest.raises(LockError, match="bump 'version'"):
         lib.lock()
-    path.write_text(path.read_text().replace("version: 1", "version: 2", 1))
+    old = lib.load_all()["refund_duplicate_charge"][1].version
+    path.write_text(path.read_text().replace(f"version: {old}", f"version: {old + 1}", 1))
     lock = lib.lock()
-    assert lock.scenarios["refund_duplicate_charge"].version == 2
+    assert lock.scenarios["refund_duplicate_charge"].version == old + 1
     assert lib.get_locked("refund_duplicate_charge").facts.account.tenure_months == 15
 
 
