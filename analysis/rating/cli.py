@@ -64,15 +64,19 @@ def rate_cmd(
     host: Annotated[str, typer.Option(help="address to bind; keep the loopback default unless raters are remote")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port (0 picks a free one)")] = 0,
     rater: Annotated[str | None, typer.Option(help="rater id put in the URL (otherwise the page asks)")] = None,
-    task: Annotated[str, typer.Option(help="perceptibility or quality")] = "perceptibility",
+    task: Annotated[
+        str, typer.Option(help="perceptibility, quality or observer (what did the agent do in a turn?)")
+    ] = "perceptibility",
     audio: Annotated[
-        str | None, typer.Option(help="caller, agent or call (default: caller for perceptibility, call for quality)")
+        str | None,
+        typer.Option(help="caller, agent or call (default: caller for perceptibility, call for quality; observer: agent)"),
     ] = None,
     seed: Annotated[int | None, typer.Option(help="order seed (default: the campaign seed)")] = None,
 ) -> None:
-    """Blind rating in the browser: persona perceptibility or conversation quality; Ctrl-C stops."""
-    if task not in ("perceptibility", "quality"):
-        raise typer.BadParameter("task must be perceptibility or quality", param_hint="--task")
+    """Blind rating in the browser: persona perceptibility, conversation quality or the agent's acts
+    per turn (observer validity); Ctrl-C stops."""
+    if task not in ("perceptibility", "quality", "observer"):
+        raise typer.BadParameter("task must be perceptibility, quality or observer", param_hint="--task")
     if audio not in (None, "caller", "agent", "call"):
         raise typer.BadParameter("audio must be caller, agent or call", param_hint="--audio")
     try:

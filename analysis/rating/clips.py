@@ -38,12 +38,14 @@ def wav_bytes(pcm: np.ndarray, sample_rate: int) -> bytes:
     return header + fmt + b"data" + struct.pack("<I", len(data)) + data
 
 
-def speech_spans(reader: RunReader, episode_id: str, part: str) -> list[tuple[int, int]]:
-    """(start_ms, end_ms) of each turn of one side, from the event log; empty when unknown."""
+def speech_spans(reader: RunReader, episode_id: str, part: str, turn: int | None = None) -> list[tuple[int, int]]:
+    """(start_ms, end_ms) of each turn of one side (or of one turn), from the event log; empty when unknown."""
     start_type, end_type = _SPEECH[part]
     spans: list[tuple[int, int]] = []
     open_at: int | None = None
     for ev in reader.events(episode_id):
+        if turn is not None and getattr(ev, "turn", None) != turn:
+            continue
         if ev.type == start_type:
             open_at = ev.t_ms
         elif ev.type == end_type and open_at is not None:
@@ -72,12 +74,22 @@ def concatenate(
     return np.asarray(out, dtype=np.int16)
 
 
-def clip_wav(reader: RunReader, episode_id: str, part: AudioPart, max_caller_s: float = MAX_CALLER_S) -> bytes:
-    """The bytes a rater hears: the caller's turns, the agent's turns, or the stereo call as recorded."""
+def clip_wav(
+    reader: RunReader,
+    episode_id: str,
+    part: AudioPart,
+    max_caller_s: float = MAX_CALLER_S,
+    *,
+    turn: int | None = None,
+) -> bytes:
+    """The bytes a rater hears: the caller's turns, the agent's turns (or one agent turn), or the
+    stereo call as recorded."""
     audio, rate = sf.read(reader.audio_path(episode_id), dtype="int16", always_2d=True)
     if part == "call":
         return wav_bytes(audio, int(rate))
     channel = audio[:, 0 if part == "caller" else 1]
-    spans = speech_spans(reader, episode_id, part)
+    spans = speech_spans(reader, episode_id, part, turn)
+    if turn is not None and not spans:
+        raise ValueError(f"{episode_id}: no {part} speech logged for turn {turn}")
     return wav_bytes(concatenate(channel, int(rate), spans, max_caller_s if part == "caller" else None), int(rate))
 

@@ -15,6 +15,8 @@ from typing import Any
 
 from analysis.rating.blinding import ClipRegistry, new_token
 from analysis.rating.clips import clip_wav
+from analysis.rating.observer import ACT_CHOICES, FACTS_QUESTION, fact_label
+from analysis.rating.observer import QUESTION as OBSERVER_QUESTION
 from analysis.rating.scales import QUALITY_SCALES
 from analysis.rating.store import LabelRecord, LabelStore, write_items
 from analysis.rating.tasks import QUESTIONS, Item, TaskSpec, rater_order
@@ -84,7 +86,14 @@ class RatingSession:
             "kind": self.spec.task,
             "audio_hint": AUDIO_HINTS[item.audio],
         }
-        if item.axis is not None:
+        if item.task == "observer":
+            labels = dict(ACT_CHOICES)
+            payload["question"] = OBSERVER_QUESTION
+            payload["transcript"] = item.text or ""
+            payload["options"] = [labels[a] for a in item.options]
+            payload["facts_question"] = FACTS_QUESTION
+            payload["facts"] = [fact_label(f) for f in item.facts]
+        elif item.axis is not None:
             payload["question"] = QUESTIONS.get(item.axis, "Which level do you hear?")
             payload["options"] = list(self.spec.option_labels.get(item.axis, item.options))
         else:
@@ -94,6 +103,18 @@ class RatingSession:
                 for s in QUALITY_SCALES
             ]
         return payload
+
+    def _validate_observer(self, item: Item, answer: object) -> tuple[str, tuple[str, ...]]:
+        if not isinstance(answer, dict) or set(answer) != {"act", "facts"}:
+            raise LabelError("answer must give an act and a (possibly empty) list of facts")
+        act, facts = answer["act"], answer["facts"]
+        if not isinstance(act, int) or isinstance(act, bool) or not 1 <= act <= len(item.options):
+            raise LabelError(f"act must be an option number 1..{len(item.options)}")
+        if not isinstance(facts, list) or any(
+            not isinstance(f, int) or isinstance(f, bool) or not 1 <= f <= len(item.facts) for f in facts
+        ):
+            raise LabelError(f"facts must be option numbers 1..{len(item.facts)}")
+        return item.options[act - 1], tuple(item.facts[f - 1] for f in sorted(set(facts)))
 
     def _validate(self, item: Item, answer: object) -> tuple[str | None, dict[str, int]]:
         if item.task == "perceptibility":
@@ -116,7 +137,13 @@ class RatingSession:
         if key is None or key not in self._items:
             raise LabelError("unknown clip", 404)
         item = self._items[key]
-        perceived, scores = self._validate(item, answer)
+        act: str | None = None
+        facts: tuple[str, ...] = ()
+        if item.task == "observer":
+            act, facts = self._validate_observer(item, answer)
+            perceived, scores = None, dict[str, int]()
+        else:
+            perceived, scores = self._validate(item, answer)
         async with self._lock:
             nxt = self._next(rater)
             if nxt is None or nxt[1].key != key:
@@ -133,6 +160,9 @@ class RatingSession:
                 intended=item.intended,
                 perceived=perceived,
                 scores=scores,
+                turn=item.turn,
+                act=act,
+                facts=facts,
                 position=nxt[0],
                 plays=max(0, min(plays, 10_000)),
                 response_ms=int((time.monotonic() - served) * 1000),
@@ -151,7 +181,7 @@ class RatingSession:
             return self._cache[key]
         item = self._items[key]
         async with asyncio.timeout(CLIP_TIMEOUT_S):
-            data = await asyncio.to_thread(clip_wav, self.reader, item.episode_id, item.audio)
+            data = await asyncio.to_thread(clip_wav, self.reader, item.episode_id, item.audio, turn=item.turn)
         self._cache[key] = data
         while len(self._cache) > CLIP_CACHE_SIZE:
             self._cache.popitem(last=False)

@@ -4,16 +4,20 @@ Both live in the run folder, which never leaves the auditor's machine; they are 
 where a judgement meets its episode id and intended level. Format (one JSON object per line):
 
     v             1 (format version)
-    task          "perceptibility" | "quality"
+    task          "perceptibility" | "quality" | "observer"
     rater         rater id as typed ([A-Za-z0-9_.-]{1,40})
-    item          server-side item key: "perceptibility:<episode_id>:<axis>" or "quality:<episode_id>"
+    item          server-side item key: "perceptibility:<episode_id>:<axis>", "quality:<episode_id>"
+                  or "observer:<episode_id>:<turn>"
     episode_id    the rated episode
     audio         what was played: "caller" | "agent" | "call"
     axis          perceptibility: the manipulated axis; quality: null
-    options       perceptibility: the level keys offered, in display order; quality: []
+    options       perceptibility: the level keys offered, in display order; observer: the act keys; quality: []
     intended      perceptibility: the episode's level on the axis; quality: null
     perceived     perceptibility: the level key the rater chose; quality: null
     scores        quality: {scale name: 1-based ordinal point}; perceptibility: {}
+    turn          observer: the agent turn rated; otherwise null
+    act           observer: the act key the rater chose (see ``analysis.rating.observer``); otherwise null
+    facts         observer: the fact names the rater chose (possibly none); otherwise []
     position      0-based index of the item in this rater's seeded order
     plays         times the rater started playback before submitting
     response_ms   server time from serving the item to receiving the label
@@ -56,6 +60,9 @@ class LabelRecord(Frozen):
     intended: str | None = None
     perceived: str | None = None
     scores: dict[str, int] = Field(default_factory=dict)
+    turn: int | None = Field(default=None, ge=0)
+    act: str | None = None
+    facts: tuple[str, ...] = ()
     position: int = Field(ge=0)
     plays: int = Field(ge=0)
     response_ms: int = Field(ge=0)

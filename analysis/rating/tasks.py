@@ -14,13 +14,14 @@ from typing import Literal
 
 from pydantic import Field
 
+from analysis.rating.observer import observer_items
 from harness.model import EpisodeRecord
 from harness.rundir import RunReader
 from scenarios._base import Frozen
 
-TaskKind = Literal["perceptibility", "quality"]
+TaskKind = Literal["perceptibility", "quality", "observer"]
 AudioPart = Literal["caller", "agent", "call"]
-TASKS: tuple[TaskKind, ...] = ("perceptibility", "quality")
+TASKS: tuple[TaskKind, ...] = ("perceptibility", "quality", "observer")
 
 QUESTIONS: dict[str, str] = {
     "accent": "Which accent does the caller have?",
@@ -41,6 +42,9 @@ class Item(Frozen):
     axis: str | None = None
     intended: str | None = None
     options: tuple[str, ...] = ()
+    turn: int | None = None
+    text: str | None = None
+    facts: tuple[str, ...] = ()
 
 
 class TaskSpec(Frozen):
@@ -113,7 +117,8 @@ def _run_catalogue(reader: RunReader) -> object | None:
 def build_task(
     run_dir: str | Path, task: TaskKind, *, audio: AudioPart | None = None, seed: int | None = None
 ) -> TaskSpec:
-    """The items of one task for a run folder (perceptibility: one per episode and contrast axis)."""
+    """The items of one task for a run folder (perceptibility: one per episode and contrast axis;
+    quality: one per episode; observer: a seeded sample of each call's agent turns, agent audio only)."""
     reader = RunReader(run_dir)
     records = _usable(reader)
     items: list[Item] = []
@@ -136,6 +141,10 @@ def build_task(
                             options=tuple(levels[axis]),
                         )
                     )
+    elif task == "observer":
+        part = "agent"
+        order_seed = reader.manifest.campaign.seed if seed is None else seed
+        items = [Item(task=task, audio=part, **fields) for fields in observer_items(reader, records, order_seed)]
     else:
         part = audio or "call"
         items = [

@@ -9,6 +9,8 @@
   const RATER_RE = /^[A-Za-z0-9_.-]{1,40}$/;
   let item = null;
   let selected = null;
+  let facts = new Set();
+  const ACT_KEYS = ["1", "2", "3", "4", "5", "6", "7", "8", "9", "0", "-", "="];
   let scores = {};
   let current = 0;
   let plays = 0;
@@ -38,8 +40,25 @@
     const box = $("choices");
     box.replaceChildren();
     item.options.forEach((label, i) => {
-      box.append(button(label, i + 1, () => pick(i + 1)));
+      box.append(button(label, item.kind === "observer" ? ACT_KEYS[i] || "" : i + 1, () => pick(i + 1)));
     });
+  }
+
+  function renderFacts() {
+    const box = $("facts");
+    box.replaceChildren();
+    item.facts.forEach((label, i) => {
+      const b = button(label, "", () => toggleFact(i + 1));
+      b.classList.add("fact");
+      b.querySelector("kbd").remove();
+      box.append(b);
+    });
+  }
+
+  function toggleFact(n) {
+    if (!item || item.done) return;
+    if (facts.has(n)) facts.delete(n); else facts.add(n);
+    refresh();
   }
 
   function renderScales() {
@@ -67,9 +86,12 @@
   }
 
   function refresh() {
-    if (item.kind === "perceptibility") {
+    if (item.kind === "perceptibility" || item.kind === "observer") {
       $("choices").querySelectorAll(".choice").forEach((b, i) => {
         b.setAttribute("aria-pressed", String(selected === i + 1));
+      });
+      $("facts").querySelectorAll(".choice").forEach((b, i) => {
+        b.setAttribute("aria-pressed", String(facts.has(i + 1)));
       });
     } else {
       $("choices").querySelectorAll(".scale").forEach((row, si) => {
@@ -86,7 +108,7 @@
 
   function pick(n) {
     if (!item || item.done) return;
-    if (item.kind === "perceptibility") {
+    if (item.kind === "perceptibility" || item.kind === "observer") {
       if (n < 1 || n > item.options.length) return;
       selected = n;
     } else {
@@ -124,6 +146,9 @@
 
   function answer() {
     if (item.kind === "perceptibility") return selected;
+    if (item.kind === "observer") {
+      return selected === null ? null : { act: selected, facts: Array.from(facts).sort((a, b) => a - b) };
+    }
     return item.scales.every((s) => s.name in scores) ? scores : null;
   }
 
@@ -132,7 +157,7 @@
     if (plays === 0) return say("Play the clip first (Space).");
     const a = answer();
     if (a === null) {
-      return say(item.kind === "perceptibility" ? "Pick an answer first (number keys)." : "Give a point on every scale.");
+      return say(item.kind === "quality" ? "Give a point on every scale." : "Pick an answer first (number keys).");
     }
     busy = true;
     try {
@@ -170,6 +195,7 @@
       return;
     }
     selected = null;
+    facts = new Set();
     scores = {};
     current = 0;
     plays = 0;
@@ -177,7 +203,15 @@
     audio.load();
     $("audio-hint").textContent = item.audio_hint;
     $("question").textContent = item.question;
-    if (item.kind === "perceptibility") renderOptions(); else renderScales();
+    const observer = item.kind === "observer";
+    $("transcript").hidden = !observer;
+    $("facts-box").hidden = !observer;
+    if (observer) {
+      $("transcript").textContent = item.transcript ? "\u201c" + item.transcript + "\u201d" : "(no transcript: listen to the clip)";
+      $("facts-question").textContent = item.facts_question;
+      renderFacts();
+    }
+    if (item.kind === "quality") renderScales(); else renderOptions();
     say("");
     refresh();
     show("rate");
@@ -193,6 +227,9 @@
     } else if (ev.key === "Enter") {
       ev.preventDefault();
       submit();
+    } else if (item && item.kind === "observer" && ACT_KEYS.includes(ev.key)) {
+      ev.preventDefault();
+      pick(ACT_KEYS.indexOf(ev.key) + 1);
     } else if (/^[1-9]$/.test(ev.key)) {
       ev.preventDefault();
       pick(Number(ev.key));

@@ -98,7 +98,7 @@ def test_observer_erring_only_on_condition_b_fails_that_cell() -> None:
 
 
 def test_wrong_fact_counts_as_misreading() -> None:
-    pairs, readings = _world(6)
+    _, readings = _world(6)
     ratings = _ratings(readings, set())
     ratings.loc[ratings["act"] == "challenge", "facts"] = "postcode"
     m = compare(readings, ratings, min_raters=2)

@@ -197,7 +197,7 @@ def find(strings: set[str], text: str) -> set[str]:
     return {s for s in strings if re.search(rf"(?<![A-Za-z0-9_]){re.escape(s)}(?![A-Za-z0-9_])", text)}
 
 
-@pytest.mark.parametrize("task", ["perceptibility", "quality"])
+@pytest.mark.parametrize("task", ["perceptibility", "quality", "observer"])
 async def test_nothing_served_names_a_condition_agent_scenario_or_episode(run_dir: Path, task: str) -> None:
     strings = sensitive_strings(run_dir)
     assert {"us_general", "l2_spanish", "calm", "frustrated", "scripted_ref", "refund_duplicate_charge"} <= strings
@@ -229,13 +229,17 @@ async def test_nothing_served_names_a_condition_agent_scenario_or_episode(run_di
                     break
                 wav = await get(srv.url + f"clip/{nxt['clip']}")
                 wavs.append(wav)
-                answer: Any = 1 if task == "perceptibility" else {sc["name"]: 1 for sc in nxt["scales"]}
+                answer: Any = {
+                    "perceptibility": 1,
+                    "observer": {"act": 1, "facts": [1]},
+                }.get(task) or {sc["name"]: 1 for sc in nxt["scales"]}
                 r = await s.post(srv.url + "api/label", json={"rater": "blind", "clip": nxt["clip"], "answer": answer, "plays": 1})
                 corpus.append(await r.text())
                 header_values.extend(f"{k}: {v}" for k, v in r.headers.items() if k not in SECURITY_HEADERS)
     finally:
         await srv.server.stop()
-    assert len(wavs) == 8
+    n_items = len(build_task(run_dir, task).items)  # type: ignore[arg-type]
+    assert len(wavs) == n_items and (n_items == 8 or task == "observer")
     assert find(strings, "\n".join(corpus + header_values)) == set()
     for k in SECURITY_HEADERS:
         assert not find(strings - {"none"}, SECURITY_HEADERS[k])
@@ -244,7 +248,11 @@ async def test_nothing_served_names_a_condition_agent_scenario_or_episode(run_di
         assert wav[36:40] == b"data" and struct.unpack("<I", wav[40:44])[0] == len(wav) - 44
         assert not find(strings, wav[:44].decode("latin-1"))
     # Blinding by construction: for one axis, every payload is the same apart from the token and the count.
-    shapes = {json.dumps({k: v for k, v in p.items() if k not in ("clip", "completed")}, sort_keys=True) for p in payloads[:-1]}
+    # (An observer item also shows the agent's words of its turn, the thing to be judged.)
+    shapes = {
+        json.dumps({k: v for k, v in p.items() if k not in ("clip", "completed", "transcript")}, sort_keys=True)
+        for p in payloads[:-1]
+    }
     assert len(shapes) == (2 if task == "perceptibility" else 1)
     tokens = [p["clip"] for p in payloads[:-1]]
-    assert len(set(tokens)) == 8 and all(re.fullmatch(r"[A-Za-z0-9_-]{24}", tok) for tok in tokens)
+    assert len(set(tokens)) == n_items and all(re.fullmatch(r"[A-Za-z0-9_-]{24}", tok) for tok in tokens)
