@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from harness.adapter import (
+    CALIBRATION_ORACLE,
     AgentEvent,
     AudioFormat,
     AudioOut,
@@ -143,9 +144,14 @@ class _ScriptedSession:
             self.lines.insert(min(1, len(self.lines)), REPAIR_LINE)
         self._respond(first=True)
 
+    @property
+    def oracle(self) -> Mapping[str, Mapping[str, str]] | None:
+        """The call's oracle from the harness (calibration mode), else one given to the agent itself."""
+        return self.call.oracle if self.call.oracle is not None else self.agent.oracle
+
     def _detect(self) -> None:
         """Calibration mode: look the turn's exact audio up in the oracle (sticky for the call)."""
-        oracle = self.agent.oracle
+        oracle = self.oracle
         if oracle is not None and self.turn_audio:
             found = oracle.get(utterance_key(bytes(self.turn_audio)))
             if found:
@@ -190,7 +196,7 @@ class _ScriptedSession:
 
     async def send_audio(self, chunk: bytes) -> None:
         self.heard_bytes += len(chunk)
-        if self.agent.oracle is not None:
+        if self.oracle is not None:
             self.turn_audio += chunk
 
     async def end_turn(self) -> None:
@@ -233,12 +239,13 @@ class ScriptedAgent:
         use_tools: bool = True,
         speak: bool = False,
         oracle: Mapping[str, Mapping[str, str]] | None = None,
+        calibration: bool = False,
         planted: Planted | None = None,
         noise_repair_p: float = 0.0,
         seed: int = 0,
         think_ms: int = 0,
     ) -> None:
-        if planted is not None and oracle is None:
+        if planted is not None and oracle is None and not calibration:
             raise ValueError("a planted effect needs the calibration oracle (options: calibration_oracle: true)")
         if not 0.0 <= noise_repair_p <= 1.0:
             raise ValueError("noise repair_p must lie in [0, 1]")
@@ -288,12 +295,13 @@ class ScriptedAgent:
 def scripted(spec: AgentSpec) -> ScriptedAgent:
     """Factory for campaigns: options lines, audio_ms, expose_text, use_tools, speak (real eSpeak
     audio), think_ms (wall time spent before each answer, as a slow backend would; not reported as
-    compute, so accelerated-mode timing is unchanged), and for pipeline calibration `calibration_oracle` (set by the harness),
+    compute, so accelerated-mode timing is unchanged), and for pipeline calibration `calibration_oracle: true`
+    (each call's session then reads the harness's `CallInfo.oracle`),
     `planted: {target: {axis, levels}, p, line, after}`, `noise: {repair_p}` and `seed`."""
     opts = spec.options
-    oracle = opts.get("calibration_oracle")
-    if oracle is not None and not isinstance(oracle, Mapping):
-        raise TypeError("calibration_oracle must be a mapping from utterance_key(audio) to condition levels")
+    calibration = opts.get(CALIBRATION_ORACLE, False)
+    if not isinstance(calibration, bool):
+        raise TypeError("calibration_oracle must be true or false (the harness gives each call its oracle)")
     planted_raw = opts.get("planted")
     noise = opts.get("noise") or {}
     if not isinstance(noise, Mapping):
@@ -304,7 +312,7 @@ def scripted(spec: AgentSpec) -> ScriptedAgent:
         expose_text=bool(opts.get("expose_text", True)),
         use_tools=bool(opts.get("use_tools", True)),
         speak=bool(opts.get("speak", False)),
-        oracle=oracle,
+        calibration=calibration,
         planted=Planted.parse(planted_raw) if isinstance(planted_raw, Mapping) else None,
         noise_repair_p=float(noise.get("repair_p", 0.0)),
         seed=int(opts.get("seed", 0)),

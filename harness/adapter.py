@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -48,12 +48,43 @@ class Capabilities:
     protocol: str = "in-process"
 
 
+class CalibrationOracle(Mapping[str, Mapping[str, str]]):
+    """Calibration mode's perfect detector of each caller turn's condition, for one call.
+
+    The harness labels the exact bytes of every caller turn before sending them; an in-process
+    agent reads it (`CallInfo.oracle`) as a read-only mapping from `utterance_key(audio)` to the
+    turn's labels. It stands in for a detector that is always right, so a planted effect's size is
+    known. Never given in an audit.
+    """
+
+    __slots__ = ("_labels",)
+
+    def __init__(self) -> None:
+        self._labels: dict[str, dict[str, str]] = {}
+
+    def label(self, audio: bytes, labels: Mapping[str, str]) -> None:
+        self._labels[utterance_key(audio)] = {str(k): str(v) for k, v in labels.items()}
+
+    def lookup(self, audio: bytes) -> Mapping[str, str] | None:
+        return self._labels.get(utterance_key(audio))
+
+    def __getitem__(self, key: str) -> Mapping[str, str]:
+        return self._labels[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._labels)
+
+    def __len__(self) -> int:
+        return len(self._labels)
+
+
 @dataclass(frozen=True, slots=True)
 class CallInfo:
     """What the agent is told about a call. It carries no trace of the caller's condition.
 
     `call_id` is random per call, so ids, file names and metadata the agent could see never
-    reveal which side of a pair it is serving.
+    reveal which side of a pair it is serving. `oracle` is set only in calibration mode (agent
+    option `calibration_oracle: true`), for in-process agents.
     """
 
     facts: Facts
@@ -61,6 +92,7 @@ class CallInfo:
     call_id: str = field(default_factory=lambda: "CA" + secrets.token_hex(16))
     caller_number: str = "+15550100000"
     facts_sha256: str = ""
+    oracle: CalibrationOracle | None = None
 
     def __post_init__(self) -> None:
         if not self.facts_sha256:
@@ -213,7 +245,7 @@ class AgentAdapter(Protocol):
 AdapterFactory = Callable[[AgentSpec], AgentAdapter]
 
 CALIBRATION_ORACLE = "calibration_oracle"
-"""Agent option that turns on calibration mode (see `utterance_key`)."""
+"""Agent option (`true`) that turns on calibration mode: each call's `CallInfo.oracle` is set."""
 CALLER_ACT = "caller_act"
 """Oracle label key beside the condition levels: the caller's declared act, set on a turn that
 asks for a human (value `HUMAN_REQUEST_ACT`), so a planted escalation effect can fire on the
@@ -225,8 +257,8 @@ def utterance_key(audio: bytes) -> str:
     """Key of one caller turn in a calibration oracle: SHA-256 of the exact bytes the agent received.
 
     Calibration campaigns check the pipeline against planted effects. With `calibration_oracle: true`
-    in an agent's options, the harness hands the agent a mapping from this key to the condition of
-    the turn (plus `CALLER_ACT` on a request for a human), standing in for a perfect detector of
-    what the agent heard. It is never set in an audit.
+    in an agent's options, the harness hands each call's session a `CalibrationOracle` from this key
+    to the condition of the turn (plus `CALLER_ACT` on a request for a human), standing in for a
+    perfect detector of what the agent heard. It is never set in an audit.
     """
     return hashlib.sha256(audio).hexdigest()

@@ -72,7 +72,7 @@ class ReferenceAdapter:
 
     async def connect(self, call: CallInfo) -> TurnSession:
         policy = DialoguePolicy(call.facts, ToolFixture(call.facts), self.policy_config, call_id=call.call_id)
-        detector = make_detector({"detector": self.options.detector, **self._runtime})
+        detector = make_detector({"detector": self.options.detector, **self._runtime}, call.oracle)
         mouth = AgentMouth(self.synthesizer, self.options.voice, self.options.output_rate)
         session = TurnSession(call, policy, mouth, self.perceiver(AgentEar(self.recognizer)), detector, self.exposure)
         await session.start()

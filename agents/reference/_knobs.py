@@ -10,8 +10,8 @@ The agent is never told the caller's condition: `CallInfo` carries none. A knob 
 which runs on the caller audio the agent actually received, reports a matching level. Two
 detectors exist:
 
-- `OracleDetector` (calibration mode only): the harness passes a read-only mapping in
-  `AgentSpec.options["calibration_oracle"]` from `utterance_key(audio bytes)` (SHA-256 of the exact
+- `OracleDetector` (calibration mode only): the harness passes each call a read-only mapping,
+  `CallInfo.oracle` (a `CalibrationOracle`), from `utterance_key(audio bytes)` (SHA-256 of the exact
   PCM bytes of one caller turn as sent) to that turn's condition levels (and, on a request for a
   human, the caller's declared act `CALLER_ACT`). It simulates a perfect
   classifier of the audio: it can only label audio the agent has heard, never the greeting or a
@@ -234,10 +234,13 @@ class HeuristicDetector:
         return None
 
 
-def make_detector(options: Mapping[str, object]) -> ConditionDetector:
-    """`calibration_oracle` in the agent options selects the oracle; `detector: none|heuristic` otherwise."""
+def make_detector(options: Mapping[str, object], call_oracle: Mapping[str, Mapping[str, str]] | None = None) -> ConditionDetector:
+    """The call's oracle from the harness (`CallInfo.oracle`, calibration mode) or a mapping given
+    as `calibration_oracle` to an agent built directly selects the oracle; `detector: none|heuristic` otherwise."""
+    if call_oracle is not None:
+        return OracleDetector(call_oracle)
     oracle = options.get("calibration_oracle")
-    if oracle is not None:
+    if oracle is not None and oracle is not True and oracle is not False:
         if not isinstance(oracle, Mapping):
             raise TypeError("calibration_oracle must be a mapping from utterance_key(audio) to condition levels")
         return OracleDetector(oracle)

@@ -39,15 +39,13 @@ def build_adapter(spec: AgentSpec) -> AgentAdapter:
 
 def build_adapters(
     loaded: LoadedCampaign, factory: Callable[[AgentSpec], AgentAdapter] = build_adapter
-) -> tuple[dict[str, AgentAdapter], dict[str, dict[str, dict[str, str]]]]:
-    """One adapter per agent (and a calibration oracle for agents that ask for one), checked against the pacing."""
+) -> tuple[dict[str, AgentAdapter], frozenset[str]]:
+    """One adapter per agent, checked against the pacing, and the agents in calibration mode
+    (option `calibration_oracle: true`: each of their calls gets a `CalibrationOracle`)."""
     c = loaded.campaign
-    oracles: dict[str, dict[str, dict[str, str]]] = {}
+    oracles = frozenset(spec.name for spec in c.agents if spec.options.get(CALIBRATION_ORACLE) is True)
     adapters: dict[str, AgentAdapter] = {}
     for spec in c.agents:
-        if spec.options.get(CALIBRATION_ORACLE) is True:
-            oracles[spec.name] = {}
-            spec = spec.model_copy(update={"options": {**spec.options, CALIBRATION_ORACLE: oracles[spec.name]}})
         adapters[spec.name] = factory(spec)
     for spec in c.agents:
         caps = adapters[spec.name].capabilities
@@ -172,7 +170,7 @@ class InProcessCalls:
                     asr_info=self.asr_info,
                     stats=self.stats,
                     spoken_cache=spoken_cache,
-                    calibration_oracle=self.oracles.get(planned.agent),
+                    calibration=planned.agent in self.oracles,
                     redactor=self.redactor,
                     files=files,
                 )

@@ -18,14 +18,12 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from harness.adapter import AgentSession
+from harness.adapter import AgentSession, AudioFormat
+from harness.caller.policy import Say
+from harness.runtime.calllog import CallLog
 from harness.runtime.frameclock import FRAME_S, FrameClock
 from harness.runtime.voice import Spoken
-
-if TYPE_CHECKING:
-    from harness.runtime.episode import EpisodeRunner
 
 FRAME_MS = round(FRAME_S * 1000)
 
@@ -34,6 +32,7 @@ FRAME_MS = round(FRAME_S * 1000)
 class Utterance:
     spoken: Spoken
     done: asyncio.Future[None]
+    say: Say | None = None
     offset: int = 0
     start_ms: int | None = None
 
@@ -56,10 +55,9 @@ class _Pending:
 
 
 class FramePump:
-    def __init__(self, runner: EpisodeRunner, session: AgentSession) -> None:
-        self.r = runner
+    def __init__(self, log: CallLog, session: AgentSession, fmt: AudioFormat) -> None:
+        self.log = log
         self.session = session
-        fmt = runner.ctx.adapter.capabilities.input_format
         self.frame_bytes = fmt.bytes_per_second * FRAME_MS // 1000
         self.silence = (b"\xff" if fmt.encoding == "mulaw" else b"\x00") * self.frame_bytes
         self.queue: deque[Utterance] = deque()
@@ -83,13 +81,12 @@ class FramePump:
         if utt.start_ms is None:
             utt.start_ms = now
             self.speaking = True
-            self.r._log_utterance_start(now, utt.spoken)
-            self.r.recorder.caller(now, utt.spoken.line, utt.spoken.line_rate)
+            self.log.utterance_started(now, utt.spoken, utt.say)
         chunk = utt.spoken.wire[utt.offset : utt.offset + self.frame_bytes]
         utt.offset += self.frame_bytes
         if utt.offset >= len(utt.spoken.wire):
             self.queue.popleft()
-            self.r._utterance_ended(utt.start_ms + utt.spoken.duration_ms, utt.spoken, scheduled=True)
+            self.log.utterance_ended(utt.start_ms + utt.spoken.duration_ms, utt.spoken, scheduled=True)
             if not utt.done.done():
                 utt.done.set_result(None)
         if len(chunk) < self.frame_bytes:
@@ -109,18 +106,18 @@ class FramePump:
             return
         assert self._loop is not None
         try:
-            now = self.r.stamper.now()
+            now = self.log.now()
             frame = self._next_frame(now)
             at = time.monotonic()
             if not self._nowait(frame):
                 self._defer(_Pending(deadline, frame, now))
                 return
             self._sent(deadline, at)
-            marks = self.r.playback.due_marks(now)
+            marks = self.log.playback.due_marks(now)
             if marks:
                 self._defer(_Pending(math.nan, None, now, marks))
             else:
-                self.r.stamper.flush(now)
+                self.log.flush(now)
         except Exception as exc:
             self._error = exc
             self._stopped = True
@@ -163,13 +160,13 @@ class FramePump:
         if not math.isnan(item.deadline):
             frame = item.frame
             if frame is None:
-                now = self.r.stamper.now()
+                now = self.log.now()
                 frame = self._next_frame(now)
             at = time.monotonic()
             await self.session.send_audio(frame)
             self._sent(item.deadline, at)
-            item.marks = self.r.playback.due_marks(now)
+            item.marks = self.log.playback.due_marks(now)
         for name in item.marks:
             await self.session.mark_played(name)
-            self.r.stamper.emit("mark", name=name, action="echoed")
-        self.r.stamper.flush(now)
+            self.log.emit("mark", name=name, action="echoed")
+        self.log.flush(now)

@@ -13,15 +13,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator
+from types import TracebackType
+from typing import Any, Self
 
-from harness.adapter import AgentError, AudioOut, ClearOut, HangupOut, MarkOut, TextOut, TurnEnd
+from harness.adapter import (
+    AgentError,
+    AgentEvent,
+    AgentSession,
+    AudioFormat,
+    AudioOut,
+    ClearOut,
+    HangupOut,
+    MarkOut,
+    TextOut,
+    TurnEnd,
+)
+from harness.caller.policy import Say
+from harness.runtime.calllog import CallLog
+from harness.runtime.conversation import AgentTurn
 from harness.runtime.frameclock import FrameClock
 from harness.runtime.pump import FRAME_MS, FramePump, PumpStats, Utterance
 from harness.runtime.voice import Spoken
-
-if TYPE_CHECKING:
-    from harness.runtime.episode import EpisodeRunner, _AgentTurn
 
 __all__ = ["ENDPOINT_MS", "FRAME_MS", "PumpStats", "StreamingCall"]
 
@@ -34,11 +47,24 @@ FLOOD_AHEAD_MS = 120_000
 
 
 class StreamingCall:
-    def __init__(self, runner: EpisodeRunner) -> None:
-        self.r = runner
-        assert runner.session is not None
-        self.session = runner.session
-        self.pump = FramePump(runner, runner.session)
+    """The transport of a streaming session, with the same `next_turn`/`say` surface as a turn-based
+    one. Used as an async context manager: the pump and the receiver run while it is open."""
+
+    def __init__(
+        self,
+        log: CallLog,
+        session: AgentSession,
+        events: AsyncIterator[AgentEvent],
+        input_format: AudioFormat,
+        turn_s: float,
+        stats: dict[str, Any],
+    ) -> None:
+        self.log = log
+        self.session = session
+        self.events = events
+        self.turn_s = turn_s
+        self.call_stats = stats
+        self.pump = FramePump(log, session, input_format)
         self.turn_text: list[str] = []
         self.hung_up: str | None = None
         self.failure: BaseException | None = None
@@ -48,6 +74,7 @@ class StreamingCall:
         self.caller_done_ms: int | None = None  # end of the caller's last utterance
         self._waiter: asyncio.Future[None] | None = None
         self._clock = FrameClock.of()
+        self._tasks: list[asyncio.Task[None]] = []
 
     @property
     def stats(self) -> PumpStats:
@@ -79,14 +106,14 @@ class StreamingCall:
 
     # -- the receiver --------------------------------------------------------------
     async def _receive(self) -> None:
-        assert self.r._events is not None
-        async for ev in self.r._events:
-            now = self.r.stamper.now()
+        log = self.log
+        async for ev in self.events:
+            now = log.now()
             if isinstance(ev, AudioOut):
-                if self.pump.speaking and self.r.playback.turn_start is None:
-                    self.r.stamper.emit("barge_in", by="agent")
-                self.r.playback.enqueue(ev, now)
-                ahead = self.r.playback.end_ms - now
+                if self.pump.speaking and log.playback.turn_start is None:
+                    log.emit("barge_in", by="agent")
+                log.playback.enqueue(ev, now)
+                ahead = log.playback.end_ms - now
                 if ahead > FLOOD_AHEAD_MS:
                     raise AgentError(
                         "protocol_error", f"agent audio flood: {ahead / 1000:.0f} s of audio queued ahead of real time"
@@ -94,30 +121,32 @@ class StreamingCall:
             elif isinstance(ev, TextOut):
                 self.turn_text.append(ev.text)
             elif isinstance(ev, MarkOut):
-                self.r.playback.mark(ev.name, now)
-                self.r.stamper.emit("mark", name=ev.name, action="received")
+                log.playback.mark(ev.name, now)
+                log.emit("mark", name=ev.name, action="received")
             elif isinstance(ev, ClearOut):
-                for name in self.r.playback.clear(now):
+                for name in log.playback.clear(now):
                     await self.session.mark_played(name)
-                    self.r.stamper.emit("mark", name=name, action="cleared")
+                    log.emit("mark", name=name, action="cleared")
             elif isinstance(ev, HangupOut):
                 self.hung_up = ev.reason
             elif isinstance(ev, TurnEnd):
                 pass
             else:
-                self.r._handle_common(ev)
+                log.agent_event(ev)
             self.last_activity_ms = now
             self._signal()
         self.hung_up = self.hung_up or "agent closed the stream"
         self._signal()
 
     # -- the caller ------------------------------------------------------------------
-    async def _say(self, spoken: Spoken) -> None:
+    async def say(self, spoken: Spoken, say: Say, last: bool) -> None:
+        """Stream one utterance; in real time even the closing words are streamed before hanging up."""
+        del last
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self.r._tell_oracle(spoken)
-        self.pump.queue.append(Utterance(spoken, done))
+        self.log.caller_will_say(spoken, say)
+        self.pump.queue.append(Utterance(spoken, done, say))
         await self._guarded(done)
-        self.caller_done_ms = self.r.stamper.now()
+        self.caller_done_ms = self.log.now()
         if self.hung_up is None:
             await self.session.end_turn()
 
@@ -126,7 +155,7 @@ class StreamingCall:
         while not aw.done():
             self._raise_failure()
             if self.hung_up is not None and self.pump.queue:
-                self.r._utterance_ended(self.r.stamper.now(), self.pump.queue[0].spoken, truncated=True)
+                self.log.utterance_ended(self.log.now(), self.pump.queue[0].spoken, truncated=True)
                 return
             await self._wait(done=aw)
         self._raise_failure()
@@ -135,18 +164,17 @@ class StreamingCall:
         if self.failure is not None:
             raise self.failure
 
-    async def _agent_turn(self) -> _AgentTurn:
-        from harness.runtime.episode import _AgentTurn
-
-        start = self.r.stamper.now()
-        limit_ms = self.r.ctx.campaign.timeouts.turn_s * 1000
+    async def next_turn(self) -> AgentTurn:
+        """Wait for the agent's turn to end: its audio played out, then quiet for `ENDPOINT_MS`."""
+        start = self.log.now()
+        limit_ms = self.turn_s * 1000
         # The hang clock runs from the end of the caller's last utterance (an agent may wait for
         # the caller to speak first), across silent turns, until the agent sends anything.
         quiet_from = self.caller_done_ms if self.quiet_since is None else self.quiet_since
         while True:
             self._raise_failure()
-            now = self.r.stamper.now()
-            pb = self.r.playback
+            now = self.log.now()
+            pb = self.log.playback
             if self.hung_up:
                 break
             # Silent turns are the caller's to handle (it nudges), but an agent that has sent
@@ -165,17 +193,13 @@ class StreamingCall:
             if quiet_from is not None and now < quiet_from + limit_ms:
                 wake_ms = min(wake_ms, quiet_from + limit_ms)
             await self._wait((wake_ms - now + 1) / 1000)
-        had_audio = self.r.playback.turn_start is not None
+        had_audio = self.log.playback.turn_start is not None
         silent = quiet_from is not None and not had_audio and not self.turn_text and self.last_activity_ms <= quiet_from
         self.quiet_since = quiet_from if silent else None
-        turn = _AgentTurn(text=self.turn_text, pcm16k=self.r.playback.finish_turn(), hung_up=self.hung_up, had_audio=had_audio)
+        turn = AgentTurn(text=self.turn_text, pcm16k=self.log.playback.finish_turn(), hung_up=self.hung_up, had_audio=had_audio)
         self.turn_text = []
         await self._clock.gap()  # the caller's decision is bulk work: let the frames due go first
         return turn
-
-    async def _say_streamed(self, spoken: Spoken, last: bool) -> None:
-        del last  # in real time even the closing words are streamed before hanging up
-        await self._say(spoken)
 
     async def _supervise(self, coro: asyncio.Future[None] | asyncio.Task[None]) -> None:
         try:
@@ -206,17 +230,21 @@ class StreamingCall:
                 self.failure = exc if isinstance(exc, AgentError) else AgentError("disconnect", f"{type(exc).__name__}: {exc}")
                 self._signal()
 
-    async def run(self) -> str:
-        pump = asyncio.create_task(self._supervise_pump())
-        recv = asyncio.create_task(self._supervise(asyncio.ensure_future(self._receive())))
-        try:
-            reason = await self.r.conversation(self._agent_turn, self._say_streamed)
-        finally:
-            for task in (pump, recv):
-                task.cancel()
-            for task in (pump, recv):
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
-            self.r.ctx.stats.setdefault("pump", []).append(self.stats)
-        await self._clock.gap()  # closing and writing the call is bulk work too
-        return reason
+    async def __aenter__(self) -> Self:
+        self._tasks = [
+            asyncio.create_task(self._supervise_pump()),
+            asyncio.create_task(self._supervise(asyncio.ensure_future(self._receive()))),
+        ]
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self.call_stats.setdefault("pump", []).append(self.stats)
+        if exc_type is None:
+            await self._clock.gap()  # closing and writing the call is bulk work too

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -13,12 +12,12 @@ import pytest
 
 from harness.adapter import AudioFormat, AudioOut
 from harness.rundir import EventLog
+from harness.runtime.calllog import CallLog
 from harness.runtime.clock import RealClock
-from harness.runtime.eventlog import Stamper
-from harness.runtime.playback import Playback
 from harness.runtime.pump import FramePump, Utterance
 from harness.runtime.recorder import CallRecorder
 from harness.runtime.voice import Spoken
+from personas import CallerCondition
 
 
 class _Session:
@@ -46,20 +45,18 @@ class _Session:
         self.wire.append(("mark", name))
 
 
-def _runner(tmp_path: Path, fmt: AudioFormat) -> Any:
-    stamper = Stamper(EventLog(tmp_path / "events.jsonl"), RealClock())
-    recorder = CallRecorder()
-    r = SimpleNamespace(
-        ctx=SimpleNamespace(adapter=SimpleNamespace(capabilities=SimpleNamespace(input_format=fmt))),
-        stamper=stamper,
-        recorder=recorder,
-        playback=Playback(stamper, recorder),
-        starts=[],
-        ends=[],
-    )
-    r._log_utterance_start = lambda t, spoken: r.starts.append(t)
-    r._utterance_ended = lambda t, spoken, scheduled=False: r.ends.append(t)
-    return r
+CONDITION = CallerCondition(
+    accent="us_general", voice_profile="female_adult", affect="calm", disfluency="none", wording="plain"
+)
+
+
+def _log(tmp_path: Path) -> CallLog:
+    return CallLog(EventLog(tmp_path / "events.jsonl"), RealClock(), CallRecorder(), CONDITION, {})
+
+
+def _of_type(log: CallLog, type_: str) -> list[int]:
+    log.flush()
+    return [e.t_ms for e in log.events if e.type == type_]
 
 
 def _spoken(wire: bytes, fmt: AudioFormat) -> Spoken:
@@ -79,9 +76,9 @@ async def _pump_for(pump: FramePump, seconds: float) -> None:
 @pytest.mark.parametrize(("nowait", "refuse"), [(True, 0), (True, 3), (False, 0)])
 async def test_speech_goes_out_in_order_between_silence_frames(tmp_path: Path, nowait: bool, refuse: int) -> None:
     fmt = AudioFormat("mulaw", 8000)
-    r = _runner(tmp_path, fmt)
+    log = _log(tmp_path)
     session = _Session(nowait, refuse)
-    pump = FramePump(r, session)  # type: ignore[arg-type]
+    pump = FramePump(log, session, fmt)  # type: ignore[arg-type]
     assert pump.frame_bytes == 160 and pump.silence == b"\xff" * 160
     speech = bytes(range(1, 201)) * 5  # 1000 bytes: six frames and a quarter
     done = asyncio.get_running_loop().create_future()
@@ -97,21 +94,23 @@ async def test_speech_goes_out_in_order_between_silence_frames(tmp_path: Path, n
     assert set(sent[:start]) <= {0xFF}
     # One frame per 20 ms deadline, lateness recorded for each.
     assert pump.stats.frames == len(frames) == len(pump.stats.lateness_ms)
-    assert len(r.starts) == 1 and len(r.ends) == 1
+    starts, ends = _of_type(log, "caller_utterance_start"), _of_type(log, "caller_utterance_end")
+    assert len(starts) == 1 and len(ends) == 1
+    assert ends[0] - starts[0] == 1000 * len(speech) // fmt.bytes_per_second
 
 
 async def test_marks_are_echoed_once_their_audio_has_played(tmp_path: Path) -> None:
     fmt = AudioFormat("pcm16", 16000)
-    r = _runner(tmp_path, fmt)
+    log = _log(tmp_path)
     session = _Session()
-    pump = FramePump(r, session)  # type: ignore[arg-type]
-    now = r.stamper.now()
-    r.playback.enqueue(AudioOut(b"\x10\x00" * 1600, 16000), now)  # 100 ms of agent audio
-    r.playback.mark("m1", now)
+    pump = FramePump(log, session, fmt)  # type: ignore[arg-type]
+    now = log.now()
+    log.playback.enqueue(AudioOut(b"\x10\x00" * 1600, 16000), now)  # 100 ms of agent audio
+    log.playback.mark("m1", now)
     echoed_at: list[int] = []
 
     async def mark_played(name: str) -> None:
-        echoed_at.append(r.stamper.now())
+        echoed_at.append(log.now())
         session.wire.append(("mark", name))
 
     session.mark_played = mark_played  # type: ignore[method-assign]
@@ -119,20 +118,20 @@ async def test_marks_are_echoed_once_their_audio_has_played(tmp_path: Path) -> N
     assert session.wire.count(("mark", "m1")) == 1
     assert session.wire.index(("mark", "m1")) >= 1  # after a frame, never ahead of the audio
     assert echoed_at[0] >= now + 100  # only once the 100 ms before it had played
-    assert any(e.type == "mark" and e.action == "echoed" for e in r.stamper.events)
+    assert any(e.type == "mark" and e.action == "echoed" for e in log.events)
     kinds = [k for k, _ in session.wire]
     assert kinds.index("mark") > 0 and kinds[kinds.index("mark") - 1] == "audio"
 
 
 async def test_a_send_that_fails_ends_the_pump_with_that_error(tmp_path: Path) -> None:
     fmt = AudioFormat("pcm16", 16000)
-    r = _runner(tmp_path, fmt)
+    log = _log(tmp_path)
     session = _Session()
 
     def broken(_chunk: bytes) -> bool:
         raise ConnectionResetError("gone")
 
     session.send_audio_nowait = broken  # type: ignore[method-assign]
-    pump = FramePump(r, session)  # type: ignore[arg-type]
+    pump = FramePump(log, session, fmt)  # type: ignore[arg-type]
     with pytest.raises(ConnectionResetError):
         await asyncio.wait_for(pump.run(), 1.0)

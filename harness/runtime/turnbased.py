@@ -1,0 +1,145 @@
+"""Turn-based calls (in-process agents, HTTP turn APIs): one whole caller turn in, one agent turn out.
+
+They run on either clock. In accelerated pacing the virtual clock advances by audio durations,
+the caller's fixed reaction time (`CALLER_GAP_MS`) and the agent's own measured compute, so a
+call takes milliseconds of wall time but its log reads like a real call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from harness.adapter import (
+    AgentError,
+    AgentEvent,
+    AgentSession,
+    AudioOut,
+    ClearOut,
+    ErrorOut,
+    HangupOut,
+    MarkOut,
+    TextOut,
+    TurnEnd,
+)
+from harness.caller.policy import Say
+from harness.runtime.calllog import CallFailed, CallLog
+from harness.runtime.clock import TurnDeadline
+from harness.runtime.conversation import AgentTurn
+from harness.runtime.voice import Spoken
+
+CALLER_GAP_MS = 300
+"""Accelerated pacing: the caller's reaction time before answering, the same for every condition."""
+
+
+async def next_event(events: AsyncIterator[AgentEvent]) -> AgentEvent | None:
+    """The agent's next event, None when its side of the call is over; a session that raises
+    anything but a typed failure is an agent error."""
+    try:
+        return await anext(events)
+    except StopAsyncIteration:
+        return None
+    except (AgentError, TimeoutError, asyncio.CancelledError):
+        raise
+    except Exception as exc:
+        raise CallFailed("agent_error", f"agent session raised {type(exc).__name__}: {exc}") from exc
+
+
+class TurnBasedCall:
+    """The transport of a turn-based session: `next_turn` collects one response, `say` sends one turn."""
+
+    def __init__(
+        self,
+        log: CallLog,
+        session: AgentSession,
+        events: AsyncIterator[AgentEvent],
+        deadline: TurnDeadline,
+        turn_s: float,
+        stats: dict[str, Any],
+    ) -> None:
+        self.log = log
+        self.session = session
+        self.events = events
+        self.deadline = deadline
+        self.turn_s = turn_s
+        self.stats = stats
+
+    async def next_turn(self) -> AgentTurn:
+        """Collect one response of the agent and place it on the clock."""
+        log, clock = self.log, self.log.clock
+        out = AgentTurn()
+        t0 = log.now()
+        wall0 = time.perf_counter()
+        arrived: list[tuple[float, AgentEvent]] = []
+        compute_ms: float | None = None
+        self.deadline.start(self.turn_s, f"agent gave no complete turn within {self.turn_s:g} s")
+        try:
+            while True:
+                ev = await next_event(self.events)
+                if ev is None:
+                    out.hung_up = out.hung_up or "agent ended the session"
+                    break
+                if isinstance(ev, TurnEnd):
+                    compute_ms = ev.compute_ms
+                    break
+                arrived.append(((time.perf_counter() - wall0) * 1000.0, ev))
+                if isinstance(ev, HangupOut):
+                    out.hung_up = ev.reason
+                if isinstance(ev, ErrorOut) and ev.fatal:
+                    break  # the call is over: waiting for a TurnEnd would report a timeout instead
+        except TimeoutError:  # raised by the agent's own code
+            raise CallFailed("timeout_turn", "agent session timed out: gave no complete turn") from None
+        finally:
+            self.deadline.stop()
+        wall_ms = (time.perf_counter() - wall0) * 1000.0
+        compute = wall_ms if compute_ms is None else compute_ms
+        self.stats["agent_compute_ms"] = self.stats.get("agent_compute_ms", 0.0) + compute
+        if clock.virtual:
+            clock.advance(compute)
+        for offset, ev in arrived:
+            t = t0 + round(min(offset, compute)) if clock.virtual else None
+            if isinstance(ev, AudioOut):
+                out.had_audio = True
+                log.playback.enqueue(ev, log.now())
+            elif isinstance(ev, TextOut):
+                out.text.append(ev.text)
+            elif isinstance(ev, HangupOut | MarkOut | ClearOut):
+                continue
+            else:
+                log.agent_event(ev, t)
+        out.pcm16k = log.playback.finish_turn()
+        await clock.sleep_until(log.playback.end_ms)
+        log.flush(log.now())
+        return out
+
+    async def say(self, spoken: Spoken, say: Say, last: bool) -> None:
+        """Send the utterance; the closing words are only recorded, not sent."""
+        log, clock = self.log, self.log.clock
+        if last:
+            t = log.now() + (CALLER_GAP_MS if clock.virtual else 0)
+            log.utterance_started(t, spoken, say)
+            clock.advance(CALLER_GAP_MS + spoken.duration_ms)
+            await clock.sleep_until(t + spoken.duration_ms)
+            log.utterance_ended(t + spoken.duration_ms, spoken)
+            return
+        if clock.virtual:
+            clock.advance(CALLER_GAP_MS)
+        t = log.now()
+        log.utterance_started(t, spoken, say)
+        await clock.sleep_until(t + spoken.duration_ms)
+        log.utterance_ended(t + spoken.duration_ms, spoken)
+        log.caller_will_say(spoken, say)
+        self.deadline.start(self.turn_s, f"agent took the caller's turn for over {self.turn_s:g} s")
+        try:  # an HTTP agent answers inside end_turn
+            await self.session.send_audio(spoken.wire)
+            await self.session.end_turn()
+        except TimeoutError:  # raised by the agent's own code
+            raise CallFailed("timeout_turn", "agent session timed out taking the caller's turn") from None
+        except AgentError:
+            raise
+        except Exception as exc:
+            raise CallFailed("agent_error", f"agent session raised {type(exc).__name__}: {exc}") from exc
+        finally:
+            self.deadline.stop()
