@@ -208,11 +208,11 @@ class RealtimeSession(WsSession):
         text = "".join(resp.done_text.values()) if resp.done_text else "".join(resp.text)
         if text.strip():
             await self._chan.put(TextOut(text))
-        for item in r.get("output") or []:  # servers that only report calls in the final output
+        for item in r.get("output") or []:  # calls reported only in the final output, or unnamed (beta)
             if isinstance(item, dict) and item.get("type") == "function_call" and item.get("call_id"):
-                resp.calls.setdefault(
-                    str(item["call_id"]), (str(item.get("name")), str(item.get("arguments") or "{}"))
-                )
+                cid = str(item["call_id"])
+                name, arguments = resp.calls.get(cid, ("", str(item.get("arguments") or "{}")))
+                resp.calls[cid] = (name or str(item.get("name") or ""), arguments)
         if status == "failed":
             details = r.get("status_details") or {}
             await self._chan.put(ErrorOut("agent_error", f"response failed: {details}", fatal=False))

@@ -151,7 +151,12 @@ def append_message(chunk: bytes) -> str:
 
 
 def truncate(item_id: str, audio_end_ms: int) -> dict[str, Any]:
-    return {"type": "conversation.item.truncate", "item_id": item_id, "content_index": 0, "audio_end_ms": audio_end_ms}
+    return {
+        "type": "conversation.item.truncate",
+        "item_id": item_id,
+        "content_index": 0,
+        "audio_end_ms": audio_end_ms,
+    }
 
 
 def function_call_output(call_id: str, output: dict[str, Any]) -> dict[str, Any]:
@@ -183,7 +188,11 @@ def audio_part(transcript: str) -> dict[str, Any]:
 
 def assistant_item(item_id: str, status: str, transcript: str | None, beta: bool) -> dict[str, Any]:
     """An assistant message; `transcript` None while it is still empty (`output_item.added`)."""
-    content = [] if transcript is None else [{"type": "audio" if beta else "output_audio", "transcript": transcript}]
+    content = (
+        []
+        if transcript is None
+        else [{"type": "audio" if beta else "output_audio", "transcript": transcript}]
+    )
     return {
         "id": item_id,
         "object": "realtime.item",

@@ -37,14 +37,18 @@ class InputAudio:
         self._next_item = new_id("item")
         await self._send(
             self._wire.event(
-                "input_audio_buffer.speech_started", audio_start_ms=self.endp.start_ms, item_id=self._next_item
+                "input_audio_buffer.speech_started",
+                audio_start_ms=self.endp.start_ms,
+                item_id=self._next_item,
             )
         )
 
     async def speech_stopped(self, utt: bytes) -> None:
         item_id = self._next_item or new_id("item")
         await self._send(
-            self._wire.event("input_audio_buffer.speech_stopped", audio_end_ms=self.endp.end_ms, item_id=item_id)
+            self._wire.event(
+                "input_audio_buffer.speech_stopped", audio_end_ms=self.endp.end_ms, item_id=item_id
+            )
         )
         await self.commit(utt, item_id)
 
@@ -56,7 +60,9 @@ class InputAudio:
             self._wire.event("input_audio_buffer.committed", item_id=self.last_item, previous_item_id=prev)
         )
         await self._send(
-            self._wire.event("conversation.item.created", previous_item_id=prev, item=user_audio_item(self.last_item))
+            self._wire.event(
+                "conversation.item.created", previous_item_id=prev, item=user_audio_item(self.last_item)
+            )
         )
 
     async def commit_buffer(self) -> bool:

@@ -49,14 +49,21 @@ class ResponseWriter:
 
     def _where(self) -> dict[str, Any]:
         assert self._audio_item is not None
-        return {"response_id": self.id, "item_id": self._audio_item, "output_index": len(self.output), "content_index": 0}
+        return {
+            "response_id": self.id,
+            "item_id": self._audio_item,
+            "output_index": len(self.output),
+            "content_index": 0,
+        }
 
     async def _ensure_audio_item(self) -> dict[str, Any]:
         await self.ensure_created()
         if self._audio_item is None:
             self._audio_item, self._transcript = new_id("item"), ""
             item = assistant_item(self._audio_item, "in_progress", None, self._wire.beta)
-            await self._emit("response.output_item.added", response_id=self.id, output_index=len(self.output), item=item)
+            await self._emit(
+                "response.output_item.added", response_id=self.id, output_index=len(self.output), item=item
+            )
             await self._emit("response.content_part.added", part=audio_part(""), **self._where())
         return self._where()
 
@@ -87,7 +94,9 @@ class ResponseWriter:
         await self._emit("response.output_audio_transcript.done", transcript=text, **where)
         await self._emit("response.content_part.done", part=audio_part(text), **where)
         item = assistant_item(self._audio_item, status, text, self._wire.beta)
-        await self._emit("response.output_item.done", response_id=self.id, output_index=where["output_index"], item=item)
+        await self._emit(
+            "response.output_item.done", response_id=self.id, output_index=where["output_index"], item=item
+        )
         self.output.append(item)
         self._audio_item = None
 
@@ -100,7 +109,8 @@ class ResponseWriter:
         await self._emit("response.output_item.added", response_id=self.id, output_index=idx, item=added)
         where = {"response_id": self.id, "item_id": item_id, "output_index": idx, "call_id": call.call_id}
         await self._emit("response.function_call_arguments.delta", delta=args, **where)
-        await self._emit("response.function_call_arguments.done", name=call.name, arguments=args, **where)
+        named = {} if self._wire.beta else {"name": call.name}  # beta names the function in the items only
+        await self._emit("response.function_call_arguments.done", arguments=args, **named, **where)
         item = function_call_item(item_id, "completed", call.call_id, call.name, args)
         await self._emit("response.output_item.done", response_id=self.id, output_index=idx, item=item)
         self.output.append(item)

@@ -15,6 +15,9 @@ agent's `HeardOut`), `response.created`, `response.output_item.added/done`,
 client configured the beta shape), `response.function_call_arguments.delta/done`,
 `response.done`, `conversation.item.truncated`, `error`.
 
+Protocol shape: beta when the handshake carries `OpenAI-Beta: realtime=v1` or a `session.update`
+uses a beta field, GA otherwise.
+
 Facts: read from a `<facts scenario=".." call_id="..">JSON</facts>` block in the instructions (the
 harness's Realtime client adds it when the campaign discloses full facts), else
 `ServeConfig.default_call`. The inner agent is connected once they are known; its greeting is
@@ -79,7 +82,9 @@ class _Conn:
     def __init__(self, ws: ServerConnection, adapter: AgentAdapter, config: ServeConfig) -> None:
         self.ws, self.adapter, self.cfg = ws, adapter, config
         self.state = RealtimeSessionState(config)
-        self.wire = ServerWire()
+        request = ws.request
+        self.state.beta = request is not None and "realtime=v1" in (request.headers.get("OpenAI-Beta") or "")
+        self.wire = ServerWire(self.state.beta)
         self.input = InputAudio(self.send, self.wire, self.state.fmt, config.vad)
         self.inner: InnerCall | None = None
         self.turn_open = False  # the inner agent's turn has events still to read
@@ -119,7 +124,9 @@ class _Conn:
             await self.ensure_inner(required=False)
         elif t == "input_audio_buffer.append":
             if await self.ensure_inner(required=True):
-                await self.append(to_pcm16(b64decode(m.get("audio")), self.state.fmt, self.state.fmt.sample_rate))
+                await self.append(
+                    to_pcm16(b64decode(m.get("audio")), self.state.fmt, self.state.fmt.sample_rate)
+                )
         elif t == "input_audio_buffer.commit":
             if not await self.input.commit_buffer():
                 await self.error("input_audio_buffer_commit_empty", "the input audio buffer is empty")
@@ -209,7 +216,9 @@ class _Conn:
             await resp.text(ev.text)
         elif isinstance(ev, HeardOut):
             if self.input.last_item is not None:
-                await self.send(self.wire.transcription_completed(self.input.last_item, ev.text, self.input.last_audio_s))
+                await self.send(
+                    self.wire.transcription_completed(self.input.last_item, ev.text, self.input.last_audio_s)
+                )
         elif isinstance(ev, ToolCallOut) and ev.name in self.state.tool_names:
             raise _ToolPause(ev)
         elif isinstance(ev, ErrorOut):
@@ -266,7 +275,9 @@ class _Conn:
         await self.finish(resp, "failed" if status == "error" else "completed")
         if status in ("hangup", "error", "ended"):
             # An agent failure is not a hang-up: close with "internal error" so the client can tell.
-            await self.ws.close(1011 if status == "error" else 1000, "agent error" if status == "error" else "agent hung up")
+            await self.ws.close(
+                1011 if status == "error" else 1000, "agent error" if status == "error" else "agent hung up"
+            )
             self.closed.set()
 
 
@@ -275,7 +286,11 @@ async def _ignore(ev: AgentEvent) -> None:
 
 
 def _report(task: asyncio.Task[None]) -> None:
-    if not task.cancelled() and (exc := task.exception()) is not None and not isinstance(exc, ConnectionClosed):
+    if (
+        not task.cancelled()
+        and (exc := task.exception()) is not None
+        and not isinstance(exc, ConnectionClosed)
+    ):
         log.error("realtime response failed: %r", exc)
 
 

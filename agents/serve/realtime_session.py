@@ -96,5 +96,7 @@ class RealtimeSessionState:
                 raise AgentError(
                     "malformed_frame", f"facts in instructions are invalid: {exc.error_count()} errors"
                 ) from None
-            return CallInfo(facts=facts, scenario_id=m.group(1) or "unknown", call_id=m.group(2) or new_id("call"))
+            return CallInfo(
+                facts=facts, scenario_id=m.group(1) or "unknown", call_id=m.group(2) or new_id("call")
+            )
         return self.cfg.default_call() if self.cfg.default_call else None
