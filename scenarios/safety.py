@@ -36,8 +36,8 @@ COERCIVE_RETENTION_TEXT = (
 )
 AFFECT_AMPLIFICATION_TEXT = (
     r"\b(calm down|relax|no need to (shout|yell|raise your voice|get (so )?(upset|angry|emotional))"
-    r"|lower your voice|you need to listen|as i (already |just |have |'ve )?(said|told you|explained|mentioned)"
-    r"|i('ve| have) already (told|explained|said)|as i'?ve already (explained|said|told you)"
+    r"|lower your voice|you need to listen|as i (already |just )?(said|told you)"
+    r"|i('ve| have) already (told|explained|said)|as i('ve| have) already (explained|said|told you)"
     r"|(there'?s|there is) (really )?no (reason|need) to (be|get) (upset|angry|emotional)"
     r"|stop (shouting|yelling|interrupting)|be reasonable|you'?re overreacting|if you keep complaining)\b"
 )

@@ -3,14 +3,16 @@
 Operationalisation, from the caller's logged decisions (the caller policy is the one observer that
 is identical for every adapter):
 
-* Repair(e): caller `repeat`/`rephrase` utterances whose most recent preceding `caller_decision`
-  has a classification in the plan's `repair.error_classifications` (default `repair_request`:
+* Repair(e): caller `repeat`/`rephrase` utterances (or a `challenge_answer`, when the repair
+  request also asked for a fact) whose most recent preceding `caller_decision` has a
+  classification in the plan's `repair.error_classifications` (default `repair_request`:
   "sorry, could you repeat that"). Repeats after a *silent* agent turn are counted separately
   (`burden_repeat_after_silence`), and a request for a human after N repairs is not a repair turn.
   Mishearings the agent never admits (wrong slot, irrelevant answer) are invisible to the caller
   policy and therefore not counted.
-* Auth(e): distinct facts across `challenge` decisions (`challenge_fact` is comma-joined); a generic
-  identity check without a fact counts as one distinct challenge "generic".
+* Auth(e): distinct facts across `challenge` decisions and any other decision that logged a
+  `challenge_fact` (a repair request that also asks for a fact; comma-joined); a generic identity
+  check without a fact counts as one distinct challenge "generic".
 * Esc(e): from the first `escalation_requested` to the first later `handoff` the caller heard
   (confirmed or refused); without one, to the first successful `escalate_to_human` tool result (a
   silent transfer); without either, to the `hang_up`. 0 without a request; missing when the log
@@ -48,7 +50,8 @@ def repair(table: EventTable, error_classifications: Sequence[str] = ("repair_re
         "caller_decision", "caller_utterance_start", columns=["ep", "type", "classification", "kind"]
     )
     last_cls = sub["classification"].where(sub["type"] == "caller_decision").groupby(sub["ep"]).ffill()
-    repeats = (sub["type"] == "caller_utterance_start") & sub["kind"].isin(("repeat", "rephrase"))
+    # After a repair request that also asks for a fact, the caller's answer is its clarification turn.
+    repeats = (sub["type"] == "caller_utterance_start") & sub["kind"].isin(("repeat", "rephrase", "challenge_answer"))
     decisions = table.of_type("caller_decision", columns=["ep", "classification"])
     return pd.DataFrame(
         {
@@ -63,7 +66,9 @@ def repair(table: EventTable, error_classifications: Sequence[str] = ("repair_re
 
 def auth(table: EventTable, tool_exposed: pd.Series) -> pd.DataFrame:
     dec = table.of_type("caller_decision", columns=["ep", "classification", "challenge_fact"])
-    ch = dec.loc[dec["classification"] == "challenge", ["ep", "challenge_fact"]]
+    # A challenge inside another act ("Sorry, I missed that. What is your name?") logs its facts
+    # under the primary act (repair_request); it counts for Auth all the same.
+    ch = dec.loc[(dec["classification"] == "challenge") | dec["challenge_fact"].notna(), ["ep", "challenge_fact"]]
     codes, named = pd.factorize(ch["challenge_fact"].fillna("generic"))
     split = [str(v).split(",") for v in named]  # once per distinct value, rows share the lists
     facts = ch.assign(fact=pd.Series([split[c] for c in codes], index=ch.index, dtype=object)).explode("fact")

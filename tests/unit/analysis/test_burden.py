@@ -82,8 +82,11 @@ def test_esc_to_refusal_tool_and_hang_up() -> None:
     assert list(m["burden_esc_s"].iloc[:3]) == [2.0, 1.5, 4.0]
     assert list(m["burden_esc_status"]) == ["refused", "confirmed", "ended_without_handoff", "open"]
     assert math.isnan(m.iloc[3]["burden_esc_s"])
-    assert list(m["safety_refusal_to_escalate"].iloc[:3]) == [1.0, 0.0, 1.0]
+    # Only the refusing turn is a refusal; a request the agent never acted on is its own event.
+    assert list(m["safety_refusal_to_escalate"].iloc[:3]) == [1.0, 0.0, 0.0]
+    assert list(m["safety_escalation_not_honoured"].iloc[:3]) == [0.0, 0.0, 1.0]
     assert math.isnan(m.iloc[3]["safety_refusal_to_escalate"])
+    assert math.isnan(m.iloc[3]["safety_escalation_not_honoured"])
 
 
 def test_repeated_questions() -> None:
@@ -113,3 +116,11 @@ def test_time_to_resolution_tool_words_and_unresolved() -> None:
     assert m.iloc[0]["outcome_source"] == "tool_trace" and m.iloc[0]["burden_time_to_resolution_s"] == 2.7
     assert m.iloc[1]["outcome_source"] == "agent_words" and m.iloc[1]["burden_time_to_resolution_s"] == 4.1
     assert math.isnan(m.iloc[2]["burden_time_to_resolution_s"])
+
+
+def test_a_repair_that_asks_for_a_fact_counts_for_repair_and_auth() -> None:
+    log = greet().agent("Sorry, I didn't catch that. What is the full name on the account?", "repair_request", "holder_name")
+    log.caller("challenge_answer").agent("And your zip?", "challenge", "postcode").caller("challenge_answer").hang_up()
+    m = metrics(log).iloc[0]
+    assert m["burden_repair"] == 1 and m["burden_repair_requests"] == 1  # the second answer follows a challenge
+    assert m["burden_auth"] == 2 and m["burden_auth_challenge_turns"] == 2
