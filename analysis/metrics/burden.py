@@ -193,7 +193,8 @@ def extract(
 ) -> pd.DataFrame:
     df = table.df
     last_t = table.per_episode(df.groupby("ep")["t_ms"].max().astype(float), fill=0.0) / 1000.0
-    turns = _count(table, table.of_type("caller_decision", columns=["ep"]))
+    decisions = table.of_type("caller_decision", columns=["ep", "classification"])
+    turns = _count(table, decisions[decisions["classification"] != "silence"])  # silence is no agent turn
     return pd.concat(
         [
             repair(table, error_classifications),

@@ -50,10 +50,18 @@ COLUMNS: tuple[str, ...] = (
     "pacing",
     "protocol",
     "arg_flags",
+    "played_ms",
+    "dropped_ms",
+    "stop_latency_ms",
+    "overlap_ms",
+    "cleared",
+    "silence_ms",
 )
 TUPLE_FIELDS = frozenset({"result_keys", "flags", "tools"})
-NUMERIC = frozenset({"turn", "duration_ms", "confidence"})
-BOOL = frozenset({"truncated", "interrupted", "ok", "reported_by_agent", "fatal"})
+NUMERIC = frozenset(
+    {"turn", "duration_ms", "confidence", "played_ms", "dropped_ms", "stop_latency_ms", "overlap_ms", "silence_ms"}
+)
+BOOL = frozenset({"truncated", "interrupted", "ok", "reported_by_agent", "fatal", "cleared"})
 FLOAT_COLUMNS = NUMERIC | BOOL
 
 Columns = dict[str, np.ndarray | pa.Array | None]  # None: a string column null on every row

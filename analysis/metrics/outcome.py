@@ -1,7 +1,8 @@
 """Terminal outcome family: `harness.model.outcome.judge_outcome`, vectorised, then acceptability.
 
 The rules and their order are those of `judge_outcome` (a unit test checks both agree on hand-built
-logs), so analysis and the runtime's own record judge a call the same way for every adapter.
+logs), so analysis and the runtime's own record judge a call the same way for every adapter. A
+`non_service` event (the agent did not serve the caller) makes the call `unresolved` with its flag.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ import numpy as np
 import pandas as pd
 
 from analysis.metrics.table import EventTable
+from harness.model.events import NON_SERVICE_FLAGS
 from scenarios import OUTCOMES, Scenario
 
 _REMEDY_WORDS = {"billing": "refund_issued", "outage": "credit_issued", "plan": "plan_corrected"}
+_NON_SERVICE = frozenset(NON_SERVICE_FLAGS)
 _TOOLS = ("issue_refund", "change_plan", "issue_credit", "escalate_to_human", "open_ticket")
 
 
@@ -46,6 +49,12 @@ def judge(table: EventTable, domain: pd.Series) -> pd.DataFrame:
     for ep in np.flatnonzero(ok_name["issue_credit"] & (dom == "plan")):
         flag_sets[int(ep)].add("difference_credited")
     ticket = ok_name["open_ticket"]
+    non_service = np.zeros(n, dtype=bool)
+    ns = table.of_type("non_service", columns=["ep", "reason"])
+    for ep, reason in zip(ns["ep"].to_numpy(), ns["reason"].to_numpy(dtype=object), strict=True):
+        non_service[int(ep)] = True
+        if isinstance(reason, str) and reason:
+            flag_sets[int(ep)].add(reason)
 
     last_handoff = np.full(n, None, dtype=object)
     hand = table.of_type("handoff", columns=["ep", "status"]).groupby("ep")["status"].last()
@@ -68,6 +77,7 @@ def judge(table: EventTable, domain: pd.Series) -> pd.DataFrame:
     )
     credit = np.where(ticket & (dom == "outage"), "partial_credit", "credit_issued")
     conds = [
+        non_service,
         has_result & ok_name["issue_refund"],
         has_result & (dom == "plan") & ok_name["change_plan"],
         has_result & ok_name["issue_credit"],
@@ -78,12 +88,14 @@ def judge(table: EventTable, domain: pd.Series) -> pd.DataFrame:
     ]
     outcome = np.select(
         conds,
-        ["refund_issued", "plan_corrected", credit, "escalated", "escalated", remedy, "denied"],
+        ["unresolved", "refund_issued", "plan_corrected", credit, "escalated", "escalated", remedy, "denied"],
         "unresolved",
     )
-    tool_src = conds[0] | conds[1] | conds[2] | conds[3]
-    words_src = ~tool_src & (conds[4] | conds[5] | conds[6] | (hung & has_dec))
-    source = np.where(tool_src, "tool_trace", np.where(words_src, "agent_words", "none"))
+    tool_src = ~non_service & (conds[1] | conds[2] | conds[3] | conds[4])
+    words_src = ~non_service & ~tool_src & (conds[5] | conds[6] | conds[7] | (hung & has_dec))
+    source = np.where(
+        non_service, "non_service", np.where(tool_src, "tool_trace", np.where(words_src, "agent_words", "none"))
+    )
     return pd.DataFrame(
         {
             "outcome_terminal": outcome.astype(object),
@@ -105,7 +117,9 @@ def acceptability(
         sc = scenarios.get(str(s))
         flags = frozenset(str(f).split(",")) - {""} if isinstance(f, str) else frozenset()
         verdict[(s, o, f)] = (
-            np.nan if sc is None or not isinstance(o, str) else float(sc.is_acceptable(o, flags))
+            np.nan
+            if sc is None or not isinstance(o, str)
+            else float(sc.is_acceptable(o, flags) and not flags & _NON_SERVICE)
         )
     # object arrays, not Arrow's per-item iterator (a third of a second over 100k episodes)
     rows = zip(*(keys[c].to_numpy(dtype=object) for c in ("sid", "o", "f")), strict=True)

@@ -154,6 +154,31 @@ def extract(table: EventTable) -> pd.DataFrame:
             count(barge[barge["by"] == "caller"]).rename("speech_barge_in_caller_n"),
             count(barge[barge["by"] == "agent"]).rename("speech_barge_in_agent_n"),
             rate(table),
+            yielding(table),
         ],
         axis=1,
     )
+
+
+def yielding(table: EventTable) -> pd.DataFrame:
+    """How the agent reacted when the caller barged in (`agent_yield`, measured on the recording):
+    time to stop talking, overlap, turns it talked through, and its own clears of queued audio.
+    Missing (not zero) for calls without a caller barge-in."""
+    y = table.of_type("agent_yield", columns=["ep", "stop_latency_ms", "overlap_ms", "cleared"])
+    clears = table.of_type("agent_clear", columns=["ep"])
+    g = y.groupby("ep")
+    stopped = y[y["stop_latency_ms"].notna()].groupby("ep")["stop_latency_ms"]
+    talked_through = y[y["stop_latency_ms"].isna()].groupby("ep").size().astype(float)
+    any_barge = g.size().astype(float)
+    out = pd.DataFrame(
+        {
+            "speech_agent_yield_ms_mean": table.per_episode(stopped.mean(), None),
+            "speech_agent_yield_ms_max": table.per_episode(stopped.max(), None),
+            "speech_agent_talked_through_n": table.per_episode(
+                talked_through.reindex(any_barge.index, fill_value=0.0), None
+            ),
+            "speech_barge_overlap_ms_mean": table.per_episode(g["overlap_ms"].mean(), None),
+            "speech_agent_clear_n": table.per_episode(clears.groupby("ep").size().astype(float)),
+        }
+    )
+    return out

@@ -34,6 +34,11 @@ def outcome_logs() -> list[Log]:
         greet().hang_up(),
         greet(),
         Log(),
+        greet().add("non_service", reason="agent_unresponsive", message="silent").hang_up(),
+        greet().tool("issue_refund").add("non_service", reason="agent_disconnected", kind="disconnect").hang_up(),
+        greet().tool("open_ticket").agent("Sorry, you are cut off.", "closing").add(
+            "non_service", reason="agent_hung_up"
+        ),
     ]
 
 
@@ -62,6 +67,10 @@ def test_acceptability_uses_scenario_outcomes_and_flags() -> None:
     assert m.iloc[4]["outcome_terminal"] == "escalated" and m.iloc[4]["outcome_acceptable"] == 0  # no flag
     assert m.iloc[5]["outcome_anomalous"] == 1 and m.iloc[5]["outcome_denied"] == 1
     assert SCENARIOS["refund_duplicate_charge"].is_acceptable("refund_issued")
+    for i in (10, 11, 12):  # not served: unresolved with its flag, never acceptable, even after a refund
+        assert m.iloc[i]["outcome_terminal"] == "unresolved" and m.iloc[i]["outcome_acceptable"] == 0
+        assert m.iloc[i]["outcome_source"] == "non_service"
+    assert m.iloc[11]["outcome_flags"] == "agent_disconnected"
 
 
 def test_tool_metrics_missing_without_a_trace_but_zero_for_a_tracing_agent() -> None:
