@@ -6,7 +6,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.observer_gate import compare, evaluate_observer, exact_signflip_p, majority
+from analysis.observer_gate import (
+    asr_word_error,
+    compare,
+    evaluate_observer,
+    exact_signflip_p,
+    majority,
+    reader_agreement,
+)
 
 ACTS = ["challenge", "question", "offer", "confirmation", "closing", "hold"]
 
@@ -125,3 +132,35 @@ def test_exact_signflip_p() -> None:
     assert exact_signflip_p(np.zeros(5)) == 1.0
     assert exact_signflip_p(np.ones(6)) == pytest.approx(2 / 64)
     assert exact_signflip_p(np.array([1.0, -1.0])) == 1.0
+
+
+def test_reader_agreement_diagnostic() -> None:
+    acting = pd.DataFrame(
+        {"episode_id": ["e"] * 4, "turn": [0, 1, 2, 3], "classification": ["offer", "hold", "question", "closing"],
+         "challenge_fact": [None] * 4}
+    )  # fmt: skip
+    other = acting.copy()
+    other.loc[1, "classification"] = "other"
+    other.loc[3, "classification"] = None  # the second reader failed on this turn
+    d = reader_agreement(acting, other)
+    assert d["turns"] == 3 and d["failed"] == 1
+    assert d["agreement"] == pytest.approx(2 / 3)
+    assert d["disagreements"] == [{"acting": "hold", "other": "other", "turns": 1}]
+    assert reader_agreement(acting, other.iloc[0:0])["turns"] == 0
+
+
+def test_caller_asr_word_error_rate_against_the_agents_own_words() -> None:
+    ref = pd.DataFrame(
+        {"episode_id": ["e1", "e1", "e2"], "turn": [0, 1, 0],
+         "text": ["Thank you for calling.", "I have issued a refund of 24.99", "How can I help?"],
+         "agent": ["casc", "casc", "hyb"]}
+    )  # fmt: skip
+    heard = pd.DataFrame(
+        {"episode_id": ["e1", "e1", "e2"], "turn": [0, 1, 0],
+         "text": ["thank you for calling", "I have issued a refund of twenty four ninety nine", "how can I yelp"]}
+    )  # fmt: skip
+    d = asr_word_error(ref, heard)
+    assert d["turns"] == 3 and d["words"] == 4 + 10 + 4
+    assert d["wer"] == pytest.approx(1 / 18)
+    assert d["by_agent"]["casc"]["wer"] == 0.0 and d["by_agent"]["hyb"]["wer"] == pytest.approx(0.25)
+    assert asr_word_error(ref, heard.iloc[0:0])["turns"] == 0
