@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from harness.caller import HUMAN_REQUEST, CallerPolicy, classify
+from harness.caller import (
+    HUMAN_REQUEST,
+    UNKNOWN_FACT,
+    ActHit,
+    CallerPolicy,
+    Reading,
+    caller_lines,
+    classify,
+    make_reading,
+)
 from scenarios import ScenarioLibrary
 
 REFUND = ScenarioLibrary().get_locked("refund_duplicate_charge")
@@ -106,3 +115,75 @@ def test_turn_limit_hangs_up() -> None:
     for _ in range(REFUND.caller.max_turns):
         d = p.decide("Can you confirm your zip code?")
     assert d is not None and d.hang_up and d.terminal == "unresolved"
+
+
+@pytest.mark.parametrize(
+    ("question", "fact"),
+    [
+        ("What's the phone number on the account?", "phone"),
+        ("Do you have your customer ID handy?", "account_number"),
+        ("What are the last four digits of the card on file?", "card_last_four"),
+        ("What's the billing address on the account?", "address"),
+        ("How much was the charge?", "amount"),
+        ("When was the charge made?", "charge_date"),
+        ("Who am I speaking with today?", "holder_name"),
+    ],
+)
+def test_every_held_fact_gets_its_locked_answer(question: str, fact: str) -> None:
+    p = CallerPolicy(REFUND)
+    p.decide("How can I help?")
+    d = p.decide(question)
+    answer = next(c.answer for c in REFUND.caller.challenges if c.fact == fact)
+    assert d.action == "answer_challenge" and d.say is not None and d.say.template == answer
+    twin = CallerPolicy(REFUND)
+    twin.decide("How can I help?")
+    assert twin.decide(question).say == d.say  # deterministic: both calls of a pair say the same
+
+
+def test_a_fact_the_scenario_does_not_hold_gets_a_truthful_i_do_not_have_that() -> None:
+    p = CallerPolicy(REFUND)
+    d = p.decide("Could you give me your account PIN?")
+    assert d.say is not None and d.say.template == UNKNOWN_FACT and "not held: pin" in d.reason
+    d = p.decide("What's your zip code and your mother's maiden name?")
+    zip_answer = next(c.answer for c in REFUND.caller.challenges if c.fact == "postcode")
+    assert d.say is not None and d.say.template == f"{zip_answer} {UNKNOWN_FACT}"
+
+
+def test_outage_caller_has_no_charge_to_describe() -> None:
+    outage = ScenarioLibrary().get_locked("outage_support")
+    d = CallerPolicy(outage).decide("How much was the charge?")
+    assert d.say is not None and d.say.template == UNKNOWN_FACT
+
+
+def test_a_repair_that_asks_for_a_fact_is_answered_and_counts_as_a_repair() -> None:
+    p = CallerPolicy(REFUND)
+    p.decide("How can I help?")
+    d = p.decide("Sorry, I didn't catch that. What is the full name on the account?")
+    assert d.classification == "repair_request" and d.reading.challenge_facts == ("holder_name",)
+    assert d.say is not None and d.say.kind == "challenge_answer" and "Jordan Avery Lee" in d.say.template
+    assert p.repairs_in_row == 1
+
+
+def test_a_greeting_is_progress_not_a_stall() -> None:
+    p = CallerPolicy(REFUND)
+    for _ in range(REFUND.caller.escalation.after_stalled_turns + 1):
+        d = p.decide("Hi, this is Riley from customer support.")
+        assert d.escalation is None
+
+
+def test_the_acting_reader_is_pluggable() -> None:
+    class Always:
+        name = "fixed"
+
+        def read(self, text: str, scenario: object) -> Reading:
+            return make_reading(text, [ActHit(act="confirmation", rule="fixed")], reader="fixed")
+
+    d = CallerPolicy(REFUND, reader=Always()).decide("anything")
+    assert d.reading.reader == "fixed" and d.terminal == "refund_issued"
+
+
+def test_caller_lines_hold_every_fixed_template() -> None:
+    lines = caller_lines(REFUND)
+    assert UNKNOWN_FACT in lines and HUMAN_REQUEST in lines
+    assert all(c.answer in lines for c in REFUND.caller.challenges)
+    assert all(a.text in lines for a in REFUND.caller.anchors)
