@@ -58,19 +58,41 @@ class TurnReadings:
         }
 
 
+class ReadAhead:
+    """The `Reader` the caller policy is given: it returns the acting reading `Readers.read` already
+    made for this turn, so an asynchronous reader (a model endpoint) decides without blocking."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._ahead: tuple[str, Reading] | None = None
+
+    def put(self, text: str, reading: Reading) -> None:
+        self._ahead = (text, reading)
+
+    def read(self, text: str, scenario: Scenario) -> Reading:
+        if self._ahead is None or self._ahead[0] != text:
+            raise RuntimeError("the policy read a turn that Readers.read did not read first")
+        reading = self._ahead[1]
+        self._ahead = None
+        return reading
+
+
 class Readers:
-    """The readers of one call: `await read(text)` gives both readings of an agent turn."""
+    """The readers of one call: `await read(text)` gives both readings of an agent turn and hands the
+    acting one to `policy_reader` (pass it as `CallerPolicy(scenario, reader=readers.policy_reader)`)."""
 
     def __init__(self, scenario: Scenario, acting: AnyReader, other: AnyReader | None = None) -> None:
         self.scenario = scenario
         self.acting = acting
         self.other = other
+        self.policy_reader = ReadAhead(acting.name)
 
     async def read(self, text: str) -> TurnReadings:
         try:
             acting = await _read(self.acting, text, self.scenario)
         except ReaderError as exc:
             raise ReaderError(exc.reader, exc.kind, f"the acting reader failed: {exc}") from None
+        self.policy_reader.put(text, acting)
         if self.other is None:
             return TurnReadings(acting, self.acting.name)
         start = time.perf_counter()

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.caller import ACTS, RuleReader
+from harness.caller import ACTS, CallerPolicy, RuleReader
 from harness.caller.model_reader import ModelReader, ReaderError, answer_schema, fact_names, parse_answer
 from harness.caller.readers import Readers, ReaderSet
 from harness.llm import ChatRequest, ChatResponse, LLMError
@@ -117,3 +117,16 @@ def test_campaign_reader_options() -> None:
     spec = ReaderSpec(model=ModelReaderSpec(model="m", base_url="http://127.0.0.1:1/v1"), acting="model")
     rs = ReaderSet(spec)
     assert rs.model is not None and rs.model.name == "model:openai:m"
+
+
+async def test_the_policy_decides_on_the_acting_reading(scenario: Scenario) -> None:
+    text = "Sure. Could you please confirm the name on the account?"
+    model = ModelReader(Backend({text: '{"acts": ["hold"], "facts": []}'}))
+    readers = Readers(scenario, model, RuleReader())
+    policy = CallerPolicy(scenario, reader=readers.policy_reader)
+    turn = await readers.read(text)
+    decision = policy.decide(text)
+    assert decision.reading == turn.acting and decision.classification == "hold"
+    assert turn.other is not None and turn.other.classification == "challenge"
+    with pytest.raises(RuntimeError, match="did not read first"):
+        policy.decide("an unread turn")
