@@ -3,6 +3,7 @@
 ```
 runs/<run_id>/
   run.json                      RunManifest
+  run.lock                      pid, host and start time of the process writing it (only while it runs)
   episodes.jsonl                one EpisodeRecord per finished episode, appended and flushed
   episodes/<id>/events.jsonl    every event with t_ms
   episodes/<id>/call.wav        stereo: caller left, agent right, on the episode clock
@@ -39,6 +40,8 @@ EPISODES_JSONL = "episodes.jsonl"
 EPISODES_DIR = "episodes"
 EVENTS_JSONL = "events.jsonl"
 CALL_WAV = "call.wav"
+LOCK_FILE = "run.lock"
+"""Held (flock) by the process writing the folder; see harness.runtime.runlock."""
 
 
 class RunFolderError(VoiceAuditError):
@@ -183,7 +186,7 @@ class RunWriter:
         self._fd: int | None = None
 
     def create(self, manifest: RunManifest) -> None:
-        if self.run_dir.exists() and any(self.run_dir.iterdir()):
+        if self.run_dir.exists() and any(p.name != LOCK_FILE for p in self.run_dir.iterdir()):
             raise RunFolderError(
                 f"{self.run_dir}: run folder already exists and is not empty; "
                 f"resume it with: voice-audit run --resume {self.run_dir}"

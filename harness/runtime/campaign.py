@@ -8,6 +8,7 @@ run folder while this process gathers records and progress.
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,10 +30,17 @@ from harness.runtime.inprocess import (
 from harness.runtime.progress import Progress, RunSummary
 from harness.runtime.provenance import build_manifest, campaign_redactor
 from harness.runtime.resume import resumable_manifest
+from harness.runtime.runlock import RunLock
 from harness.runtime.shard import Message, ShardJob
 
 
+def _to_stderr(message: str) -> None:
+    print(f"voice-audit: {message}", file=sys.stderr)
+
+
 class CampaignRunner:
+    """Creates or resumes a run folder (locked against a second writer while it runs) and places its calls."""
+
     def __init__(
         self,
         loaded: LoadedCampaign,
@@ -43,6 +51,7 @@ class CampaignRunner:
         progress: bool = True,
         tts_pool_size: int | None = None,
         concurrency: int | None = None,
+        notify: Callable[[str], None] = _to_stderr,
     ) -> None:
         self.loaded = loaded
         self.run_dir = run_dir
@@ -53,6 +62,7 @@ class CampaignRunner:
         self.concurrency = concurrency
         self.stats: dict[str, Any] = {}
         self.redactor = campaign_redactor(loaded.campaign)
+        self.lock = RunLock(run_dir, notify=notify)
 
     def manifest(self, run_id: str, tts: BackendInfo, asr: BackendInfo | None, executor: str = "local") -> RunManifest:
         return build_manifest(self.loaded, run_id, tts, asr, executor)
@@ -60,6 +70,7 @@ class CampaignRunner:
     def _prepare(
         self, writer: RunWriter, resume: bool, tts: BackendInfo, asr: BackendInfo | None, executor: str = "local"
     ) -> tuple[RunManifest, set[str]]:
+        self.lock.acquire()
         if resume:
             manifest = resumable_manifest(self.run_dir, self.loaded)
             return manifest, writer.prepare_resume()
@@ -75,10 +86,13 @@ class CampaignRunner:
         loop_t0 = asyncio.get_running_loop().time()
         if executor is None and workers > 1:
             executor = LocalProcessExecutor(workers)
-        if executor is not None:
-            summary = await self._run_on(executor, resume)
-        else:
-            summary = await self._run_here(resume)
+        try:
+            if executor is not None:
+                summary = await self._run_on(executor, resume)
+            else:
+                summary = await self._run_here(resume)
+        finally:
+            self.lock.release()
         summary.stats = self.stats
         summary.wall_s = asyncio.get_running_loop().time() - loop_t0
         return summary
@@ -166,7 +180,7 @@ class CampaignRunner:
 
             try:
                 with progress_cb:
-                    errors = await executor.run(jobs, on_message)
+                    errors = await executor.run(jobs, on_message, self.lock.fileno())
             finally:
                 writer.close()
         if errors:

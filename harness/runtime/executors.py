@@ -14,13 +14,16 @@ import functools
 import hashlib
 import json
 import multiprocessing
+import multiprocessing.connection
 import os
 import socket
 from abc import ABC, abstractmethod
 from collections.abc import Iterable
+from multiprocessing.connection import Connection
 from typing import Any, ClassVar
 
 from harness.model.events import EVENT_ADAPTER, Event
+from harness.runtime.lifeline import SharedFd, die_with_parent
 from harness.runtime.shard import Message, OnMessage, ShardJob, run_shard
 from scenarios import ConfigError, MissingBackendError
 
@@ -75,8 +78,11 @@ class Executor(ABC):
         """How many shards to cut the work into (the caller caps it at the number of pairs)."""
 
     @abstractmethod
-    async def run(self, jobs: list[ShardJob], on_message: OnMessage) -> list[str]:
-        """Run every job to the end; return one line per shard that failed (empty if none)."""
+    async def run(self, jobs: list[ShardJob], on_message: OnMessage, lock_fd: int | None = None) -> list[str]:
+        """Run every job to the end; return one line per shard that failed (empty if none).
+
+        `lock_fd` is the run folder's lock: workers that write the folder hold it too, so it is not
+        free while any of them lives."""
 
 
 class LocalProcessExecutor(Executor):
@@ -86,7 +92,9 @@ class LocalProcessExecutor(Executor):
     kept for the life of this process), so a worker starts in milliseconds instead of importing
     numpy, pydantic and the harness again (about a second each on a 2-core machine). Each worker
     gets the driver's current environment and working directory, as a spawned one would. Where
-    there is no fork server (Windows), workers are spawned.
+    there is no fork server (Windows), workers are spawned. Workers die with the driver (see
+    lifeline.py) and hold the run folder's lock with it, so no worker outlives a killed driver
+    to write beside the run that resumes it.
     """
 
     name = "local"
@@ -102,36 +110,50 @@ class LocalProcessExecutor(Executor):
     def slots(self) -> int:
         return self.workers
 
-    async def run(self, jobs: list[ShardJob], on_message: OnMessage) -> list[str]:
-        ctx = (
-            multiprocessing.get_context("forkserver") if self.method == "forkserver" else multiprocessing.get_context("spawn")
-        )
-        queue: Any = ctx.Queue()
+    async def run(self, jobs: list[ShardJob], on_message: OnMessage, lock_fd: int | None = None) -> list[str]:
+        """Each worker reports on its own pipe (a worker killed mid-message cannot jam the others),
+        holds the run folder's lock with the driver (`lock_fd`), and dies with the driver (lifeline)."""
+        ctx: Any = multiprocessing.get_context(self.method)
         env = dict(os.environ)
-        procs = [ctx.Process(target=_process_main, args=(job, queue, env), daemon=False) for job in jobs]
+        lifeline_r, lifeline_w = ctx.Pipe(duplex=False)
+        lock = SharedFd(lock_fd) if lock_fd is not None else None
+        readers: dict[Connection, Any] = {}
         loop = asyncio.get_running_loop()
-        for p in procs:
-            p.start()
-        done = 0
         errors: list[str] = []
         try:
-            while done < len(procs):
-                try:
-                    msg = await loop.run_in_executor(None, queue.get, True, 1.0)
-                except Exception:  # queue.Empty: stop waiting once every worker has exited
-                    if not any(p.is_alive() for p in procs):
-                        break
-                    continue
-                if msg[0] == "done":
-                    done += 1
-                elif msg[0] == "error":
-                    errors.append(str(msg[1]))
-                else:
-                    on_message(msg)
+            for job in jobs:
+                reader, writer = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_process_main, args=(job, writer, env, lifeline_r, lock), daemon=False)
+                proc.start()
+                writer.close()
+                readers[reader] = proc
+            lifeline_r.close()
+            open_readers: list[Any] = list(readers)
+            while open_readers:
+                ready: list[Any] = await loop.run_in_executor(
+                    None, multiprocessing.connection.wait, open_readers, 1.0
+                )
+                for conn in ready:
+                    try:
+                        msg = conn.recv()
+                    except (EOFError, OSError):  # the worker exited (or died) and everything it sent is read
+                        open_readers.remove(conn)
+                        continue
+                    if msg[0] == "error":
+                        errors.append(str(msg[1]))
+                    elif msg[0] != "done":
+                        on_message(msg)
+        except BaseException:
+            lifeline_w.close()  # the driver gives up (an error, Ctrl-C): its workers go with it
+            raise
         finally:
-            for p in procs:
-                await loop.run_in_executor(None, p.join)
-        errors.extend(f"worker process exited with code {p.exitcode}" for p in procs if p.exitcode)
+            lifeline_r.close()
+            for proc in readers.values():
+                await loop.run_in_executor(None, proc.join)
+            lifeline_w.close()
+            for conn in readers:
+                conn.close()
+        errors.extend(f"worker process exited with code {p.exitcode}" for p in readers.values() if p.exitcode)
         return errors
 
 
@@ -146,12 +168,15 @@ def _start_fork_server() -> None:
     forkserver.ensure_running()
 
 
-def _process_main(job: ShardJob, queue: Any, env: dict[str, str] | None = None) -> None:
-    """Entry point of one local worker process."""
+def _process_main(
+    job: ShardJob, conn: Connection, env: dict[str, str] | None, lifeline: Connection, lock_fd: int | None
+) -> None:
+    """Entry point of one local worker process; `lock_fd` stays open (and the folder locked) until it exits."""
+    die_with_parent(lifeline)
     if env is not None:  # a fork server's environment is the driver's from when the server started
         os.environ.clear()
         os.environ.update(env)
-    run_shard(job, queue.put)
+    run_shard(job, conn.send)
 
 
 class RayExecutor(Executor):
@@ -161,7 +186,9 @@ class RayExecutor(Executor):
     episode folders); the driver alone appends to episodes.jsonl, so no cross-node append is needed.
     A local instance listens on loopback only and is shut down at the end; an existing cluster or an
     already initialised Ray session is left running. Tasks are not retried: a failed shard is
-    reported and `--resume` reruns exactly its unfinished episodes.
+    reported and `--resume` reruns exactly its unfinished episodes. Ray ends the tasks of a driver
+    that dies (its job is cleaned up), and only the driver appends to episodes.jsonl, so a record
+    can never be written twice; the lock on the run folder is the driver's alone.
     """
 
     name = "ray"
@@ -236,7 +263,7 @@ class RayExecutor(Executor):
         cpus = float(self._ray.cluster_resources().get("CPU", 1)) if self._ray is not None else 1.0
         return max(1, int(cpus // self.cpus_per_task))
 
-    async def run(self, jobs: list[ShardJob], on_message: OnMessage) -> list[str]:
+    async def run(self, jobs: list[ShardJob], on_message: OnMessage, lock_fd: int | None = None) -> list[str]:
         ray = self._ray
         loop = asyncio.get_running_loop()
         inbox = ray.remote(num_cpus=0)(_Inbox).remote()
