@@ -31,6 +31,8 @@ class Say:
     template: str
     anchor_id: str | None = None
     framing: bool = False
+    parts: tuple[str, ...] = ()
+    """Lines said one after another (a multi-fact answer); each is rendered as a line of its own."""
 
 
 @dataclass(frozen=True)
@@ -191,7 +193,7 @@ class CallerPolicy:
         if last.kind in ("anchor", "repeat") and anchor is not None and anchor.rephrase and last.kind == "repeat":
             say = Say("rephrase", anchor.rephrase, anchor.id)
         else:
-            say = Say("repeat", last.template, last.anchor_id)
+            say = Say("repeat", last.template, last.anchor_id, parts=last.parts)
         self.last_say = say
         return Decision(reading, say.kind, "agent asked the caller to repeat", say=say)
 
@@ -209,7 +211,7 @@ class CallerPolicy:
         if not asked:
             known = [self.script.challenges[0].answer]
         parts = known + ([UNKNOWN_FACT] if unknown else [])
-        say = Say("challenge_answer", " ".join(parts))
+        say = Say("challenge_answer", " ".join(parts), parts=tuple(parts))
         self.last_say = say
         what = ",".join(asked) or "generic"
         missing = f"; not held: {','.join(unknown)}" if unknown else ""

@@ -15,7 +15,7 @@ from harness.audio import SpeechSynthesizer, TelephoneChannel, mulaw_encode, res
 from harness.audio.channel import TELEPHONE_RATE
 from harness.caller.policy import Say
 from harness.runtime.recorder import RECORDING_RATE, to_recording_rate
-from personas import CallerCondition, Catalogue, SpeechParams, render_utterance
+from personas import CallerCondition, Catalogue, SpeechParams, Utterance, render_utterance
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,31 @@ class SpokenCache:
         return value
 
 
+def said_key(say: Say) -> str:
+    """What the caller counts sayings of: an anchor by its id (its repeats and rephrases too), any
+    other line by its words. The count picks the text transforms' draw and the repeat slow-down."""
+    return f"{say.kind}:{say.anchor_id or say.template}"
+
+
+def part_key(kind: str, part: str) -> str:
+    """The count of one line of a multi-line turn (an answer to several facts), kept per line."""
+    return f"{kind}:{part}"
+
+
+def render_key(key: str, count: int) -> str:
+    """The seed key of the text transforms for the `count`-th saying under `key`."""
+    return f"{key}:{count}"
+
+
+def clearer_speech(speech: SpeechParams, kind: str, count: int) -> SpeechParams:
+    """Asked to repeat, people slow down: each repeat of the same words is 12% slower (floor
+    110 wpm). It is a rule of the caller, not of the persona, so both sides of a pair do it."""
+    if kind not in ("repeat", "rephrase"):
+        return speech
+    rate = max(110, round(speech.rate_wpm * 0.88 ** (count + 1)))
+    return speech.model_copy(update={"rate_wpm": min(rate, speech.rate_wpm)})
+
+
 class CallerVoice:
     """Speaks for one caller. Channel noise is seeded by (pair seed, turn), so both sides get the same noise."""
 
@@ -114,6 +139,7 @@ class CallerVoice:
         self.channel = channel
         self.target = target
         self._said: dict[str, int] = {}
+        self._parts_said: dict[str, int] = {}
         self.cache = cache if cache is not None else SpokenCache(64)
 
     @property
@@ -123,26 +149,36 @@ class CallerVoice:
 
     @staticmethod
     def _clearer(speech: SpeechParams, kind: str, count: int) -> SpeechParams:
-        """Asked to repeat, people slow down: each repeat of the same words is 12% slower (floor
-        110 wpm). It is a rule of the caller, not of the persona, so both sides of a pair do it."""
-        if kind not in ("repeat", "rephrase"):
-            return speech
-        rate = max(110, round(speech.rate_wpm * 0.88 ** (count + 1)))
-        return speech.model_copy(update={"rate_wpm": min(rate, speech.rate_wpm)})
+        return clearer_speech(speech, kind, count)
+
+    def _count(self, counts: dict[str, int], key: str) -> int:
+        count = counts.get(key, 0)
+        counts[key] = count + 1
+        return count
+
+    def _render(self, say: Say, count: int) -> Utterance:
+        def one(template: str, key: str, framing: bool) -> Utterance:
+            return render_utterance(
+                template, self.slots, self.condition, self.catalogue, seed=self.seed, key=key, framing=framing
+            )
+
+        if len(say.parts) <= 1:
+            return one(say.template, render_key(said_key(say), count), say.framing and count == 0)
+        said = [
+            one(part, render_key(pk, self._count(self._parts_said, pk)), False)
+            for part in say.parts
+            for pk in (part_key(say.kind, part),)
+        ]
+        return Utterance(
+            text=" ".join(u.text for u in said),
+            ssml="<speak>" + " ".join(u.ssml.removeprefix("<speak>").removesuffix("</speak>") for u in said) + "</speak>",
+            base_text=" ".join(u.base_text for u in said),
+            protected=tuple(p for u in said for p in u.protected),
+        )
 
     async def speak(self, say: Say, turn: int) -> Spoken:
-        said_key = f"{say.kind}:{say.anchor_id or say.template}"
-        count = self._said.get(said_key, 0)
-        self._said[said_key] = count + 1
-        utt = render_utterance(
-            say.template,
-            self.slots,
-            self.condition,
-            self.catalogue,
-            seed=self.seed,
-            key=f"{said_key}:{count}",
-            framing=say.framing and count == 0,
-        )
+        count = self._count(self._said, said_key(say))
+        utt = self._render(say, count)
         params = self._clearer(self.speech, say.kind, count)
         channel_seed = (self.seed + 7919 * turn) % (2**32)
         random_channel = self.channel is not None and (self.channel.snr_db is not None or self.channel.packet_loss > 0)
