@@ -31,7 +31,7 @@ from agents.reference.chaos import pick_fault
 from harness.model.episode import EpisodeRecord
 from harness.planning import load_campaign
 from harness.rundir import EPISODES_JSONL, RunReader
-from harness.runtime.episode import call_id_for
+from harness.runtime.callid import call_id
 
 MIXED: dict[str, Any] = {"seed": 3, "rate": 0.5, "hangup_after": 2, "flood_s": 150}
 
@@ -83,9 +83,11 @@ def _expected(where: Where, run: ChaosRun) -> dict[str, tuple[str | None, str | 
     plan = load_campaign(run.campaign_file).plan
     kinds: dict[str, str | None] = {str(f): k for f, k in EXPECTED[where].items()}
     out: dict[str, tuple[str | None, str | None]] = {}
+    run_id = next(RunReader(run.run_dir).records()).header.run_id
     for p in plan.episodes:
         if p.agent == "mixed":
-            fault: str | None = pick_fault(MIXED["seed"], call_id_for(p, 0), tuple(EXPECTED[where]), MIXED["rate"])
+            cid = call_id(run.run_dir, run_id, p.episode_id, 0)
+            fault: str | None = pick_fault(MIXED["seed"], cid, tuple(EXPECTED[where]), MIXED["rate"])
         else:
             fault = p.agent.replace("-", "_")
         out[p.episode_id] = (fault, None if fault is None else kinds[fault])

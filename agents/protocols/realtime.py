@@ -30,6 +30,8 @@ by option `api_key_env` and is never logged.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -68,6 +70,8 @@ __all__ = ["RealtimeAdapter", "RealtimeSession", "realtime_adapter", "session_co
 
 log = logging.getLogger(__name__)
 
+FIRST_EVENT_WAIT_S = 2.0
+
 TEXT_DELTAS = ("response.output_audio_transcript.delta", "response.output_text.delta")
 
 
@@ -98,6 +102,7 @@ class RealtimeSession(WsSession):
         self._handled_calls: set[str] = set()
         self.session_id = ""
         """The server's session id (`session.created`), the key to the vendor's own logs."""
+        self.first_event = asyncio.Event()
 
     def start(self) -> None:
         self._start_reader("realtime-reader")
@@ -142,6 +147,7 @@ class RealtimeSession(WsSession):
 
     # -- receiving -----------------------------------------------------------------------------
     async def _on_frame(self, raw: str | bytes) -> AgentEvent | None:
+        self.first_event.set()
         if isinstance(raw, bytes):
             raise AgentError("malformed_frame", "binary frame on a Realtime session")
         msg = loads(raw, "server")
@@ -152,6 +158,12 @@ class RealtimeSession(WsSession):
         except (AttributeError, TypeError, ValueError, KeyError) as exc:  # a field of the wrong shape
             raise AgentError("malformed_frame", f"bad {msg['type'][:60]!r} event: {exc!r}"[:300]) from None
         return None
+
+    async def _read(self) -> None:
+        try:
+            await super()._read()
+        finally:
+            self.first_event.set()
 
     def _resp(self, rid: Any) -> _Response:
         key = str(rid or self._active or "")
@@ -333,6 +345,11 @@ class RealtimeAdapter:
             raise AgentError("connect_failed", f"session.update not delivered: {exc.message}") from None
         session.start()
         self._sessions.add(session)
+        # A server opens with session.created: wait for its first event so the session id is known
+        # when the call is logged (servers that say nothing first cost at most FIRST_EVENT_WAIT_S).
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(FIRST_EVENT_WAIT_S):
+                await session.first_event.wait()
         return session
 
     async def aclose(self) -> None:

@@ -20,6 +20,7 @@ up (`HangupOut`); a drop without a close frame is `ErrorOut("disconnect")`.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import secrets
 import weakref
@@ -55,8 +56,8 @@ class TwilioSession(WsSession):
     def __init__(self, ws: ClientConnection, call: CallInfo, account_sid: str, send_timeout_s: float) -> None:
         super().__init__(ws, send_timeout_s)
         self.call = call
-        self.stream_sid = _sid("MZ")
         self.call_sid = _sid("CA", call.call_id)
+        self.stream_sid = "MZ" + hashlib.sha256(f"stream|{self.call_sid}".encode()).hexdigest()[:32]
         self.account_sid = account_sid
         self._seq = 0
         self._chunk = 0
@@ -64,6 +65,11 @@ class TwilioSession(WsSession):
         self._rest = b""
         self._lock = asyncio.Lock()
         self._marks = MarkLedger()
+
+    @property
+    def session_id(self) -> str:
+        """The stream's id, as the bot logs it (derived from the call id, so the log finds it)."""
+        return self.stream_sid
 
     # -- sending -------------------------------------------------------------------------------
     def _next_seq(self) -> int:

@@ -102,9 +102,15 @@ class _Event(Frozen):
 
 
 class CallStarted(_Event):
+    """`call_id` is the id the agent was given (Twilio callSid, the call JSON's `call_id`);
+    `agent_session_id` the id the agent side gave the session (Realtime session id, HTTP/WS
+    `session_id`, Twilio streamSid): the keys that join a call with the vendor's own logs."""
+
     type: Literal["call_started"] = "call_started"
     pacing: Literal["realtime", "accelerated"]
     protocol: str
+    call_id: str | None = None
+    agent_session_id: str | None = None
 
 
 class FactsProvisioned(_Event):

@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import dataclasses
 import datetime as dt
-import hashlib
 import traceback
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from harness.model.secrets import Redactor
 from harness.model.versioning import SCHEMA_VERSION
 from harness.planning import PlannedEpisode
 from harness.rundir import CALL_WAV, EVENTS_JSONL, EventLog
+from harness.runtime.callid import call_id
 from harness.runtime.calllog import CallFailed, CallLog
 from harness.runtime.clock import EpisodeClock, RealClock, TurnDeadline, VirtualClock
 from harness.runtime.conversation import Conversation
@@ -49,7 +49,6 @@ __all__ = [
     "EpisodeContext",
     "EpisodeRunner",
     "archive_attempt",
-    "call_id_for",
 ]
 
 RETRYABLE: frozenset[str] = frozenset(
@@ -76,13 +75,6 @@ def archive_attempt(episode_dir: Path, record: EpisodeRecord) -> None:
     with open(episode_dir / ATTEMPTS_JSONL, "ab") as fh:
         fh.write(moved.model_dump_json().encode() + b"\n")
         fh.flush()
-
-
-def call_id_for(planned: PlannedEpisode, attempt: int) -> str:
-    """A call id the agent may see: deterministic (reruns are reproducible) but opaque (a hash that
-    reveals neither the side nor the condition)."""
-    digest = hashlib.sha256(f"call|{planned.pair.seed}|{planned.episode_id}|{attempt}".encode()).hexdigest()
-    return "CA" + digest[:32]
 
 
 @dataclass
@@ -167,7 +159,7 @@ class EpisodeRunner:
             facts=ctx.scenario.facts,
             scenario_id=ctx.scenario.id,
             facts_sha256=ctx.scenario.facts_sha256,
-            call_id=call_id_for(ctx.planned, ctx.attempt),
+            call_id=call_id(ctx.episode_dir.parent.parent, ctx.run_id, ctx.planned.episode_id, ctx.attempt),
             oracle=self.oracle,
         )
         fixture = ToolFixture(ctx.scenario.facts)
@@ -228,7 +220,8 @@ class EpisodeRunner:
         events = session.events().__aiter__()
         log = self.log
         caps = ctx.adapter.capabilities
-        log.emit("call_started", 0, pacing=ctx.campaign.pacing, protocol=caps.protocol)
+        agent_session = getattr(session, "session_id", None) or None  # protocol sessions name theirs
+        log.emit("call_started", 0, pacing=ctx.campaign.pacing, protocol=caps.protocol, call_id=call.call_id, agent_session_id=agent_session)
         log.emit("facts_provisioned", sha256=call.facts_sha256, tools=fixture.available())
         conversation = Conversation(log, self.policy, self.voice, ctx.asr)
         turn_s = ctx.campaign.timeouts.turn_s

@@ -19,7 +19,8 @@ from agents.reference.chaos import pick_fault
 from harness.model.episode import EpisodeRecord
 from harness.planning import load_campaign
 from harness.rundir import CALL_WAV, EVENTS_JSONL, RunReader
-from harness.runtime.episode import ATTEMPTS_DIR, ATTEMPTS_JSONL, call_id_for
+from harness.runtime.callid import call_id
+from harness.runtime.episode import ATTEMPTS_DIR, ATTEMPTS_JSONL
 
 SEED, RATE, RETRIES = 11, 0.6, 2
 
@@ -34,9 +35,10 @@ def test_retries_are_separate_attempts(tmp_path: Path, where: Where) -> None:
     assert sorted(records) == sorted(e.episode_id for e in plan.episodes)
     retried = 0
     for planned in plan.episodes:
-        faulted = [pick_fault(SEED, call_id_for(planned, n), ("drop",), RATE) for n in range(RETRIES + 1)]
-        last = next((n for n, f in enumerate(faulted) if f is None), RETRIES)
         rec = records[planned.episode_id]
+        ids = [call_id(run.run_dir, rec.header.run_id, planned.episode_id, n) for n in range(RETRIES + 1)]
+        faulted = [pick_fault(SEED, cid, ("drop",), RATE) for cid in ids]
+        last = next((n for n, f in enumerate(faulted) if f is None), RETRIES)
         assert rec.header.attempt == last
         assert rec.outcome.status == ("completed" if faulted[last] is None else "failed")
         folder = run.run_dir / "episodes" / planned.episode_id

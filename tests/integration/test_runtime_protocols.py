@@ -34,20 +34,37 @@ pairs:
 voices: 1
 concurrency: 2
 pacing: {pacing}
-timeouts: {{turn_s: 40, call_s: 240}}
+timeouts: {{turn_s: 60, call_s: 240}}
 """
 
 
-async def _run(tmp_path: Path, protocol: str, adapter: str, pacing: str, path: str = "", options: str = "") -> Path:
+async def _run(
+    tmp_path: Path, protocol: str, adapter: str, pacing: str, path: str = "", options: str = ""
+) -> tuple[Path, ScriptedAgent]:
     agent = ScriptedAgent(speak=True, audio_ms=0)
     async with start_server(agent, protocol) as handle:  # type: ignore[arg-type]
         text = CAMPAIGN.format(adapter=adapter, url=handle.url + path, options=options, pacing=pacing)
+        tmp_path.mkdir(exist_ok=True)
         cfile = tmp_path / "c.yaml"
         cfile.write_text(text)
         runner = CampaignRunner(load_campaign(cfile), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False)
         summary = await runner.run()
         assert summary.stats.get("harness_errors") is None, summary.stats.get("harness_errors")
-    return tmp_path / "run"
+    return tmp_path / "run", agent
+
+
+def _check_identity(run_dir: Path, agent: ScriptedAgent) -> set[str]:
+    """The id each call's agent was given is logged, one per call, and the agent side's own
+    session id with it; returns the ids."""
+    reader = RunReader(run_dir)
+    logged: dict[str, str] = {}
+    for rec in reader.records():
+        started = next(e for e in reader.events(rec.header.episode_id) if e.type == "call_started")
+        assert started.call_id is not None and started.agent_session_id, started
+        logged[rec.header.episode_id] = started.call_id
+    seen = {s.call.call_id for s in agent.sessions}
+    assert set(logged.values()) == seen and len(seen) == len(logged) == 2
+    return seen
 
 
 def _check_run(run_dir: Path, *, expect_refund: bool) -> None:
@@ -79,7 +96,8 @@ def _check_run(run_dir: Path, *, expect_refund: bool) -> None:
 
 
 def test_twilio_media_streams_full_call(tmp_path: Path) -> None:
-    run_dir = asyncio.run(_run(tmp_path, "twilio", "twilio", "realtime"))
+    run_dir, agent = asyncio.run(_run(tmp_path, "twilio", "twilio", "realtime"))
+    _check_identity(run_dir, agent)
     # Twilio carries audio only: the caller hears the agent through the harness's own ASR of
     # telephone-band audio, whose errors are part of what is measured, so no outcome is asserted.
     _check_run(run_dir, expect_refund=False)
@@ -92,10 +110,17 @@ def test_twilio_media_streams_full_call(tmp_path: Path) -> None:
         assert any(e.type == "mark" and e.action == "echoed" for e in events), "marks must be echoed after playback"
 
 
-@pytest.mark.parametrize(("protocol", "adapter", "pacing"), [("ws", "ws", "realtime"), ("http", "http", "accelerated")])
+@pytest.mark.parametrize(
+    ("protocol", "adapter", "pacing"),
+    [("ws", "ws", "realtime"), ("http", "http", "accelerated"), ("realtime", "realtime", "realtime")],
+)
 def test_streaming_and_turn_protocols(tmp_path: Path, protocol: str, adapter: str, pacing: str) -> None:
-    run_dir = asyncio.run(_run(tmp_path, protocol, adapter, pacing))
+    run_dir, agent = asyncio.run(_run(tmp_path, protocol, adapter, pacing))
     _check_run(run_dir, expect_refund=True)
+    first = _check_identity(run_dir, agent)
+    if protocol == "http":  # the same campaign again, in a new run folder: new ids for every call
+        again, agent2 = asyncio.run(_run(tmp_path / "again", protocol, adapter, pacing))
+        assert not first & _check_identity(again, agent2)
     reader = RunReader(run_dir)
     rec = next(iter(reader.records()))
     events = reader.events(rec.header.episode_id)
