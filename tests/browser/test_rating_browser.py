@@ -127,3 +127,41 @@ async def test_quality_scales_by_keyboard(run_dir: Path, page_log: Any) -> None:
     base = server.url.split("?")[0]
     assert urls and all(u.startswith(base) or u.startswith("data:") for u in urls), urls
     assert errors == [], errors
+
+
+async def test_observer_act_and_facts_by_keyboard_and_mouse(run_dir: Path, page_log: Any) -> None:
+    page, urls, errors = page_log
+    server = await serve(run_dir, "observer")
+    spec = server.session.spec
+    assert server.url is not None
+    try:
+        await page.goto(server.url + "?rater=o1")
+        await page.wait_for_function("() => document.querySelectorAll('#choices .choice').length === 11")
+        assert not await page.is_hidden("#transcript") and not await page.is_hidden("#facts-box")
+        first = rater_order(spec, "o1")[0]
+        assert str(first.text) in str(await page.text_content("#transcript"))
+        n_facts = await page.eval_on_selector_all("#facts .choice", "bs => bs.length")
+        assert n_facts == len(first.facts)
+        await page.keyboard.press("Space")
+        await page.wait_for_function(PLAYING, timeout=10_000)
+        await page.keyboard.press("0")  # the tenth act: question
+        await page.keyboard.press("3")  # changed mind: challenge
+        await page.click("#facts .choice >> nth=1")
+        await page.click("#facts .choice >> nth=0")
+        await page.click("#facts .choice >> nth=1")  # toggled off again
+        pressed = await page.eval_on_selector_all("#choices .choice", "bs => bs.map(b => b.getAttribute('aria-pressed'))")
+        assert pressed.index("true") == 2 and pressed.count("true") == 1
+        ARTIFACTS.mkdir(exist_ok=True)
+        await page.screenshot(path=str(ARTIFACTS / "rating-observer.png"), full_page=True)
+        await page.keyboard.press("Enter")
+        await page.wait_for_function(
+            f"() => document.getElementById('progress').textContent.includes('1 of {len(spec.items)}')"
+        )
+        (label,) = read_labels(run_dir)
+        assert label.task == "observer" and label.item == first.key and label.turn == first.turn
+        assert label.act == "challenge" and label.facts == (first.facts[0],)
+    finally:
+        await server.stop()
+    base = server.url.split("?")[0]
+    assert urls and all(u.startswith(base) or u.startswith("data:") for u in urls), urls
+    assert errors == [], errors
