@@ -14,6 +14,7 @@ from harness.adapter import AudioFormat
 from harness.audio import SpeechSynthesizer, TelephoneChannel, mulaw_encode, resample
 from harness.audio.channel import TELEPHONE_RATE
 from harness.caller.policy import Say
+from harness.caller.vocabulary import clearer_speech, part_key, render_key, said_key
 from harness.runtime.recorder import RECORDING_RATE, to_recording_rate
 from personas import CallerCondition, Catalogue, SpeechParams, Utterance, render_utterance
 
@@ -88,31 +89,6 @@ class SpokenCache:
         self.put(key, value)
         future.set_result(value)
         return value
-
-
-def said_key(say: Say) -> str:
-    """What the caller counts sayings of: an anchor by its id (its repeats and rephrases too), any
-    other line by its words. The count picks the text transforms' draw and the repeat slow-down."""
-    return f"{say.kind}:{say.anchor_id or say.template}"
-
-
-def part_key(kind: str, part: str) -> str:
-    """The count of one line of a multi-line turn (an answer to several facts), kept per line."""
-    return f"{kind}:{part}"
-
-
-def render_key(key: str, count: int) -> str:
-    """The seed key of the text transforms for the `count`-th saying under `key`."""
-    return f"{key}:{count}"
-
-
-def clearer_speech(speech: SpeechParams, kind: str, count: int) -> SpeechParams:
-    """Asked to repeat, people slow down: each repeat of the same words is 12% slower (floor
-    110 wpm). It is a rule of the caller, not of the persona, so both sides of a pair do it."""
-    if kind not in ("repeat", "rephrase"):
-        return speech
-    rate = max(110, round(speech.rate_wpm * 0.88 ** (count + 1)))
-    return speech.model_copy(update={"rate_wpm": min(rate, speech.rate_wpm)})
 
 
 class CallerVoice:
