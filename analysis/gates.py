@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -70,6 +71,8 @@ class GateInputs:
     plan: AnalysisPlan
     audio: bool = True
     seed: int = 0
+    audio_workers: int | None = None  # processes of the audio pass (default: one per CPU)
+    audio_measured: AudioPass | None = None  # filled by the first audio gate, shared with the next
 
 
 @dataclass
@@ -283,6 +286,84 @@ def persona_perceptibility(inp: GateInputs) -> tuple[GateResult, pd.Series]:
 
 
 # -- 4. acoustic validity -----------------------------------------------------------------------
+@dataclass
+class AudioPass:
+    """The one audio pass shared by the acoustic and codec gates (`acoustic.measure_files`)."""
+
+    measures: dict[str, acoustic.FileMeasures]  # by episode id
+    codec_sample: list[str]
+    pair_sample: dict[str, list[str]]  # acoustic cell -> sampled episode ids
+    files: dict[str, str]  # episode id -> run-relative audio path (recordings present)
+    f0: bool
+    stats: dict[str, int]
+
+
+def _trackers() -> str | None:
+    """None when the pitch trackers import, else why not."""
+    try:
+        import librosa  # noqa: F401
+        import parselmouth  # noqa: F401
+
+        import analysis.acoustics  # noqa: F401
+    except ImportError as exc:
+        return str(exc)
+    return None
+
+
+def _cell_key(agent: Any, condition: Any) -> str:
+    return f"{agent} / {condition}"
+
+
+def audio_pass(inp: GateInputs) -> AudioPass:
+    """Measure every recording once (cached in the run folder, a process pool over the cores): the
+    codec sample, the PYIN sample of each condition cell, and the Praat median of every analysable
+    recording. Computed by whichever audio gate runs first and kept on `inp`."""
+    if inp.audio_measured is not None:
+        return inp.audio_measured
+    ep = inp.episodes
+    run = inp.ing.run_dir
+    base = str(run)
+    files = {
+        str(e): str(a)
+        for e, a in zip(ep["episode_id"], ep["audio_file"], strict=True)
+        if isinstance(a, str) and _exists(base, run, a)
+    }
+    codec_th, ac_th = inp.plan.gates.codec, inp.plan.gates.acoustic
+    codec_sample = _sample(sorted(files), codec_th.max_files, inp.seed)
+    f0 = _trackers() is None
+    analysable = ep[(ep["analysable"] == True) & ep["episode_id"].astype(str).isin(files)]  # noqa: E712
+    pair_sample: dict[str, list[str]] = {}
+    if f0:
+        for (agent, cond), sub in analysable.groupby(["agent", "condition_key"]):
+            pair_sample[_cell_key(agent, cond)] = _sample(
+                list(sub["episode_id"]), ac_th.max_files_per_cell, inp.seed
+            )
+    paired = {e for ids in pair_sample.values() for e in ids}
+    praat = [str(e) for e in analysable["episode_id"]] if f0 else []
+    wanted = acoustic.requests_for(codec_sample, sorted(paired), praat)
+    params = acoustic.AudioParams(
+        rate=codec_th.sample_rate,
+        channels=codec_th.channels,
+        subtype=codec_th.subtype,
+        target_lufs=codec_th.target_lufs,
+        lufs_tolerance=codec_th.lufs_tolerance,
+        max_seconds=ac_th.max_seconds_per_file if f0 else 0.0,
+        f0=f0,
+    )
+    by_path, stats = acoustic.measure_files(
+        run, {files[e]: flags for e, flags in wanted.items()}, params, workers=inp.audio_workers
+    )
+    inp.audio_measured = AudioPass(
+        measures={e: by_path[files[e]] for e in wanted},
+        codec_sample=codec_sample,
+        pair_sample=pair_sample,
+        files=files,
+        f0=f0,
+        stats=stats,
+    )
+    return inp.audio_measured
+
+
 def acoustic_validity(inp: GateInputs) -> tuple[GateResult, pd.Series, pd.Series]:
     """Also returns the validated agent F0 median per episode (NaN where the cell did not pass)."""
     th = inp.plan.gates.acoustic
@@ -306,39 +387,27 @@ def acoustic_validity(inp: GateInputs) -> tuple[GateResult, pd.Series, pd.Series
         return none(
             "audio checks disabled for this analysis; F0 metrics withheld (timing and outcome metrics only)"
         )
-    try:
-        import librosa  # noqa: F401
-        import parselmouth  # noqa: F401
-
-        import analysis.acoustics  # noqa: F401
-    except ImportError as exc:
-        return none(f"pitch trackers unavailable ({exc}); F0 metrics withheld")
-    have_audio = ep[ep["analysable"] == True]  # noqa: E712
-    have_audio = have_audio[
-        [
-            inp.ing.run_dir.joinpath(str(a)).exists() if isinstance(a, str) else False
-            for a in have_audio["audio_file"]
-        ]
-    ]
-    if have_audio.empty:
+    missing = _trackers()
+    if missing is not None:
+        return none(f"pitch trackers unavailable ({missing}); F0 metrics withheld")
+    measured = audio_pass(inp)
+    if not measured.pair_sample:
         return none("no recordings to measure; F0 metrics withheld")
     cells: dict[str, dict[str, Any]] = {}
     from analysis.acoustics import PitchAgreement, cell_agreement
 
-    for cell, sub in have_audio.groupby(["agent", "condition_key"]):
-        key = " / ".join(map(str, cell))
-        per_file: list[PitchAgreement] = []
-        for eid in _sample(list(sub["episode_id"]), th.max_files_per_cell, inp.seed):
-            audio = acoustic.agent_speech(
-                inp.ing.run_dir / str(sub.set_index("episode_id").at[eid, "audio_file"]),
-                th.max_seconds_per_file,
+    for key, sample in measured.pair_sample.items():
+        per_file = [
+            PitchAgreement(
+                tracker_a="praat",
+                tracker_b="pyin",
+                r=math.nan if m.pair_r is None else m.pair_r,
+                voiced_both=int(m.pair_voiced_both or 0),
+                frames=0,
             )
-            if audio is None:
-                continue
-            r, voiced, _ = acoustic.f0_pair_r(audio)
-            per_file.append(
-                PitchAgreement(tracker_a="praat", tracker_b="pyin", r=r, voiced_both=voiced, frames=0)
-            )
+            for m in (measured.measures[e] for e in sample)
+            if m.agent_usable
+        ]
         agree = cell_agreement(per_file, th.min_r)
         cells[key] = {
             "files": agree.files,
@@ -346,15 +415,14 @@ def acoustic_validity(inp: GateInputs) -> tuple[GateResult, pd.Series, pd.Series
             "min_voiced_both": agree.min_voiced_both,
             "verdict": "pass" if agree.passes else ("not-evaluable" if agree.files == 0 else "fail"),
         }
-    ep_key = ep["agent"].astype(str) + " / " + ep["condition_key"].astype(str)
+    ep_key = [_cell_key(a, c) for a, c in zip(ep["agent"], ep["condition_key"], strict=True)]
     ep_v = pd.Series(
         [cells.get(k, {}).get("verdict", "not-evaluable") for k in ep_key], index=ep["episode_id"]
     )
     for eid in ep_v.index[ep_v == "pass"]:
-        audio = acoustic.agent_speech(
-            inp.ing.run_dir / str(ep.set_index("episode_id").at[eid, "audio_file"]), th.max_seconds_per_file
-        )
-        f0[eid] = acoustic.praat_median(audio) if audio is not None else np.nan
+        m = measured.measures.get(str(eid))
+        if m is not None and m.agent_usable and m.praat_median_hz is not None:
+            f0[eid] = m.praat_median_hz
     verdict = worst([c["verdict"] for c in cells.values()])
     res = GateResult(
         gate="acoustic_validity",
@@ -365,7 +433,7 @@ def acoustic_validity(inp: GateInputs) -> tuple[GateResult, pd.Series, pd.Series
         ),
         thresholds=th.model_dump(),
         scope=scope,
-        details={"cells": cells},
+        details={"cells": cells, "audio_pass": measured.stats},
     )
     return res, _pairwise(inp, ep_v), f0
 
@@ -376,13 +444,8 @@ def codec_normalisation(inp: GateInputs) -> tuple[GateResult, pd.Series]:
     p = inp.pairs.set_index("pair_id")
     ep = inp.episodes
     scope = _scope(inp.plan, "codec_normalisation")
-    base = str(inp.ing.run_dir)
-    files = {  # looked up only when audio is checked: the verdict does not depend on them otherwise
-        str(e): inp.ing.run_dir / str(a)
-        for e, a in zip(ep["episode_id"], ep["audio_file"], strict=True)
-        if inp.audio and isinstance(a, str) and _exists(base, inp.ing.run_dir, a)
-    }
-    if not inp.audio or not files:
+    measured = audio_pass(inp) if inp.audio else None
+    if measured is None or not measured.files:
         why = "audio checks disabled" if not inp.audio else "no recordings present"
         res = GateResult(
             gate="codec_normalisation",
@@ -393,13 +456,9 @@ def codec_normalisation(inp: GateInputs) -> tuple[GateResult, pd.Series]:
             details={},
         )
         return res, pd.Series("not-evaluable", index=p.index, dtype=object)
-    checked = _sample(sorted(files), th.max_files, inp.seed)
-    results = {
-        e: acoustic.codec_check(
-            files[e], th.sample_rate, th.channels, th.subtype, th.target_lufs, th.lufs_tolerance
-        )
-        for e in checked
-    }
+    files = measured.files
+    checked = measured.codec_sample
+    results = {e: measured.measures[e].codec(files[e]) for e in checked}
     bad = {e: r.detail for e, r in results.items() if not r.ok}
     verdict: Verdict = "fail" if bad else "pass"
     paths = sorted({r.resampling_path for r in results.values() if r.resampling_path})

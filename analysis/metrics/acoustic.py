@@ -1,25 +1,46 @@
 """Audio-side measurements for three gates and the agent F0 metric; every file is normalised first.
 
-* codec: each channel of call.wav -> `harness.audio.dsp.normalise` (mono int16, declared rate,
+* codec: each channel of call.wav -> `analysis.acoustics.normalise` (mono int16, declared rate,
   -23 LUFS, resampling path logged); the gate checks format and the loudness reached.
 * acoustic validity: Praat vs PYIN F0 on the agent channel of up to N files per condition cell;
   the cell passes on the per-file minimum r (`analysis.acoustics.cell_agreement`).
 * F0 metric: median Praat F0 of the agent channel, reported only for cells that passed.
 * sync: logged speech starts vs energy onsets (`analysis.metrics.onsets`).
+
+`measure_files` is the one audio pass of an analysis: each file is read once, its agent channel
+normalised once and shared by the codec check and the F0 trackers, files are spread over a process
+pool, and every result is cached in the run folder (AUDIO_CACHE) under the file's sha256, the
+measure version and the parameters, so a re-analysis reads the cache instead of the audio.
 """
 
 from __future__ import annotations
 
+import concurrent.futures as cf
+import hashlib
+import io
+import json
 import math
+import multiprocessing
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import soundfile as sf
 
 from analysis.metrics.onsets import onset_offsets
-from harness.audio.dsp import NormalisedAudio, normalise
+from harness.audio.dsp import NormalisedAudio
+from harness.rundir import atomic_write_json
+from scenarios._base import Frozen
 from scenarios.errors import VoiceAuditError
+
+AUDIO_CACHE = "audio_measures.json"
+CACHE_SCHEMA = "voice-audit/audio-measures"
+MEASURE_VERSION = 1
+AGENT_RATE = 16000
+POOL_MIN_FILES = 4
 
 
 @dataclass(frozen=True)
@@ -31,58 +52,256 @@ class CodecCheck:
     lufs_after: float | None = None
 
 
+class AudioParams(Frozen):
+    """Everything a file's measures depend on besides its bytes (part of the cache key)."""
+
+    rate: int
+    channels: int
+    subtype: str
+    target_lufs: float
+    lufs_tolerance: float
+    max_seconds: float
+    f0: bool = True
+
+
+class FileMeasures(Frozen):
+    """One recording's measures; None where a measure was not asked for or could not be made."""
+
+    sha256: str
+    codec_ok: bool | None = None
+    codec_detail: str | None = None
+    resampling_path: str | None = None
+    lufs_after: float | None = None
+    agent_usable: bool = False
+    praat_median_hz: float | None = None
+    pair_r: float | None = None
+    pair_voiced_both: int | None = None
+    has_pair: bool = False
+
+    def codec(self, path: str) -> CodecCheck:
+        return CodecCheck(
+            path, bool(self.codec_ok), self.codec_detail or "not checked", self.resampling_path, self.lufs_after
+        )
+
+
 def read_call(path: Path) -> tuple[np.ndarray, int]:
     x, sr = sf.read(path, dtype="int16", always_2d=True)
     return x, int(sr)
 
 
+def _normalise(pcm: np.ndarray, sr: int, rate: int, target: float) -> NormalisedAudio | str:
+    """Normalised audio, or why it cannot be (empty, too short, silent)."""
+    from analysis.acoustics import normalise
+
+    try:
+        return normalise(np.ascontiguousarray(pcm), sr, target_rate=rate, target_lufs=target, allow_clipped=True)
+    except (VoiceAuditError, ValueError) as exc:
+        return str(exc)
+
+
+def _codec_from(
+    x: np.ndarray, sr: int, channels: int, subtype: str, p: AudioParams, agent: NormalisedAudio | str | None
+) -> tuple[bool, str, str | None, float | None]:
+    problems = []
+    if channels != p.channels:
+        problems.append(f"{channels} channels (want {p.channels})")
+    if subtype != p.subtype:
+        problems.append(f"subtype {subtype} (want {p.subtype})")
+    paths: list[str] = []
+    lufs: list[float] = []
+    for ch in range(x.shape[1]):
+        last = ch == x.shape[1] - 1
+        norm = agent if last and agent is not None else _normalise(x[:, ch], sr, p.rate, p.target_lufs)
+        if isinstance(norm, str):
+            problems.append(f"channel {ch}: not normalisable ({norm})")
+            continue
+        paths.append(norm.resampling_path)
+        lufs.append(norm.lufs_after)
+        if abs(norm.lufs_after - p.target_lufs) > p.lufs_tolerance:
+            problems.append(
+                f"channel {ch}: {norm.lufs_after:.2f} LUFS after normalisation (target {p.target_lufs} +- {p.lufs_tolerance})"
+            )
+    detail = "; ".join(problems) or f"{channels} ch {subtype} {sr} Hz; normalised to {p.target_lufs} LUFS"
+    return not problems, detail, "; ".join(sorted(set(paths))) or None, min(lufs) if lufs else None
+
+
+def _cut(agent: NormalisedAudio | str, max_seconds: float) -> NormalisedAudio | None:
+    """The agent channel cut to `max_seconds` and normalised again (as the trackers measure it)."""
+    if isinstance(agent, str):
+        return None
+    n = int(max_seconds * agent.sample_rate)
+    if agent.pcm.size <= n:
+        return agent
+    cut = _normalise(agent.pcm[:n].copy(), agent.sample_rate, AGENT_RATE, -23.0)
+    return None if isinstance(cut, str) else cut
+
+
+def measure_file(path: str, params: AudioParams, codec: bool, pair: bool) -> FileMeasures:
+    """Read `path` once and make the measures asked for; an unreadable file is a failed codec check."""
+    from analysis.acoustics import agreement, praat_f0, pyin_f0
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        return FileMeasures(sha256="", codec_ok=False, codec_detail=f"unreadable: {exc}")
+    sha = hashlib.sha256(data).hexdigest()
+    try:
+        with sf.SoundFile(io.BytesIO(data)) as fh:
+            channels, subtype = fh.channels, fh.subtype
+            sr = int(fh.samplerate)
+            x = fh.read(dtype="int16", always_2d=True)
+    except (RuntimeError, OSError, sf.LibsndfileError) as exc:
+        return FileMeasures(sha256=sha, codec_ok=False, codec_detail=f"unreadable: {exc}")
+    shared = params.rate == AGENT_RATE and params.target_lufs == -23.0
+    agent_full = _normalise(x[:, -1], sr, AGENT_RATE, -23.0)
+    out: dict[str, Any] = {"sha256": sha}
+    if codec:
+        ok, detail, rpath, lufs = _codec_from(x, sr, channels, subtype, params, agent_full if shared else None)
+        out.update(codec_ok=ok, codec_detail=detail, resampling_path=rpath, lufs_after=lufs)
+    audio = _cut(agent_full, params.max_seconds) if params.f0 else None
+    if audio is not None:
+        praat = praat_f0(audio.pcm, audio.sample_rate)
+        med = praat.median_f0()
+        out.update(agent_usable=True, praat_median_hz=None if math.isnan(med) else med)
+        if pair:
+            ag = agreement(praat, pyin_f0(audio.pcm, audio.sample_rate))
+            out.update(pair_r=None if math.isnan(ag.r) else ag.r, pair_voiced_both=ag.voiced_both, has_pair=True)
+    return FileMeasures(**out)
+
+
+def _measure_job(job: tuple[str, AudioParams, bool, bool]) -> FileMeasures:
+    return measure_file(*job)
+
+
+def _params_key(params: AudioParams) -> str:
+    return hashlib.sha256(json.dumps(params.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _read_cache(path: Path, key: str) -> dict[str, FileMeasures]:
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(doc, dict) or doc.get("schema") != CACHE_SCHEMA or doc.get("version") != MEASURE_VERSION:
+        return {}
+    if doc.get("params_key") != key:
+        return {}
+    out: dict[str, FileMeasures] = {}
+    for sha, entry in (doc.get("files") or {}).items():
+        try:
+            out[str(sha)] = FileMeasures.model_validate(entry)
+        except ValueError:
+            continue
+    return out
+
+
+def _file_sha(path: str) -> str | None:
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+def _covers(m: FileMeasures, codec: bool, pair: bool) -> bool:
+    return (not codec or m.codec_ok is not None) and (not pair or m.has_pair or not m.agent_usable)
+
+
+def _merge(old: FileMeasures | None, new: FileMeasures) -> FileMeasures:
+    """A cached entry keeps the measures a later, narrower request did not make again."""
+    if old is None or old.sha256 != new.sha256:
+        return new
+    keep = {k: v for k, v in old.model_dump().items() if v is not None}
+    fresh = {k: v for k, v in new.model_dump().items() if v is not None}
+    return FileMeasures.model_validate({**keep, **fresh, "has_pair": old.has_pair or new.has_pair})
+
+
+def pool_workers(n_files: int, workers: int | None) -> int:
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    w = cpus if workers is None else workers
+    return max(1, min(w, n_files)) if n_files >= POOL_MIN_FILES else 1
+
+
+def measure_files(
+    run_dir: Path,
+    requests: Mapping[str, tuple[bool, bool]],
+    params: AudioParams,
+    *,
+    workers: int | None = None,
+    write_cache: bool = True,
+) -> tuple[dict[str, FileMeasures], dict[str, int]]:
+    """Measures per run-relative path for {path: (codec?, pyin pair?)}, and cache statistics.
+
+    Files whose sha256 is cached with every measure asked for are not decoded; the rest run in a
+    process pool (heaviest first: the ones with a PYIN pair), one file per task.
+    """
+    cache_path = run_dir / AUDIO_CACHE
+    key = _params_key(params)
+    cached = _read_cache(cache_path, key)
+    results: dict[str, FileMeasures] = {}
+    todo: list[tuple[str, bool, bool]] = []
+    for rel, (codec, pair) in requests.items():
+        sha = _file_sha(str(run_dir / rel)) if cached else None
+        hit = cached.get(sha) if sha else None
+        if hit is not None and _covers(hit, codec, pair):
+            results[rel] = hit
+        else:
+            todo.append((rel, codec, pair))
+    todo.sort(key=lambda t: (not t[2], t[0]))
+    jobs = [(str(run_dir / rel), params, codec, pair) for rel, codec, pair in todo]
+    n_workers = pool_workers(len(jobs), workers)
+    if n_workers > 1:
+        ctx = multiprocessing.get_context("spawn")
+        with cf.ProcessPoolExecutor(max_workers=n_workers, mp_context=ctx) as pool:
+            measured = list(pool.map(_measure_job, jobs, chunksize=1))
+    else:
+        measured = [_measure_job(j) for j in jobs]
+    for (rel, _, _), m in zip(todo, measured, strict=True):
+        results[rel] = m
+        if m.sha256:
+            cached[m.sha256] = _merge(cached.get(m.sha256), m)
+    if write_cache and todo:
+        atomic_write_json(
+            cache_path,
+            {
+                "schema": CACHE_SCHEMA,
+                "version": MEASURE_VERSION,
+                "params_key": key,
+                "params": params.model_dump(mode="json"),
+                "files": {sha: m.model_dump(mode="json") for sha, m in sorted(cached.items())},
+            },
+        )
+    return results, {"files": len(requests), "from_cache": len(requests) - len(todo), "measured": len(todo), "workers": n_workers}
+
+
 def codec_check(path: Path, rate: int, channels: int, subtype: str, target: float, tol: float) -> CodecCheck:
+    """One file's codec check on its own (the gate uses `measure_files`)."""
+    params = AudioParams(
+        rate=rate, channels=channels, subtype=subtype, target_lufs=target, lufs_tolerance=tol, max_seconds=0.0
+    )
     try:
         info = sf.info(str(path))
     except (RuntimeError, OSError) as exc:
         return CodecCheck(str(path), False, f"unreadable: {exc}")
-    problems = []
-    if info.channels != channels:
-        problems.append(f"{info.channels} channels (want {channels})")
-    if info.subtype != subtype:
-        problems.append(f"subtype {info.subtype} (want {subtype})")
     x, sr = read_call(path)
-    paths: list[str] = []
-    lufs: list[float] = []
-    for ch in range(x.shape[1]):
-        try:
-            norm = normalise(
-                np.ascontiguousarray(x[:, ch]), sr, target_rate=rate, target_lufs=target, allow_clipped=True
-            )
-        except (VoiceAuditError, ValueError) as exc:  # InvalidAudioError: empty, too short, silent
-            problems.append(f"channel {ch}: not normalisable ({exc})")
-            continue
-        paths.append(norm.resampling_path)
-        lufs.append(norm.lufs_after)
-        if abs(norm.lufs_after - target) > tol:
-            problems.append(
-                f"channel {ch}: {norm.lufs_after:.2f} LUFS after normalisation (target {target} +- {tol})"
-            )
-    detail = "; ".join(problems) or f"{info.channels} ch {info.subtype} {sr} Hz; normalised to {target} LUFS"
-    return CodecCheck(
-        str(path), not problems, detail, "; ".join(sorted(set(paths))) or None, min(lufs) if lufs else None
-    )
+    ok, detail, rpath, lufs = _codec_from(x, sr, info.channels, info.subtype, params, None)
+    return CodecCheck(str(path), ok, detail, rpath, lufs)
 
 
-def agent_speech(path: Path, max_seconds: float, rate: int = 16000) -> NormalisedAudio | None:
+def agent_speech(path: Path, max_seconds: float, rate: int = AGENT_RATE) -> NormalisedAudio | None:
     """The agent channel, normalised, cut to `max_seconds`; None when silent or too short."""
     x, sr = read_call(path)
-    ch = x[:, -1]
-    try:
-        norm = normalise(np.ascontiguousarray(ch), sr, target_rate=rate, allow_clipped=True)
-    except (VoiceAuditError, ValueError):
+    norm = _normalise(x[:, -1], sr, rate, -23.0)
+    if isinstance(norm, str):
         return None
     n = int(max_seconds * norm.sample_rate)
-    return (
-        norm
-        if norm.pcm.size <= n
-        else normalise(norm.pcm[:n].copy(), norm.sample_rate, target_rate=rate, allow_clipped=True)
-    )
+    if norm.pcm.size <= n:
+        return norm
+    cut = _normalise(norm.pcm[:n].copy(), norm.sample_rate, rate, -23.0)
+    return None if isinstance(cut, str) else cut
 
 
 def f0_pair_r(audio: NormalisedAudio) -> tuple[float, int, float]:
@@ -112,3 +331,9 @@ def sync_offsets(
 
 def nan_to_none(v: float | None) -> float | None:
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
+
+
+def requests_for(codec: Sequence[str], pair: Sequence[str], all_files: Sequence[str]) -> dict[str, tuple[bool, bool]]:
+    """{path: (codec?, pair?)} for the codec sample, the PYIN sample and every file needing a Praat median."""
+    c, p = set(codec), set(pair)
+    return {f: (f in c, f in p) for f in dict.fromkeys([*all_files, *codec, *pair])}

@@ -1,0 +1,111 @@
+"""The analysis audio pass: the fast loudness equals pyloudnorm, normalise equals the harness's, one
+read per file gives the same codec and F0 measures as the per-gate functions, and the cache is used."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyloudnorm
+import pytest
+import soundfile as sf
+
+from analysis.acoustics import integrated_loudness, normalise
+from analysis.metrics import acoustic
+from harness.audio.dsp import normalise as harness_normalise
+
+
+def _speechlike(seconds: float, rate: int, seed: int) -> np.ndarray:
+    """Bursts of harmonics with near-silent gaps, so both loudness gates matter."""
+    rng = np.random.default_rng(seed)
+    t = np.arange(int(seconds * rate)) / rate
+    f0 = 110 + 40 * np.sin(2 * np.pi * 0.3 * t)
+    voice = sum(np.sin(2 * np.pi * k * np.cumsum(f0) / rate) / k for k in range(1, 6))
+    envelope = (np.sin(2 * np.pi * 0.7 * t) > -0.2).astype(float)
+    return 0.2 * voice * envelope + rng.normal(0, 1e-4, t.size)
+
+
+@pytest.mark.parametrize("rate", [8000, 16000, 44100])
+@pytest.mark.parametrize("seconds", [0.4, 0.83, 7.3, 61.0])
+def test_integrated_loudness_equals_pyloudnorm(rate: int, seconds: float) -> None:
+    x = _speechlike(seconds, rate, seed=int(seconds * 10))
+    expected = pyloudnorm.Meter(rate).integrated_loudness(x)
+    assert abs(integrated_loudness(x, rate) - expected) < 0.01
+    assert integrated_loudness(x, rate) == pytest.approx(expected, abs=1e-9)
+
+
+def test_integrated_loudness_of_silence_and_gated_quiet_is_minus_inf() -> None:
+    for x in (np.zeros(16000), np.full(16000, 1e-6)):
+        assert pyloudnorm.Meter(16000).integrated_loudness(x) == -np.inf
+        assert integrated_loudness(x, 16000) == -np.inf
+    with pytest.raises(ValueError, match="block size"):
+        integrated_loudness(np.zeros(100), 16000)
+
+
+def test_normalise_matches_the_harness_normalise() -> None:
+    pcm = (_speechlike(5.0, 8000, seed=3) * 32767 * 0.3).astype(np.int16)
+    ours, theirs = normalise(pcm, 8000), harness_normalise(pcm, 8000)
+    assert ours.resampling_path == theirs.resampling_path and ours.sample_rate == theirs.sample_rate
+    assert abs(ours.lufs_before - theirs.lufs_before) < 0.01 and abs(ours.lufs_after - theirs.lufs_after) < 0.01
+    assert int(np.max(np.abs(ours.pcm.astype(int) - theirs.pcm.astype(int)))) <= 1
+
+
+def _call(path: Path, seconds: float = 3.0, rate: int = 8000, seed: int = 1) -> None:
+    caller = _speechlike(seconds, rate, seed=seed) * 0.5
+    agent = np.roll(_speechlike(seconds, rate, seed=seed + 1), rate // 2)
+    sf.write(path, np.stack([caller, agent], axis=1), rate, subtype="PCM_16")
+
+
+def test_measure_files_agrees_with_the_per_gate_functions_and_caches(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    (run / "e").mkdir(parents=True)
+    for seed, name in enumerate(("a", "b")):
+        _call(run / "e" / f"{name}.wav", seed=10 * seed)
+    (run / "e" / "bad.wav").write_bytes(b"not audio")
+    params = acoustic.AudioParams(
+        rate=16000, channels=2, subtype="PCM_16", target_lufs=-23.0, lufs_tolerance=0.5, max_seconds=2.0
+    )
+    wanted = {"e/a.wav": (True, True), "e/b.wav": (True, False), "e/bad.wav": (True, False)}
+    got, stats = acoustic.measure_files(run, wanted, params, workers=1)
+    assert stats == {"files": 3, "from_cache": 0, "measured": 3, "workers": 1}
+    for rel in ("e/a.wav", "e/b.wav"):
+        one = acoustic.codec_check(run / rel, 16000, 2, "PCM_16", -23.0, 0.5)
+        m = got[rel]
+        assert m.codec_ok is one.ok is True and m.codec_detail == one.detail
+        assert m.resampling_path == one.resampling_path and m.lufs_after == pytest.approx(one.lufs_after, abs=0.01)
+        audio = acoustic.agent_speech(run / rel, 2.0)
+        assert audio is not None
+        assert m.praat_median_hz == pytest.approx(acoustic.praat_median(audio), rel=1e-3)
+    r, voiced, _ = acoustic.f0_pair_r(acoustic.agent_speech(run / "e/a.wav", 2.0))  # type: ignore[arg-type]
+    assert got["e/a.wav"].pair_r == pytest.approx(r, abs=1e-3) and got["e/a.wav"].pair_voiced_both == voiced
+    assert got["e/b.wav"].pair_r is None and not got["e/b.wav"].has_pair
+    assert got["e/bad.wav"].codec_ok is False and "unreadable" in str(got["e/bad.wav"].codec_detail)
+
+    doc = json.loads((run / acoustic.AUDIO_CACHE).read_text())
+    assert doc["version"] == acoustic.MEASURE_VERSION and len(doc["files"]) == 3
+    again, stats2 = acoustic.measure_files(run, wanted, params, workers=1)
+    assert stats2["from_cache"] == 3 and again == got
+    wider = {**wanted, "e/b.wav": (True, True)}  # a new measure on a cached file: only that file again
+    _, stats3 = acoustic.measure_files(run, wider, params, workers=1)
+    assert stats3["measured"] == 1
+    _call(run / "e" / "a.wav", seconds=2.5)  # new bytes: new hash, measured again
+    _, stats4 = acoustic.measure_files(run, wanted, params, workers=1)
+    assert stats4["measured"] == 1
+    other = params.model_copy(update={"target_lufs": -20.0})
+    _, stats5 = acoustic.measure_files(run, wanted, other, workers=1)
+    assert stats5["measured"] == 3
+
+
+def test_measure_files_in_a_process_pool_equals_in_process(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    for i in range(4):
+        _call(run / f"{i}.wav", seconds=2.0 + 0.3 * i)
+    params = acoustic.AudioParams(
+        rate=16000, channels=2, subtype="PCM_16", target_lufs=-23.0, lufs_tolerance=0.5, max_seconds=2.0
+    )
+    wanted = {f"{i}.wav": (True, i % 2 == 0) for i in range(4)}
+    pooled, stats = acoustic.measure_files(run, wanted, params, workers=2, write_cache=False)
+    alone, _ = acoustic.measure_files(run, wanted, params, workers=1, write_cache=False)
+    assert stats["workers"] == 2 and pooled == alone
