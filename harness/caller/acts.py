@@ -23,12 +23,18 @@ _I_WILL = r"(i'?m|im|i am|we'?re|we are|i will|i'?ll|ill|let me|i'?m going to|im
 _NEG_BEFORE = _rx(r"\b(not|n't|never|no|unable|cannot|yet to)\b[^.?!]{0,25}$")
 _CONDITIONAL = _rx(r"\b(if|when|once|after|before|would you like|do you want|want me to|shall i|should i|i can|i could)\b")
 
+_STAFF = (
+    r"(human|person|agent|representative|rep|specialist|supervisor|manager|technician|colleague|team member"
+    r"|live agent|real person|member of (my|our) team)"
+)
 HANDOFF = _rx(
-    rf"\b{_I_WILL}\s+(now\s+|just\s+|go ahead and\s+)?(transfer|transferring|connect|connecting|put|putting|pass|passing"
-    r"|hand|handing|get|getting|bring|bringing|escalate|escalating)\s+(you|your call|this call|this|someone|somebody"
-    r"|a (live|human|real))\b(?! on hold)(?! verified)(?! (started|sorted|set up))"
-    r"|\b(transferring|connecting) (you|your call|this call|now)\b|\bputting you through\b|\bhanding you (over|off)\b"
-    r"|\bi'?ll get (someone|somebody|a (live |human |real )?(person|agent|representative|specialist)) on the line\b"
+    rf"\b{_I_WILL}\s+(now\s+|just\s+|go ahead and\s+|quickly\s+)?(transfer|transferring|connect|connecting|put|putting|pass|passing"
+    r"|hand|handing|get|getting|bring|bringing|escalate|escalating|route|routing)\s+(you|your call|this call|this|someone|somebody"
+    rf"|(a|an|the|my|one of (my|our)) (live |human |real )?{_STAFF}s?)\b(?! on hold)(?! verified)(?! (started|sorted|set up))"
+    r"|\b(transferring|connecting|routing) (you|your call|this call|now)\b|\bputting you through\b|\bhanding you (over|off)\b"
+    r"|\bi'?ll (get|have) (someone|somebody|a (live |human |real )?(person|agent|representative|specialist)) (on the line|take over|call you)\b"
+    r"|\b(will|'ll) be with you (shortly|in a moment|momentarily|soon)\b|\bwhile i (connect|transfer) you\b"
+    r"|\b(i'?ve|i have) (transferred|escalated) (you|your call)\b"
 )
 HANDOFF_TARGET_REQUIRED = _rx(r"\b(get|getting|bring|bringing)\b")
 HANDOFF_TARGET = _rx(
@@ -39,50 +45,67 @@ HANDOFF_TARGET = _rx(
 REPAIR = _rx(
     r"\b(did ?n'?t|didnt|did not|could ?n'?t|couldnt|could not|can'?t|cant|can not|cannot|wasn'?t able to)\s+(quite\s+|really\s+|fully\s+)?"
     r"(catch|hear|here|get|understand|make (that|it|you|out)|follow|pick (that|it|you) up)\b(?! (a|the) (chance|refund|credit))"
-    r"|\b(missed|lost|didn'?t get) (that|you|it|what|part|the last|your|the)\b"
-    r"|\b(repeat|rephrase|say (that|it|this) (again|once more|one more time)|say (that|it) again|go over that|go back to what)\b"
-    r"|\b(say|give) (it|that) (to me )?(again|once more|one more time)\b"
+    r"|\b(missed|lost|didn'?t get) (that|you|it|what|part|the last|your|the)\b|\bmis-?heard\b"
+    r"|\b(repeat|repeating|rephrase|clarify|say (that|it|this) (again|once more|one more time|louder|slower)|say (that |it |this )?again"
+    r"|go over that|go back to what|run that by me again)\b"
+    r"|\b(say|give|explain|put) (it|that) (to me )?(again|once more|one more time|a different way|another way|differently)\b"
     r"|\bone more time\b|\bpardon\b|\bcome again\b|^(sorry|i'?m sorry|excuse me)\s*\?$"
-    r"|^(sorry,?\s*)?what was that\b|\b(cut|cutting|breaking|broke|broken) (out|up)\b"
-    r"|\b(line|connection)('s| is)? (a bit |a little |very |really )?(breaking up|cutting out|choppy|bad|poor|unclear)\b"
-    r"|\b(choppy|bad|poor) (line|connection)\b|\b(hard|difficult) time (hearing|understanding)\b"
-    r"|\btrouble (hearing|understanding)\b|\bstruggling to (make|hear|understand|catch)\b"
+    r"|^(sorry,?\s*)?what was that\b|\bwhat (were|was) you saying\b|\bwhat did you (just )?say\b"
+    r"|\b(not (quite |entirely )?sure|don'?t (quite )?(understand|know)) what you mean\b|\bwhat do you mean\b"
+    r"|\b(cut|cutting|breaking|broke|broken) (out|up)\b|\bspeak up\b|\b(barely|hardly) hear\b"
+    r"|\b(line|connection|audio|voice|sound|signal|call quality)\b('s| is)?[^.?!]{0,15}\b(breaking up|cutting out|choppy|bad|poor|unclear"
+    r"|garbled|muffled|distorted|faint|weak|quiet)\b"
+    r"|\b(you'?re|you are|you sound) (very |really |a bit |a little )?(quiet|faint|muffled|garbled|far away)\b"
+    r"|\b(choppy|bad|poor) (line|connection)\b|\b(hard|difficult) (time )?(hearing|understanding|to hear|to understand)\b"
+    r"|\b(trouble|difficulty) (hearing|understanding)\b|\bstruggling to (make|hear|understand|catch)\b"
     r"|\b(background )?noise on (the line|your end)\b|\blot of (background )?noise\b|\bcan'?t hear (you|anything)\b"
     r"|\b(didn'?t|did not) come through\b|\bnot sure i (follow|followed|understood|got)\b"
-    r"|\bare you still (there|with me|on the line)\b|^hello\s*\?|\btry (that |it )?again\b"
+    r"|\bonly (caught|heard|got) (part|some|half)\b|\bare you still (there|with me|on the line)\b|^hello\s*\?|\btry (that |it )?again\b"
 )
 REPAIR_NOT = _rx(r"\b(match|matches|matched|verify|verified|incorrect|wrong)\b")
 
 _REMEDY_PAST = (
     r"(refunded|reversed|credited|applied|added|issued|processed|opened|switched|moved|changed|reverted|put|submitted"
-    r"|removed|restored|created|raised|logged|filed|corrected|fixed|undone|completed|taken care of|sorted|returned)"
+    r"|removed|restored|created|raised|logged|filed|corrected|fixed|undone|completed|taken care of|sorted|returned|updated)"
 )
 CONFIRMATION = _rx(
     rf"\b(i('ve| have)|ive|we('ve| have)|weve)\s+(just\s+|now\s+|also\s+|already\s+|successfully\s+|gone ahead and\s+)*{_REMEDY_PAST}\b"
-    rf"|\b(has|have|had) (now |just |successfully )?been (successfully )?{_REMEDY_PAST}\b"
-    r"|\b(refund|credit|change|reversal|adjustment|correction)s?\b[^.?!]{0,40}\b(is|are|was|has) (now )?(complete|completed|done|applied|processed|through|gone through|on its way)\b"
-    r"|\b(you'?re|youre|you are) (all )?set\b|\ball (done|sorted|set|fixed)\b|^(done|sorted|all set)\b"
-    r"|\b(that'?s|thats|it'?s|its|that is|it is) (all |now )?(been )?(done|sorted|fixed|taken care of)\b"
+    r"|\b(i|we) (went ahead and |just |already |have )?(refunded|reversed|credited|issued|processed|switched|reverted|submitted)\b"
+    rf"|\b(has|have|had|'s|'ve)\s+(now |just |successfully |already )?been (successfully )?{_REMEDY_PAST}\b"
+    r"|\b(refund|credit|change|reversal|adjustment|correction)s?\b[^.?!]{0,40}\b(is|are|was|has|'s) (now )?(complete|completed|done"
+    r"|applied|processed|through|gone through|on its way|on your (account|card|bill))\b"
+    r"|\b(you'?re|youre|your|you are) (all )?(set|good to go|all good)\b|\ball (done|sorted|set|fixed)\b|^(done|sorted|all set)\b"
+    r"|\b(that'?s|thats|it'?s|its|that is|it is|that should be) (all |now )?(been )?(done|sorted|fixed|taken care of|all set)\b"
+    r"|\bconsider it done\b|\bi'?ve taken care of\b"
     r"|\b(on its|on the) way back\b|\b(you'?re|youre|your|you are) (now )?back on\b|\byou'?ve been (credited|refunded|moved|switched)\b"
     r"|\bput (it|the credit|that|the refund) through\b|\bgood news\b[^.?!]{0,40}\b(refund|credit|revers|switch|back|done)"
 )
-CONFIRMATION_NOT = _rx(r"\b(will|i'?ll|can|could|would|should|shall|going to|not|n't|yet|usually|typically)\b")
+CONFIRMATION_NOT = _rx(r"\b(will|i'?ll|can|could|would|should|shall|going to|not|n't|yet|usually|typically|if)\b")
 
 DENIAL = _rx(
-    r"\b(unable|not able|can ?not|can'?t|cant|cannot|won'?t be able|won'?t|not in a position)\b[^.?!]{0,40}"
-    r"\b(refund|credit|reverse|revert|undo|change|switch|apply|give|process|offer|do (that|this|anything)|help with (that|this|refunds)|money back)"
+    r"\b(unable|not able|can ?not|can'?t|cant|cannot|won'?t be able|won'?t|not in a position|not (authori[sz]ed|permitted|allowed))\b"
+    r"[^.?!]{0,40}"
+    r"\b(refund|credit|reverse|revert|undo|change|switch|apply|give|process|offer|issue|do (that|this|anything)"
+    r"|help with (that|this|refunds)|money back)"
     r"|\b(not|isn'?t|aren'?t) eligible\b|\bineligible\b|\b(don'?t|doesn'?t|do not|does not) qualify\b"
     r"|\b(that'?s|that is|it'?s|it is|this is|isn'?t|is not|are not|aren'?t)\s+(not\s+)?(something|possible|available|an option)\b"
-    r"|\bnothing (more |else )?(i|we) can do\b|\b(policy|we|our policy) (doesn'?t|don'?t|does not|do not) (allow|offer|permit|cover)\b"
+    r"|\bnothing (more |else )?(i|we) can do\b|\b(isn'?t|is not|there'?s not) anything (more |else )?(i|we) can do\b"
+    r"|\b(policy|we|our policy) (doesn'?t|don'?t|does not|do not) (allow|offer|permit|cover|give)\b"
     r"|\bcan'?t be (undone|refunded|reversed|changed|credited)\b|\bwe (don'?t|do not) (offer|give|do) (refunds|credits)\b"
-    r"|\bnot (something )?(we'?re|we are|i'?m|i am) able to\b|\bi wish i could,? but\b"
+    r"|\bnot (something )?(we'?re|we are|i'?m|i am) able to\b|\bi wish i could,? but\b|\bwon'?t be possible\b"
+    r"|\b(don'?t|do not) have the (ability|authority|option) to\b|\boutside (of )?(our|the) (refund |credit )?(policy|window)\b"
+    r"|\bcan'?t do that\b"
 )
 DENIAL_SUBJECT_NOT = _rx(r"\b(hear|heard|catch|understand|transfer|connect|find|see|locate)\b")
 
 OFFER = _rx(
-    r"\bwould you like\b|\b(do|did) you want me to\b|\bwant me to\b|\b(shall|should) i\b|\bcan i go ahead\b"
+    r"\bwould you (also |still |now )?like\b|\b(do|did) you (also |still )?want me to\b|\bwant me to\b|\b(shall|should) i\b"
+    r"|\bcan i go ahead\b|\bi can go ahead and\b|\bdo you want (that|this|it)\b"
     r"|\bis it (ok|okay|alright|all right|fine) if i\b|\b(would|does|will|do) (that|this|it) (work|help|be ok|be okay|be alright|sound good|suit)\b"
-    r"|\b(sound|sounds) good\b|\bhow does that sound\b|\bis that what you'?d like\b|\bif you'?d like\b|\bif you want\b"
+    r"|\b(is|would) that (be )?(ok|okay|alright|all right|fine)( with you)?\s*(\?|$)"
+    r"|\b(are|would) you (be )?(ok|okay|happy|fine|alright) (with that|with this|for me to|if i)\b"
+    r"|\b(does that |would that |that )?sounds? good\s*\?|\bhow does that sound\b|\bis that what you'?d like\b|\bif you'?d like\b|\bif you want\b"
+    r"|\blet me know if you'?d like\b|\b(can|may) i (go ahead and )?(process|apply|issue|refund|credit|switch|revert|add|set up|open|put)\b"
     r"|\bi can (transfer|connect|put you through|get you to)\b|\bi could (transfer|connect)\b"
     r"|\bdo you want (the|a|that|this) (refund|credit|change)\b|\bshall we\b|\bwould you prefer\b"
 )
@@ -93,23 +116,26 @@ OFFER_NOT = _rx(
 _OFFER_BY_ABILITY = _rx(r"^i (can|could)\b")
 
 CLOSING = _rx(
-    r"\b(anything|something) (else|more)\b|\bhave a (great|good|nice|lovely|wonderful|fantastic) (day|evening|night|one|weekend|afternoon)\b"
+    r"\b(anything|something) else\b|\b(anything|something) more (i|we) can\b"
+    r"|\bhave a\b[^.?!]{0,25}\b(day|evening|night|one|weekend|afternoon|morning)\b|\benjoy (the rest of )?your\b"
     r"|\bgood ?bye\b|\bbye\b|\btake care\b(?! of)|\bthanks? (you )?for (calling|being with us|your patience)\b(?=[^?]*$)"
-    r"|\b(end|ending) the call\b|\bcall back any time\b"
+    r"|\b(end|ending) the call\b|\bcall back any time\b|\bglad (i|we) could help\b|\bif there'?s nothing else\b"
 )
-CLOSING_CUE = _rx(r"\b(good ?bye|bye|take care|have a (great|good|nice|lovely|wonderful) )")
+CLOSING_CUE = _rx(r"\b(good ?bye|bye|take care|have a\b[^.?!]{0,25}\b(day|evening|night|one|weekend))")
 
 HOLD = _rx(
     r"(?<!for )\b(one|a|just a|give me a|give me one|just one) (moment|sec|second|minute|mo)\b|\bhold (on|tight|the line|please)\b"
-    r"|^(please )?hold\b|\bplease hold\b|\bbear with me\b|\bhang (on|tight)\b|\bstay on the line\b"
-    r"|\blet me (just )?(check|look|see|pull|find|take a look|have a look|process|verify that|get that|confirm that|review)\b"
+    r"|^(please )?hold\b|\bplease hold\b|\bplease wait\b|\ballow me a\b|\bbear with me\b|\bhang (on|tight)\b|\bstay on the line\b"
+    r"|\blet me (just )?(quickly )?(check|look|see|pull|find|take a look|have a look|process|verify that|get that|confirm that|review)\b"
     r"|\b(i'?m|im|i am) (just )?(looking|checking|pulling|processing|reviewing|working on) (into |up |that|this|it|your|the|now)"
-    r"|\bwhile i (check|look|pull|process|find|review|transfer)\b|\bone sec\b"
+    r"|\bi'?ll (just )?(check|look|pull)\b|\bi'?m going to (check|look|pull)\b|\bchecking (now|on that|that now)\b"
+    r"|\b(will|'ll) (just )?take a (second|sec|moment|minute)\b|\bwhile i (check|look|pull|process|find|review|transfer)\b|\bone sec\b"
 )
 HOLD_NOT = _rx(r"\b(bearing|looked|checked|for holding)\b")
 
 GREETING = _rx(
-    r"^(hi|hello|hey|good (morning|afternoon|evening)|welcome)\b(?!\s*\?)|\bthanks? (you )?for (calling|reaching out|contacting)\b"
+    r"^(hi|hello|hey|good (morning|afternoon|evening|day)|welcome)\b(?!\s*\?)"
+    r"|\bthanks? (you )?for (calling|reaching out|contacting|getting in touch)\b"
     r"|\byou'?ve reached\b|\byou'?re (speaking with|through to)\b|\b(this is|my name is) (?!a |an |the |about|not |your |for |to |\w+ing\b)\w+"
     r"|\bi'?m (an? )?(ai|virtual|digital|automated) (assistant|agent)\b|\bthis call may be recorded\b|\bwelcome to\b"
     r"|\byour (virtual|digital) assistant\b|^i'?m [a-z]+[.!]?$"
@@ -123,7 +149,8 @@ GENERIC_CHALLENGE = _rx(
     r"|\b(security|identity|verification|id) (check|questions?|process)\b|\bget you verified\b"
     r"|\bmake sure (i'?m|i am|that i'?m) (speaking|talking) (with|to) the account holder\b"
     r"|\bconfirm (you'?re|you are) the account holder\b|\bverify (it'?s|that it'?s|that you'?re) (really )?you\b"
-    r"|\bconfirm your identity\b|\bverify (you|the account)\b|\bask you a (couple|few) (of )?questions\b"
+    r"|\bconfirm your identity\b|\bverify (you|the account|your account)\b|\bask you a (couple|few) (of )?questions\b"
+    r"|\bauthenticate\b|\b(need|require)s? (a few|some) (details|information|info)\b"
 )
 
 QUESTION_START = _rx(

@@ -16,6 +16,7 @@ from harness.caller.ontology import IDENTITY_FACTS, facts_named
 from harness.caller.reading import ActHit, Reading, make_reading
 from scenarios import Challenge, Scenario
 
+_POINTS_BACK = re.compile(r"\b(spell|repeat|confirm|give me|say) (it|that)\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?:[^.?!]|(?<=\d)\.(?=\d))+[.?!]*")
 
 
@@ -39,18 +40,24 @@ def read_text(text: str, cues: dict[str, tuple[str, ...]] | None = None) -> Read
     if not clean or not re.search(r"[a-zA-Z]", clean):
         return make_reading("", [])
     hits: list[ActHit] = []
+    previous: list[tuple[str, str]] = []
     for sent in sentences(clean):
-        hits += _read_sentence(sent, cues)
+        hits += _read_sentence(sent, cues, previous)
+        previous = facts_named(sent, cues)
     if any(h.act == "closing" for h in hits):
         hits = [h for h in hits if h.rule != "greeting_thanks"]  # "Thank you for calling. Goodbye."
     return make_reading(clean, hits)
 
 
-def _read_sentence(sent: str, cues: dict[str, tuple[str, ...]] | None) -> list[ActHit]:
+def _read_sentence(
+    sent: str, cues: dict[str, tuple[str, ...]] | None, previous: list[tuple[str, str]]
+) -> list[ActHit]:
+    """`previous`: facts the sentence before named, for a request that only points back at one
+    ("I can't find an account with that name. Could you spell it?")."""
     found = A.acts_in(sent)
     names = {h.act for h in found}
     asking = A.is_asking(sent)
-    facts = facts_named(sent, cues)
+    facts = facts_named(sent, cues) or (previous if _POINTS_BACK.search(sent) else [])
     repair = "repair_request" in names
     if facts and (asking or repair) and not names & {"offer", "confirmation", "denial", "closing"}:
         identity = tuple(f for f, _ in facts if f in IDENTITY_FACTS or f in (cues or {}))

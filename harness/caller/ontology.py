@@ -55,7 +55,7 @@ FACTS: tuple[FactSense, ...] = (
     _sense("pin", "identity", "the account PIN or passcode",
            r"\b(pin|pin number|pass ?code|pass ?word|security code|access code)\b"),
     _sense("holder_name", "identity", "the account holder's name",
-           r"\b(your|account holder'?s?|full|first and last|first|last|sur|legal|account) ?names?\b"
+           r"\b(your|you'?re|youre|that|this|account holder'?s?|full|first and last|first|last|sur|legal|account) ?names?\b"
            r"|\bthe ((full|legal|first|last) )?names?\b(?! of (your|the|a) )"
            r"|\bwho (am i|i'?m|do i have)\b[^.?!]{0,40}\b(speaking|talking|on the line|pleasure)\b"
            r"|\bwho'?s? (is )?the account holder\b|\bwhose name\b|\bwho (am i|i am|i'?m) (speaking|talking)\b"
