@@ -67,16 +67,6 @@ def scenarios_verify(directory: DirArg = BUNDLED_LIBRARY) -> None:
     typer.echo(f"all scenarios in {directory} match {directory / 'scenarios.lock'}")
 
 
-@app.command("personas")
-def personas_cmd(catalogue: Annotated[Path | None, typer.Option(help="persona catalogue YAML")] = None) -> None:
-    """List the persona axes and their levels."""
-    from personas import AXES, load_catalogue
-
-    cat = load_catalogue(catalogue)
-    for axis in AXES:
-        typer.echo(f"{axis}: {', '.join(cat.levels(axis))}")
-
-
 @app.command("plan")
 def plan_cmd(campaign: Annotated[Path, typer.Argument(help="campaign YAML")]) -> None:
     """Validate a campaign and print its planned matched pairs; places no call."""

@@ -1,0 +1,209 @@
+"""The line list of a campaign: every line each voice of each cell can say, for voice actors.
+
+A voice is what a recording realises: an accent, a voice-profile realisation and an affect (the
+speech parameters of a cell and voice index); disfluency and wording change only the words, so
+they make different lines for the same voice. A line is one text said by one voice, whatever
+scenario, anchor or cell says it (all are listed in `uses`), so the same words in the same voice
+are recorded once, and both calls of a pair only ever use their own voices' recordings.
+
+The key is derived from the voice's speech parameters without the speaking rate and the exact
+text: the caller slows down when asked to repeat (`clearer_speech`), which changes the rate and
+not the words, so a repeat plays the line's one recording (its slower rates are listed in the
+actor's guidance, not recorded separately). Two voices of a campaign that differ only in rate
+could not be told apart by such a key, so listing refuses them.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.audio.recorded import RATES, missing_recordings
+from harness.caller.vocabulary import clearer_speech, render_key, say_forms
+from harness.model.campaign import Patience
+from harness.planning import LoadedCampaign
+from harness.rundir import atomic_write_bytes
+from personas import CallerCondition, Catalogue, MatchedPair, SpeechParams, render_utterance, speech_params
+from personas.lines import line_key, voice_identity
+from scenarios import ConfigError, Frozen, Scenario
+from scenarios._base import canonical_json
+
+CSV_COLUMNS: tuple[str, ...] = (
+    "key", "file", "voice", "accent", "voice_profile", "realisation", "affect", "text", "rate_wpm",
+    "slower_wpm", "guidance", "uses", "speech",
+)
+
+
+class VoiceLine(Frozen):
+    key: str
+    voice: str
+    accent: str
+    voice_profile: str
+    realisation: int
+    affect: str
+    text: str
+    speech: SpeechParams
+    slower_wpm: tuple[int, ...]
+    guidance: str
+    uses: tuple[str, ...]
+
+    @property
+    def file(self) -> str:
+        return f"{self.key}.wav"
+
+
+@dataclass
+class _Building:
+    voice: str
+    condition: CallerCondition
+    realisation: int
+    speech: SpeechParams
+    text: str
+    slower: set[int] = field(default_factory=set)
+    uses: dict[str, None] = field(default_factory=dict)
+
+
+def _voice_label(condition: CallerCondition, realisation: int) -> str:
+    return f"{condition.accent}/{condition.voice_profile}/{realisation}/{condition.affect}"
+
+
+def _guidance(catalogue: Catalogue, b: _Building) -> str:
+    affect = catalogue.affect[b.condition.affect]
+    dis = catalogue.disfluency[b.condition.disfluency]
+    parts = [f"{affect.label.lower()} affect", f"about {b.speech.rate_wpm} words per minute"]
+    if b.slower:
+        parts.append(f"also played for repeats, as recorded (a synthetic voice would slow to {min(b.slower)} wpm)")
+    if dis.filler_rate > 0 or dis.restart_rate > 0:
+        parts.append(f"say the fillers and restarts as written, pausing about {dis.break_ms} ms after each")
+    return "; ".join(parts)
+
+
+def campaign_lines(
+    pairs: Iterable[MatchedPair],
+    scenarios: dict[str, Scenario],
+    catalogue: Catalogue,
+    patience: Patience,
+) -> tuple[VoiceLine, ...]:
+    """Every line each side of each planned pair can say, one per (voice, text), sorted by voice."""
+    lines: dict[str, _Building] = {}
+    identities: dict[str, str] = {}
+    seen: set[tuple[str, int, int, CallerCondition]] = set()
+    for pair in pairs:
+        scenario = scenarios[pair.scenario_id]
+        forms = say_forms(scenario, patience)
+        slots = dict(scenario.caller.slots)
+        for condition in (pair.condition_a, pair.condition_b):
+            done = (pair.scenario_id, pair.seed, pair.voice_index, condition)
+            if done in seen:
+                continue
+            seen.add(done)
+            speech = speech_params(catalogue, condition, pair.voice_index)
+            voice = _voice_label(condition, pair.voice_index)
+            ident = canonical_json(voice_identity(speech))
+            other = identities.setdefault(ident, voice)
+            if other != voice:
+                raise ConfigError(
+                    f"voices {other} and {voice} differ only in speaking rate: a recording cannot tell them apart",
+                    fix="give their affect levels different pitch, range or volume as well",
+                )
+            cell = condition.label()
+            for form in forms:
+                for count in range(form.counts):
+                    utt = render_utterance(
+                        form.template, slots, condition, catalogue, seed=pair.seed,
+                        key=render_key(form.key, count), framing=form.framing and count == 0,
+                    )
+                    key = line_key(speech, utt.text)
+                    b = lines.get(key)
+                    if b is None:
+                        b = lines[key] = _Building(voice, condition, pair.voice_index, speech, utt.text)
+                    slowed = clearer_speech(speech, form.kind, count).rate_wpm
+                    if slowed != speech.rate_wpm:
+                        b.slower.add(slowed)
+                    b.uses[f"{pair.scenario_id}:{form.kind}:{form.item}:{cell}"] = None
+    out = [
+        VoiceLine(
+            key=key, voice=b.voice, accent=b.condition.accent, voice_profile=b.condition.voice_profile,
+            realisation=b.realisation, affect=b.condition.affect, text=b.text, speech=b.speech,
+            slower_wpm=tuple(sorted(b.slower, reverse=True)), guidance=_guidance(catalogue, b), uses=tuple(b.uses),
+        )
+        for key, b in lines.items()
+    ]
+    return tuple(sorted(out, key=lambda v: (v.voice, v.text)))
+
+
+def lines_csv(lines: Iterable[VoiceLine]) -> bytes:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(CSV_COLUMNS)
+    for v in lines:
+        w.writerow([
+            v.key, v.file, v.voice, v.accent, v.voice_profile, v.realisation, v.affect, v.text, v.speech.rate_wpm,
+            " ".join(str(r) for r in v.slower_wpm), v.guidance, " | ".join(v.uses),
+            json.dumps(voice_identity(v.speech), sort_keys=True),
+        ])
+    return buf.getvalue().encode("utf-8")
+
+
+def write_lines_csv(lines: Iterable[VoiceLine], path: Path) -> None:
+    """Write the list atomically: a failed write leaves no half-written list behind."""
+    atomic_write_bytes(path, lines_csv(lines))
+
+
+
+
+MISSING_LIST = "missing-lines.csv"
+
+
+def planned_lines(loaded: LoadedCampaign) -> tuple[VoiceLine, ...]:
+    """The line list of a loaded campaign: every side of every planned pair."""
+    pairs = {e.pair.pair_id: e.pair for e in loaded.plan.episodes}.values()
+    return campaign_lines(pairs, loaded.scenarios, loaded.catalogue, loaded.campaign.patience)
+
+
+def check_recordings(loaded: LoadedCampaign) -> None:
+    """Refuse a campaign on recorded voices before any call when a line has no usable recording;
+    the missing lines go to `missing-lines.csv` in the recordings folder, in the list's format."""
+    tts = loaded.campaign.tts
+    if tts.name != "recorded":
+        return
+    if "dir" not in tts.options:
+        raise ConfigError("tts recorded needs options.dir, the folder of recordings", fix="tts: {name: recorded, options: {dir: voices/}}")
+    directory = Path(str(tts.options["dir"]))
+    rates = tuple(int(r) for r in tts.options.get("rates", RATES))
+    lines = planned_lines(loaded)
+    missing, bad = missing_recordings((v.key for v in lines), directory, rates)
+    if bad:
+        raise ConfigError(
+            f"{len(bad)} recording(s) in {directory} cannot be played: {bad[0]}",
+            fix="re-export them as mono 16-bit PCM WAV",
+        )
+    if missing:
+        gone = set(missing)
+        if directory.is_dir():
+            out = directory / MISSING_LIST
+            write_lines_csv([v for v in lines if v.key in gone], out)
+            where = f"listed in {out}"
+        else:
+            where = f"and the folder {directory} does not exist"
+        raise ConfigError(
+            f"{len(missing)} of {len(lines)} lines of campaign {loaded.campaign.name} have no recording in "
+            f"{directory}, {where}",
+            fix=f"record each as <key>.wav (voice-audit personas lines {loaded.path} -o lines.csv)",
+        )
+
+
+__all__ = [
+    "CSV_COLUMNS",
+    "MISSING_LIST",
+    "VoiceLine",
+    "campaign_lines",
+    "check_recordings",
+    "lines_csv",
+    "planned_lines",
+    "write_lines_csv",
+]
