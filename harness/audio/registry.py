@@ -30,6 +30,7 @@ _TTS: dict[str, _Builtin] = {
     "piper": _Builtin("harness.audio.piper_tts:PiperBackend", ("piper",), "piper"),
     "coqui": _Builtin("harness.audio.coqui_tts:CoquiBackend", ("TTS", "torch"), "coqui"),
     "openai": _Builtin("harness.audio.openai_compat:OpenAISpeechBackend", ("aiohttp",), "offline"),
+    "recorded": _Builtin("harness.audio.recorded:RecordedBackend", ("soundfile",), "offline"),
 }
 
 _ASR: dict[str, _Builtin] = {
