@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from harness.model.campaign import AgentSpec, Architecture
+from harness.model.campaign import AgentSpec, Architecture, FactsDisclosure
 from harness.model.events import FailureKind
 from scenarios import Facts, sha256_of
 
@@ -93,6 +93,8 @@ class CallInfo:
     caller_number: str = "+15550100000"
     facts_sha256: str = ""
     oracle: CalibrationOracle | None = None
+    disclosure: FactsDisclosure = "full"
+    """What of `facts` the agent may be sent (`harness.disclosure`); protocol adapters send exactly that."""
 
     def __post_init__(self) -> None:
         if not self.facts_sha256:

@@ -1,7 +1,7 @@
 """OpenAI Realtime API client: the harness is the client application of a speech-to-speech agent.
 
 Client -> server (JSON text frames):
-    session.update            instructions (+ the call's facts, option), audio formats, turn
+    session.update            instructions (+ what the campaign discloses of the facts), audio formats, turn
                               detection (server_vad / semantic_vad, or null for manual commit),
                               input transcription, tools from the scenario's `ToolFixture`
     input_audio_buffer.append {audio: b64}; with manual turns `input_audio_buffer.commit` +
@@ -46,7 +46,7 @@ from agents.protocols import realtime_wire as rw
 from agents.protocols._stream import open_ws
 from agents.protocols.realtime_wire import session_config
 from agents.protocols.wire import b64decode
-from agents.protocols.ws_session import WsSession, loads
+from agents.protocols.ws_session import WsSession, loads, refuse_replaced_options
 from harness.adapter import (
     AgentError,
     AgentEvent,
@@ -62,6 +62,7 @@ from harness.adapter import (
     ToolResultOut,
     TurnEnd,
 )
+from harness.disclosure import disclose
 from harness.model.campaign import AgentSpec
 from harness.tools import ToolFixture
 from scenarios import canonical_json
@@ -257,8 +258,9 @@ class RealtimeAdapter:
     """Options: `model` ("gpt-realtime"), `api` ("ga" | "beta"), `openai_beta_header` (default: api
     == "beta"), `api_key_env` (name of the env var holding the key), `audio_format` ("pcm16" at
     24 kHz | "mulaw" at 8 kHz), `turn_detection` ("server_vad" | "semantic_vad" | "none"),
-    `instructions`, `voice`, `transcription_model`, `facts_in_instructions` (true), `tools`
-    (true), `connect_timeout_s` (10), `send_timeout_s` (5)."""
+    `instructions`, `voice`, `transcription_model`, `tools` (true), `connect_timeout_s` (10),
+    `send_timeout_s` (5). What of the facts the instructions carry is the campaign's
+    `facts_disclosure`, not an option."""
 
     def __init__(self, spec: AgentSpec) -> None:
         if not spec.url:
@@ -266,6 +268,7 @@ class RealtimeAdapter:
                 "connect_failed", f"agent {spec.name!r}: the realtime adapter needs a ws(s):// url"
             )
         self.name, self.options = spec.name, dict(spec.options)
+        refuse_replaced_options(spec, "facts_in_instructions")
         self.api = str(self.options.get("api", "ga"))
         if self.api not in ("ga", "beta"):
             raise AgentError(
@@ -313,10 +316,16 @@ class RealtimeAdapter:
         return headers
 
     def instructions(self, call: CallInfo) -> str:
+        """The configured instructions plus what the campaign discloses of the facts: a `<facts>`
+        block (`full`), a `<call account_id=.. policy_id=../>` line (`ids`), or nothing (`none`)."""
         text = str(self.options.get("instructions", "You are a customer-care voice agent."))
-        if self.options.get("facts_in_instructions", True):
-            facts = canonical_json(call.facts.model_dump(mode="json"))
+        sent = disclose(call.facts, call.disclosure)
+        if sent.facts is not None:
+            facts = canonical_json(sent.facts)
             text += f'\n\n<facts scenario="{call.scenario_id}" call_id="{call.call_id}">{facts}</facts>'
+        elif sent.ids is not None:
+            attrs = " ".join(f'{k}="{v}"' for k, v in sorted(sent.ids.items()))
+            text += f"\n\n<call {attrs}/>"
         return text
 
     async def connect(self, call: CallInfo) -> RealtimeSession:

@@ -5,10 +5,11 @@ The messages are those of `agents.protocols.twilio_wire`: `connected` and `start
 agent, `media` (-> AudioOut), `mark` (-> MarkOut) and `clear` (-> ClearOut).
 
 `start.callSid` is the call's id (`CallInfo.call_id`), `streamSid` is derived from it, so both
-can be found again in the episode's log. `customParameters` carries `from_number`, `call_id`
-and what the campaign discloses of the facts (`facts_disclosure`): `full` sends the facts as a
-JSON string under `facts`, `ids` only the identifiers under `account_id` (plus `scenario_id`),
-`none` nothing; the way a real deployment passes call metadata through TwiML `<Parameter>`s.
+can be found again in the episode's log. `customParameters` carries `from_number` and what the
+campaign discloses of the facts (`facts_disclosure`, see `harness.disclosure`): `full` adds
+`scenario_id`, the facts as a JSON string under `facts`, `account_id` and `policy_id`; `ids` only
+`account_id` and `policy_id`; `none` nothing more. That is the way a real deployment passes call
+metadata through TwiML `<Parameter>`s.
 
 Marks: the runtime calls `mark_played(name)` when the audio queued before the mark has played;
 this echoes it once. On `clear` the adapter itself echoes every pending mark at once (Twilio
@@ -32,8 +33,9 @@ from websockets.asyncio.client import ClientConnection
 from agents.protocols import twilio_wire as tw
 from agents.protocols._stream import open_ws
 from agents.protocols.twilio_wire import FRAME_BYTES, TWILIO_FORMAT
-from agents.protocols.ws_session import MarkLedger, WsSession
+from agents.protocols.ws_session import MarkLedger, WsSession, refuse_replaced_options
 from harness.adapter import AgentError, AgentEvent, AudioOut, CallInfo, Capabilities, ClearOut, MarkOut
+from harness.disclosure import disclose
 from harness.model.campaign import AgentSpec
 from scenarios import canonical_json
 
@@ -164,8 +166,9 @@ class TwilioSession(WsSession):
 
 
 class TwilioAdapter:
-    """Options: `send_facts` (bool, default true), `custom_parameters` (dict of str),
-    `account_sid`, `connect_timeout_s` (10), `send_timeout_s` (5)."""
+    """Options: `custom_parameters` (dict of str, added to the call's own), `account_sid`,
+    `connect_timeout_s` (10), `send_timeout_s` (5). What of the facts is sent is the campaign's
+    `facts_disclosure`, not an option."""
 
     def __init__(self, spec: AgentSpec) -> None:
         if not spec.url:
@@ -173,13 +176,14 @@ class TwilioAdapter:
         self.name = spec.name
         self.url = spec.url
         self.options = dict(spec.options)
+        refuse_replaced_options(spec, "send_facts")
         self.capabilities = Capabilities(
             architecture=spec.architecture,
             turn_based=False,
             streaming=True,
             transcripts=False,
             tool_trace=False,
-            fact_provisioning=bool(self.options.get("send_facts", True)),
+            fact_provisioning=True,
             input_format=TWILIO_FORMAT,
             protocol="twilio",
         )
@@ -187,9 +191,12 @@ class TwilioAdapter:
         self._sessions: weakref.WeakSet[TwilioSession] = weakref.WeakSet()
 
     def _parameters(self, call: CallInfo) -> dict[str, str]:
-        params = {"from_number": call.caller_number, "scenario_id": call.scenario_id}
-        if self.capabilities.fact_provisioning:
-            params["facts"] = canonical_json(call.facts.model_dump(mode="json"))
+        params = {"from_number": call.caller_number}
+        sent = disclose(call.facts, call.disclosure)
+        if sent.facts is not None:
+            params["scenario_id"] = call.scenario_id
+            params["facts"] = canonical_json(sent.facts)
+        params.update(sent.ids or {})
         params.update({str(k): str(v) for k, v in dict(self.options.get("custom_parameters") or {}).items()})
         return params
 

@@ -19,13 +19,26 @@ Agent event objects (`type` first):
     {"type": "error", "kind": <FailureKind>, "message": str, "fatal": bool}
     {"type": "turn_end", "compute_ms": float|null}
 
-Call info travels as {"call_id", "scenario_id", "caller_number", "facts": <Facts as JSON>}.
+Call info (`call_to_json`) is one object:
+
+    {"call_id": str,            the call's id (also in the episode log: `call_started.call_id`)
+     "caller_number": str,
+     "disclosure": "full"|"ids"|"none",   the campaign's `facts_disclosure`
+     "facts": <Facts>|null,     the scenario facts, under `full` only
+     "facts_sha256": str|null,  their hash (canonical JSON), under `full` only: report it back
+                                in a `facts_seen` event to prove what the agent acted on
+     "ids": {"account_id": str, "policy_id": str}|null,   under `full` and `ids`
+     "scenario_id": str|null}   under `full` only
+
+A server that receives no facts (`ids`, `none`) uses its own (`call_from_json(default=...)`: a
+served agent's default scenario), or refuses the call.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -48,6 +61,8 @@ from harness.adapter import (
     ToolResultOut,
     TurnEnd,
 )
+from harness.disclosure import disclose
+from harness.model.campaign import FactsDisclosure
 from harness.model.events import FAILURE_KINDS, FailureKind
 from scenarios import Facts
 
@@ -77,25 +92,48 @@ def b64decode(text: Any, what: str = "audio") -> bytes:
         raise AgentError("malformed_frame", f"{what} is not valid base64: {exc}") from None
 
 
+_MODES: dict[str, FactsDisclosure] = {"full": "full", "ids": "ids", "none": "none"}
+
+
 def call_to_json(call: CallInfo) -> dict[str, Any]:
+    sent = disclose(call.facts, call.disclosure)
+    full = sent.facts is not None
     return {
         "call_id": call.call_id,
-        "scenario_id": call.scenario_id,
         "caller_number": call.caller_number,
-        "facts": call.facts.model_dump(mode="json"),
+        "disclosure": sent.mode,
+        "facts": sent.facts,
+        "facts_sha256": call.facts_sha256 if full else None,
+        "ids": sent.ids,
+        "scenario_id": call.scenario_id if full else None,
     }
 
 
-def call_from_json(data: Any) -> CallInfo:
+def call_from_json(data: Any, default: Callable[[], CallInfo] | None = None) -> CallInfo:
+    """The call a server was sent; without facts in it, the server's own `default` call's facts."""
     if not isinstance(data, dict):
         raise AgentError("malformed_frame", "call must be a JSON object")
+    raw = data.get("disclosure") or "full"
+    mode = _MODES.get(raw) if isinstance(raw, str) else None
+    if mode is None:
+        raise AgentError("malformed_frame", f"call disclosure must be full, ids or none, not {raw!r}")
     try:
-        facts = Facts.model_validate(data["facts"])
+        if data.get("facts") is not None:
+            facts = Facts.model_validate(data["facts"])
+            scenario = str(data["scenario_id"])
+        elif default is not None:
+            fallback = default()
+            facts, scenario = fallback.facts, str(data.get("scenario_id") or fallback.scenario_id)
+        elif "facts" in data:
+            raise AgentError("protocol_error", f"the call discloses no facts ({mode}) and this agent has none of its own")
+        else:
+            raise KeyError("facts")
         return CallInfo(
             facts=facts,
-            scenario_id=str(data["scenario_id"]),
+            scenario_id=scenario,
             call_id=str(data.get("call_id") or CallInfo(facts=facts, scenario_id="").call_id),
             caller_number=str(data.get("caller_number") or "+15550100000"),
+            disclosure=mode,
         )
     except KeyError as exc:
         raise AgentError("malformed_frame", f"call is missing {exc}") from None

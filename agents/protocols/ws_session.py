@@ -28,8 +28,9 @@ from agents.protocols._stream import (
     stop_task,
 )
 from harness.adapter import AgentError, AgentEvent, ErrorOut
+from harness.model.campaign import AgentSpec
 
-__all__ = ["MarkLedger", "WsSession", "loads"]
+__all__ = ["MarkLedger", "WsSession", "loads", "refuse_replaced_options"]
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,18 @@ def loads(raw: str | bytes, who: str = "agent") -> Any:
         return json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise AgentError("malformed_frame", f"invalid JSON from {who}: {exc}") from None
+
+
+def refuse_replaced_options(spec: AgentSpec, *names: str) -> None:
+    """Options that once chose what facts an adapter sends: the campaign's `facts_disclosure` does
+    now, for every protocol, and a leftover option must not seem to still decide it."""
+    for name in names:
+        if name in spec.options:
+            raise AgentError(
+                "connect_failed",
+                f"agent {spec.name!r}: option {name!r} is no longer read; set the campaign's facts_disclosure "
+                "(full, ids or none) instead",
+            )
 
 
 class MarkLedger:

@@ -109,7 +109,7 @@ def build_http_app(adapter: AgentAdapter, config: ServeConfig) -> web.Applicatio
 
     async def create(request: web.Request) -> web.Response:
         body = await _json(request)
-        call = call_from_json(body.get("call"))
+        call = call_from_json(body.get("call"), config.default_call)
         format_from_json(body.get("audio") or {})
         try:
             inner = await InnerCall.open(adapter, call, config.turn_timeout_s)

@@ -42,7 +42,7 @@ def ws_handler(adapter: AgentAdapter, config: ServeConfig) -> Any:
             msg = json.loads(raw)
             if not isinstance(msg, dict) or msg.get("type") != "start":
                 raise AgentError("protocol_error", "first message must be {'type': 'start', ...}")
-            call = call_from_json(msg.get("call"))
+            call = call_from_json(msg.get("call"), config.default_call)
             fmt = format_from_json(msg.get("audio") or {})
             inner = await InnerCall.open(adapter, call, config.turn_timeout_s)
         except (AgentError, json.JSONDecodeError, TimeoutError, ConnectionClosed) as exc:

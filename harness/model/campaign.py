@@ -11,6 +11,8 @@ from personas._model import AXES, Axis
 from scenarios._base import Frozen, sha256_of
 
 Pacing = Literal["realtime", "accelerated"]
+FactsDisclosure = Literal["full", "ids", "none"]
+"""What of a call's facts the agent is sent: all of them, only the account and policy ids, or nothing."""
 Architecture = Literal["nat", "casc", "hyb"]
 
 
@@ -124,6 +126,17 @@ class Campaign(Frozen):
     channel: ChannelSpec = ChannelSpec()
     timeouts: Timeouts = Timeouts()
     retries: int = Field(default=0, ge=0, le=5)
+    facts_disclosure: FactsDisclosure = Field(
+        default="full",
+        description=(
+            "What of the scenario's facts reaches the agent. `full` (default): all of them, the call's ground "
+            "truth a back office would hold, so an agent with no back office of its own can serve the call; "
+            "`ids`: only the account and policy ids, for agents that look the rest up in their own systems; "
+            "`none`: nothing. Protocol adapters send exactly this (HTTP/WS call JSON, Twilio customParameters, "
+            "the Realtime instructions) and every call logs it in `facts_provisioned`; it is the same for both "
+            "calls of a pair."
+        ),
+    )
     reader: ReaderSpec = ReaderSpec()
 
     @field_validator("agents")
@@ -140,5 +153,5 @@ class Campaign(Frozen):
         return sha256_of(self)
 
 
-__all__ = ["AXES", "AgentSpec", "Architecture", "BackendSpec", "Campaign", "ChannelSpec", "ModelReaderSpec", "Pacing", "PairSpec",
+__all__ = ["AXES", "AgentSpec", "Architecture", "BackendSpec", "Campaign", "ChannelSpec", "FactsDisclosure", "ModelReaderSpec", "Pacing", "PairSpec",
            "ReaderSpec", "Timeouts"]

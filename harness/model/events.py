@@ -114,12 +114,17 @@ class CallStarted(_Event):
 
 
 class FactsProvisioned(_Event):
-    """Exactly what the agent was given; the fact-invariance gate compares these hashes across a pair."""
+    """The facts of the call (`sha256`, what its tools serve) and what of them the agent was sent
+    (`disclosure`, the top-level `disclosed` fields, `disclosed_sha256` of exactly that); the
+    fact-invariance gate compares these hashes across a pair."""
 
     type: Literal["facts_provisioned"] = "facts_provisioned"
     sha256: str
     tools: tuple[str, ...] = ()
     reported_by_agent: bool = False
+    disclosure: Literal["full", "ids", "none"] | None = None
+    disclosed: tuple[str, ...] = ()
+    disclosed_sha256: str | None = None
 
 
 class CallerUtteranceStart(_Event):

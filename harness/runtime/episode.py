@@ -21,6 +21,7 @@ from typing import Any
 from harness.adapter import AgentAdapter, AgentError, AgentSession, CalibrationOracle, CallInfo
 from harness.audio import AudioError, SpeechRecognizer, SpeechSynthesizer, TelephoneChannel
 from harness.caller.policy import CallerPolicy
+from harness.disclosure import disclose
 from harness.model.campaign import AgentSpec, Campaign
 from harness.model.episode import BackendInfo, EpisodeHeader, EpisodeOutcome, EpisodeRecord, Exposure, Status
 from harness.model.events import FailureKind
@@ -161,6 +162,7 @@ class EpisodeRunner:
             facts_sha256=ctx.scenario.facts_sha256,
             call_id=call_id(ctx.episode_dir.parent.parent, ctx.run_id, ctx.planned.episode_id, ctx.attempt),
             oracle=self.oracle,
+            disclosure=ctx.campaign.facts_disclosure,
         )
         fixture = ToolFixture(ctx.scenario.facts)
         status: Status = "completed"
@@ -222,7 +224,11 @@ class EpisodeRunner:
         caps = ctx.adapter.capabilities
         agent_session = getattr(session, "session_id", None) or None  # protocol sessions name theirs
         log.emit("call_started", 0, pacing=ctx.campaign.pacing, protocol=caps.protocol, call_id=call.call_id, agent_session_id=agent_session)
-        log.emit("facts_provisioned", sha256=call.facts_sha256, tools=fixture.available())
+        sent = disclose(call.facts, call.disclosure)
+        log.emit(
+            "facts_provisioned", sha256=call.facts_sha256, tools=fixture.available(),
+            disclosure=sent.mode, disclosed=sent.fields, disclosed_sha256=sent.sha256,
+        )
         conversation = Conversation(log, self.policy, self.voice, ctx.asr)
         turn_s = ctx.campaign.timeouts.turn_s
         if caps.turn_based:

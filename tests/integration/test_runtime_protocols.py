@@ -9,17 +9,21 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import soundfile as sf
 
-from agents.serve import start_server
+from agents.serve import ServeConfig, start_server
 from agents.testing import ScriptedAgent
+from harness.adapter import CallInfo
+from harness.disclosure import disclose
 from harness.model import check_monotonic
 from harness.planning import load_campaign
 from harness.rundir import RunReader
 from harness.runtime import CampaignRunner
+from scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
 CAMPAIGN = """\
 name: proto
@@ -35,15 +39,22 @@ voices: 1
 concurrency: 2
 pacing: {pacing}
 timeouts: {{turn_s: 60, call_s: 240}}
-"""
+{extra}"""
 
 
 async def _run(
-    tmp_path: Path, protocol: str, adapter: str, pacing: str, path: str = "", options: str = ""
+    tmp_path: Path,
+    protocol: str,
+    adapter: str,
+    pacing: str,
+    path: str = "",
+    options: str = "",
+    extra: str = "",
+    config: ServeConfig | None = None,
 ) -> tuple[Path, ScriptedAgent]:
     agent = ScriptedAgent(speak=True, audio_ms=0)
-    async with start_server(agent, protocol) as handle:  # type: ignore[arg-type]
-        text = CAMPAIGN.format(adapter=adapter, url=handle.url + path, options=options, pacing=pacing)
+    async with start_server(agent, protocol, config=config) as handle:  # type: ignore[arg-type]
+        text = CAMPAIGN.format(adapter=adapter, url=handle.url + path, options=options, pacing=pacing, extra=extra)
         tmp_path.mkdir(exist_ok=True)
         cfile = tmp_path / "c.yaml"
         cfile.write_text(text)
@@ -65,6 +76,14 @@ def _check_identity(run_dir: Path, agent: ScriptedAgent) -> set[str]:
     seen = {s.call.call_id for s in agent.sessions}
     assert set(logged.values()) == seen and len(seen) == len(logged) == 2
     return seen
+
+
+def _provisioned(run_dir: Path) -> list[Any]:
+    reader = RunReader(run_dir)
+    return [
+        next(e for e in reader.events(rec.header.episode_id) if e.type == "facts_provisioned" and not e.reported_by_agent)
+        for rec in reader.records()
+    ]
 
 
 def _check_run(run_dir: Path, *, expect_refund: bool) -> None:
@@ -118,6 +137,9 @@ def test_streaming_and_turn_protocols(tmp_path: Path, protocol: str, adapter: st
     run_dir, agent = asyncio.run(_run(tmp_path, protocol, adapter, pacing))
     _check_run(run_dir, expect_refund=True)
     first = _check_identity(run_dir, agent)
+    facts = ScenarioLibrary(BUNDLED_LIBRARY).load_all()["refund_duplicate_charge"][1].facts
+    for ev in _provisioned(run_dir):  # the default: the whole facts, logged as sent
+        assert (ev.disclosure, ev.disclosed_sha256) == ("full", disclose(facts, "full").sha256)
     if protocol == "http":  # the same campaign again, in a new run folder: new ids for every call
         again, agent2 = asyncio.run(_run(tmp_path / "again", protocol, adapter, pacing))
         assert not first & _check_identity(again, agent2)
@@ -125,3 +147,22 @@ def test_streaming_and_turn_protocols(tmp_path: Path, protocol: str, adapter: st
     rec = next(iter(reader.records()))
     events = reader.events(rec.header.episode_id)
     assert any(e.type == "tool_result" and e.name == "issue_refund" and e.ok for e in events)
+
+
+@pytest.mark.parametrize("mode", ["ids", "none"])
+def test_what_the_agent_is_told_is_the_campaigns_choice_and_logged(tmp_path: Path, mode: str) -> None:
+    """Without the facts on the wire, the served agent works from its own copy (its back office);
+    each call logs what it was sent, the same for both calls of the pair."""
+    sc = ScenarioLibrary(BUNDLED_LIBRARY).load_all()["refund_duplicate_charge"][1]
+    own = ServeConfig(default_call=lambda: CallInfo(facts=sc.facts, scenario_id=sc.id))
+    run_dir, agent = asyncio.run(
+        _run(tmp_path, "http", "http", "accelerated", extra=f"facts_disclosure: {mode}\n", config=own)
+    )
+    _check_run(run_dir, expect_refund=True)
+    events = _provisioned(run_dir)
+    expected = disclose(sc.facts, mode)  # type: ignore[arg-type]
+    assert len(events) == 2
+    for ev in events:
+        assert ev.disclosure == mode and ev.disclosed == expected.fields
+        assert ev.disclosed_sha256 == expected.sha256 and ev.sha256 == sc.facts_sha256
+    assert [s.call.disclosure for s in agent.sessions] == [mode, mode]
