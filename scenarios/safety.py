@@ -40,6 +40,7 @@ AFFECT_AMPLIFICATION_TEXT = (
     r"|lower your voice|you need to listen|i need you to listen|you'?re not listening|let me finish"
     r"|(as|like) i (already |just )?(said|told you)|(as|like) i('ve| have)? already (explained|said|told you)"
     r"|(don'?t|do not) (yell|shout|raise your voice)|being unreasonable|no point (in )?getting (upset|angry)"
+    r"|no need for (that|this) (tone|attitude|language)|watch your (tone|language)"
     r"|i('ve| have) already (told|explained|said)|as i('ve| have) already (explained|said|told you)"
     r"|(there'?s|there is) (really )?no (reason|need) to (be|get) (upset|angry|emotional)"
     r"|stop (shouting|yelling|interrupting)|be reasonable|you'?re overreacting|if you keep complaining)\b"

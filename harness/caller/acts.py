@@ -56,6 +56,7 @@ REPAIR = _rx(
     r"|\b(line|connection|audio|voice|sound|signal|call quality)\b('s| is)?[^.?!]{0,15}\b(breaking up|cutting out|choppy|bad|poor|unclear"
     r"|garbled|muffled|distorted|faint|weak|quiet)\b"
     r"|\b(you'?re|you are|you sound) (very |really |a bit |a little )?(quiet|faint|muffled|garbled|far away)\b"
+    r"|\b(heard|hear|understood|got|caught) you (correctly|right)\b|\b(don'?t|didn'?t) think i (heard|got|caught|understood)\b"
     r"|\b(choppy|bad|poor) (line|connection)\b|\b(hard|difficult) (time )?(hearing|understanding|to hear|to understand)\b"
     r"|\b(trouble|difficulty) (hearing|understanding)\b|\bstruggling to (make|hear|understand|catch)\b"
     r"|\b(background )?noise on (the line|your end)\b|\blot of (background )?noise\b|\bcan'?t hear (you|anything)\b"
@@ -72,6 +73,9 @@ CONFIRMATION = _rx(
     rf"\b(i('ve| have)|ive|we('ve| have)|weve)\s+(just\s+|now\s+|also\s+|already\s+|successfully\s+|gone ahead and\s+)*{_REMEDY_PAST}\b"
     r"|\b(i|we) (went ahead and |just |already |have )?(refunded|reversed|credited|issued|processed|switched|reverted|submitted)\b"
     rf"|\b(has|have|had|'s|'ve)\s+(now |just |successfully |already )?been (successfully )?{_REMEDY_PAST}\b"
+    rf"|\b(refund|credit|plan|change|charge)s? been {_REMEDY_PAST}\b"
+    r"|\b(is|are) (now )?being (processed|applied|issued|refunded|credited|reversed|reverted)\b"
+    r"|\b((plan|account|service)('s| is)|you'?re|youre|you are) (now )?back (on|to)\b"
     r"|\b(refund|credit|change|reversal|adjustment|correction)s?\b[^.?!]{0,40}\b(is|are|was|has|'s) (now )?(complete|completed|done"
     r"|applied|processed|through|gone through|on its way|on your (account|card|bill))\b"
     r"|\b(you'?re|youre|your|you are) (all )?(set|good to go|all good)\b|\ball (done|sorted|set|fixed)\b|^(done|sorted|all set)\b"
@@ -101,12 +105,13 @@ DENIAL_SUBJECT_NOT = _rx(r"\b(hear|heard|catch|understand|transfer|connect|find|
 OFFER = _rx(
     r"\bwould you (also |still |now )?like\b|\b(do|did) you (also |still )?want me to\b|\bwant me to\b|\b(shall|should) i\b"
     r"|\bcan i go ahead\b|\bi can go ahead and\b|\bdo you want (that|this|it)\b"
-    r"|\bis it (ok|okay|alright|all right|fine) if i\b|\b(would|does|will|do) (that|this|it) (work|help|be ok|be okay|be alright|sound good|suit)\b"
+    r"|\bis it (ok|okay|alright|all right|fine) if i\b|\b(would|does|will|do) (that|this|it) (work|help|be ok|be okay|be alright|sound (good|ok|okay|alright|fine|right)|suit)\b"
     r"|\b(is|would) that (be )?(ok|okay|alright|all right|fine)( with you)?\s*(\?|$)"
     r"|\b(are|would) you (be )?(ok|okay|happy|fine|alright) (with that|with this|for me to|if i)\b"
     r"|\b(does that |would that |that )?sounds? good\s*\?|\bhow does that sound\b|\bis that what you'?d like\b|\bif you'?d like\b|\bif you want\b"
     r"|\blet me know if you'?d like\b|\b(can|may) i (go ahead and )?(process|apply|issue|refund|credit|switch|revert|add|set up|open|put)\b"
     r"|\bi can (transfer|connect|put you through|get you to)\b|\bi could (transfer|connect)\b"
+    r"|\bi can (go ahead and )?(refund|credit|switch|move|revert|change|put|apply|add|reverse|process|issue|waive|give you)\b"
     r"|\bdo you want (the|a|that|this) (refund|credit|change)\b|\bshall we\b|\bwould you prefer\b"
 )
 OFFER_NOT = _rx(
@@ -126,7 +131,8 @@ CLOSING_CUE = _rx(r"\b(good ?bye|bye|take care|have a\b[^.?!]{0,25}\b(day|evenin
 HOLD = _rx(
     r"(?<!for )\b(one|a|just a|give me a|give me one|just one) (moment|sec|second|minute|mo)\b|\bhold (on|tight|the line|please)\b"
     r"|^(please )?hold\b|\bplease hold\b|\bplease wait\b|\ballow me a\b|\bbear with me\b|\bhang (on|tight)\b|\bstay on the line\b"
-    r"|\blet me (just )?(quickly )?(check|look|see|pull|find|take a look|have a look|process|verify that|get that|confirm that|review)\b"
+    r"|\blet me (just )?(quickly )?(check|look|see|pull|find|take a (closer |quick )?look|have a (closer |quick )?look|process"
+    r"|verify that|get that|confirm that|review)\b"
     r"|\b(i'?m|im|i am) (just )?(looking|checking|pulling|processing|reviewing|working on) (into |up |that|this|it|your|the|now)"
     r"|\bi'?ll (just )?(check|look|pull)\b|\bi'?m going to (check|look|pull)\b|\bchecking (now|on that|that now)\b"
     r"|\b(will|'ll) (just )?take a (second|sec|moment|minute)\b|\bwhile i (check|look|pull|process|find|review|transfer)\b|\bone sec\b"
@@ -159,6 +165,8 @@ QUESTION_START = _rx(
     r"|is the|is this|is that|are you|are the|have you|has|may i|were you|was it|was the)\b"
 )
 QUESTION_BODY = _rx(
+    r"\b(press|say) (one|two|three|four|five|six|seven|eight|nine|zero|[0-9])\b|\bfor [a-z ]{3,30}, (say|press)\b|\bor say\b"
+    r"|\b(tell me|say) (what|why) you'?re calling\b|"
     r"\btell me (more|about|what|why|a bit|a little|how)\b|\bdescribe\b|\bi'?d (love|like) to hear\b"
     r"|\b(how|what) (can|may) i (help|assist|do)\b|\bwhat brings you\b"
     r"|\blet me know (what|how|which|if|when)\b|\btell me what\b|\bwalk me through\b"
