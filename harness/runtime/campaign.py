@@ -15,6 +15,7 @@ from typing import Any
 
 from harness.adapter import AgentAdapter
 from harness.audio import create_tts
+from harness.caller.lines import check_recordings
 from harness.model.campaign import AgentSpec
 from harness.model.episode import BackendInfo, EpisodeRecord, RunManifest
 from harness.planning import LoadedCampaign, PlannedEpisode, call_order
@@ -84,6 +85,7 @@ class CampaignRunner:
         `workers > 1` without an executor means that many local worker processes.
         """
         loop_t0 = asyncio.get_running_loop().time()
+        check_recordings(self.loaded)  # recorded voices: refuse missing lines before any call
         if executor is None and workers > 1:
             executor = LocalProcessExecutor(workers)
         try:
