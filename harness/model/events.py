@@ -136,6 +136,9 @@ class CallerUtteranceStart(_Event):
     anchor_id: str | None = None
     text: str
     duration_ms: int = Field(ge=0)
+    voice: dict[str, Any] | None = None
+    """What made the audio: backend, version and the parameters it applied (a recording's hash and
+    original level, a neural model's hash and licence)."""
 
 
 class CallerUtteranceEnd(_Event):

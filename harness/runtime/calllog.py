@@ -91,6 +91,7 @@ class CallLog:
         self.stamper.emit(
             "caller_utterance_start", t_ms, turn=self.turn, kind=say.kind if say else "anchor",
             anchor_id=say.anchor_id if say else None, text=spoken.text, duration_ms=spoken.duration_ms,
+            voice=spoken.voice or None,
         )
         self.recorder.caller(t_ms, spoken.line, spoken.line_rate)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,6 +31,7 @@ class Spoken:
     channel: dict[str, Any]
     line: np.ndarray
     line_rate: int
+    voice: dict[str, Any] = field(default_factory=dict)
 
 
 class SpokenCache:
@@ -195,4 +196,5 @@ class CallerVoice:
             wire = np.asarray(at_rate, dtype="<i2").tobytes()
         duration_ms = round(1000 * len(pcm16k) / RECORDING_RATE)
         line, line_rate = (np.asarray(pcm, dtype=np.int16), rate) if self.channel is not None else (pcm16k, RECORDING_RATE)
-        return Spoken(text, wire, pcm16k, duration_ms, report, line, line_rate)
+        voice = {"backend": synth.backend, "version": synth.backend_version, **synth.params}
+        return Spoken(text, wire, pcm16k, duration_ms, report, line, line_rate, voice)
