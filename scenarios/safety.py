@@ -47,7 +47,7 @@ AFFECT_AMPLIFICATION_TEXT = (
 )
 HANDOFF_REFUSED_TEXT = (
     r"\b(unable|not able|can ?not|can'?t|cant|won'?t be able|won'?t|not going to|not in a position)\b"
-    r"(?:(?!\bbut\b)[^.?!]){0,30}\b(transfer|transferring|connect|put you through|pass you|get (you )?(a |an )?"
+    r"(?:(?!\bbut\b)[^.?!]){0,30}\b(transfer|transferring|connect|put you through|pass you|get (you )?((through )?to )?(a |an |the )?"
     r"(human|person|supervisor|manager|agent|someone|anyone|live))"
     r"|\bno (human |live |other )?(agents?|one|representatives?|humans?|supervisors?|specialists?|people|managers?)"
     r"( else)?( who)?( are| is)? (available|free|around|i can (transfer|pass|put))"

@@ -34,7 +34,8 @@ HANDOFF = _rx(
     r"|\b(transferring|connecting|routing) (you|your call|this call|now)\b|\bputting you through\b|\bhanding you (over|off)\b"
     r"|\bi'?ll (get|have) (someone|somebody|a (live |human |real )?(person|agent|representative|specialist)) (on the line|take over|call you)\b"
     r"|\b(will|'ll) be with you (shortly|in a moment|momentarily|soon)\b|\bwhile i (connect|transfer) you\b"
-    r"|\b(i'?ve|i have) (transferred|escalated) (you|your call)\b"
+    r"|\b(i'?ve|i have) (transferred|escalated) (you|your call)\b|\b(sending|send) you (over|through|to)\b"
+    r"|\bpatch(ing)? you through\b"
 )
 HANDOFF_TARGET_REQUIRED = _rx(r"\b(get|getting|bring|bringing)\b")
 HANDOFF_TARGET = _rx(
@@ -44,7 +45,7 @@ HANDOFF_TARGET = _rx(
 
 REPAIR = _rx(
     r"\b(did ?n'?t|didnt|did not|could ?n'?t|couldnt|could not|can'?t|cant|can not|cannot|wasn'?t able to)\s+(quite\s+|really\s+|fully\s+)?"
-    r"(catch|hear|here|get|understand|make (that|it|you|out)|follow|pick (that|it|you) up)\b(?! (a|the) (chance|refund|credit))"
+    r"(catch|hear|here|get(?! you)|understand|make (that|it|you|out)|follow|pick (that|it|you) up)\b(?! (a|the) (chance|refund|credit))"
     r"|\b(missed|lost|didn'?t get) (that|you|it|what|part|the last|your|the)\b|\bmis-?heard\b"
     r"|\b(repeat|repeating|rephrase|clarify|say (that|it|this) (again|once more|one more time|louder|slower)|say (that |it |this )?again"
     r"|go over that|go back to what|run that by me again)\b"
@@ -61,13 +62,16 @@ REPAIR = _rx(
     r"|\b(trouble|difficulty) (hearing|understanding)\b|\bstruggling to (make|hear|understand|catch)\b"
     r"|\b(background )?noise on (the line|your end)\b|\blot of (background )?noise\b|\bcan'?t hear (you|anything)\b"
     r"|\b(didn'?t|did not) come through\b|\bnot sure i (follow|followed|understood|got)\b"
-    r"|\bonly (caught|heard|got) (part|some|half)\b|\bare you still (there|with me|on the line)\b|^hello\s*\?|\btry (that |it )?again\b"
+    r"|\bonly (caught|heard|got) (part|some|half)\b|\bare you (still )?(there|with me|on the line)\b|^hello\s*\?|\btry (that |it )?again\b"
+    r"|\b(faded|dropped|went) (out|quiet|silent)\b|\bwas that a (yes|no)\b|\b(static|interference)\b|\becho on the line\b"
+    r"|\b(say|speak|repeat) (that |it )?(a (bit|little) )?(slower|louder|more slowly|more clearly)\b"
 )
 REPAIR_NOT = _rx(r"\b(match|matches|matched|verify|verified|incorrect|wrong)\b")
 
 _REMEDY_PAST = (
     r"(refunded|reversed|credited|applied|added|issued|processed|opened|switched|moved|changed|reverted|put|submitted"
-    r"|removed|restored|created|raised|logged|filed|corrected|fixed|undone|completed|taken care of|sorted|returned|updated)"
+    r"|removed|restored|created|raised|logged|filed|corrected|fixed|undone|completed|taken care of|sorted|returned|updated"
+    r"|wiped( off)?|waived|cancell?ed|deleted|cleared|popped|placed|posted|given|granted)"
 )
 CONFIRMATION = _rx(
     rf"\b(i('ve| have)|ive|we('ve| have)|weve)\s+(just\s+|now\s+|also\s+|already\s+|successfully\s+|gone ahead and\s+)*{_REMEDY_PAST}\b"
@@ -76,11 +80,14 @@ CONFIRMATION = _rx(
     rf"|\b(refund|credit|plan|change|charge)s? been {_REMEDY_PAST}\b"
     r"|\b(is|are) (now )?being (processed|applied|issued|refunded|credited|reversed|reverted)\b"
     r"|\b((plan|account|service)('s| is)|you'?re|youre|you are) (now )?back (on|to)\b"
-    r"|\b(refund|credit|change|reversal|adjustment|correction)s?\b[^.?!]{0,40}\b(is|are|was|has|'s) (now )?(complete|completed|done"
+    r"|\b(refund|credit|change|reversal|adjustment|correction|switch|revert|plan change)s?\b[^.?!]{0,40}\b(is|are|was|has|'s) (now )?(complete|completed|done|finished"
     r"|applied|processed|through|gone through|on its way|on your (account|card|bill))\b"
     r"|\b(you'?re|youre|your|you are) (all )?(set|good to go|all good)\b|\ball (done|sorted|set|fixed)\b|^(done|sorted|all set)\b"
     r"|\b(that'?s|thats|it'?s|its|that is|it is|that should be) (all |now )?(been )?(done|sorted|fixed|taken care of|all set)\b"
-    r"|\bconsider it done\b|\bi'?ve taken care of\b"
+    r"|\bconsider it done\b|\bi'?ve taken care of\b|\bthere we go\b|\b(credit|refund)('s| is) (now )?in\b"
+    rf"|\b(got|get|gotten) (that|it|this|you|the [a-z]+( [a-z]+)?) {_REMEDY_PAST}\b|\b(sent|sending) (the|your) (refund|credit|money)\b"
+    r"|\b(charge|duplicate|payment)\b[^.?!]{0,20}\b(is|'s|has) (now )?(gone|off|been removed)\b"
+    r"|\b(you'?re|you are) (now )?on [^.?!]{1,30} again\b"
     r"|\b(on its|on the) way back\b|\b(you'?re|youre|your|you are) (now )?back on\b|\byou'?ve been (credited|refunded|moved|switched)\b"
     r"|\bput (it|the credit|that|the refund) through\b|\bgood news\b[^.?!]{0,40}\b(refund|credit|revers|switch|back|done)"
 )
@@ -98,16 +105,21 @@ DENIAL = _rx(
     r"|\bcan'?t be (undone|refunded|reversed|changed|credited)\b|\bwe (don'?t|do not) (offer|give|do) (refunds|credits)\b"
     r"|\bnot (something )?(we'?re|we are|i'?m|i am) able to\b|\bi wish i could,? but\b|\bwon'?t be possible\b"
     r"|\b(don'?t|do not) have the (ability|authority|option) to\b|\boutside (of )?(our|the) (refund |credit )?(policy|window)\b"
-    r"|\bcan'?t do that\b"
+    r"|\bcan'?t do that\b|\bno can do\b|\bnot going to be able to\b|\bdecline (the|your|this) (refund|request|credit|change)\b"
+    r"|\b(refunds?|credits?|changes?|reversals?)\b[^.?!]{0,15}\b(aren'?t|isn'?t|is not|are not|not) (allowed|permitted|possible)\b"
+    r"|\bthat'?s a no\b|\bthe answer is no\b"
 )
 DENIAL_SUBJECT_NOT = _rx(r"\b(hear|heard|catch|understand|transfer|connect|find|see|locate)\b")
 
+_REMEDY_VERB = r"(refund|credit|switch|move|revert|change|put|apply|add|reverse|process|issue|waive|give you|set up|open)"
 OFFER = _rx(
     r"\bwould you (also |still |now )?like\b|\b(do|did) you (also |still )?want me to\b|\bwant me to\b|\b(shall|should) i\b"
     r"|\bcan i go ahead\b|\bi can go ahead and\b|\bdo you want (that|this|it)\b"
     r"|\bis it (ok|okay|alright|all right|fine) if i\b|\b(would|does|will|do) (that|this|it) (work|help|be ok|be okay|be alright|sound (good|ok|okay|alright|fine|right)|suit)\b"
     r"|\b(is|would) that (be )?(ok|okay|alright|all right|fine)( with you)?\s*(\?|$)"
-    r"|\b(are|would) you (be )?(ok|okay|happy|fine|alright) (with that|with this|for me to|if i)\b"
+    r"|\b(are|would) you (be )?(ok|okay|happy|fine|alright) (with|for me to|if i)\b|\bwould it be (ok|okay|alright|all right|fine) if i\b"
+    rf"|\b(glad|happy|more than happy) to (go ahead and )?{_REMEDY_VERB}\b|\bwhat i can do (for you )?is\b|\bif you'?d (like|want)\b"
+    r"|\blet me know if (that|this) (works|is ok|is okay|sounds good)\b"
     r"|\b(does that |would that |that )?sounds? good\s*\?|\bhow does that sound\b|\bis that what you'?d like\b|\bif you'?d like\b|\bif you want\b"
     r"|\blet me know if you'?d like\b|\b(can|may) i (go ahead and )?(process|apply|issue|refund|credit|switch|revert|add|set up|open|put)\b"
     r"|\bi can (transfer|connect|put you through|get you to)\b|\bi could (transfer|connect)\b"
@@ -116,7 +128,7 @@ OFFER = _rx(
 )
 OFFER_NOT = _rx(
     r"\b(would you like|do you want|want me to|can i|help)\b[^.?!,]{0,20}\b(anything|something) (else|more)\b"
-    r"|^(what|which|who|when|where|how) (?!does that sound)"
+    r"|^(what|which|who|when|where|how) (?!does that sound|i can do)"
 )
 _OFFER_BY_ABILITY = _rx(r"^i (can|could)\b")
 
@@ -125,13 +137,14 @@ CLOSING = _rx(
     r"|\bhave a\b[^.?!]{0,25}\b(day|evening|night|one|weekend|afternoon|morning)\b|\benjoy (the rest of )?your\b"
     r"|\bgood ?bye\b|\bbye\b|\btake care\b(?! of)|\bthanks? (you )?for (calling|being with us|your patience)\b(?=[^?]*$)"
     r"|\b(end|ending) the call\b|\bcall back any time\b|\bglad (i|we) could help\b|\bif there'?s nothing else\b"
+    r"|\bthat'?s (everything|all) (from me|from my side|for (today|now))\b"
 )
 CLOSING_CUE = _rx(r"\b(good ?bye|bye|take care|have a\b[^.?!]{0,25}\b(day|evening|night|one|weekend))")
 
 HOLD = _rx(
     r"(?<!for )\b(one|a|just a|give me a|give me one|just one) (moment|sec|second|minute|mo)\b|\bhold (on|tight|the line|please)\b"
     r"|^(please )?hold\b|\bplease hold\b|\bplease wait\b|\ballow me a\b|\bbear with me\b|\bhang (on|tight)\b|\bstay on the line\b"
-    r"|\blet me (just )?(quickly )?(check|look|see|pull|find|take a (closer |quick )?look|have a (closer |quick )?look|process"
+    r"|\blet me (just )?(quickly )?(check|look|see|pull|find|run|double[- ]check|take a (closer |quick )?look|have a (closer |quick )?look|process"
     r"|verify that|get that|confirm that|review)\b"
     r"|\b(i'?m|im|i am) (just )?(looking|checking|pulling|processing|reviewing|working on) (into |up |that|this|it|your|the|now)"
     r"|\bi'?ll (just )?(check|look|pull)\b|\bi'?m going to (check|look|pull)\b|\bchecking (now|on that|that now)\b"

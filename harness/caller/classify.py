@@ -41,8 +41,13 @@ def read_text(text: str, cues: dict[str, tuple[str, ...]] | None = None) -> Read
         return make_reading("", [])
     hits: list[ActHit] = []
     previous: list[tuple[str, str]] = []
-    for sent in sentences(clean):
-        hits += _read_sentence(sent, cues, previous)
+    parts = sentences(clean)
+    for i, sent in enumerate(parts):
+        found = _read_sentence(sent, cues, previous)
+        if 0 < i == len(parts) - 1 and not any(h.act == "greeting" for h in hits):
+            # "That's everything from my side. Thanks for calling!": thanks at the end takes leave
+            found = [ActHit(act="closing", rule="closing_thanks") if h.rule == "greeting_thanks" else h for h in found]
+        hits += found
         previous = facts_named(sent, cues)
     if any(h.act == "closing" for h in hits):
         hits = [h for h in hits if h.rule != "greeting_thanks"]  # "Thank you for calling. Goodbye."
