@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 import typer
 from rich.console import Console
@@ -125,6 +125,10 @@ def run_cmd(
             "is started on loopback for this run and stopped at the end",
         ),
     ] = None,
+    check_agents: Annotated[
+        bool,
+        typer.Option(help="before the first call, check that every agent URL accepts a connection"),
+    ] = True,
 ) -> None:
     """Place the campaign's calls and write a run folder (or resume one).
 
@@ -152,7 +156,7 @@ def run_cmd(
     if plan_only:
         _print_plan(loaded)
         return
-    runner = CampaignRunner(loaded, run_dir, progress=not quiet)
+    runner = CampaignRunner(loaded, run_dir, progress=not quiet, check_agents=check_agents)
     summary = asyncio.run(runner.run(resume=resume is not None, workers=workers, executor=chosen))
     for line in summary.lines():
         typer.echo(line)
@@ -192,6 +196,20 @@ def _mount_plugins(argv: list[str]) -> None:
             app.command(ep.name)(obj)
 
 
+_E = TypeVar("_E", bound=BaseException)
+
+
+def _first(exc: BaseException, kind: type[_E]) -> _E | None:
+    """`exc` itself, or the first exception of that kind inside an exception group."""
+    if isinstance(exc, kind):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            if (found := _first(inner, kind)) is not None:
+                return found
+    return None
+
+
 def main() -> None:
     try:
         _mount_plugins(sys.argv[1:])
@@ -208,6 +226,16 @@ def main() -> None:
         print("voice-audit: aborted", file=sys.stderr)
         sys.exit(130)
     except Exception as exc:
+        from harness.adapter import AgentError
+
+        agent_error = _first(exc, AgentError)
+        if agent_error is not None:  # an agent's failure is never a traceback
+            print(f"voice-audit: error: agent failure ({agent_error.kind}): {agent_error.message}", file=sys.stderr)
+            sys.exit(2)
+        user_error = _first(exc, VoiceAuditError)
+        if user_error is not None:  # raised inside a task group
+            print(f"voice-audit: error: {user_error}", file=sys.stderr)
+            sys.exit(user_error.exit_code)
         # Usage errors arrive here with standalone_mode=False; typer >= 0.29 raises its own vendored
         # click's exceptions, which are not `click.ClickException`, so match the interface instead.
         show, code = getattr(exc, "show", None), getattr(exc, "exit_code", None)

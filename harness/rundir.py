@@ -66,7 +66,10 @@ def storage_error(run_dir: Path, exc: OSError) -> RunFolderError:
 
 def _write_all(fd: int, parts: Sequence[bytes | memoryview]) -> None:
     for part in parts:
-        view = memoryview(part).cast("B")
+        view = memoryview(part)
+        if not view.nbytes:  # an empty part (a recording nobody spoke on) may have no castable shape
+            continue
+        view = view.cast("B")
         while view:
             view = view[os.write(fd, view) :]
 

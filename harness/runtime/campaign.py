@@ -16,6 +16,7 @@ from typing import Any
 from harness.adapter import AgentAdapter
 from harness.audio import create_tts
 from harness.caller.lines import check_recordings
+from harness.endpoints import unreachable_agents
 from harness.model.campaign import AgentSpec
 from harness.model.episode import BackendInfo, EpisodeRecord, RunManifest
 from harness.planning import LoadedCampaign, PlannedEpisode, call_order
@@ -33,6 +34,7 @@ from harness.runtime.provenance import build_manifest, campaign_redactor
 from harness.runtime.resume import resumable_manifest
 from harness.runtime.runlock import RunLock
 from harness.runtime.shard import Message, ShardJob
+from scenarios import ConfigError
 
 
 def _to_stderr(message: str) -> None:
@@ -53,6 +55,7 @@ class CampaignRunner:
         tts_pool_size: int | None = None,
         concurrency: int | None = None,
         notify: Callable[[str], None] = _to_stderr,
+        check_agents: bool = True,
     ) -> None:
         self.loaded = loaded
         self.run_dir = run_dir
@@ -64,6 +67,17 @@ class CampaignRunner:
         self.stats: dict[str, Any] = {}
         self.redactor = campaign_redactor(loaded.campaign)
         self.lock = RunLock(run_dir, notify=notify)
+        self.check_agents = check_agents
+
+    async def _check_agents(self) -> None:
+        """Every agent URL answers, or the run stops here, before any folder or call exists."""
+        problems = await unreachable_agents(self.loaded.campaign.agents)
+        if problems:
+            raise ConfigError(
+                "; ".join(problems),
+                path=self.loaded.path,
+                fix="start the agent or correct its url; no call was placed and nothing was written",
+            )
 
     def manifest(self, run_id: str, tts: BackendInfo, asr: BackendInfo | None, executor: str = "local") -> RunManifest:
         return build_manifest(self.loaded, run_id, tts, asr, executor)
@@ -86,6 +100,8 @@ class CampaignRunner:
         """
         loop_t0 = asyncio.get_running_loop().time()
         check_recordings(self.loaded)  # recorded voices: refuse missing lines before any call
+        if self.check_agents:
+            await self._check_agents()
         if executor is None and workers > 1:
             executor = LocalProcessExecutor(workers)
         try:
@@ -120,8 +136,10 @@ class CampaignRunner:
 
     async def _run_on(self, executor: Executor, resume: bool) -> RunSummary:
         c = self.loaded.campaign
-        adapters, _ = build_adapters(self.loaded, self.adapter_factory)  # checks the pacing before any folder exists
-        await close_adapters(adapters)
+        adapters, _ = await build_adapters(self.loaded, self.adapter_factory)  # checks pacing before any folder exists
+        problems = await close_adapters(adapters)
+        if problems:
+            self.stats.setdefault("adapter_close_errors", []).extend(problems)
         tts_backend = create_tts(c.tts.name, **c.tts.options)
         shard_tts = BackendInfo(name=tts_backend.name, version=tts_backend.version)
         shard_asr = BackendInfo(name=c.asr.name, version="", model=str(c.asr.options.get("model", "default")))

@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from harness.adapter import CALIBRATION_ORACLE, AgentAdapter
+from harness.adapter import CALIBRATION_ORACLE, AgentAdapter, AgentError
 from harness.audio import AudioError, SpeechRecognizer, SpeechSynthesizer
+from harness.endpoints import describe
 from harness.model.campaign import AgentSpec
 from harness.model.episode import BackendInfo, EpisodeRecord, RunManifest
 from harness.model.secrets import Redactor
@@ -26,7 +27,7 @@ from harness.rundir import RunFolderError, RunWriter, storage_error
 from harness.runtime.episode import EpisodeContext, EpisodeRunner
 from harness.runtime.progress import Progress, RunSummary
 from harness.runtime.voice import SpokenCache
-from scenarios import ConfigError
+from scenarios import ConfigError, VoiceAuditError
 
 DEFAULT_CACHE = Path.home() / ".cache" / "voice-audit"
 
@@ -37,7 +38,7 @@ def build_adapter(spec: AgentSpec) -> AgentAdapter:
     return adapter
 
 
-def build_adapters(
+async def build_adapters(
     loaded: LoadedCampaign, factory: Callable[[AgentSpec], AgentAdapter] = build_adapter
 ) -> tuple[dict[str, AgentAdapter], frozenset[str]]:
     """One adapter per agent, checked against the pacing, and the agents in calibration mode
@@ -45,22 +46,46 @@ def build_adapters(
     c = loaded.campaign
     oracles = frozenset(spec.name for spec in c.agents if spec.options.get(CALIBRATION_ORACLE) is True)
     adapters: dict[str, AgentAdapter] = {}
-    for spec in c.agents:
-        adapters[spec.name] = factory(spec)
-    for spec in c.agents:
-        caps = adapters[spec.name].capabilities
-        if c.pacing == "accelerated" and not caps.turn_based:
-            raise ConfigError(
-                f"agent '{spec.name}' ({caps.protocol}) streams and needs real-time pacing",
-                path=loaded.path,
-                fix="set pacing: realtime",
-            )
+    try:
+        for spec in c.agents:
+            adapters[spec.name] = _start(factory, spec, loaded.path)
+        for spec in c.agents:
+            caps = adapters[spec.name].capabilities
+            if c.pacing == "accelerated" and not caps.turn_based:
+                raise ConfigError(
+                    f"agent '{spec.name}' ({caps.protocol}) streams and needs real-time pacing",
+                    path=loaded.path,
+                    fix="set pacing: realtime",
+                )
+    except BaseException:
+        await close_adapters(adapters)
+        raise
     return adapters, oracles
 
 
-async def close_adapters(adapters: dict[str, AgentAdapter]) -> None:
-    for adapter in adapters.values():
-        await adapter.aclose()
+def _start(factory: Callable[[AgentSpec], AgentAdapter], spec: AgentSpec, path: Path) -> AgentAdapter:
+    """The agent's adapter, or one line saying why it would not start (its own code, not a traceback)."""
+    try:
+        return factory(spec)
+    except VoiceAuditError:
+        raise
+    except AgentError as exc:
+        raise ConfigError(f"{describe(spec)} cannot start: {exc.kind}: {exc.message}", path=path) from None
+    except Exception as exc:
+        raise ConfigError(
+            f"{describe(spec)}: adapter '{spec.adapter}' failed to start: {type(exc).__name__}: {exc}", path=path
+        ) from None
+
+
+async def close_adapters(adapters: dict[str, AgentAdapter]) -> list[str]:
+    """Close every adapter; one that fails to close is reported back, and the others still close."""
+    problems: list[str] = []
+    for name, adapter in adapters.items():
+        try:
+            await adapter.aclose()
+        except Exception as exc:
+            problems.append(f"agent '{name}': closing its adapter failed: {type(exc).__name__}: {exc}")
+    return problems
 
 
 async def _warm_up(asr: SpeechRecognizer) -> None:
@@ -108,7 +133,7 @@ class InProcessCalls:
 
     async def __aenter__(self) -> InProcessCalls:
         c = self.loaded.campaign
-        self.adapters, self.oracles = build_adapters(self.loaded, self.adapter_factory)
+        self.adapters, self.oracles = await build_adapters(self.loaded, self.adapter_factory)
         try:
             tts_dir = self.cache_dir / "tts" if self.cache_dir else None
             self.synth = SpeechSynthesizer(
@@ -139,7 +164,9 @@ class InProcessCalls:
             if self.asr is not None:
                 self.asr.close()
         finally:
-            await close_adapters(self.adapters)
+            problems = await close_adapters(self.adapters)
+            if problems:
+                self.stats.setdefault("adapter_close_errors", []).extend(problems)
 
     async def execute(self, todo: list[PlannedEpisode], manifest: RunManifest, summary: RunSummary) -> None:
         c = self.loaded.campaign

@@ -1,0 +1,84 @@
+"""Agent endpoints: is each agent URL well-formed, and does anything answer at it?
+
+Checked before a run places its first call (and by `voice-audit plan --check-agents`), so an agent
+that is down or misspelt stops the run with one line naming it, instead of a campaign of failed calls.
+The probe opens a TCP connection to the URL's host and port and closes it: enough to tell
+"nothing listens there" (refused, unknown host, no route, silence) from a server that answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import socket
+from collections.abc import Sequence
+from urllib.parse import urlsplit
+
+from harness.model.campaign import AgentSpec
+from harness.model.secrets import mask_url
+
+DEFAULT_PORTS: dict[str, int] = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+PROBE_TIMEOUT_S = 5.0
+
+
+def url_problem(url: str) -> str | None:
+    """Why `url` cannot name an agent endpoint, or None when it can."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        return f"malformed URL ({exc})"
+    if parts.scheme not in DEFAULT_PORTS:
+        return f"scheme '{parts.scheme}' is not one of {', '.join(DEFAULT_PORTS)}" if parts.scheme else "no scheme"
+    if not parts.hostname:
+        return "no host"
+    if port == 0:
+        return "port 0"
+    return None
+
+
+def _address(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    assert parts.hostname is not None
+    return parts.hostname, parts.port or DEFAULT_PORTS[parts.scheme]
+
+
+def _reason(exc: BaseException, timeout_s: float) -> str:
+    if isinstance(exc, TimeoutError):
+        return f"no answer within {timeout_s:g} s"
+    if isinstance(exc, socket.gaierror):
+        return "unknown host"
+    if isinstance(exc, OSError):
+        known = {
+            errno.ECONNREFUSED: "connection refused",
+            errno.EHOSTUNREACH: "no route to host",
+            errno.ENETUNREACH: "network unreachable",
+        }
+        return known.get(exc.errno or 0, exc.strerror or type(exc).__name__)
+    return type(exc).__name__
+
+
+async def probe(url: str, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
+    """None when a TCP connection to the URL's host and port opens; else why not, in a few words."""
+    host, port = _address(url)
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_s)
+    except (OSError, TimeoutError) as exc:
+        return _reason(exc, timeout_s)
+    writer.close()
+    with contextlib.suppress(OSError, TimeoutError):
+        await asyncio.wait_for(writer.wait_closed(), timeout_s)
+    return None
+
+
+def describe(agent: AgentSpec) -> str:
+    """How a message names an agent: its name and its URL with credentials masked."""
+    return f"agent '{agent.name}' at {mask_url(agent.url)}" if agent.url else f"agent '{agent.name}'"
+
+
+async def unreachable_agents(agents: Sequence[AgentSpec], timeout_s: float = PROBE_TIMEOUT_S) -> list[str]:
+    """One line per agent with a URL that nothing answers at (all probed at once)."""
+    with_url = [a for a in agents if a.url and url_problem(a.url) is None]
+    reasons = await asyncio.gather(*(probe(a.url or "", timeout_s) for a in with_url))
+    return [f"cannot connect to {describe(a)} ({why})" for a, why in zip(with_url, reasons, strict=True) if why]
