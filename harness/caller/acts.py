@@ -19,7 +19,7 @@ def _rx(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern, re.IGNORECASE)
 
 
-_I_WILL = r"(i'?m|im|i am|we'?re|we are|i will|i'?ll|ill|let me|i'?m going to|im going to|i am going to|going to|i'?ll just|let me just|okay,? i'?m)"
+_I_WILL = r"(i'?m|im|i am|we'?re|we are|i will|i shall|we shall|i'?ll|ill|let me|i'?m going to|im going to|i am going to|going to|i'?ll just|let me just|okay,? i'?m)"
 _NEG_BEFORE = _rx(r"\b(not|n't|never|no|unable|cannot|yet to)\b[^.?!]{0,25}$")
 _CONDITIONAL = _rx(r"\b(if|when|once|after|before|would you like|do you want|want me to|shall i|should i|i can|i could)\b")
 
@@ -35,6 +35,7 @@ HANDOFF = _rx(
     r"|\bi'?ll (get|have) (someone|somebody|a (live |human |real )?(person|agent|representative|specialist)) (on the line|take over|call you)\b"
     r"|\b(will|'ll) be with you (shortly|in a moment|momentarily|soon)\b|\bwhile i (connect|transfer) you\b"
     r"|\b(i'?ve|i have) (transferred|escalated) (you|your call)\b|\b(sending|send) you (over|through|to)\b"
+    r"|\b(call|you) (is|are) (now )?being (transferred|connected|put through|escalated)\b"
     r"|\bpatch(ing)? you through\b"
 )
 HANDOFF_TARGET_REQUIRED = _rx(r"\b(get|getting|bring|bringing)\b")
@@ -65,6 +66,7 @@ REPAIR = _rx(
     r"|\bonly (caught|heard|got) (part|some|half)\b|\bare you (still )?(there|with me|on the line)\b|^hello\s*\?|\btry (that |it )?again\b"
     r"|\b(faded|dropped|went) (out|quiet|silent)\b|\bwas that a (yes|no)\b|\b(static|interference)\b|\becho on the line\b"
     r"|\b(say|speak|repeat) (that |it )?(a (bit|little) )?(slower|louder|more slowly|more clearly)\b"
+    r"|\b(say|give me) [^.?!]{0,30}\bagain\b"
 )
 REPAIR_NOT = _rx(r"\b(match|matches|matched|verify|verified|incorrect|wrong)\b")
 
@@ -79,7 +81,7 @@ CONFIRMATION = _rx(
     rf"|\b(has|have|had|'s|'ve)\s+(now |just |successfully |already )?been (successfully )?{_REMEDY_PAST}\b"
     rf"|\b(refund|credit|plan|change|charge)s? been {_REMEDY_PAST}\b"
     r"|\b(is|are) (now )?being (processed|applied|issued|refunded|credited|reversed|reverted)\b"
-    r"|\b((plan|account|service)('s| is)|you'?re|youre|you are) (now )?back (on|to)\b"
+    r"|\b((plan|account|service)('s| is)|you'?re|youre|you are) (now )?back (on|to)\b|\byour plan is now\b"
     r"|\b(refund|credit|change|reversal|adjustment|correction|switch|revert|plan change)s?\b[^.?!]{0,40}\b(is|are|was|has|'s) (now )?(complete|completed|done|finished"
     r"|applied|processed|through|gone through|on its way|on your (account|card|bill))\b"
     r"|\b(you'?re|youre|your|you are) (all )?(set|good to go|all good)\b|\ball (done|sorted|set|fixed)\b|^(done|sorted|all set)\b"
@@ -96,7 +98,7 @@ CONFIRMATION_NOT = _rx(r"\b(will|i'?ll|can|could|would|should|shall|going to|not
 DENIAL = _rx(
     r"\b(unable|not able|can ?not|can'?t|cant|cannot|won'?t be able|won'?t|not in a position|not (authori[sz]ed|permitted|allowed))\b"
     r"[^.?!]{0,40}"
-    r"\b(refund|credit|reverse|revert|undo|change|switch|apply|give|process|offer|issue|do (that|this|anything)"
+    r"\b(refund|credit|reverse|revert|undo|change|switch|apply|give|process|offer|issue|restore|arrange|do (that|this|anything)"
     r"|help with (that|this|refunds)|money back)"
     r"|\b(not|isn'?t|aren'?t) eligible\b|\bineligible\b|\b(don'?t|doesn'?t|do not|does not) qualify\b"
     r"|\b(that'?s|that is|it'?s|it is|this is|isn'?t|is not|are not|aren'?t)\s+(not\s+)?(something|possible|available|an option)\b"
@@ -107,11 +109,13 @@ DENIAL = _rx(
     r"|\b(don'?t|do not) have the (ability|authority|option) to\b|\boutside (of )?(our|the) (refund |credit )?(policy|window)\b"
     r"|\bcan'?t do that\b|\bno can do\b|\bnot going to be able to\b|\bdecline (the|your|this) (refund|request|credit|change)\b"
     r"|\b(refunds?|credits?|changes?|reversals?)\b[^.?!]{0,15}\b(aren'?t|isn'?t|is not|are not|not) (allowed|permitted|possible)\b"
-    r"|\bthat'?s a no\b|\bthe answer is no\b"
+    r"|\bthat'?s a no\b|\bthe answer is no\b|\b(request|refund|claim|credit)\b[^.?!]{0,20}\b(has been|was|is|'s been) (declined|denied|rejected)\b"
 )
 DENIAL_SUBJECT_NOT = _rx(r"\b(hear|heard|catch|understand|transfer|connect|find|see|locate)\b")
 
-_REMEDY_VERB = r"(refund|credit|switch|move|revert|change|put|apply|add|reverse|process|issue|waive|give you|set up|open)"
+_REMEDY_VERB = (
+    r"(refund|credit|switch|move|revert|change|put|apply|add|reverse|process|issue|waive|give you|set up|open|restore|arrange)"
+)
 OFFER = _rx(
     r"\bwould you (also |still |now )?like\b|\b(do|did) you (also |still )?want me to\b|\bwant me to\b|\b(shall|should) i\b"
     r"|\bcan i go ahead\b|\bi can go ahead and\b|\bdo you want (that|this|it)\b"
@@ -123,19 +127,20 @@ OFFER = _rx(
     r"|\b(does that |would that |that )?sounds? good\s*\?|\bhow does that sound\b|\bis that what you'?d like\b|\bif you'?d like\b|\bif you want\b"
     r"|\blet me know if you'?d like\b|\b(can|may) i (go ahead and )?(process|apply|issue|refund|credit|switch|revert|add|set up|open|put)\b"
     r"|\bi can (transfer|connect|put you through|get you to)\b|\bi could (transfer|connect)\b"
-    r"|\bi can (go ahead and )?(refund|credit|switch|move|revert|change|put|apply|add|reverse|process|issue|waive|give you)\b"
+    rf"|\b(i can|i am able to|i'?m able to) (also )?(go ahead and )?{_REMEDY_VERB}\b|\b(may|can|shall) i proceed\b|\bdo you wish me to\b"
     r"|\bdo you want (the|a|that|this) (refund|credit|change)\b|\bshall we\b|\bwould you prefer\b"
 )
 OFFER_NOT = _rx(
     r"\b(would you like|do you want|want me to|can i|help)\b[^.?!,]{0,20}\b(anything|something) (else|more)\b"
-    r"|^(what|which|who|when|where|how) (?!does that sound|i can do)"
+    r"|^(what|which|who|when|where|how) (?!does that sound|i can do)|\b(before|once|after|until|when) i can\b"
 )
 _OFFER_BY_ABILITY = _rx(r"^i (can|could)\b")
 
 CLOSING = _rx(
-    r"\b(anything|something) else\b|\b(anything|something) more (i|we) can\b"
+    r"(?<!or )\b(anything|something) else\b|\b(anything|something) more (i|we) can\b|\b(any|anything) (other|further)\b"
+    r"|\bconcludes? (our|the|this) call\b"
     r"|\bhave a\b[^.?!]{0,25}\b(day|evening|night|one|weekend|afternoon|morning)\b|\benjoy (the rest of )?your\b"
-    r"|\bgood ?bye\b|\bbye\b|\btake care\b(?! of)|\bthanks? (you )?for (calling|being with us|your patience)\b(?=[^?]*$)"
+    r"|\bgood ?bye\b|\bbye\b|\btake care\b(?! of)|\bthanks? (you )?for (calling|being with us|choosing)\b(?=[^?]*$)"
     r"|\b(end|ending) the call\b|\bcall back any time\b|\bglad (i|we) could help\b|\bif there'?s nothing else\b"
     r"|\bthat'?s (everything|all) (from me|from my side|for (today|now))\b"
 )
@@ -147,7 +152,8 @@ HOLD = _rx(
     r"|\blet me (just )?(quickly )?(check|look|see|pull|find|run|double[- ]check|take a (closer |quick )?look|have a (closer |quick )?look|process"
     r"|verify that|get that|confirm that|review)\b"
     r"|\b(i'?m|im|i am) (just )?(looking|checking|pulling|processing|reviewing|working on) (into |up |that|this|it|your|the|now)"
-    r"|\bi'?ll (just )?(check|look|pull)\b|\bi'?m going to (check|look|pull)\b|\bchecking (now|on that|that now)\b"
+    r"|\b(i'?ll|i will|i shall) (now |just |quickly )?(check|look|pull|review|search|investigate)\b|\bi'?m going to (check|look|pull)\b"
+    r"|\bchecking (now|on that|that now)\b"
     r"|\b(will|'ll) (just )?take a (second|sec|moment|minute)\b|\bwhile i (check|look|pull|process|find|review|transfer)\b|\bone sec\b"
 )
 HOLD_NOT = _rx(r"\b(bearing|looked|checked|for holding)\b")
@@ -179,7 +185,7 @@ QUESTION_START = _rx(
 )
 QUESTION_BODY = _rx(
     r"\b(press|say) (one|two|three|four|five|six|seven|eight|nine|zero|[0-9])\b|\bfor [a-z ]{3,30}, (say|press)\b|\bor say\b"
-    r"|\b(tell me|say) (what|why) you'?re calling\b|"
+    r"|\b(tell me|say) (what|why) you'?re calling\b|(,|\s)(right|correct|is that right|is that correct)\s*\??$|"
     r"\btell me (more|about|what|why|a bit|a little|how)\b|\bdescribe\b|\bi'?d (love|like) to hear\b"
     r"|\b(how|what) (can|may) i (help|assist|do)\b|\bwhat brings you\b"
     r"|\blet me know (what|how|which|if|when)\b|\btell me what\b|\bwalk me through\b"

@@ -66,7 +66,8 @@ FACTS: tuple[FactSense, ...] = (
            r"\bhow much\b|\b(the|what) amount\b|\bamount of\b"),
     _sense("charge_date", "case", "the date of the charge",
            r"\bwhen (was|were|did) (the|that|this|it|they)( second| duplicate| extra)? (charge|payment|transaction)s?\b"
-           r"|\bdate of the( \w+)? (charge|payment|transaction)\b|\b(what|which) date\b[^.?!]{0,20}\b(charge|payment|bill)"),
+           r"|\bdate of the( \w+)? (charge|payment|transaction)\b|\b(what|which) date\b[^.?!]{0,20}\b(charge|payment|bill)"
+           r"|\bdate (on which|when|that)\b[^.?!]{0,25}\b(charge|payment|transaction)"),
 )
 FACT_NAMES: tuple[str, ...] = tuple(f.name for f in FACTS)
 IDENTITY_FACTS: frozenset[str] = frozenset(f.name for f in FACTS if f.kind == "identity")
