@@ -120,9 +120,10 @@ class AgentEar:
     def __init__(self, recognizer: SpeechRecognizer) -> None:
         self.recognizer = recognizer
 
-    async def hear(self, pcm: np.ndarray, sample_rate: int) -> tuple[Transcript, float]:
-        """The transcript and its compute in ms (see the module docstring)."""
+    async def hear(self, pcm: np.ndarray, sample_rate: int, prompt: str | None = None) -> tuple[Transcript, float]:
+        """The transcript and its compute in ms (see the module docstring); `prompt` biases the
+        recogniser where its backend supports it."""
         t0 = time.perf_counter()
-        transcript = await self.recognizer.transcribe(pcm, sample_rate)
+        transcript = await self.recognizer.transcribe(pcm, sample_rate, prompt=prompt)
         spent = (time.perf_counter() - t0) * 1000.0
-        return transcript, _cost("asr:" + self.recognizer.key(pcm, sample_rate), spent)
+        return transcript, _cost("asr:" + self.recognizer.key(pcm, sample_rate, prompt), spent)

@@ -47,7 +47,7 @@ ANYTHING_ELSE = "Is there anything else I can help you with?"
 CHALLENGES: dict[str, str] = {  # worded twice where eSpeak + Whisper garble one form ("date of birth")
     "holder_name": "What is the full name on the account?",
     "date_of_birth": "What is your birthday, your date of birth?",
-    "postcode": "Can you confirm the zip code on the account, your postal code?",
+    "postcode": "What is the postal code, the zip code, on the account?",
     "email": "What is the email address on the account?",
 }
 GENERIC_CHALLENGE = "For security, could you confirm your identity once more?"
@@ -77,6 +77,13 @@ class PolicyConfig(Frozen):
     """Run the remedy's read-only lookups (outage status) before offering (hybrid)."""
     memory: bool = False
     """Remember identity facts the caller volunteers before being asked (hybrid)."""
+    contextual_asr: bool = True
+    """Bias the recogniser per turn with what the agent expects to hear (`listening_context`): the
+    line it just said, the scenario's vocabulary and, for identity answers, the account's own
+    entities, as deployed agents pass phrase hints from the CRM record the caller's number found."""
+    switch_fact_after: int | None = Field(default=1, ge=0, le=10)
+    """After this many re-asks of one identity fact that gave nothing usable, ask a different fact
+    instead (None: keep re-asking until `max_repairs`)."""
     name_min_ratio: float = Field(default=0.8, ge=0.5, le=1.0)
     postcode_max_edits: int = Field(default=1, ge=0, le=2)
     email_min_ratio: float = Field(default=0.85, ge=0.5, le=1.0)
@@ -138,6 +145,30 @@ class _Memory:
     volunteered: dict[str, str] = field(default_factory=dict)
 
 
+_DOMAIN = "Customer care: a duplicate charge and a refund, an outage and a credit, my plan, a human agent."
+_DIGITS = "Digits: one, two, three, four, five, six, seven, eight, nine, zero."
+
+
+def _spoken_email(email: str) -> str:
+    return email.replace(".", " dot ").replace("@", " at ").replace("_", " underscore ")
+
+
+def _vocabulary(facts: Facts, expecting: str | None) -> str:
+    """Phrase hints for one turn: the account's entities while an identity answer is expected
+    (name and e-mail, never a digit or date of the record), the scenario's words otherwise."""
+    acc = facts.account
+    if expecting == "holder_name":
+        return f"{acc.holder_name}."
+    if expecting == "email":
+        return f"{acc.holder_name}, {_spoken_email(acc.email)}."
+    if expecting == "postcode":
+        return _DIGITS
+    if expecting == "date_of_birth":
+        return ""
+    plans = ", ".join(dict.fromkeys(p for p in (acc.plan, str(facts.service.get("previous_plan", ""))) if p))
+    return f"{_DOMAIN} {plans}."
+
+
 class DialoguePolicy:
     """The conversation state machine of one call."""
 
@@ -156,6 +187,7 @@ class DialoguePolicy:
         self.failed: list[str] = []
         self.challenge: str | None = None
         self.challenges_asked: list[str] = []
+        self.unparsed: dict[str, int] = {}
         self.identity_confidences: list[float] = []
         self.extra_needed = 0
         self._extra_decided = False
@@ -245,6 +277,18 @@ class DialoguePolicy:
         }[self.state]
         handler(out, u, heard)
         return self._finish(out)
+
+    def listening_context(self) -> str | None:
+        """The recogniser prompt for the caller's next turn (None when `contextual_asr` is off).
+
+        Built only from the agent's own last line, the dialogue state and the account record, the
+        same for every caller of a scenario: nothing in it depends on how the caller sounds.
+        """
+        if not self.cfg.contextual_asr:
+            return None
+        last = " ".join(s.text for s in self.last_says)
+        expecting = self.planted_challenge or self.challenge if self.state == "verify" else None
+        return " ".join(p for p in (_vocabulary(self.facts, expecting), last) if p)
 
     # ---- helpers ----
 
@@ -460,6 +504,14 @@ class DialoguePolicy:
         if value is None and fact in self.memory.volunteered:
             value = self.memory.volunteered[fact]
         if value is None:
+            self.unparsed[fact] = self.unparsed.get(fact, 0) + 1
+            switch = self.cfg.switch_fact_after
+            others = [f for f in self.cfg.challenge_order if f not in self.verified and f not in self.failed and f != fact]
+            if switch is not None and self.unparsed[fact] > switch and others:
+                self.failed.append(fact)
+                self.consecutive_repairs = 0
+                self._next_challenge(out, "Let's try something else.")
+                return
             self._repair(out, REPAIR)
             return
         self.consecutive_repairs = 0

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
@@ -24,7 +26,6 @@ from agents.reference._audio import AgentMouth
 from agents.reference._knobs import ConditionDetector
 from agents.reference._policy import (
     REPAIR,
-    DialoguePolicy,
     Hangup,
     Heard,
     Hold,
@@ -65,7 +66,8 @@ class Perception:
     """Recognition compute (see `agents.reference._audio`)."""
 
 
-Perceive = Callable[[np.ndarray], Awaitable[Perception]]
+Perceive = Callable[[np.ndarray, str | None], Awaitable[Perception]]
+"""(caller audio, recogniser prompt) -> what the agent perceived."""
 
 
 @dataclass(frozen=True)
@@ -81,11 +83,26 @@ _DTMF_WORDS = {"0": "zero", "1": "one", "2": "two", "3": "three", "4": "four", "
                "7": "seven", "8": "eight", "9": "nine", "*": "star", "#": "hash"}  # fmt: skip
 
 
+class Policy(Protocol):
+    """A call's dialogue: the rule policy answers at once, a model-driven one is awaited."""
+
+    @property
+    def ended(self) -> bool: ...
+
+    def greet(self) -> list[Step]: ...
+
+    def respond(
+        self, heard: Heard, detected: Mapping[str, str] | None = None, *, asks_for_human: bool | None = None
+    ) -> list[Step] | Awaitable[list[Step]]: ...
+
+    def listening_context(self) -> str | None: ...
+
+
 class TurnSession:
     def __init__(
         self,
         call: CallInfo,
-        policy: DialoguePolicy,
+        policy: Policy,
         mouth: AgentMouth,
         perceive: Perceive,
         detector: ConditionDetector,
@@ -164,12 +181,13 @@ class TurnSession:
                 text = " ".join(_DTMF_WORDS.get(d, d) for d in digits)
                 perception = Perception(Heard(text, 1.0), measure(pcm, INPUT_RATE), text)
             else:
-                perception = await self.perceive(pcm)
+                perception = await self.perceive(pcm, self.policy.listening_context())
             self.perceptions.append(perception)
             asr_ms = perception.asr_ms
             detected = self.detector.observe(audio, perception.features, perception.transcript)
             asks = self.detector.asks_for_human(audio)
-            steps = self.policy.respond(perception.heard, detected, asks_for_human=asks)
+            reply = self.policy.respond(perception.heard, detected, asks_for_human=asks)
+            steps = await reply if inspect.isawaitable(reply) else reply
             events: list[AgentEvent] = []
             if self.exposure.transcripts and perception.transcript is not None:
                 events.append(HeardOut(perception.transcript, perception.heard.confidence))

@@ -27,13 +27,13 @@ class NativeAgent(ReferenceAdapter):
     default_name = "native"
     exposure = Exposure(transcripts=False, tools=False, states=False)
     def perceiver(self, ear: AgentEar) -> Perceive:
-        async def perceive(pcm: np.ndarray) -> Perception:
+        async def perceive(pcm: np.ndarray, prompt: str | None) -> Perception:
             features = measure(pcm, INPUT_RATE)
             if features.silent:
                 return Perception(Heard("", None, speech=False), features)
             if features.noise_like:
                 return Perception(Heard("", None, noise=True), features)
-            transcript, asr_ms = await ear.hear(pcm, INPUT_RATE)
+            transcript, asr_ms = await ear.hear(pcm, INPUT_RATE, prompt)
             return Perception(Heard(transcript.text, transcript.confidence), features, transcript.text, asr_ms)
 
         return perceive

@@ -38,6 +38,8 @@ def offline_model_path() -> Path:
 
 class FasterWhisperBackend:
     name = "faster-whisper"
+    accepts_prompt = True
+    """`transcribe(..., prompt=)` passes Whisper an initial prompt (context that biases decoding)."""
 
     def __init__(
         self,
@@ -84,13 +86,16 @@ class FasterWhisperBackend:
             "without_timestamps": False,
         }
 
-    def transcribe(self, pcm: np.ndarray, sample_rate: int) -> Transcript:
+    def transcribe(self, pcm: np.ndarray, sample_rate: int, prompt: str | None = None) -> Transcript:
         check_pcm(pcm, sample_rate, allow_silent=True, allow_clipped=True)
         audio, _ = resample(to_float(pcm), sample_rate, WHISPER_RATE)
         audio = audio[: int(self.max_seconds * WHISPER_RATE)]
         seconds = len(audio) / WHISPER_RATE
         try:
-            segments, info = self._model.transcribe(audio, **self.decode_options(seconds))
+            options = self.decode_options(seconds)
+            if prompt:
+                options["initial_prompt"] = prompt
+            segments, info = self._model.transcribe(audio, **options)
             segs = list(segments)
         except Exception as exc:
             raise TranscriptionError(f"{self.name} failed on {seconds:.2f} s of audio: {exc}") from exc

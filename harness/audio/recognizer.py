@@ -7,10 +7,12 @@ decoding, and the model is loaded once per process instead of once per worker pr
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -18,6 +20,12 @@ from harness.audio.cache import ContentCache, content_key, transcript_cache
 from harness.audio.dsp import pcm_sha256
 from harness.audio.registry import create_asr
 from harness.audio.types import ASRBackend, AsyncASRBackend, Transcript
+
+
+class _PromptedBackend(Protocol):
+    """A backend with `accepts_prompt = True` (faster-whisper's initial prompt)."""
+
+    def transcribe(self, pcm: np.ndarray, sample_rate: int, prompt: str | None = None) -> Transcript: ...
 
 
 class SpeechRecognizer:
@@ -39,13 +47,22 @@ class SpeechRecognizer:
         self._pool = ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="asr")
         self.recognised = 0
 
-    def key(self, pcm: np.ndarray, sample_rate: int) -> str:
+    @property
+    def accepts_prompt(self) -> bool:
+        """Whether the backend decodes with a context prompt (Whisper's initial prompt); others ignore it."""
+        return bool(getattr(self.backend, "accepts_prompt", False))
+
+    def key(self, pcm: np.ndarray, sample_rate: int, prompt: str | None = None) -> str:
+        extra = {"prompt": prompt} if prompt and self.accepts_prompt else {}
         return content_key(
-            audio=pcm_sha256(pcm, sample_rate), backend=self.backend.name, model=self.backend.model
+            audio=pcm_sha256(pcm, sample_rate), backend=self.backend.name, model=self.backend.model, **extra
         )
 
-    async def transcribe(self, pcm: np.ndarray, sample_rate: int) -> Transcript:
-        key = self.key(pcm, sample_rate)
+    async def transcribe(self, pcm: np.ndarray, sample_rate: int, *, prompt: str | None = None) -> Transcript:
+        """`prompt`: context text that biases recognition (the agent's last question, domain words),
+        used by backends that support it and part of the cache key then."""
+        prompt = prompt if prompt and self.accepts_prompt else None
+        key = self.key(pcm, sample_rate, prompt)
         hit = self.cache.get(key)
         if hit is not None:
             return hit.model_copy(update={"cached": True})
@@ -55,7 +72,10 @@ class SpeechRecognizer:
             result = await backend.transcribe_async(pcm, sample_rate)
         else:
             loop = asyncio.get_running_loop()
-            result = await loop.run_in_executor(self._pool, backend.transcribe, pcm, sample_rate)
+            call: Callable[[np.ndarray, int], Transcript] = (
+                partial(cast(_PromptedBackend, backend).transcribe, prompt=prompt) if prompt else backend.transcribe
+            )
+            result = await loop.run_in_executor(self._pool, call, pcm, sample_rate)
         self.cache.put(key, result)
         return result
 
