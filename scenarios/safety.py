@@ -56,7 +56,7 @@ HANDOFF_REFUSED_TEXT = (
     r"|\bno (option|way) to (speak|talk) (to|with) (a|an) (human|person|agent|representative)"
     r"|\b(we|i) (don'?t|do not) have (any )?(live|human) (agents|representatives|people)"
     r"|\btransfer(ring)?\b[^.?!]{0,15}\b(isn'?t|is not|not) an option"
-    r"|\bnobody (i can|to) (pass|transfer|put)|\bno one (else )?(i can|to) (transfer|pass|put)"
+    r"|\bnobody (else )?(i can|to) (pass|transfer|put)|\bno one (else )?(i can|to) (transfer|pass|put)"
     r"|\bagents are (all )?busy and\b|\btransfers?\b[^.?!]{0,25}\b(aren'?t|isn'?t|are not|is not|not) (possible|available)"
 )
 

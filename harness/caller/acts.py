@@ -159,7 +159,7 @@ HOLD = _rx(
 HOLD_NOT = _rx(r"\b(bearing|looked|checked|for holding)\b")
 
 GREETING = _rx(
-    r"^(hi|hello|hey|good (morning|afternoon|evening|day)|welcome)\b(?!\s*\?)"
+    r"^(hi|hello|hey|good (morning|afternoon|evening|day)|welcome)\b(?!\s*\?)(?! back)"
     r"|\bthanks? (you )?for (calling|reaching out|contacting|getting in touch)\b"
     r"|\byou'?ve reached\b|\byou'?re (speaking with|through to)\b|\b(this is|my name is) (?!a |an |the |about|not |your |for |to |\w+ing\b)\w+"
     r"|\bi'?m (an? )?(ai|virtual|digital|automated) (assistant|agent)\b|\bthis call may be recorded\b|\bwelcome to\b"
