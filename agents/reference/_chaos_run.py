@@ -1,8 +1,11 @@
 """Run a campaign against chaos agents, in-process or served on loopback, for tests and benchmarks.
 
 `EXPECTED` is the fault matrix: for each protocol, the faults that apply and the failure kind
-each must be recorded with (None: the call must complete). Faults a protocol cannot carry (a 5xx
-on a WebSocket, a flood on a request/response API, marks outside Twilio) are left out.
+each must be recorded with (None: none). Every fault is the agent's, so every faulted call
+completes as an outcome, `unresolved` with the non-service flag in `NON_SERVICE` (a hanging agent
+runs out the caller's patience: no failure kind, flag `agent_unresponsive`). Faults a protocol
+cannot carry (a 5xx on a WebSocket, a flood on a request/response API, marks outside Twilio) are
+left out.
 """
 
 from __future__ import annotations
@@ -16,18 +19,18 @@ from typing import Any, Literal
 
 from agents.reference.chaos import ChaosAgent, Fault
 from agents.serve import ServeConfig, start_server
-from harness.model.events import FailureKind
+from harness.model.events import FailureKind, NonServiceFlag
 from harness.planning import load_campaign
 from harness.runtime import CampaignRunner
 from harness.runtime.campaign import RunSummary
 
-__all__ = ["EXPECTED", "PROTOCOLS", "ChaosRun", "run_chaos"]
+__all__ = ["EXPECTED", "NON_SERVICE", "PROTOCOLS", "ChaosRun", "run_chaos"]
 
 Where = Literal["inproc", "http", "ws", "twilio", "realtime"]
 PROTOCOLS: tuple[Where, ...] = ("inproc", "http", "ws", "twilio", "realtime")
 
 _COMMON: dict[Fault, FailureKind | None] = {
-    "hang": "timeout_turn",
+    "hang": None,
     "drop": "disconnect",
     "malformed_json": "malformed_frame",
     "bad_audio": "malformed_frame",
@@ -40,6 +43,16 @@ EXPECTED: dict[Where, dict[Fault, FailureKind | None]] = {
     "ws": _STREAMING,
     "twilio": {**_STREAMING, "no_marks": None},
     "realtime": _STREAMING,
+}
+NON_SERVICE: dict[Fault, NonServiceFlag | None] = {
+    "hang": "agent_unresponsive",
+    "drop": "agent_disconnected",
+    "malformed_json": "agent_protocol_error",
+    "bad_audio": "agent_protocol_error",
+    "exception": "agent_error_event",
+    "http_5xx": "agent_protocol_error",
+    "flood": "agent_protocol_error",
+    "no_marks": None,
 }
 
 CAMPAIGN = """\
@@ -60,6 +73,7 @@ pacing: {pacing}
 retries: {retries}
 asr: {{name: pocketsphinx}}
 timeouts: {{connect_s: 5, turn_s: {turn_s}, call_s: {call_s}}}
+patience: {{prompt_after_s: {prompt_s}, hang_up_after_s: {patience_s}}}
 """
 
 
@@ -79,7 +93,7 @@ async def run_chaos(
     replicates: int = 1,
     concurrency: int = 32,
     retries: int = 0,
-    turn_s: float = 3.0,
+    turn_s: float = 10.0,
     call_s: float = 40.0,
     adapter_options: Mapping[str, Any] | None = None,
     progress: bool = False,
@@ -106,6 +120,8 @@ async def run_chaos(
             retries=retries,
             turn_s=turn_s,
             call_s=call_s,
+            prompt_s=1.0,
+            patience_s=3.0,
         )
         cfile = workdir / f"chaos-{where}.yaml"
         cfile.write_text(text)

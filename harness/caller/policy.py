@@ -12,12 +12,15 @@ from dataclasses import dataclass
 from typing import Literal
 
 from harness.caller.classify import RuleReader
-from harness.caller.reading import Reader, Reading
+from harness.caller.patience import PATIENCE_LINES
+from harness.caller.reading import Reader, Reading, make_reading
 from harness.model.events import Classification
 from scenarios import Anchor, Scenario
 
-UtteranceKind = Literal["anchor", "challenge_answer", "repeat", "rephrase", "human_request", "nudge"]
-EscalationReason = Literal["scripted", "repairs", "stalled", "denial"]
+UtteranceKind = Literal[
+    "anchor", "challenge_answer", "repeat", "rephrase", "human_request", "nudge", "patience_prompt", "interruption"
+]
+EscalationReason = Literal["scripted", "repairs", "stalled", "denial", "unresponsive"]
 
 HUMAN_REQUEST = "Can I speak to a human agent, please?"
 NUDGE = "Okay."
@@ -56,7 +59,7 @@ def caller_lines(scenario: Scenario) -> tuple[str, ...]:
     these answers said one after another."""
     script = scenario.caller
     lines = [a.text for a in script.anchors] + [a.rephrase for a in script.anchors if a.rephrase]
-    lines += [c.answer for c in script.challenges] + [UNKNOWN_FACT, HUMAN_REQUEST, NUDGE]
+    lines += [c.answer for c in script.challenges] + [UNKNOWN_FACT, HUMAN_REQUEST, NUDGE, *PATIENCE_LINES]
     return tuple(dict.fromkeys(lines))
 
 
@@ -77,6 +80,14 @@ class CallerPolicy:
         self.human_requests = 0
         self.turns = 0
         self.terminal: str | None = None
+
+    def ask_for_human(self, reason: str) -> Decision:
+        """The caller's patience with a silent agent ran short: ask for a human (reason `unresponsive`)."""
+        return self._request_human(make_reading("", []), "unresponsive", reason)
+
+    @property
+    def has_spoken(self) -> bool:
+        return self.last_say is not None
 
     # -- helpers -------------------------------------------------------------
     def _anchor_by_intent(self, intent: str) -> int | None:

@@ -8,6 +8,7 @@ from harness.model.campaign import (
     ChannelSpec,
     Pacing,
     PairSpec,
+    Patience,
     Timeouts,
 )
 from harness.model.episode import (
@@ -119,6 +120,7 @@ __all__ = [
     "NonServiceFlag",
     "Pacing",
     "PairSpec",
+    "Patience",
     "RunManifest",
     "StateTransition",
     "Timeouts",

@@ -38,9 +38,40 @@ class ChannelSpec(Frozen):
 
 
 class Timeouts(Frozen):
+    """The harness's last-resort guards against a stuck harness; they must exceed the caller's
+    patience, which is what ends a call with a silent agent (as `agent_unresponsive`)."""
+
     connect_s: float = Field(default=10.0, gt=0)
-    turn_s: float = Field(default=30.0, gt=0)
-    call_s: float = Field(default=300.0, gt=0)
+    turn_s: float = Field(default=120.0, gt=0)
+    call_s: float = Field(default=600.0, gt=0)
+
+
+PATIENCE_MARGIN_S = 5.0
+"""How much longer than the caller's patience the harness timeouts must be: the longest patience
+line (a request for a human at a slow speaking rate) fits in it."""
+
+
+class Patience(Frozen):
+    """How long the caller bears an agent's silence, the same for both calls of a pair.
+
+    After `prompt_after_s` of silence the caller says "Hello? Are you still there?"; after
+    `prompts_before_human` unanswered prompts it asks for a human; once the agent has been silent
+    for `hang_up_after_s` in all, it hangs up and the call ends as `agent_unresponsive`. The
+    defaults are a patient real caller's.
+    """
+
+    prompt_after_s: float = Field(default=8.0, gt=0, le=600)
+    prompts_before_human: int = Field(default=2, ge=0, le=20)
+    hang_up_after_s: float = Field(default=45.0, gt=0, le=3600)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> Patience:
+        if self.prompt_after_s > self.hang_up_after_s:
+            raise ValueError(
+                f"patience.prompt_after_s ({self.prompt_after_s:g}) exceeds patience.hang_up_after_s "
+                f"({self.hang_up_after_s:g}); the caller would hang up before ever prompting"
+            )
+        return self
 
 
 class PairSpec(Frozen):
@@ -125,6 +156,7 @@ class Campaign(Frozen):
     asr: BackendSpec = BackendSpec(name="faster-whisper")
     channel: ChannelSpec = ChannelSpec()
     timeouts: Timeouts = Timeouts()
+    patience: Patience = Patience()
     retries: int = Field(default=0, ge=0, le=5)
     facts_disclosure: FactsDisclosure = Field(
         default="full",
@@ -138,6 +170,22 @@ class Campaign(Frozen):
         ),
     )
     reader: ReaderSpec = ReaderSpec()
+
+    @model_validator(mode="after")
+    def _patience_first(self) -> Campaign:
+        """The caller's patience must end a silent agent's call before any harness timeout does,
+        with room for the line the caller may be saying when it runs out (`PATIENCE_MARGIN_S`)."""
+        need = self.patience.hang_up_after_s + PATIENCE_MARGIN_S
+        for name in ("turn_s", "call_s"):
+            limit = getattr(self.timeouts, name)
+            if limit <= need:
+                raise ValueError(
+                    f"timeouts.{name} ({limit:g} s) must exceed patience.hang_up_after_s "
+                    f"({self.patience.hang_up_after_s:g} s) by more than {PATIENCE_MARGIN_S:g} s: the caller's "
+                    f"patience ends a call with a silent agent, the timeouts only guard a stuck harness; "
+                    f"raise timeouts.{name} above {need:g} or lower patience.hang_up_after_s"
+                )
+        return self
 
     @field_validator("agents")
     @classmethod
@@ -153,5 +201,5 @@ class Campaign(Frozen):
         return sha256_of(self)
 
 
-__all__ = ["AXES", "AgentSpec", "Architecture", "BackendSpec", "Campaign", "ChannelSpec", "FactsDisclosure", "ModelReaderSpec", "Pacing", "PairSpec",
+__all__ = ["AXES", "AgentSpec", "Architecture", "BackendSpec", "Campaign", "ChannelSpec", "FactsDisclosure", "ModelReaderSpec", "Pacing", "PairSpec", "Patience",
            "ReaderSpec", "Timeouts"]

@@ -38,6 +38,10 @@ class CallFailed(AgentError):
     """A failure the harness detected itself (timeouts, fatal agent error events, a session that raised)."""
 
 
+class AgentReportedError(CallFailed):
+    """The agent's own fatal error event: always the agent's side, whatever kind it names."""
+
+
 class CallLog:
     """Stamping, the playback clock, the recorder and the caller's turn counter of one call."""
 
@@ -60,6 +64,8 @@ class CallLog:
         self.oracle = oracle
         self.turn = 0
         self.facts_seen: str | None = None
+        self.caller_end_ms = 0
+        """End of the caller's last utterance on the episode clock (as logged, even if still playing)."""
         self._pending_escalation: str | None = None
 
     # -- time and raw events -----------------------------------------------------------
@@ -98,6 +104,7 @@ class CallLog:
     def utterance_ended(self, t_ms: int, spoken: Spoken, *, truncated: bool = False, scheduled: bool = False) -> None:
         """Log the end of a caller utterance (and an escalation request it carried); `scheduled`:
         `t_ms` lies ahead of the clock (the pump queues the last frame before it has played)."""
+        self.caller_end_ms = max(self.caller_end_ms, t_ms)
         if scheduled:
             self.stamper.schedule("caller_utterance_end", t_ms, turn=self.turn, truncated=truncated)
             if self._pending_escalation is not None:
@@ -109,6 +116,10 @@ class CallLog:
         if "resampling_path" not in self.channel_info and spoken.channel:
             self.channel_info["resampling_path"] = spoken.channel.get("resampling_path")
             self.channel_info["codec"] = spoken.channel.get("codec")
+
+    def escalation_pending(self, reason: str) -> None:
+        """A request for a human is about to be said; it is logged once it has been made."""
+        self._pending_escalation = reason
 
     def escalation_made(self, t_ms: int) -> None:
         """Log a pending request for a human at the moment it has been made."""
@@ -153,7 +164,7 @@ class CallLog:
         elif isinstance(ev, ErrorOut):
             s.emit("error", t_ms, kind=ev.kind, message=ev.message, fatal=ev.fatal)
             if ev.fatal:
-                raise CallFailed(ev.kind, ev.message)
+                raise AgentReportedError(ev.kind, ev.message)
 
     # -- the end ---------------------------------------------------------------------
     def failure(self, kind: FailureKind, message: str, non_service: NonServiceFlag | None = None) -> None:

@@ -1,7 +1,9 @@
 """The conversation loop every call shares: hear the agent, decide, reply, until someone hangs up.
 
 Turn-based and streaming calls differ only in their transport (`Transport`: `next_turn` and
-`say`); what the caller hears, decides and logs is the same code for both.
+`say`); what the caller hears, decides and logs is the same code for both, its patience with a
+silent agent included (`harness.caller.patience`): a silent turn is logged as `agent_silence`,
+never read as words, and the caller prompts, asks for a human or hangs up by its patience.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from typing import Protocol
 import numpy as np
 
 from harness.audio import SpeechRecognizer
-from harness.caller.policy import CallerPolicy, Say
+from harness.caller.patience import PATIENCE_PROMPT, CallerPatience, PatienceDecision
+from harness.caller.policy import CallerPolicy, Decision, Say
+from harness.model.campaign import Patience
 from harness.runtime.calllog import CallFailed, CallLog
 from harness.runtime.voice import CallerVoice, Spoken
 
@@ -26,12 +30,19 @@ class AgentTurn:
     hung_up: str | None = None
     had_audio: bool = False
 
+    @property
+    def silent(self) -> bool:
+        """Nothing from the agent: no words, no audio, no hang-up."""
+        return not self.had_audio and not any(t.strip() for t in self.text) and self.hung_up is None
+
 
 class Transport(Protocol):
     """How caller and agent turns travel: one class for turn-based agents, one for streaming ones."""
 
-    async def next_turn(self) -> AgentTurn:
-        """Wait for the agent's next turn (or its silence, or its hang-up)."""
+    async def next_turn(self, quiet_ms: int, give_up_ms: int) -> AgentTurn:
+        """Wait for the agent's next turn, its hang-up, or its silence: a turn that has not begun
+        within `quiet_ms` is silent; an agent still busy after `give_up_ms` has run out the
+        caller's patience (a silent turn with the clock at that point)."""
 
     async def say(self, spoken: Spoken, say: Say, last: bool) -> None:
         """Speak one caller utterance; `last`: the caller hangs up after it."""
@@ -40,11 +51,19 @@ class Transport(Protocol):
 class Conversation:
     """The caller's side of one call over any transport."""
 
-    def __init__(self, log: CallLog, policy: CallerPolicy, voice: CallerVoice, asr: SpeechRecognizer | None) -> None:
+    def __init__(
+        self,
+        log: CallLog,
+        policy: CallerPolicy,
+        voice: CallerVoice,
+        asr: SpeechRecognizer | None,
+        patience: Patience | None = None,
+    ) -> None:
         self.log = log
         self.policy = policy
         self.voice = voice
         self.asr = asr
+        self.patience = CallerPatience(patience if patience is not None else Patience())
 
     async def hear(self, turn: AgentTurn) -> str:
         """The agent's words for the caller policy: its own text when exposed, else our ASR of its audio."""
@@ -61,23 +80,72 @@ class Conversation:
         log.emit("agent_transcript", turn=log.turn, text=tr.text, source="harness_asr", confidence=tr.confidence)
         return tr.text
 
+    async def _next_turn(self, transport: Transport) -> AgentTurn:
+        quiet, left = self.patience.wait_ms(self.log.now())
+        turn = await transport.next_turn(quiet, left)
+        if not turn.silent:
+            now = self.log.now()
+            end = min(now, self.log.playback.end_ms) if turn.had_audio else now
+            self.patience.heard_agent(end)
+        return turn
+
+    async def _speak(self, transport: Transport, say: Say, last: bool) -> None:
+        log = self.log
+        log.turn += 1
+        spoken = await self.voice.speak(say, log.turn)
+        await transport.say(spoken, say, last)
+        log.escalation_made(log.now())
+
+    def _patience(self, now: int) -> PatienceDecision:
+        log = self.log
+        pd = self.patience.on_silence(now)
+        log.emit(
+            "caller_patience", turn=log.turn, action=pd.action, silence_ms=pd.silence_ms, prompts=pd.prompts,
+            budget_ms=pd.budget_ms, reason=pd.reason,
+        )
+        return pd
+
     async def run(self, transport: Transport) -> str:
         """The call loop; returns the termination reason."""
         log = self.log
-        turn = await transport.next_turn()
+        self.patience.caller_spoke(log.now())  # the line is open: the agent is due from here
+        turn = await self._next_turn(transport)
         while True:
+            if turn.silent:
+                now = log.now()
+                log.emit("agent_silence", turn=log.turn, silence_ms=self.patience.silence_at(now))
+                if self.policy.has_spoken or self.patience.exhausted(now):
+                    pd = self._patience(now)
+                    if pd.action == "hang_up":
+                        log.emit("non_service", reason="agent_unresponsive", message=pd.reason)
+                        log.emit("hang_up", by="caller", reason="agent_unresponsive")
+                        log.log.flush()
+                        return f"caller hung up: agent_unresponsive ({pd.reason})"
+                    if pd.action == "ask_human":
+                        asked: Decision = self.policy.ask_for_human(pd.reason)
+                        assert asked.say is not None
+                        if asked.escalation:
+                            log.escalation_pending(asked.escalation)
+                        await self._speak(transport, asked.say, False)
+                    else:
+                        await self._speak(transport, Say("patience_prompt", PATIENCE_PROMPT), False)
+                    turn = await self._next_turn(transport)
+                    continue
             text = await self.hear(turn)
             decision = self.policy.decide(text)
             log.caller_decided(text, decision)
             if turn.hung_up:
+                if not decision.hang_up:  # the caller was not done: the agent left it unserved
+                    log.emit("non_service", reason="agent_hung_up", message=turn.hung_up)
                 log.emit("hang_up", by="agent", reason=turn.hung_up)
                 return f"agent hung up: {turn.hung_up}"
-            log.turn += 1
             if decision.say is not None:
-                spoken = await self.voice.speak(decision.say, log.turn)
-                await transport.say(spoken, decision.say, decision.hang_up)
-            log.escalation_made(log.now())
+                await self._speak(transport, decision.say, decision.hang_up)
+                self.patience.caller_spoke(max(log.now(), log.caller_end_ms))
+            else:
+                log.turn += 1
+                log.escalation_made(log.now())
             if decision.hang_up:
                 log.emit("hang_up", by="caller", reason=decision.reason)
                 return f"caller hung up: {decision.reason}"
-            turn = await transport.next_turn()
+            turn = await self._next_turn(transport)

@@ -24,14 +24,14 @@ from harness.caller.policy import CallerPolicy
 from harness.disclosure import disclose
 from harness.model.campaign import AgentSpec, Campaign
 from harness.model.episode import BackendInfo, EpisodeHeader, EpisodeOutcome, EpisodeRecord, Exposure, Status
-from harness.model.events import FailureKind
+from harness.model.events import FailureKind, NonServiceFlag, non_service_flag
 from harness.model.outcome import judge_outcome
 from harness.model.secrets import Redactor
 from harness.model.versioning import SCHEMA_VERSION
 from harness.planning import PlannedEpisode
 from harness.rundir import CALL_WAV, EVENTS_JSONL, EventLog
 from harness.runtime.callid import call_id
-from harness.runtime.calllog import CallFailed, CallLog
+from harness.runtime.calllog import AgentReportedError, CallFailed, CallLog
 from harness.runtime.clock import EpisodeClock, RealClock, TurnDeadline, VirtualClock
 from harness.runtime.conversation import Conversation
 from harness.runtime.recorder import CallRecorder
@@ -135,7 +135,8 @@ class EpisodeRunner:
 
     # -- the whole episode -----------------------------------------------------------
     async def run(self) -> EpisodeRecord:
-        """The call, retried up to `campaign.retries` times after a retryable failure.
+        """The call, retried up to `campaign.retries` times after a retryable failure (agent-side
+        failures too, though they are an outcome of the attempt: retries apply to both sides alike).
 
         Only the last attempt is returned (one record per episode in episodes.jsonl, with its
         `attempt` number); each earlier attempt is kept whole under `episodes/<id>/attempts/<n>/`
@@ -144,8 +145,7 @@ class EpisodeRunner:
         """
         record = await self._attempt()
         while (
-            record.outcome.status == "failed"
-            and record.outcome.failure_kind in RETRYABLE
+            record.outcome.failure_kind in RETRYABLE
             and record.header.attempt < self.ctx.campaign.retries
         ):
             await asyncio.to_thread(archive_attempt, self.ctx.episode_dir, record)
@@ -168,6 +168,7 @@ class EpisodeRunner:
         status: Status = "completed"
         failure: FailureKind | None = None
         termination = ""
+        non_service: NonServiceFlag | None = None
         deadline: TurnDeadline | None = None
         try:
             async with asyncio.timeout(ctx.campaign.timeouts.call_s) as call_limit:
@@ -178,6 +179,12 @@ class EpisodeRunner:
                     deadline.close()
         except AgentError as exc:
             status, failure, termination = "failed", exc.kind, exc.message
+            non_service = non_service_flag(exc.kind)
+            if non_service is None and isinstance(exc, AgentReportedError):
+                # an error event that names a harness kind is still the agent's own
+                non_service, failure = "agent_error_event", "agent_error"
+            if non_service is not None:  # the agent did not serve the caller: an outcome, not missing data
+                status = "completed"
         except TimeoutError:
             if deadline is not None and deadline.expired is not None:
                 status, failure, termination = "failed", "timeout_turn", deadline.expired
@@ -196,7 +203,7 @@ class EpisodeRunner:
             termination = f"{type(exc).__name__}: {exc}"
             ctx.stats.setdefault("harness_errors", []).append(traceback.format_exc())
         if failure is not None:
-            self.log.failure(failure, termination)
+            self.log.failure(failure, termination, non_service)
         await self._close_session(termination)
         record = self._finish(status, failure, termination)
         await asyncio.get_running_loop().run_in_executor(ctx.files, self._write_files, record.outcome.duration_ms)
@@ -229,10 +236,12 @@ class EpisodeRunner:
             "facts_provisioned", sha256=call.facts_sha256, tools=fixture.available(),
             disclosure=sent.mode, disclosed=sent.fields, disclosed_sha256=sent.sha256,
         )
-        conversation = Conversation(log, self.policy, self.voice, ctx.asr)
+        patience = ctx.campaign.patience
+        conversation = Conversation(log, self.policy, self.voice, ctx.asr, patience)
         turn_s = ctx.campaign.timeouts.turn_s
         if caps.turn_based:
-            return await conversation.run(TurnBasedCall(log, session, events, deadline, turn_s, ctx.stats))
+            transport = TurnBasedCall(log, session, events, deadline, turn_s, ctx.stats, patience.hang_up_after_s)
+            return await conversation.run(transport)
         async with StreamingCall(log, session, events, caps.input_format, turn_s, ctx.stats) as streaming:
             return await conversation.run(streaming)
 
@@ -244,7 +253,7 @@ class EpisodeRunner:
 
     def _finish(self, status: Status, failure: FailureKind | None, termination: str) -> EpisodeRecord:
         ctx = self.ctx
-        caps = ctx.adapter.capabilities
+        caps = getattr(self.session, "capabilities", None) or ctx.adapter.capabilities  # what this call's agent declared
         self.log.flush()
         events = self.log.events
         end_ms = max((e.t_ms for e in events), default=0)

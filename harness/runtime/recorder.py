@@ -112,4 +112,9 @@ class CallRecorder:
     def write(self, path: Path, min_ms: int = 0) -> None:
         """The recording as a PCM_16 WAV, written atomically without copying the samples again."""
         audio = np.ascontiguousarray(self.render(min_ms), dtype="<i2")
-        atomic_write_bytes(path, [wav_header(len(audio), self.rate), audio.data.cast("B")], fsync=False)
+        header = wav_header(len(audio), self.rate)
+        # A call nobody spoke on (an agent never reached) is a valid, empty recording.
+        parts: list[bytes | memoryview] = [header]
+        if audio.size:
+            parts.append(audio.data.cast("B"))
+        atomic_write_bytes(path, parts, fsync=False)

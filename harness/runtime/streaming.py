@@ -40,8 +40,6 @@ __all__ = ["ENDPOINT_MS", "FRAME_MS", "PumpStats", "StreamingCall"]
 
 ENDPOINT_MS = 700
 HANGUP_GRACE_S = 1.0
-FIRST_WORD_MS = 8000
-"""How long the caller waits for the agent to start talking before it counts the turn as silence."""
 FLOOD_AHEAD_MS = 120_000
 """Agent audio queued this far ahead of the playback clock is a flood, not speech: the call fails."""
 
@@ -164,8 +162,10 @@ class StreamingCall:
         if self.failure is not None:
             raise self.failure
 
-    async def next_turn(self) -> AgentTurn:
-        """Wait for the agent's turn to end: its audio played out, then quiet for `ENDPOINT_MS`."""
+    async def next_turn(self, quiet_ms: int, give_up_ms: int) -> AgentTurn:
+        """Wait for the agent's turn to end: its audio played out, then quiet for `ENDPOINT_MS`;
+        a turn that has not begun within `quiet_ms` is silence (the caller's patience decides)."""
+        del give_up_ms  # quiet_ms never exceeds it, and a streaming agent can speak at any time
         start = self.log.now()
         limit_ms = self.turn_s * 1000
         # The hang clock runs from the end of the caller's last utterance (an agent may wait for
@@ -177,19 +177,19 @@ class StreamingCall:
             pb = self.log.playback
             if self.hung_up:
                 break
-            # Silent turns are the caller's to handle (it nudges), but an agent that has sent
-            # nothing at all for a whole turn timeout after the caller spoke has hung.
-            if quiet_from is not None and now - quiet_from >= limit_ms:
-                active = pb.turn_start is not None or bool(self.turn_text) or self.last_activity_ms > quiet_from
-                if not active:
-                    raise AgentError("timeout_turn", f"agent sent nothing for {limit_ms / 1000:g} s after the caller spoke")
             wake_ms: float
             if pb.turn_start is not None or self.turn_text:
                 wake_ms = max(pb.end_ms, self.last_activity_ms) + ENDPOINT_MS
             else:
-                wake_ms = start + FIRST_WORD_MS
+                wake_ms = start + quiet_ms
             if now >= wake_ms:
                 break
+            # Silent turns are the caller's to handle (its patience), checked first; an agent that
+            # has sent nothing at all for a whole turn timeout means the caller's loop is stuck.
+            if quiet_from is not None and now - quiet_from >= limit_ms:
+                active = pb.turn_start is not None or bool(self.turn_text) or self.last_activity_ms > quiet_from
+                if not active:
+                    raise AgentError("timeout_turn", f"agent sent nothing for {limit_ms / 1000:g} s after the caller spoke")
             if quiet_from is not None and now < quiet_from + limit_ms:
                 wake_ms = min(wake_ms, quiet_from + limit_ms)
             await self._wait((wake_ms - now + 1) / 1000)

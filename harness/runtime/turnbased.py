@@ -58,6 +58,7 @@ class TurnBasedCall:
         deadline: TurnDeadline,
         turn_s: float,
         stats: dict[str, Any],
+        patience_s: float,
     ) -> None:
         self.log = log
         self.session = session
@@ -65,32 +66,43 @@ class TurnBasedCall:
         self.deadline = deadline
         self.turn_s = turn_s
         self.stats = stats
+        self.patience_s = patience_s
+        self._stalled = False
 
-    async def next_turn(self) -> AgentTurn:
-        """Collect one response of the agent and place it on the clock."""
+    async def next_turn(self, quiet_ms: int, give_up_ms: int) -> AgentTurn:
+        """Collect one response of the agent and place it on the clock. An empty response is the
+        caller waiting `quiet_ms` in silence; an agent still busy after `give_up_ms` (or one that
+        held the caller's turn for the caller's whole patience) is abandoned as a silent turn."""
         log, clock = self.log, self.log.clock
         out = AgentTurn()
         t0 = log.now()
+        if self._stalled:
+            return await self._gave_up(t0, give_up_ms)
         wall0 = time.perf_counter()
         arrived: list[tuple[float, AgentEvent]] = []
         compute_ms: float | None = None
         self.deadline.start(self.turn_s, f"agent gave no complete turn within {self.turn_s:g} s")
+        patience = asyncio.timeout(give_up_ms / 1000)
         try:
-            while True:
-                ev = await next_event(self.events)
-                if ev is None:
-                    out.hung_up = out.hung_up or "agent ended the session"
-                    break
-                if isinstance(ev, TurnEnd):
-                    compute_ms = ev.compute_ms
-                    break
-                arrived.append(((time.perf_counter() - wall0) * 1000.0, ev))
-                if isinstance(ev, HangupOut):
-                    out.hung_up = ev.reason
-                if isinstance(ev, ErrorOut) and ev.fatal:
-                    break  # the call is over: waiting for a TurnEnd would report a timeout instead
-        except TimeoutError:  # raised by the agent's own code
-            raise CallFailed("timeout_turn", "agent session timed out: gave no complete turn") from None
+            async with patience:
+                while True:
+                    ev = await next_event(self.events)
+                    if ev is None:
+                        out.hung_up = out.hung_up or "agent ended the session"
+                        break
+                    if isinstance(ev, TurnEnd):
+                        compute_ms = ev.compute_ms
+                        break
+                    arrived.append(((time.perf_counter() - wall0) * 1000.0, ev))
+                    if isinstance(ev, HangupOut):
+                        out.hung_up = ev.reason
+                    if isinstance(ev, ErrorOut) and ev.fatal:
+                        break  # the call is over: waiting for a TurnEnd would report a timeout instead
+        except TimeoutError:
+            if not patience.expired():  # raised by the agent's own code
+                raise CallFailed("timeout_turn", "agent session timed out: gave no complete turn") from None
+            self._stalled = True
+            return await self._gave_up(t0, give_up_ms)
         finally:
             self.deadline.stop()
         wall_ms = (time.perf_counter() - wall0) * 1000.0
@@ -111,8 +123,18 @@ class TurnBasedCall:
                 log.agent_event(ev, t)
         out.pcm16k = log.playback.finish_turn()
         await clock.sleep_until(log.playback.end_ms)
+        if out.silent:  # the caller hears nothing and waits, as it would on a line gone quiet
+            await clock.sleep_until(t0 + quiet_ms)
         log.flush(log.now())
         return out
+
+    async def _gave_up(self, t0: int, give_up_ms: int) -> AgentTurn:
+        """The caller's patience ran out while the agent was busy: the clock stands where it did."""
+        clock = self.log.clock
+        if clock.virtual:
+            await clock.sleep_until(max(clock.now_ms(), t0 + give_up_ms))
+        self.log.flush(self.log.now())
+        return AgentTurn()
 
     async def say(self, spoken: Spoken, say: Say, last: bool) -> None:
         """Send the utterance; the closing words are only recorded, not sent."""
@@ -132,11 +154,15 @@ class TurnBasedCall:
         log.utterance_ended(t + spoken.duration_ms, spoken)
         log.caller_will_say(spoken, say)
         self.deadline.start(self.turn_s, f"agent took the caller's turn for over {self.turn_s:g} s")
+        patience = asyncio.timeout(self.patience_s)
         try:  # an HTTP agent answers inside end_turn
-            await self.session.send_audio(spoken.wire)
-            await self.session.end_turn()
-        except TimeoutError:  # raised by the agent's own code
-            raise CallFailed("timeout_turn", "agent session timed out taking the caller's turn") from None
+            async with patience:
+                await self.session.send_audio(spoken.wire)
+                await self.session.end_turn()
+        except TimeoutError:
+            if not patience.expired():  # raised by the agent's own code
+                raise CallFailed("timeout_turn", "agent session timed out taking the caller's turn") from None
+            self._stalled = True
         except AgentError:
             raise
         except Exception as exc:

@@ -40,7 +40,12 @@ def test_retries_are_separate_attempts(tmp_path: Path, where: Where) -> None:
         faulted = [pick_fault(SEED, cid, ("drop",), RATE) for cid in ids]
         last = next((n for n, f in enumerate(faulted) if f is None), RETRIES)
         assert rec.header.attempt == last
-        assert rec.outcome.status == ("completed" if faulted[last] is None else "failed")
+        assert rec.outcome.status == "completed"  # a dropped call is the agent's: an outcome either way
+        if faulted[last] is None:
+            assert rec.outcome.failure_kind is None and "agent_disconnected" not in rec.outcome.outcome_flags
+        else:
+            assert rec.outcome.failure_kind == "disconnect"
+            assert rec.outcome.terminal_outcome == "unresolved" and "agent_disconnected" in rec.outcome.outcome_flags
         folder = run.run_dir / "episodes" / planned.episode_id
         assert (folder / EVENTS_JSONL).exists() and (folder / CALL_WAV).exists()
         earlier = _attempts(folder)
@@ -48,7 +53,8 @@ def test_retries_are_separate_attempts(tmp_path: Path, where: Where) -> None:
         retried += bool(earlier)
         for a in earlier:
             assert a.header.episode_id == planned.episode_id
-            assert a.outcome.status == "failed" and a.outcome.failure_kind == "disconnect"
+            assert a.outcome.status == "completed" and a.outcome.failure_kind == "disconnect"
+            assert a.outcome.outcome_flags == ("agent_disconnected",)
             kept = folder / ATTEMPTS_DIR / str(a.header.attempt)
             assert a.outcome.audio_file == f"episodes/{planned.episode_id}/{ATTEMPTS_DIR}/{a.header.attempt}/{CALL_WAV}"
             assert (kept / CALL_WAV).exists()
