@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from scenarios import BUNDLED_LIBRARY, ScenarioLibrary, VoiceAuditError
+from scenarios import BUNDLED_LIBRARY, ConfigError, ScenarioLibrary, VoiceAuditError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Matched-pair audits of voice AI agents.")
 scenarios_app = typer.Typer(no_args_is_help=True, help="List, show, lock and verify locked scenarios.")
@@ -68,11 +68,26 @@ def scenarios_verify(directory: DirArg = BUNDLED_LIBRARY) -> None:
 
 
 @app.command("plan")
-def plan_cmd(campaign: Annotated[Path, typer.Argument(help="campaign YAML")]) -> None:
-    """Validate a campaign and print its planned matched pairs; places no call."""
-    from harness.planning import load_campaign
+def plan_cmd(
+    campaign: Annotated[Path, typer.Argument(help="campaign YAML")],
+    check_agents: Annotated[
+        bool, typer.Option(help="also check that every agent URL accepts a connection (places no call)")
+    ] = False,
+) -> None:
+    """Validate a campaign (every adapter imported, every agent URL well-formed) and print its
+    planned matched pairs; places no call."""
+    import asyncio
+
+    from harness.endpoints import unreachable_agents
+    from harness.planning import CampaignProblems, agent_problems, load_campaign
 
     loaded = load_campaign(campaign)
+    problems = agent_problems(loaded)
+    if check_agents and not problems:
+        lines = asyncio.run(unreachable_agents(loaded.campaign.agents))
+        problems = [ConfigError(line, path=loaded.path, fix="start the agent or correct its url") for line in lines]
+    if problems:
+        raise CampaignProblems(problems)
     _print_plan(loaded)
 
 
@@ -218,7 +233,8 @@ def main() -> None:
         if isinstance(code, int) and code:
             sys.exit(code)
     except VoiceAuditError as exc:
-        print(f"voice-audit: error: {exc}", file=sys.stderr)
+        for line in str(exc).splitlines() or [type(exc).__name__]:  # several problems: one line each
+            print(f"voice-audit: error: {line}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)

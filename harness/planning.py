@@ -11,8 +11,17 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from harness.model.campaign import Campaign
-from harness.registry import agent_adapter_names, asr_backend_names, is_module_ref, tts_backend_names
+from harness.endpoints import url_problem
+from harness.model.campaign import AgentSpec, Campaign
+from harness.model.secrets import mask_url
+from harness.registry import (
+    AGENT_GROUP,
+    agent_adapter_names,
+    asr_backend_names,
+    is_module_ref,
+    load_object,
+    tts_backend_names,
+)
 from personas import (
     AXES,
     Axis,
@@ -22,7 +31,15 @@ from personas import (
     check_level,
     load_catalogue,
 )
-from scenarios import BUNDLED_LIBRARY, ConfigError, Frozen, Scenario, ScenarioLibrary, sha256_of
+from scenarios import (
+    BUNDLED_LIBRARY,
+    ConfigError,
+    Frozen,
+    Scenario,
+    ScenarioLibrary,
+    VoiceAuditError,
+    sha256_of,
+)
 from scenarios.yamlsrc import YamlDocument, load_yaml, pydantic_error
 
 
@@ -209,6 +226,51 @@ def plan_campaign(
     if len(set(ids)) != len(ids):
         raise doc.error(("pairs",), "two planned pairs are identical", fix="remove the duplicate pair")
     return Plan(campaign_sha256=campaign.sha256, episodes=tuple(episodes))
+
+
+class CampaignProblems(VoiceAuditError):
+    """Several problems in one campaign file, one line each."""
+
+    def __init__(self, problems: list[ConfigError]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+def _adapter_problem(doc: YamlDocument, index: int, agent: AgentSpec) -> ConfigError | None:
+    try:
+        factory = load_object(agent.adapter, AGENT_GROUP)
+    except VoiceAuditError as exc:
+        return doc.error(
+            ("agents", index, "adapter"),
+            f"agent '{agent.name}': {exc}",
+            fix="check the spelling of module:attr, or install the package that provides it",
+        )
+    if not callable(factory):
+        return doc.error(
+            ("agents", index, "adapter"),
+            f"agent '{agent.name}': '{agent.adapter}' is not callable",
+            fix="point at a factory that takes an AgentSpec and returns an adapter",
+        )
+    return None
+
+
+def agent_problems(loaded: LoadedCampaign, *, imports: bool = True) -> list[ConfigError]:
+    """Every agent's adapter imported (a misspelt `module:attr` fails here, not in the first call;
+    skipped with `imports=False`) and every agent URL checked for form; one positioned error per problem."""
+    doc = load_yaml(loaded.path)
+    problems: list[ConfigError] = []
+    for i, agent in enumerate(loaded.campaign.agents):
+        if imports and (problem := _adapter_problem(doc, i, agent)) is not None:
+            problems.append(problem)
+        if agent.url is not None and (why := url_problem(agent.url)) is not None:
+            problems.append(
+                doc.error(
+                    ("agents", i, "url"),
+                    f"agent '{agent.name}': url {mask_url(agent.url)} is not usable: {why}",
+                    fix="write it as scheme://host[:port]/path with scheme http, https, ws or wss",
+                )
+            )
+    return problems
 
 
 def call_order(plan: Plan) -> list[PlannedEpisode]:

@@ -19,7 +19,7 @@ from harness.caller.lines import check_recordings
 from harness.endpoints import unreachable_agents
 from harness.model.campaign import AgentSpec
 from harness.model.episode import BackendInfo, EpisodeRecord, RunManifest
-from harness.planning import LoadedCampaign, PlannedEpisode, call_order
+from harness.planning import CampaignProblems, LoadedCampaign, PlannedEpisode, agent_problems, call_order
 from harness.rundir import RunFolderError, RunWriter
 from harness.runtime.executors import Executor, LocalProcessExecutor
 from harness.runtime.inprocess import (
@@ -71,6 +71,9 @@ class CampaignRunner:
 
     async def _check_agents(self) -> None:
         """Every agent URL answers, or the run stops here, before any folder or call exists."""
+        malformed = agent_problems(self.loaded, imports=self.adapter_factory is build_adapter)
+        if malformed:
+            raise CampaignProblems(malformed)
         problems = await unreachable_agents(self.loaded.campaign.agents)
         if problems:
             raise ConfigError(

@@ -1,5 +1,6 @@
-"""`voice-audit run` checks every agent URL before the first call: an agent nobody answers for
-stops the run with one line naming it (credentials masked), exit 2, and nothing written."""
+"""Agent endpoints checked before any call: `voice-audit run` stops with one line naming an agent
+nobody answers for (credentials masked), exit 2, nothing written; `voice-audit plan` imports every
+adapter and checks every URL's form (and, with --check-agents, that it answers), one line per problem."""
 
 from __future__ import annotations
 
@@ -99,3 +100,59 @@ def test_url_problems_are_named() -> None:
     assert "scheme 'ftp'" in (url_problem("ftp://host/") or "")
     assert "no host" in (url_problem("http:///path") or "")
     assert "malformed" in (url_problem("http://host:99999/") or "")
+
+
+BAD_AGENTS = """\
+name: bad
+seed: 3
+scenarios: [refund_duplicate_charge]
+agents:
+  - {name: typo, adapter: "agents.testing:scriptd"}
+  - {name: gone, adapter: "agents.nosuchmodule:factory"}
+  - {name: form, adapter: http, url: "htp:/127.0.0.1:8080"}
+  - {name: fine, adapter: "agents.testing:scripted"}
+pairs:
+  - contrast: [accent]
+    base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}
+    a: {accent: us_general}
+    b: {accent: gb_southern}
+voices: 1
+replicates: 1
+"""
+
+
+def _plan(cfile: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness.cli", "plan", str(cfile), *extra], capture_output=True, text=True, timeout=120
+    )
+
+
+def test_plan_names_every_bad_adapter_and_url_once(tmp_path: Path) -> None:
+    cfile = tmp_path / "bad.yaml"
+    cfile.write_text(BAD_AGENTS)
+    res = _plan(cfile)
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 3, res.stderr
+    assert f"{cfile}:5:" in lines[0] and "agent 'typo'" in lines[0] and "has no attribute 'scriptd'" in lines[0]
+    assert f"{cfile}:6:" in lines[1] and "agent 'gone'" in lines[1] and "agents.nosuchmodule" in lines[1]
+    assert f"{cfile}:7:" in lines[2] and "agent 'form'" in lines[2] and "scheme 'htp'" in lines[2]
+    assert "Traceback" not in res.stderr and not res.stdout
+
+
+def test_plan_checks_reachability_only_when_asked(tmp_path: Path) -> None:
+    cfile = tmp_path / "c.yaml"
+    port = _free_port()
+    cfile.write_text(CAMPAIGN.format(url=f"http://127.0.0.1:{port}"))
+    assert _plan(cfile).returncode == 0  # the form is right; nothing is probed
+    res = _plan(cfile, "--check-agents")
+    assert res.returncode == 2
+    assert res.stderr.count("\n") == 1 and f"agent 'h' at http://127.0.0.1:{port}" in res.stderr, res.stderr
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        cfile.write_text(CAMPAIGN.format(url=f"http://127.0.0.1:{listener.getsockname()[1]}"))
+        res = _plan(cfile, "--check-agents")
+    assert res.returncode == 0, res.stderr
+    assert "2 matched pairs, 4 calls" in res.stdout
