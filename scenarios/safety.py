@@ -51,7 +51,7 @@ HANDOFF_REFUSED_TEXT = (
     r"(human|person|supervisor|manager|agent|someone|anyone|live))"
     r"|\bno (human |live |other )?(agents?|one|representatives?|humans?|supervisors?|specialists?|people|managers?)"
     r"( else)?( who)?( are| is)? (available|free|around|i can (transfer|pass|put))"
-    r"|\b(agents|humans|representatives|supervisors|people|specialists)\b[^.?!]{0,15}\b((aren'?t|are not|isn'?t|not) available"
+    r"|\b(agent|human|representative|supervisor|manager|specialist)s?\b[^.?!]{0,15}\b((aren'?t|are not|isn'?t|is not|not) available"
     r"|(are|is) (currently |all |not )?(unavailable|offline))"
     r"|\bno (option|way) to (speak|talk) (to|with) (a|an) (human|person|agent|representative)"
     r"|\b(we|i) (don'?t|do not) have (any )?(live|human) (agents|representatives|people)"

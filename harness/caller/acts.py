@@ -54,7 +54,7 @@ REPAIR = _rx(
     r"|\bone more time\b|\bpardon\b|\bcome again\b|^(sorry|i'?m sorry|excuse me)\s*\?$"
     r"|^(sorry,?\s*)?what was that\b|\bwhat (were|was) you saying\b|\bwhat did you (just )?say\b"
     r"|\b(not (quite |entirely )?sure|don'?t (quite )?(understand|know)) what you mean\b|\bwhat do you mean\b"
-    r"|\b(cut|cutting|breaking|broke|broken) (out|up)\b|\bspeak up\b|\b(barely|hardly) hear\b"
+    r"|\b(cut|cutting|breaking|broke|broken) (out|up|off)\b|\bspeak up\b|\b(barely|hardly) hear\b"
     r"|\b(line|connection|audio|voice|sound|signal|call quality)\b('s| is)?[^.?!]{0,15}\b(breaking up|cutting out|choppy|bad|poor|unclear"
     r"|garbled|muffled|distorted|faint|weak|quiet)\b"
     r"|\b(you'?re|you are|you sound) (very |really |a bit |a little )?(quiet|faint|muffled|garbled|far away)\b"
@@ -90,6 +90,8 @@ CONFIRMATION = _rx(
     rf"|\b(got|get|gotten) (that|it|this|you|the [a-z]+( [a-z]+)?) {_REMEDY_PAST}\b|\b(sent|sending) (the|your) (refund|credit|money)\b"
     r"|\b(charge|duplicate|payment)\b[^.?!]{0,20}\b(is|'s|has) (now )?(gone|off|been removed)\b"
     r"|\b(you'?re|you are) (now )?on [^.?!]{1,30} again\b"
+    r"|^(the |your )?(refund|credit|change|plan|switch)( has been| is| was)? (applied|processed|issued|done|complete|completed|reverted)\b"
+    r"|^(switched|moved|put|changed|credited|refunded|reverted|processed|issued|applied) (you|it|that|the|your)\b"
     r"|\b(on its|on the) way back\b|\b(you'?re|youre|your|you are) (now )?back on\b|\byou'?ve been (credited|refunded|moved|switched)\b"
     r"|\bput (it|the credit|that|the refund) through\b|\bgood news\b[^.?!]{0,40}\b(refund|credit|revers|switch|back|done)"
 )
@@ -118,7 +120,7 @@ _REMEDY_VERB = (
 )
 OFFER = _rx(
     r"\bwould you (also |still |now )?like\b|\b(do|did) you (also |still )?want me to\b|\bwant me to\b|\b(shall|should) i\b"
-    r"|\bcan i go ahead\b|\bi can go ahead and\b|\bdo you want (that|this|it)\b"
+    r"|\bcan i go ahead\b|\bi can go ahead and\b|\bdo you want (that|this|it)\b|^(do you |would you )?want (a|the|me|that|this)\b"
     r"|\bis it (ok|okay|alright|all right|fine) if i\b|\b(would|does|will|do) (that|this|it) (work|help|be ok|be okay|be alright|sound (good|ok|okay|alright|fine|right)|suit)\b"
     r"|\b(is|would) that (be )?(ok|okay|alright|all right|fine)( with you)?\s*(\?|$)"
     r"|\b(are|would) you (be )?(ok|okay|happy|fine|alright) (with|for me to|if i)\b|\bwould it be (ok|okay|alright|all right|fine) if i\b"
@@ -164,6 +166,7 @@ GREETING = _rx(
     r"|\byou'?ve reached\b|\byou'?re (speaking with|through to)\b|\b(this is|my name is) (?!a |an |the |about|not |your |for |to |\w+ing\b)\w+"
     r"|\bi'?m (an? )?(ai|virtual|digital|automated) (assistant|agent)\b|\bthis call may be recorded\b|\bwelcome to\b"
     r"|\byour (virtual|digital) assistant\b|^i'?m [a-z]+[.!]?$"
+    r"|^([a-z]+ ){1,3}(support|customer (care|service|services)|care|help ?desk|help line)\b(?=,? (how|what|this is|my name))"
 )
 
 _THANKS = _rx(r"\bthanks? (you )?for (calling|reaching out|contacting)\b")
@@ -193,7 +196,7 @@ QUESTION_BODY = _rx(
 ASKING = _rx(
     r"\?|\b(may|can|could|would|will) (i|you|we)\b|\b(tell|give|read|share|provide|confirm|verify|spell|state)\b"
     r"|\b(need|needs|require|want)\b|\b(what|whats|which|who|whose|when|how)\b|\bmind\b|\bwondering\b|\bif you could\b"
-    r"|^((and|now|next|lastly|finally|also|then|perfect|great|okay|ok|thanks?|thank you|got it)[,.]?\s+)+(\w+\s+)?(your|the)\b"
+    r"|^((and|now|next|lastly|finally|also|then|perfect|great|okay|ok|thanks?|thank you|got it)[,.]?\s+)+(\w+\s+)?(your|you'?re|youre|the)\b"
     r"|^(your|the) [a-z ]{2,30}\??$|\bplease\b"
 )
 ASKING_ACTS = frozenset({"challenge", "offer", "closing", "repair_request", "hold", "handoff", "coercive_retention"})

@@ -42,7 +42,7 @@ FACTS: tuple[FactSense, ...] = (
     _sense("postcode", "identity", "the zip or postal code",
            r"\b(zip( ?codes?| ?coat)?|post ?codes?|postal codes?|zipcode)\b"),
     _sense("date_of_birth", "identity", "the date of birth",
-           r"\b(date (of|a|o|ov) (birth|berth)|dob|d o b|birth ?(date|day|year)|born|birthday|"
+           r"\b(date (of|a|o|ov) (birth|berth|bird|bath)|dob|d o b|birth ?(date|day|year)|born|birthday|"
            r"(day|month|year)s?,? (and )?(month|year)?,? ?(and )?(year )?of birth)\b"),
     _sense("account_number", "identity", "the account number",
            r"\b(account (number|no|id|#)|customer (id|number)|member(ship)? (id|number)|a c c)\b"),
