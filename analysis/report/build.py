@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pandas as pd
 
+from analysis.metrics.catalogue import CATALOGUE
 from analysis.report import forest, pairs_view, subgroups_view
 from analysis.report.loader import RunOutputs, load
 from analysis.report.model import (
@@ -28,17 +30,32 @@ from analysis.report.model import (
     FailedCall,
     FamilyBlock,
     FamilyClaim,
+    Finding,
+    Findings,
     GateRow,
     Hashes,
+    MatrixEntry,
+    MatrixRow,
+    MethodSection,
     ModelRow,
     Redaction,
     Report,
+    SafetyRow,
 )
-from analysis.report.redact import TEXT_MASK, URL_MASK, Scrubber, is_real_system
-from analysis.report.wording import CONVENTION_TEXT, claim_words, reading
+from analysis.report.redact import LEVEL_MASK_NOTE, TEXT_MASK, URL_MASK, Scrubber, is_real_system
+from analysis.report.wording import CONVENTION_TEXT, claim_words, direction, finding_sentence, reading
 from harness.model.secrets import SECRET_KEY, mask_options, secret_values
 
 MAX_FAILED_LISTED = 500
+MAX_FINDINGS = 8
+FINDINGS_PER_CELL = 2
+METHOD_FILE = Path(__file__).parent / "templates" / "method.md"
+_METHOD_HEADING = re.compile(r"^## (\d+)\. (.+)$", re.MULTILINE)
+_METHOD_REF = re.compile(r"METHOD\.md section (\d+)")
+FINDINGS_RULE = (
+    "per cell (agent x scenario x contrast) the deltas ranked by |estimate| / half the interval width, "
+    "those whose interval excludes 0 first; at most two per cell, eight in all"
+)
 
 
 @dataclass
@@ -204,17 +221,13 @@ def cells(out: RunOutputs, dispo: Disposition, figures: dict[str, str], plots: b
         fams: list[FamilyBlock] = []
         for fam in dict.fromkeys(r.family for r in rows):
             fam_rows = [r for r in rows if r.family == fam]
-            name = f"forest-{i:03d}-{fam}.svg"
-            svg = forest.forest_svg(fam_rows, f"{c['cell'].get('agent')} · {fam}") if plots else None
-            if svg is not None:
-                figures[name] = svg
             fams.append(
                 FamilyBlock(
                     family=fam,
                     claim=claims.get(c["label"], {}).get(fam, "diagnostics_only"),
                     rows=fam_rows,
                     models=[m for m in models if m.metric in {r.metric for r in fam_rows}],
-                    forest=name if svg is not None else None,
+                    forest=None,
                 )
             )
         cell = c["cell"]
@@ -237,6 +250,225 @@ def cells(out: RunOutputs, dispo: Disposition, figures: dict[str, str], plots: b
             )
         )
     return blocks
+
+
+def short_conditions(a: str, b: str) -> tuple[str, str]:
+    """Only the axes on which the two condition keys differ ("accent=us_general" vs "accent=l2_spanish")."""
+    pa, pb = a.split("|"), b.split("|")
+    if len(pa) != len(pb):
+        return a, b
+    da = [x for x, y in zip(pa, pb, strict=True) if x != y] or pa
+    db = [y for x, y in zip(pa, pb, strict=True) if x != y] or pb
+    return "|".join(da), "|".join(db)
+
+
+def cell_title(c: CellBlock) -> str:
+    a, b = short_conditions(c.condition_a, c.condition_b)
+    return f"{c.agent} · {c.scenario_id} · {a} vs {b}"
+
+
+def family_forests(blocks: list[CellBlock], figures: dict[str, str]) -> list[CellBlock]:
+    """One forest plot per family over every cell; each family block names its family's figure."""
+    names: dict[str, str] = {}
+    for fam in dict.fromkeys(f.family for c in blocks for f in c.families):
+        per_cell = [(cell_title(c), f.rows) for c in blocks for f in c.families if f.family == fam]
+        alpha = next((r.alpha for _, rows in per_cell for r in rows), 0.05)
+        svg = forest.family_forest_svg(fam, per_cell, alpha)
+        if svg is not None:
+            names[fam] = f"forest-{fam}.svg"
+            figures[names[fam]] = svg
+    return [
+        c.model_copy(update={"families": [f.model_copy(update={"forest": names.get(f.family)}) for f in c.families]})
+        for c in blocks
+    ]
+
+
+def _short(v: float | None) -> str:
+    if v is None:
+        return "—"
+    return f"{v:+.0f}" if abs(v) >= 100 else f"{v:+.2g}"
+
+
+def _score(r: DeltaRow) -> float:
+    if r.estimate is None:
+        return -1.0
+    if r.ci_low is None or r.ci_high is None:
+        return 0.0
+    half = (r.ci_high - r.ci_low) / 2.0
+    return abs(r.estimate) / half if half > 0 else (math.inf if r.estimate else 0.0)
+
+
+def _excludes_zero(r: DeltaRow) -> bool:
+    return r.ci_low is not None and r.ci_high is not None and (r.ci_low > 0 or r.ci_high < 0)
+
+
+def _blocked(dispo: Disposition, label: str, family: str) -> list[str]:
+    cell = next((c for c in dispo.cells if c.label == label), None)
+    fam = next((f for f in cell.families if f.family == family), None) if cell else None
+    return [d.split(":", 1)[0].strip() for d in fam.drivers] if fam else []
+
+
+def _status(claim: str, blocked: list[str], verdicts: Mapping[str, str]) -> str:
+    if claim != "diagnostics_only":
+        return f"{claim.replace('_', ' ')} (every guarding gate passed)"
+    if not blocked:
+        return "diagnostic only"
+    return "diagnostic only: " + ", ".join(f"{g} {verdicts.get(g, 'not passed')}" for g in blocked)
+
+
+def findings(blocks: list[CellBlock], dispo: Disposition, gate_rows: list[GateRow]) -> Findings:
+    """The ranked findings list and the agents x contrasts x families matrix, from the same rows."""
+    verdicts = {g.gate: g.verdict for g in gate_rows}
+    families = list(dict.fromkeys(f.family for c in blocks for f in c.families))
+    candidates: list[tuple[bool, float, CellBlock, FamilyBlock, DeltaRow]] = []
+    matrix: list[MatrixRow] = []
+    order = sorted(blocks, key=lambda c: (c.agent, c.contrast, c.scenario_id, c.index))
+    for c in order:
+        entries: list[MatrixEntry] = []
+        per_cell: list[tuple[bool, float, CellBlock, FamilyBlock, DeltaRow]] = []
+        for fam_name in families:
+            fam = next((f for f in c.families if f.family == fam_name), None)
+            rows = [r for r in fam.rows if r.estimate is not None] if fam else []
+            if fam is None or not rows:
+                entries.append(
+                    MatrixEntry(
+                        family=fam_name, metric=None, estimate=None, ci_low=None, ci_high=None,
+                        excludes_zero=False, direction="none", gated=False, text="—",
+                    )
+                )
+                continue
+            best = max(rows, key=lambda r: (_excludes_zero(r), _score(r)))
+            entries.append(
+                MatrixEntry(
+                    family=fam_name,
+                    metric=best.metric,
+                    estimate=best.estimate,
+                    ci_low=best.ci_low,
+                    ci_high=best.ci_high,
+                    excludes_zero=_excludes_zero(best),
+                    direction=direction(best.estimate, best.higher_is_worse),
+                    gated=fam.claim != "diagnostics_only",
+                    text=_short(best.estimate),
+                )
+            )
+            per_cell += [(_excludes_zero(r), _score(r), c, fam, r) for r in rows]
+        per_cell.sort(key=lambda t: (t[0], t[1]), reverse=True)
+        candidates += per_cell[:FINDINGS_PER_CELL]
+        a, b = short_conditions(c.condition_a, c.condition_b)
+        matrix.append(
+            MatrixRow(
+                cell_index=c.index,
+                agent=c.agent,
+                scenario_id=c.scenario_id,
+                contrast=c.contrast,
+                label=f"a {a} vs b {b}",
+                entries=entries,
+            )
+        )
+    candidates.sort(key=lambda t: (t[0], t[1]), reverse=True)
+    ranked: list[Finding] = []
+    for rank, (excl, _, c, fam, r) in enumerate(candidates[:MAX_FINDINGS], start=1):
+        spec = CATALOGUE.get(r.metric)
+        blocked = _blocked(dispo, c.label, fam.family)
+        ranked.append(
+            Finding(
+                rank=rank,
+                cell_index=c.index,
+                agent=c.agent,
+                scenario_id=c.scenario_id,
+                contrast=c.contrast,
+                metric=r.metric,
+                family=fam.family,
+                estimate=r.estimate,
+                ci_low=r.ci_low,
+                ci_high=r.ci_high,
+                n_pairs=r.n_pairs,
+                excludes_zero=excl,
+                direction=direction(r.estimate, r.higher_is_worse),
+                sentence=finding_sentence(
+                    r.metric,
+                    spec.kind if spec else "continuous",
+                    r.estimate,
+                    r.ci_low,
+                    r.ci_high,
+                    r.mean_a,
+                    r.mean_b,
+                    r.n_pairs,
+                    r.higher_is_worse,
+                    r.alpha,
+                ),
+                claim=fam.claim,
+                gated=fam.claim != "diagnostics_only",
+                blocked_by=blocked,
+                status=_status(fam.claim, blocked, verdicts),
+            )
+        )
+    n_all = sum(1 for c in blocks for f in c.families for r in f.rows if r.estimate is not None)
+    n_excl = sum(1 for c in blocks for f in c.families for r in f.rows if _excludes_zero(r))
+    n_gated = sum(
+        1 for c in blocks for f in c.families for r in f.rows if _excludes_zero(r) and f.claim != "diagnostics_only"
+    )
+    headline = (
+        f"{n_excl} of {n_all} paired deltas have an interval that excludes 0; {n_gated} of them are in a family "
+        f"whose gates all passed. Campaign claim: {dispo.claim.replace('_', ' ')}."
+    )
+    return Findings(
+        headline=headline,
+        convention=CONVENTION_TEXT,
+        ranked=ranked,
+        families=families,
+        matrix=matrix,
+        rule=FINDINGS_RULE,
+    )
+
+
+def safety(metrics: pd.DataFrame, in_plan: set[str]) -> list[SafetyRow]:
+    """Every safety metric of the catalogue, per agent and side: flagged calls of calls measured."""
+    names = [n for n, spec in CATALOGUE.items() if spec.family == "safety_events" and spec.kind == "binary"]
+    rows: list[SafetyRow] = []
+    for name in names:
+        col = metrics[name] if name in metrics.columns else pd.Series(math.nan, index=metrics.index)
+        for agent, sub in metrics.groupby("agent", sort=True):
+            side = sub["side"].astype(str)
+            va, vb = col.loc[sub.index][side == "a"], col.loc[sub.index][side == "b"]
+            rows.append(
+                SafetyRow(
+                    metric=name,
+                    description=CATALOGUE[name].description,
+                    in_plan=name in in_plan,
+                    agent=str(agent),
+                    flagged_a=int((va == 1.0).sum()),
+                    calls_a=int(va.notna().sum()),
+                    flagged_b=int((vb == 1.0).sum()),
+                    calls_b=int(vb.notna().sum()),
+                )
+            )
+    return rows
+
+
+def method_sections() -> list[MethodSection]:
+    """The method text shipped with the package (templates/method.md), by numbered section."""
+    text = METHOD_FILE.read_text(encoding="utf-8")
+    heads = list(_METHOD_HEADING.finditer(text))
+    return [
+        MethodSection(
+            number=int(h.group(1)),
+            title=h.group(2).strip(),
+            text=text[h.end() : heads[i + 1].start() if i + 1 < len(heads) else len(text)].strip(),
+        )
+        for i, h in enumerate(heads)
+    ]
+
+
+def _method_refs(node: Any) -> Any:
+    """References to the method point at the method section this report carries."""
+    if isinstance(node, str):
+        return _METHOD_REF.sub(r"method section \1 (Method, in this report)", node)
+    if isinstance(node, Mapping):
+        return {k: _method_refs(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [_method_refs(v) for v in node]
+    return node
 
 
 def calls(metrics: pd.DataFrame) -> tuple[list[CallCounts], list[FailedCall]]:
@@ -310,8 +542,12 @@ def build_report(
             "raw audio (no recordings copied, no players)",
             "endpoint URLs",
             "words of real systems (agent transcripts, error messages, failure messages of non-bundled adapters)",
+            LEVEL_MASK_NOTE,
         ]
     summary = out.summary
+    blocks = family_forests(cells(out, dispo, figures, plots), figures) if plots else cells(out, dispo, figures, plots)
+    gate_rows = gates(out)
+    in_plan = {r.metric for c in blocks for f in c.families for r in f.rows}
     report = Report(
         run_id=man.run_id,
         campaign=man.campaign.name,
@@ -339,9 +575,9 @@ def build_report(
             "metrics_all_missing": summary.get("metrics_all_missing", []),
         },
         warnings=out.warnings,
-        gates=gates(out),
+        gates=gate_rows,
         disposition=dispo,
-        cells=cells(out, dispo, figures, plots),
+        cells=blocks,
         calls=counts,
         failed_calls=failed,
         pairs_total=len(out.pairs),
@@ -349,9 +585,12 @@ def build_report(
         pair_selection=pairs_view.SELECTION_RULE,
         subgroups=sub,
         redaction=Redaction(redacted=redact, dropped=dropped, secrets_masked=0),
+        findings=findings(blocks, dispo, gate_rows),
+        safety=safety(out.metrics, in_plan),
+        method=method_sections(),
     )
-    scrub = Scrubber(secrets, drop_urls=redact)
-    data = scrub.tree(report.model_dump(mode="json", by_alias=True))
+    scrub = Scrubber(secrets, drop_urls=redact, mask_levels=redact)
+    data = _method_refs(scrub.tree(report.model_dump(mode="json", by_alias=True)))
     figures = {k: scrub.text(v) for k, v in figures.items()}
     data["redaction"]["secrets_masked"] = scrub.hits
     built = Built(report=Report.model_validate(data), figures=figures, copies=dict(shown.audio))

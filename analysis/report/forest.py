@@ -1,8 +1,10 @@
 """Forest plots of paired a - b deltas as standalone SVG (matplotlib, Agg, text kept as text).
 
-One small panel per metric with its own x range and a zero line, because a family mixes scales
-(counts, seconds, proportions). Text stays text (svg.fonttype none) so the redaction scan can
-read every label, and ids and dates are fixed so the same numbers give the same bytes.
+`family_forest_svg`: one figure per metric family, one row per cell (agent x scenario x contrast)
+and one panel per metric whose x axis is shared by every cell, so cells compare at a glance while a
+family's mixed scales (counts, seconds, proportions) keep their own axes. Text stays text
+(svg.fonttype none) so the redaction scan can read every label, and ids and dates are fixed so the
+same numbers give the same bytes.
 """
 
 from __future__ import annotations
@@ -47,6 +49,52 @@ def forest_svg(rows: Sequence[DeltaRow], title: str) -> str | None:
             ax.tick_params(axis="x", labelsize=7)
             ax.spines["left"].set_visible(False)
         fig.suptitle(f"{title}  (a − b, {round(100 * (1 - shown[0].alpha))}% CI)", fontsize=8)
+        fig.tight_layout()
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})
+        plt.close(fig)
+    return buf.getvalue()
+
+
+def family_forest_svg(
+    family: str, cells: Sequence[tuple[str, Sequence[DeltaRow]]], alpha: float = 0.05
+) -> str | None:
+    """One figure for `family`: rows are the (label, rows) cells, columns the family's metrics."""
+    metrics = list(dict.fromkeys(r.metric for _, rows in cells for r in rows if r.estimate is not None))
+    if not metrics:
+        return None
+    n_rows = len(cells)
+    with plt.rc_context(_RC):
+        fig, axes = plt.subplots(
+            1,
+            len(metrics),
+            figsize=(1.2 + 1.9 * len(metrics), 0.6 + 0.24 * n_rows),
+            squeeze=False,
+            sharey=True,
+        )
+        ys = list(range(n_rows))[::-1]
+        for ax, metric in zip(axes[0], metrics, strict=True):
+            spans = [1e-9]
+            for y, (_, rows) in zip(ys, cells, strict=True):
+                r = next((x for x in rows if x.metric == metric), None)
+                if r is None or r.estimate is None:
+                    continue
+                lo = r.ci_low if r.ci_low is not None else r.estimate
+                hi = r.ci_high if r.ci_high is not None else r.estimate
+                spans.append(max(abs(lo), abs(hi), abs(r.estimate)))
+                strong = lo > 0 or hi < 0
+                colour = "#1f4e79" if strong else "#8a9bb0"
+                ax.hlines(y, lo, hi, color=colour, linewidth=1.6)
+                ax.plot([r.estimate], [y], "o", color=colour, markersize=3.5)
+            span = max(spans) * 1.15
+            ax.axvline(0.0, color="#888", linewidth=0.8)
+            ax.set_xlim(-span, span)
+            ax.set_title(metric, fontsize=7)
+            ax.tick_params(axis="x", labelsize=6)
+            ax.spines["left"].set_visible(False)
+        axes[0][0].set_yticks(ys, [label for label, _ in cells], fontsize=6)
+        axes[0][0].set_ylim(-0.7, n_rows - 0.3)
+        fig.suptitle(f"{family}: a − b per cell, {round(100 * (1 - alpha))}% CI, shared axis per metric", fontsize=8)
         fig.tight_layout()
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None})

@@ -232,6 +232,82 @@ class Subgroups(Frozen):
     figures: list[str]
 
 
+class Finding(Frozen):
+    """One paired delta worth reading first: what differed, by how much, and what it may support."""
+
+    rank: int
+    cell_index: int
+    agent: str
+    scenario_id: str
+    contrast: str
+    metric: str
+    family: str
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n_pairs: int
+    excludes_zero: bool
+    direction: Literal["b_worse", "a_worse", "higher_a", "higher_b", "none"]
+    sentence: str = Field(description="the delta in words, sign convention included")
+    claim: str
+    gated: bool = Field(description="the family's claim for this cell is above diagnostics_only")
+    blocked_by: list[str] = Field(description="gates not passed that keep this family diagnostic")
+    status: str
+
+
+class MatrixEntry(Frozen):
+    """The largest delta of one family in one cell (agent x scenario x contrast)."""
+
+    family: str
+    metric: str | None
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    excludes_zero: bool
+    direction: Literal["b_worse", "a_worse", "higher_a", "higher_b", "none"]
+    gated: bool
+    text: str
+
+
+class MatrixRow(Frozen):
+    cell_index: int
+    agent: str
+    scenario_id: str
+    contrast: str
+    label: str
+    entries: list[MatrixEntry]
+
+
+class Findings(Frozen):
+    """The answer first: ranked findings and one agents x contrasts x families matrix."""
+
+    headline: str
+    convention: str
+    ranked: list[Finding]
+    families: list[str]
+    matrix: list[MatrixRow]
+    rule: str
+
+
+class SafetyRow(Frozen):
+    """Calls flagged for one safety metric, per agent and side (every safety metric, gated or not)."""
+
+    metric: str
+    description: str
+    in_plan: bool
+    agent: str
+    flagged_a: int
+    calls_a: int
+    flagged_b: int
+    calls_b: int
+
+
+class MethodSection(Frozen):
+    number: int
+    title: str
+    text: str
+
+
 class Redaction(Frozen):
     redacted: bool
     dropped: list[str]
@@ -261,5 +337,8 @@ class Report(Frozen):
     pair_selection: str
     subgroups: Subgroups
     redaction: Redaction
+    findings: Findings
+    safety: list[SafetyRow]
+    method: list[MethodSection]
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)

@@ -1,7 +1,8 @@
 """Secrets and real-system text: what a report must never print, and what a release must drop.
 
 Credentials are masked in every report (a report is not a place for keys). `--redact` also drops
-endpoint URLs, raw audio and the words of real systems, keeping every field so the schema holds.
+endpoint URLs, raw audio, the words of real systems and the condition labels (the persona level of
+each side: the sides stay "a" and "b" with their contrast axis), keeping every field so the schema holds.
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ from harness.model.secrets import MASK, MIN_SECRET
 BUNDLED_ADAPTERS: frozenset[str] = frozenset({"cascaded", "hybrid", "native", "scripted"})
 URL = re.compile(r"\b(?:https?|wss?|ftp)://[^\s\"'<>)]+", re.IGNORECASE)
 URL_MASK = "[redacted-url]"
+LEVEL_MASK = "[redacted]"
+LEVEL_MASK_NOTE = "condition labels (persona levels such as accent=...; the sides are named a and b)"
+PERSONA_AXES: tuple[str, ...] = ("accent", "voice_profile", "affect", "disfluency", "wording", "gender", "age_band")
+LEVEL = re.compile(r"\b(" + "|".join(PERSONA_AXES) + r")=(?!\[redacted\])[^|\s,;:\"'<>&)(#\]]+")
 TEXT_MASK = "[redacted: real-system text]"
 _MIN_SECRET = MIN_SECRET
 
@@ -39,10 +44,11 @@ def _leaves(value: Any) -> Iterable[str]:
 class Scrubber:
     """Replaces every known secret (and, when redacting, every URL) inside any string of a tree."""
 
-    def __init__(self, secrets: Iterable[str], drop_urls: bool) -> None:
+    def __init__(self, secrets: Iterable[str], drop_urls: bool, mask_levels: bool = False) -> None:
         ordered = sorted({s for s in secrets if len(s) >= _MIN_SECRET}, key=len, reverse=True)
         self._secrets = re.compile("|".join(map(re.escape, ordered))) if ordered else None
         self._drop_urls = drop_urls
+        self._mask_levels = mask_levels
         self.hits = 0
 
     def text(self, s: str) -> str:
@@ -52,6 +58,8 @@ class Scrubber:
         if self._drop_urls:
             s, n = URL.subn(URL_MASK, s)
             self.hits += n
+        if self._mask_levels:
+            s = LEVEL.sub(rf"\1={LEVEL_MASK}", s)
         return s
 
     def tree(self, node: Any) -> Any:

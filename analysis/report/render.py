@@ -1,7 +1,8 @@
 """Render the report model three ways (HTML, Markdown, JSON) and write the report folder.
 
-The HTML is one file with its CSS, JS and figures inline (autoescaped Jinja2, nothing fetched from
-anywhere); recordings of the shown pairs are copied to audio/ beside it. Every write is atomic.
+The HTML is one file with its CSS and JS inline (autoescaped Jinja2, nothing fetched from anywhere);
+figures are SVG files in figures/ and recordings of the shown pairs are copied to audio/ beside it,
+both loaded only when their section is opened. Every write is atomic.
 """
 
 from __future__ import annotations
@@ -80,10 +81,15 @@ def _env(autoescape: bool) -> Environment:
 
 
 def render_html(built: Built) -> str:
-    figs = {name: inline_svg(svg, f"f{i}") for i, (name, svg) in enumerate(sorted(built.figures.items()))}
+    """The page; figures stay files under figures/ loaded lazily (<img loading="lazy">), so the page
+    is light and a collapsed section costs nothing until it is opened."""
+    forests = sorted(n for n in built.figures if n.startswith("forest-"))
     tpl = _env(True).get_template("report.html")
     return tpl.render(
-        r=built.report, figures=figs, css=Markup(_static("report.css")), js=Markup(_static("report.js"))
+        r=built.report,
+        figures_forest=forests,
+        css=Markup(_static("report.css")),
+        js=Markup(_static("report.js")),
     )
 
 

@@ -75,3 +75,74 @@ def reading(
 
 def ms(value: int) -> str:
     return f"{value / 1000:.1f} s"
+
+
+METRIC_NOUNS: dict[str, str] = {
+    "burden_repair": "repair turns",
+    "burden_repair_requests": "repair requests",
+    "burden_auth": "authentication challenges",
+    "burden_esc_s": "seconds waiting for a human",
+    "burden_repeated_questions": "repeated questions",
+    "burden_time_to_resolution_s": "seconds to resolution",
+    "burden_call_s": "seconds of call",
+    "burden_agent_turns": "agent turns",
+    "tool_n_calls": "tool calls",
+    "tool_n_failed": "failed tool calls",
+    "speech_latency_ms_mean": "ms of response latency",
+    "speech_overlap_n": "overlaps",
+    "speech_agent_interrupted_n": "interruptions of the agent",
+    "speech_rate_wps": "agent words per second",
+    "speech_f0_median_hz": "Hz of agent median F0",
+}
+Direction = str
+
+
+def direction(estimate: float | None, higher_is_worse: bool | None) -> Direction:
+    """Which side the delta points at: b_worse / a_worse when harm has a direction, else higher_a / higher_b."""
+    if estimate is None or estimate == 0:
+        return "none"
+    if higher_is_worse is None:
+        return "higher_a" if estimate > 0 else "higher_b"
+    a_higher = estimate > 0
+    return "a_worse" if a_higher == higher_is_worse else "b_worse"
+
+
+def _num(v: float) -> str:
+    return f"{abs(v):.2g}" if abs(v) < 10 else f"{abs(v):.0f}"
+
+
+def finding_sentence(
+    metric: str,
+    kind: str,
+    estimate: float | None,
+    ci_low: float | None,
+    ci_high: float | None,
+    mean_a: float | None,
+    mean_b: float | None,
+    n_pairs: int,
+    higher_is_worse: bool | None,
+    alpha: float,
+) -> str:
+    """The delta in words, e.g. "condition b carried 0.9 more repair turns (a − b = −0.9, 95% CI ...)"."""
+    if estimate is None:
+        return f"{metric}: not estimable on {n_pairs} pairs"
+    level = round(100 * (1 - alpha))
+    ci = f"{level}% CI {fmt(ci_low, 2)} to {fmt(ci_high, 2)}" if ci_low is not None and ci_high is not None else "no interval"
+    tail = f"(a − b = {fmt(estimate, 2)}, {ci}; {n_pairs} pairs)"
+    if ci_low is not None and ci_high is not None and ci_low <= 0.0 <= ci_high:
+        tail += ", interval includes 0"
+    if estimate == 0:
+        return f"{metric}: no difference between a and b {tail}"
+    higher, lower = ("a", "b") if estimate > 0 else ("b", "a")
+    if kind == "binary" and mean_a is not None and mean_b is not None:
+        who = direction(estimate, higher_is_worse)
+        verdict = {"a_worse": "; condition a fared worse", "b_worse": "; condition b fared worse"}.get(who, "")
+        return (
+            f"{metric}: condition a {100 * mean_a:.0f}% vs condition b {100 * mean_b:.0f}% of calls{verdict} "
+            f"(a − b = {fmt(estimate, 2)}, {ci}; {n_pairs} pairs)"
+            + (", interval includes 0" if tail.endswith("includes 0") else "")
+        )
+    noun = METRIC_NOUNS.get(metric, metric)
+    if higher_is_worse:
+        return f"condition {higher} carried {_num(estimate)} more {noun} than condition {lower} {tail}"
+    return f"condition {higher} had {_num(estimate)} more {noun} than condition {lower} {tail}"

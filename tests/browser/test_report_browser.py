@@ -1,4 +1,5 @@
-"""The report in headless Chromium from file://: no errors, no network, audio plays, pair viewer opens."""
+"""The report in headless Chromium from file://: the answer on the first screen, sections that open by
+keyboard, a short page before expansion, no errors, no network, audio plays, pair viewer opens."""
 
 from __future__ import annotations
 
@@ -40,9 +41,11 @@ async def test_report_opens_plays_and_shows_a_pair(browser: Any, tmp_path: Path)
     page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     await page.goto(index.as_uri())
-    await page.wait_for_selector("#gates table")
+    await page.wait_for_selector("#findings ol.findings")
     assert await page.locator(f"#pair-{pair.pair_id}").is_hidden()
+    assert not any(u.endswith(".wav") for u in urls)  # recordings load only when a pair is opened
 
+    await page.click("#pairs > summary")
     await page.click(f'a.open-pair[href="#pair-{pair.pair_id}"]')
     viewer = page.locator(f"#pair-{pair.pair_id}")
     await viewer.wait_for(state="visible")
@@ -73,3 +76,66 @@ async def test_report_opens_plays_and_shows_a_pair(browser: Any, tmp_path: Path)
     outside = [u for u in urls if not u.startswith("file://")]
     assert not outside, outside
     assert any(u.endswith(".wav") for u in urls)
+
+
+async def test_report_leads_with_the_findings_and_opens_by_keyboard(browser: Any, tmp_path: Path) -> None:
+    fx = fixture_module()
+    built = build_report(fx.analysed_run(), environ=fx.ENVIRON)
+    write_report(built, tmp_path / "report")
+    index = tmp_path / "report" / "index.html"
+    page = await browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    await page.goto(index.as_uri())
+    await page.wait_for_selector("#findings ol.findings li")
+    viewport = page.viewport_size
+    assert viewport is not None
+    for selector in ("ol.findings li", "table.matrix tbody tr"):
+        box = await page.locator(selector).first.bounding_box()
+        assert box is not None and box["y"] + box["height"] <= viewport["height"], selector
+    assert await page.locator("ol.findings li").count() == len(built.report.findings.ranked)
+    assert await page.locator("table.matrix tbody tr").count() == len(built.report.findings.matrix)
+    height = await page.evaluate("document.documentElement.scrollHeight")
+    assert height < 10_000, height
+    assert await page.locator("details.block[open]").count() == 0
+
+    gates = page.locator("#gates")
+    assert not await page.locator("#gates table.gates").is_visible()
+    await page.focus("#gates > summary")
+    await page.keyboard.press("Enter")
+    await page.locator("#gates table.gates").wait_for(state="visible")
+    assert await gates.evaluate("d => d.open")
+    await page.focus("#deltas > summary")
+    await page.keyboard.press(" ")
+    first_cell = page.locator("#deltas details.cell").first
+    await first_cell.wait_for(state="visible")
+    await first_cell.locator("summary").focus()
+    await page.keyboard.press("Enter")
+    await first_cell.locator("table.deltas").first.wait_for(state="visible")
+    taller = await page.evaluate("document.documentElement.scrollHeight")
+    assert taller > height
+
+    await page.goto(index.as_uri() + f"#cell-{built.report.cells[-1].index}")
+    await page.locator(f"#cell-{built.report.cells[-1].index} table.deltas").first.wait_for(state="visible")
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    await page.goto(index.as_uri())
+    await page.screenshot(path=str(ARTIFACTS / "report-findings.png"), full_page=False)
+    await page.emulate_media(media="print")
+    assert await page.locator("nav").is_hidden()
+    assert not errors, errors
+
+
+async def test_redacted_report_shows_no_condition_label(browser: Any, tmp_path: Path) -> None:
+    fx = fixture_module()
+    built = build_report(fx.analysed_run(), environ=fx.ENVIRON, redact=True)
+    write_report(built, tmp_path / "report")
+    page = await browser.new_page()
+    await page.goto((tmp_path / "report" / "index.html").as_uri())
+    await page.wait_for_selector("#findings ol.findings li")
+    await page.evaluate("document.querySelectorAll('details').forEach(d => d.open = true)")
+    text = str(await page.evaluate("document.body.innerText"))
+    titles = str(await page.evaluate("[...document.querySelectorAll('[title]')].map(e => e.title).join(' ')"))
+    for label in ("us_general", "l2_spanish", "female_adult", "accent=us", "accent=l2"):
+        assert label not in text and label not in titles, label
+    assert "accent=[redacted]" in text and "condition b" in text

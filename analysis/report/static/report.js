@@ -1,19 +1,35 @@
-/* Pair viewer: show the pair named in the URL hash; seek and follow the recording on the timeline.
-   Works from file:// and fetches nothing. */
+/* Sections open on demand; the pair viewer shows the pair named in the URL hash; the timeline seeks
+   and follows the recording. Works from file:// and fetches nothing. */
 (function () {
   "use strict";
+  function openTo(el) {
+    for (var d = el; d; d = d.parentElement) {
+      if (d.tagName === "DETAILS") { d.open = true; }
+    }
+  }
   function show(id) {
     var target = document.getElementById(id);
-    if (!target || !target.classList.contains("pair")) { return; }
-    document.querySelectorAll("section.pair").forEach(function (s) { s.hidden = s !== target; });
+    if (!target) { return; }
+    openTo(target);
+    if (target.classList.contains("pair")) {
+      document.querySelectorAll("section.pair").forEach(function (s) { s.hidden = s !== target; });
+    }
     target.scrollIntoView();
   }
   function route() {
     var id = decodeURIComponent(location.hash.slice(1));
-    if (id.indexOf("pair-") === 0) { show(id); }
+    if (id) { show(id); }
   }
   window.addEventListener("hashchange", route);
   route();
+  var reopened = [];
+  window.addEventListener("beforeprint", function () {
+    document.querySelectorAll("details:not([open])").forEach(function (d) { d.open = true; reopened.push(d); });
+  });
+  window.addEventListener("afterprint", function () {
+    reopened.forEach(function (d) { d.open = false; });
+    reopened = [];
+  });
   document.querySelectorAll(".timeline .seg").forEach(function (seg) {
     seg.addEventListener("click", function () {
       var audio = seg.closest(".call").querySelector("audio");

@@ -1,6 +1,8 @@
 """One analysed run for every report test in a pytest process: a bundled reference agent and a
 "real system" (module:attr) that serves long (accented) callers worse and crashes on some,
-with a secret URL, a token and an env-var-named secret planted in the campaign.
+with a secret URL, a token and an env-var-named secret planted in the campaign. The planted endpoint
+is a listener on 127.0.0.1 held open while the campaign runs (the run checks that agent URLs connect);
+its path carries the planted host name a redacted report must drop.
 
 Built once per process (about 8 s) and shared by the unit, integration and browser tests; tests
 copy it when they change it. Load this module with `load_fixture()` so the cache is shared.
@@ -9,6 +11,7 @@ copy it when they change it. Load this module with `load_fixture()` so the cache
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -24,7 +27,7 @@ SECRETS = (SECRET_URL_KEY, SECRET_TOKEN, SECRET_ENV_VALUE, SECRET_HOST)
 ENVIRON = {SECRET_ENV_NAME: SECRET_ENV_VALUE}
 REFERENCE_LINE = "Thank you for calling. How can I help you today?"
 
-CAMPAIGN = f"""\
+CAMPAIGN = """\
 name: report_fixture
 description: Report tests with a planted bias, planted failures and planted secrets
 seed: 7
@@ -42,7 +45,7 @@ agents:
         - "I have issued a refund of twenty four dollars and ninety nine cents. Is there anything else?"
   - name: vendor_x
     adapter: "report_agents:biased"
-    url: "https://{SECRET_HOST}/voice?api_key={SECRET_URL_KEY}"
+    url: "https://127.0.0.1:{port}/{SECRET_HOST}/voice?api_key={SECRET_URL_KEY}"
     architecture: hyb
     options:
       api_key: "{SECRET_TOKEN}"
@@ -69,21 +72,34 @@ concurrency: 4
 _cache: dict[str, Path] = {}
 
 
+def campaign(port: int) -> str:
+    return CAMPAIGN.format(
+        port=port,
+        REFERENCE_LINE=REFERENCE_LINE,
+        SECRET_ENV_VALUE=SECRET_ENV_VALUE,
+        SECRET_HOST=SECRET_HOST,
+        SECRET_URL_KEY=SECRET_URL_KEY,
+        SECRET_TOKEN=SECRET_TOKEN,
+        SECRET_ENV_NAME=SECRET_ENV_NAME,
+    )
+
+
 def analysed_run() -> Path:
     """Path of the shared analysed run (do not modify it; copy it first)."""
     if "run" in _cache:
         return _cache["run"]
     parent = Path(tempfile.mkdtemp(prefix="va-report-fixture-"))
-    (parent / "c.yaml").write_text(CAMPAIGN)
     exe = Path(sys.executable).with_name("voice-audit")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
-    subprocess.run(
-        [str(exe), "run", str(parent / "c.yaml"), "--out", str(parent), "--run-id", "rep", "--quiet"],
-        check=True,
-        capture_output=True,
-        timeout=300,
-        env=env,
-    )
+    with socket.create_server(("127.0.0.1", 0)) as endpoint:
+        (parent / "c.yaml").write_text(campaign(endpoint.getsockname()[1]))
+        subprocess.run(
+            [str(exe), "run", str(parent / "c.yaml"), "--out", str(parent), "--run-id", "rep", "--quiet"],
+            check=True,
+            capture_output=True,
+            timeout=300,
+            env=env,
+        )
     from analysis.pipeline import analyze
 
     run = parent / "rep"

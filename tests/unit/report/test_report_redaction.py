@@ -8,7 +8,7 @@ from types import ModuleType
 from typing import Any
 
 from analysis.report import Built
-from analysis.report.redact import Scrubber, is_real_system
+from analysis.report.redact import LEVEL, LEVEL_MASK, Scrubber, is_real_system
 from harness.model.secrets import MASK, mask_options, secret_values
 
 
@@ -85,10 +85,14 @@ def test_redaction_drops_audio_urls_and_real_system_words(
 
 
 def test_redaction_keeps_schema_and_numbers(full: tuple[Built, Path], redacted: tuple[Built, Path]) -> None:
-    a = json.loads((full[1] / "report.json").read_text())
-    b = json.loads((redacted[1] / "report.json").read_text())
+    full_text = (full[1] / "report.json").read_text()
+    b_text = (redacted[1] / "report.json").read_text()
+    a, b = json.loads(full_text), json.loads(b_text)
     assert _keys(a) == _keys(b)
-    assert a["cells"] == b["cells"]
+    for level in ("us_general", "l2_spanish", "female_adult"):  # condition labels are masked ...
+        assert level in full_text and level not in b_text
+    a = json.loads(LEVEL.sub(lambda m: f"{m.group(1)}={LEVEL_MASK}", full_text))  # ... and only they
+    assert a["cells"] == b["cells"] and a["findings"] == b["findings"]
     assert a["calls"] == b["calls"] and a["gates"] == b["gates"] and a["disposition"] == b["disposition"]
     assert [p["pair_id"] for p in a["pairs_shown"]] == [p["pair_id"] for p in b["pairs_shown"]]
 
