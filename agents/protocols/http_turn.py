@@ -4,7 +4,8 @@ Wire contract (JSON bodies, UTF-8; audio is base64 of raw samples):
 
     POST   {url}/sessions
            {"call": <call info, see wire.py>, "audio": {"encoding":"pcm16","sample_rate":16000}}
-        -> 201 {"session_id": str, "events": [<greeting events, ending in turn_end or hangup>]}
+        -> 201 {"session_id": str, "events": [<greeting events, ending in turn_end or hangup>],
+                "exposes": {"transcripts": bool, "tool_trace": bool}}
     POST   {url}/sessions/{id}/turns
            {"audio": <b64>, "encoding": "pcm16", "sample_rate": 16000}
         -> 200 {"events": [<agent events of this turn, ending in turn_end or hangup>]}
@@ -12,8 +13,21 @@ Wire contract (JSON bodies, UTF-8; audio is base64 of raw samples):
     POST   {url}/sessions/{id}/barge_in  {"played_ms": 1200}   -> 204
     DELETE {url}/sessions/{id}?reason=..                        -> 204
 
-Event objects are those of `wire.py`. Errors answer with a status and
-`{"error": {"kind": <FailureKind>, "message": str}}`; 404 is an unknown session.
+Event objects are those of `wire.py`. `DELETE` is sent once when the call ends, whoever ended it
+(the caller hanging up, the agent hanging up or failing, the harness giving up); a session the
+agent already ended may answer it 204 or 404.
+
+Exposure: `exposes` in the session reply is the agent's declaration that its events carry every
+word it says (`transcripts`: `text` events) and every tool call it makes (`tool_trace`:
+`tool_call` / `tool_result` events). What it does not declare is recorded as not exposed (the
+episode header's `exposure`), so analysis reports the metrics built on it as missing rather than
+zero; a missing `exposes` declares nothing. Options `transcripts` / `tool_trace` declare for an
+agent that cannot say it itself; the agent's own declaration wins.
+
+Errors answer with a status and `{"error": {"kind": <FailureKind>, "message": str}}`:
+400 a request the server cannot read (`malformed_frame`); 404 an unknown session; 422 a call the
+agent cannot take (`protocol_error`, e.g. no facts disclosed and none of its own); 502 the agent
+failed (its own kind); 504 the agent did not finish its turn in time (`timeout_turn`).
 
 Failure kinds on the client side: connection refused at session creation -> `connect_failed`;
 later -> `disconnect`; no answer within `turn_timeout_s` (or a 504) -> `timeout_turn`; other 5xx
@@ -34,7 +48,14 @@ import aiohttp
 
 from agents.protocols._secrets import expand_headers
 from agents.protocols._stream import EventChannel, describe
-from agents.protocols.wire import b64encode, call_to_json, event_from_json, format_from_json, format_to_json
+from agents.protocols.wire import (
+    b64encode,
+    call_to_json,
+    declared_exposure,
+    event_from_json,
+    format_from_json,
+    format_to_json,
+)
 from harness.adapter import (
     AgentError,
     AgentEvent,
@@ -51,9 +72,13 @@ __all__ = ["HttpTurnAdapter", "HttpTurnSession", "http_adapter"]
 
 
 class HttpTurnSession:
-    def __init__(self, adapter: HttpTurnAdapter, session_id: str, fmt: AudioFormat) -> None:
+    def __init__(
+        self, adapter: HttpTurnAdapter, session_id: str, fmt: AudioFormat, capabilities: Capabilities
+    ) -> None:
         self._adapter = adapter
         self.session_id = session_id
+        self.capabilities = capabilities
+        """The adapter's, with what the agent declared it exposes on this call."""
         self._fmt = fmt
         self._buf = bytearray()
         self._chan = EventChannel()
@@ -118,16 +143,14 @@ class HttpTurnSession:
         return self._chan.events()
 
     async def close(self, reason: str) -> None:
+        """End the session on the agent's side too: DELETE is sent whoever ended the call."""
         if self._closed:
             return
         self._closed = True
         try:
-            if not self._chan.done:
-                await self._adapter.request(
-                    "DELETE", self._base, None, "disconnect", params={"reason": reason[:200]}
-                )
+            await self._adapter.request("DELETE", self._base, None, "disconnect", params={"reason": reason[:200]})
         except AgentError:
-            pass  # the call is over either way; a failed DELETE must not mask the real outcome
+            pass  # the call is over either way (a 404 for a session the agent ended is fine)
         finally:
             self._chan.finish(f"closed by harness: {reason}")
 
@@ -140,8 +163,9 @@ def parse_events(data: Any) -> list[AgentEvent]:
 
 class HttpTurnAdapter:
     """Options: `sample_rate` (16000), `encoding` ("pcm16"), `turn_timeout_s` (30),
-    `connect_timeout_s` (10), `transcripts`/`tool_trace` (true), `headers` (dict; a value may
-    reference the environment as `${NAME}`, the way to pass a credential)."""
+    `connect_timeout_s` (10), `transcripts`/`tool_trace` (exposure declared for the agent;
+    default: only what the agent declares), `headers` (dict; a value may reference the
+    environment as `${NAME}`, the way to pass a credential)."""
 
     def __init__(self, spec: AgentSpec) -> None:
         if not spec.url:
@@ -157,8 +181,8 @@ class HttpTurnAdapter:
             architecture=spec.architecture,
             turn_based=True,
             streaming=False,
-            transcripts=bool(self.options.get("transcripts", True)),
-            tool_trace=bool(self.options.get("tool_trace", True)),
+            transcripts=bool(self.options.get("transcripts", False)),
+            tool_trace=bool(self.options.get("tool_trace", False)),
             fact_provisioning=True,
             input_format=fmt,
             protocol="http",
@@ -211,7 +235,8 @@ class HttpTurnAdapter:
         data = await self.request("POST", f"{self.url}/sessions", body, "connect_failed")
         if not isinstance(data, dict) or not isinstance(data.get("session_id"), str):
             raise AgentError("malformed_frame", "session creation answered without a 'session_id'")
-        session = HttpTurnSession(self, data["session_id"], self.capabilities.input_format)
+        caps = declared_exposure(self.capabilities, data.get("exposes"))
+        session = HttpTurnSession(self, data["session_id"], self.capabilities.input_format, caps)
         await session.deliver(parse_events(data))
         self._sessions.add(session)
         return session

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -49,6 +50,7 @@ from harness.adapter import (
     AudioFormat,
     AudioOut,
     CallInfo,
+    Capabilities,
     ClearOut,
     ErrorOut,
     FactsSeenOut,
@@ -71,8 +73,10 @@ __all__ = [
     "b64encode",
     "call_from_json",
     "call_to_json",
+    "declared_exposure",
     "event_from_json",
     "event_to_json",
+    "exposure_to_json",
     "format_from_json",
     "format_to_json",
 ]
@@ -139,6 +143,20 @@ def call_from_json(data: Any, default: Callable[[], CallInfo] | None = None) -> 
         raise AgentError("malformed_frame", f"call is missing {exc}") from None
     except ValidationError as exc:
         raise AgentError("malformed_frame", f"call facts are invalid: {exc.error_count()} errors") from None
+
+
+def exposure_to_json(caps: Capabilities) -> dict[str, bool]:
+    """An agent's declaration of what its events carry (HTTP session reply, WS `started`)."""
+    return {"transcripts": caps.transcripts, "tool_trace": caps.tool_trace}
+
+
+def declared_exposure(caps: Capabilities, data: Any) -> Capabilities:
+    """`caps` with what the agent declared: a declared flag wins, an undeclared one keeps the
+    campaign's (off unless the options say so). Anything but a JSON object declares nothing."""
+    if not isinstance(data, dict):
+        return caps
+    flags = {k: data[k] for k in ("transcripts", "tool_trace") if isinstance(data.get(k), bool)}
+    return dataclasses.replace(caps, **flags)
 
 
 def format_to_json(fmt: AudioFormat) -> dict[str, Any]:

@@ -11,13 +11,16 @@ harness -> agent
     text   {"type":"barge_in","played_ms":N}   the caller spoke over the agent after N ms
     text   {"type":"stop","reason":..}         then the harness closes the socket
 agent -> harness
-    text   {"type":"started","session_id":..,"output":{"encoding":..,"sample_rate":..}}  first
+    text   {"type":"started","session_id":..,"output":{"encoding":..,"sample_rate":..},
+            "exposes":{"transcripts":bool,"tool_trace":bool}}  first
     text   agent event objects (wire.py: audio, text, heard, tool_call, tool_result, state,
            facts_seen, mark, clear, hangup, error, turn_end)
     binary agent audio in the `output` format of `started`
     close 1000 after a hang-up
 
-The agent closing the socket cleanly is a hang-up; anything malformed ends the call with
+`exposes` is the agent's declaration of what its events carry, as on the HTTP turn API (see
+`http_turn`): undeclared is recorded as not exposed. The agent closing the socket cleanly is a
+hang-up; anything malformed ends the call with
 `ErrorOut("malformed_frame")`. Marks behave as on Twilio (echoed on `mark_played`; pending
 marks are echoed at once on `clear`).
 """
@@ -28,12 +31,19 @@ import asyncio
 import json
 import logging
 import weakref
+from typing import Any
 
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
 from agents.protocols._stream import open_ws
-from agents.protocols.wire import call_to_json, event_from_json, format_from_json, format_to_json
+from agents.protocols.wire import (
+    call_to_json,
+    declared_exposure,
+    event_from_json,
+    format_from_json,
+    format_to_json,
+)
 from agents.protocols.ws_session import MarkLedger, WsSession, loads
 from harness.adapter import (
     AgentError,
@@ -60,6 +70,9 @@ class WsStreamSession(WsSession):
         self._marks = MarkLedger()
         self.session_id = ""
         self.output = AudioFormat()
+        self.exposes: Any = None
+        self.capabilities: Capabilities | None = None
+        """The adapter's, with what the agent declared in `started`."""
 
     async def start(self, call: CallInfo, fmt: AudioFormat, timeout_s: float) -> None:
         await self._send({"type": "start", "call": call_to_json(call), "audio": format_to_json(fmt)})
@@ -73,6 +86,7 @@ class WsStreamSession(WsSession):
                 raise AgentError("protocol_error", f"expected 'started', got {str(raw)[:80]!r}")
             self.session_id = str(msg.get("session_id", ""))
             self.output = format_from_json(msg.get("output") or {})
+            self.exposes = msg.get("exposes")
         except TimeoutError:
             raise AgentError("connect_failed", f"no 'started' within {timeout_s:.1f} s") from None
         except ConnectionClosed as exc:
@@ -133,7 +147,8 @@ class WsStreamSession(WsSession):
 
 
 class WsStreamAdapter:
-    """Options: `encoding` ("pcm16"), `sample_rate` (16000), `transcripts`/`tool_trace` (true),
+    """Options: `encoding` ("pcm16"), `sample_rate` (16000), `transcripts`/`tool_trace` (exposure
+    declared for the agent; default: only what the agent declares in `started`),
     `connect_timeout_s` (10), `send_timeout_s` (5)."""
 
     def __init__(self, spec: AgentSpec) -> None:
@@ -150,8 +165,8 @@ class WsStreamAdapter:
             architecture=spec.architecture,
             turn_based=False,
             streaming=True,
-            transcripts=bool(self.options.get("transcripts", True)),
-            tool_trace=bool(self.options.get("tool_trace", True)),
+            transcripts=bool(self.options.get("transcripts", False)),
+            tool_trace=bool(self.options.get("tool_trace", False)),
             fact_provisioning=True,
             input_format=fmt,
             protocol="ws",
@@ -167,6 +182,7 @@ class WsStreamAdapter:
         except AgentError:
             await ws.close()
             raise
+        session.capabilities = declared_exposure(self.capabilities, session.exposes)
         self._sessions.add(session)
         return session
 

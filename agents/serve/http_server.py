@@ -1,5 +1,6 @@
 """HTTP turn API front end (aiohttp): serves a turn-based agent with the contract documented in
-`agents.protocols.http_turn`. One lock per session keeps turns of a call strictly sequential."""
+`agents.protocols.http_turn` (statuses and error bodies included). One lock per session keeps
+turns of a call strictly sequential; the session reply declares the inner agent's exposure."""
 
 from __future__ import annotations
 
@@ -7,12 +8,13 @@ import asyncio
 import json
 import logging
 import secrets
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
-from agents.protocols.wire import b64decode, call_from_json, event_to_json, format_from_json
+from agents.protocols.wire import b64decode, call_from_json, event_to_json, exposure_to_json, format_from_json
 from agents.serve._inner import InnerCall
 from agents.serve.config import ServeConfig
 from agents.serve.faults import BAD_AUDIO_B64, WireFault, wire_fault
@@ -20,6 +22,9 @@ from harness.adapter import AgentAdapter, AgentError, AgentEvent, HangupOut
 from harness.model.events import FailureKind
 
 __all__ = ["build_http_app"]
+
+ENDED_KEPT = 10_000
+"""How many agent-ended session ids a server remembers so the client's DELETE still gets a 204."""
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +74,7 @@ async def _json(request: web.Request) -> dict[str, Any]:
 
 def build_http_app(adapter: AgentAdapter, config: ServeConfig) -> web.Application:
     sessions: dict[str, _Served] = {}
+    ended: OrderedDict[str, None] = OrderedDict()  # sessions the agent ended: their DELETE is still a 204
 
     async def collect(served: _Served, first_timeout: float | None) -> tuple[list[dict[str, Any]], bool]:
         events: list[dict[str, Any]] = []
@@ -89,6 +95,9 @@ def build_http_app(adapter: AgentAdapter, config: ServeConfig) -> web.Applicatio
     async def finish(sid: str, reason: str) -> None:
         served = sessions.pop(sid, None)
         if served is not None:
+            ended[sid] = None
+            while len(ended) > ENDED_KEPT:
+                ended.popitem(last=False)
             await served.inner.close(reason)
 
     @web.middleware
@@ -100,7 +109,7 @@ def build_http_app(adapter: AgentAdapter, config: ServeConfig) -> web.Applicatio
             await finish(f.sid, f"wire fault: {f.fault.action}")
             return _fault_response(request, f.fault)
         except AgentError as exc:
-            status = 400 if exc.kind == "malformed_frame" else 502
+            status = {"malformed_frame": 400, "protocol_error": 422}.get(exc.kind, 502)
             return _error(status, exc.kind, exc.message)
         except TimeoutError:
             return _error(
@@ -121,7 +130,8 @@ def build_http_app(adapter: AgentAdapter, config: ServeConfig) -> web.Applicatio
             events, over = await collect(served, config.greeting_timeout_s)
         if over:
             await finish(sid, "agent ended the call during its greeting")
-        return web.json_response({"session_id": sid, "events": events}, status=201)
+        body = {"session_id": sid, "events": events, "exposes": exposure_to_json(adapter.capabilities)}
+        return web.json_response(body, status=201)
 
     def lookup(request: web.Request) -> _Served:
         served = sessions.get(request.match_info["sid"])
@@ -167,8 +177,13 @@ def build_http_app(adapter: AgentAdapter, config: ServeConfig) -> web.Applicatio
         return web.Response(status=204)
 
     async def delete(request: web.Request) -> web.Response:
+        sid = request.match_info["sid"]
+        if sid in ended:  # the agent ended it already
+            del ended[sid]
+            return web.Response(status=204)
         lookup(request)
-        await finish(request.match_info["sid"], request.query.get("reason", "caller hung up"))
+        await finish(sid, request.query.get("reason", "caller hung up"))
+        ended.pop(sid, None)
         return web.Response(status=204)
 
     async def on_cleanup(app: web.Application) -> None:

@@ -17,7 +17,13 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from agents.protocols.audio import to_pcm16
-from agents.protocols.wire import call_from_json, event_to_json, format_from_json, format_to_json
+from agents.protocols.wire import (
+    call_from_json,
+    event_to_json,
+    exposure_to_json,
+    format_from_json,
+    format_to_json,
+)
 from agents.serve._inner import InnerCall
 from agents.serve._tasks import until_first
 from agents.serve.config import ServeConfig
@@ -61,6 +67,7 @@ def ws_handler(adapter: AgentAdapter, config: ServeConfig) -> Any:
                     "type": "started",
                     "session_id": secrets.token_hex(8),
                     "output": format_to_json(inner.input_format),
+                    "exposes": exposure_to_json(adapter.capabilities),
                 },
             )
             utterances: asyncio.Queue[bytes] = asyncio.Queue(16)

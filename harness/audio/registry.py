@@ -31,6 +31,7 @@ _TTS: dict[str, _Builtin] = {
     "coqui": _Builtin("harness.audio.coqui_tts:CoquiBackend", ("TTS", "torch"), "coqui"),
     "openai": _Builtin("harness.audio.openai_compat:OpenAISpeechBackend", ("aiohttp",), "offline"),
     "recorded": _Builtin("harness.audio.recorded:RecordedBackend", ("soundfile",), "offline"),
+    "neural": _Builtin("harness.audio.neural_tts:NeuralPiperBackend", ("piper", "onnxruntime"), "piper"),
 }
 
 _ASR: dict[str, _Builtin] = {

@@ -147,6 +147,7 @@ def test_streaming_and_turn_protocols(tmp_path: Path, protocol: str, adapter: st
     rec = next(iter(reader.records()))
     events = reader.events(rec.header.episode_id)
     assert any(e.type == "tool_result" and e.name == "issue_refund" and e.ok for e in events)
+    assert rec.header.exposure is not None and rec.header.exposure.tool_trace  # declared by the served agent
 
 
 @pytest.mark.parametrize("mode", ["ids", "none"])
