@@ -1,20 +1,28 @@
-"""Plug points: agent adapters and audio backends, found by entry point name or `module:attr`.
+"""The one registry of plug points: agent adapters, TTS and ASR backends.
 
-Name lookups read entry-point metadata only; nothing optional is imported until it is used.
+Each kind is an entry-point group; the built-ins are declared there too (pyproject.toml), so a
+third party's backend is found exactly like ours. A name is looked up as an entry point of its
+group first, then as a `package.module:attr` reference. Name lookups read entry-point metadata
+only: nothing optional is imported until it is used. An entry point may name the voice-audit
+extra that provides its dependencies (`module:attr [extra]`); a dependency that is missing when it
+loads becomes a MissingBackendError carrying the exact pip command.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import re
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-from scenarios.errors import ConfigError
+from scenarios.errors import ConfigError, MissingBackendError
 
 AGENT_GROUP = "voice_audit.agents"
 TTS_GROUP = "voice_audit.tts"
 ASR_GROUP = "voice_audit.asr"
+
+KINDS: dict[str, str] = {AGENT_GROUP: "agent adapter", TTS_GROUP: "TTS backend", ASR_GROUP: "ASR backend"}
 
 _MODULE_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
@@ -23,45 +31,98 @@ def is_module_ref(name: str) -> bool:
     return bool(_MODULE_REF.match(name))
 
 
-def _group_names(group: str) -> list[str]:
-    return sorted({ep.name for ep in entry_points(group=group)})
+def _entry_points(group: str) -> dict[str, EntryPoint]:
+    return {ep.name: ep for ep in entry_points(group=group)}
+
+
+def names(group: str) -> list[str]:
+    """Every name registered in `group`, from metadata alone."""
+    return sorted(_entry_points(group))
 
 
 def agent_adapter_names() -> list[str]:
-    return _group_names(AGENT_GROUP)
+    return names(AGENT_GROUP)
 
 
 def tts_backend_names() -> list[str]:
-    try:
-        from harness.audio import tts_names  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return _group_names(TTS_GROUP)
-    return sorted(set(tts_names()) | set(_group_names(TTS_GROUP)))
+    return names(TTS_GROUP)
 
 
 def asr_backend_names() -> list[str]:
+    return names(ASR_GROUP)
+
+
+def require(backend: str, modules: tuple[str, ...], extra: str) -> None:
+    """Raise MissingBackendError unless every module can be imported (checked without importing)."""
+    for mod in modules:
+        try:
+            found = importlib.util.find_spec(mod) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise MissingBackendError(backend, extra, f"Python module '{mod}' not found")
+
+
+def _missing_dependency(exc: ModuleNotFoundError) -> bool:
+    """A third-party module is missing (not one of ours, which would be a broken install or a typo)."""
+    top = (exc.name or "").split(".")[0]
+    return bool(top) and top not in {"harness", "agents", "personas", "scenarios", "analysis"}
+
+
+def extra_of(ep: EntryPoint) -> str | None:
+    return ep.extras[0] if ep.extras else None
+
+
+def _import_ref(ref: str, kind: str) -> Any:
+    module_name, attr = ref.split(":", 1)
     try:
-        from harness.audio import asr_names  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        return _group_names(ASR_GROUP)
-    return sorted(set(asr_names()) | set(_group_names(ASR_GROUP)))
+        obj: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(
+            f"cannot import {kind} module '{module_name}' (from '{ref}'): {exc}",
+            fix="install the package that provides it, or check the spelling",
+        ) from None
+    for part in attr.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise ConfigError(f"'{module_name}' has no attribute '{attr}' (from '{ref}')") from None
+    return obj
 
 
 def load_object(ref: str, group: str) -> Any:
-    """Load `module:attr`, or the entry point called `ref` in `group`."""
-    if is_module_ref(ref):
-        module_name, attr = ref.split(":", 1)
+    """The object registered as `ref` in `group`, or the one `ref` names as `module:attr`."""
+    kind = KINDS.get(group, group)
+    eps = _entry_points(group)
+    if ref in eps:
+        ep = eps[ref]
         try:
-            obj: Any = importlib.import_module(module_name)
-        except ImportError as exc:
-            raise ConfigError(f"cannot import '{module_name}' for '{ref}': {exc}") from None
-        for part in attr.split("."):
-            try:
-                obj = getattr(obj, part)
-            except AttributeError:
-                raise ConfigError(f"'{module_name}' has no attribute '{attr}' (from '{ref}')") from None
-        return obj
-    for ep in entry_points(group=group):
-        if ep.name == ref:
             return ep.load()
-    raise ConfigError(f"no '{ref}' registered in entry point group {group}")
+        except ModuleNotFoundError as exc:
+            extra = extra_of(ep)
+            if extra is None or not _missing_dependency(exc):
+                raise ConfigError(f"{kind} '{ref}' ({ep.value}) cannot be imported: {exc}") from None
+            raise MissingBackendError(ref, extra, f"Python module '{exc.name}' not found") from None
+    if is_module_ref(ref):
+        return _import_ref(ref, kind)
+    raise ConfigError(
+        f"unknown {kind} '{ref}'", fix=f"use one of {', '.join(sorted(eps)) or '(none installed)'}, or 'package.module:attr'"
+    )
+
+
+def create(ref: str, group: str, **options: Any) -> Any:
+    """Load `ref` from `group` and call it with `options`. The packages a factory lists in its
+    `requires` are checked first (without importing them), and any missing one names the entry
+    point's extra."""
+    factory = load_object(ref, group)
+    ep = _entry_points(group).get(ref)
+    extra = extra_of(ep) if ep is not None else None
+    needs: tuple[str, ...] = getattr(factory, "requires", ())
+    if extra is not None and needs:
+        require(ref, needs, extra)  # before the call: a missing package beats a missing option
+    try:
+        return factory(**options)
+    except ModuleNotFoundError as exc:
+        if extra is None or not _missing_dependency(exc):
+            raise
+        raise MissingBackendError(ref, extra, f"Python module '{exc.name}' not found") from None

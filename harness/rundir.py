@@ -1,4 +1,4 @@
-"""The run folder: atomic writes, append-and-flush logs, resumable, schema-checked on read.
+"""The run folder: atomic writes (scenarios.atomic), append-and-flush logs, resumable, schema-checked on read.
 
 ```
 runs/<run_id>/
@@ -19,10 +19,9 @@ import errno
 import hashlib
 import json
 import os
-import secrets
 import shutil
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from harness.model.episode import EpisodeRecord, RunManifest
 from harness.model.events import EVENT_ADAPTER, Event
 from harness.model.secrets import Redactor
 from harness.model.versioning import SCHEMA_VERSION, check_schema_version, upgrade
+from scenarios.atomic import atomic_write_bytes, open_new, write_all
 from scenarios.errors import VoiceAuditError
 
 RUN_JSON = "run.json"
@@ -62,55 +62,6 @@ def storage_error(run_dir: Path, exc: OSError) -> RunFolderError:
         f"{run_dir}: cannot write the run folder ({what}); finished episodes are intact: free space or fix "
         f"permissions, then resume with: voice-audit run --resume {run_dir}"
     )
-
-
-def _write_all(fd: int, parts: Sequence[bytes | memoryview]) -> None:
-    for part in parts:
-        view = memoryview(part)
-        if not view.nbytes:  # an empty part (a recording nobody spoke on) may have no castable shape
-            continue
-        view = view.cast("B")
-        while view:
-            view = view[os.write(fd, view) :]
-
-
-def _create(path: Path, flags: int) -> int:
-    """Open a new file for writing, creating its folder (and parents) the first time."""
-    try:
-        return os.open(path, flags, 0o644)
-    except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return os.open(path, flags, 0o644)
-
-
-def atomic_write_bytes(path: Path, data: bytes | Sequence[bytes | memoryview], *, fsync: bool = True) -> None:
-    """Write to a temp file in the same folder, (fsync,) rename: readers never see half a file.
-
-    `data` may come in parts (a header and a large array's buffer), written in turn without joining.
-    Plain descriptors rather than file objects: episode files are written by the thousand, and
-    every system call and lock hand-over counts there."""
-    parts = [data] if isinstance(data, bytes) else data
-    for _ in range(100):
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-        try:
-            fd = _create(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC)
-            break
-        except FileExistsError:
-            continue
-    else:
-        raise FileExistsError(f"{path.parent}: no free temporary file name")
-    try:
-        try:
-            os.fchmod(fd, 0o644)  # whatever the umask, like the files written in place
-            _write_all(fd, parts)
-            if fsync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def atomic_write_json(path: Path, data: Any) -> None:
@@ -151,8 +102,8 @@ class EventLog:
 
     def _write(self) -> None:
         if self._fd is None:
-            self._fd = _create(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC)
-        _write_all(self._fd, [b"".join(self._pending)])
+            self._fd = open_new(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC)
+        write_all(self._fd, [b"".join(self._pending)])
         self._pending.clear()
 
     def flush(self) -> None:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
 from pydantic import Field
 
 from scenarios._base import Frozen
 from scenarios._model import Scenario, check_required_paths
+from scenarios.atomic import atomic_write_text
 from scenarios.errors import ConfigError, LockError
 from scenarios.yamlsrc import load_yaml
 
@@ -38,19 +37,6 @@ def load_scenario_file(path: str | Path) -> Scenario:
     if problems:
         raise doc.error(("facts",), f"Scenario: {problems[0]}", fix="see scenarios/library for complete examples")
     return scenario
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _relock_hint(directory: Path) -> str:
@@ -120,7 +106,7 @@ class ScenarioLibrary:
                 )
             entries[sid] = LockEntry(version=scenario.version, sha256=scenario.sha256, file=path.name)
         lock = LockFile(scenarios=entries)
-        _atomic_write_text(self.lock_path, json.dumps(lock.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
+        atomic_write_text(self.lock_path, json.dumps(lock.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
         return lock
 
     def verify(self) -> list[str]:

@@ -38,6 +38,7 @@ def offline_model_path() -> Path:
 
 class FasterWhisperBackend:
     name = "faster-whisper"
+    requires = ("faster_whisper", "ctranslate2")
     accepts_prompt = True
     """`transcribe(..., prompt=)` passes Whisper an initial prompt (context that biases decoding)."""
 

@@ -49,6 +49,7 @@ def _words(decoder: Any) -> list[Word]:
 
 class PocketSphinxBackend:
     name = "pocketsphinx"
+    requires = ("pocketsphinx",)
 
     def __init__(self, lm: str | None = None, dictionary: str | None = None) -> None:
         config: dict[str, Any] = {}

@@ -25,6 +25,7 @@ MAX_SAMPLE_LEN = 224
 
 class WhisperBackend:
     name = "whisper"
+    requires = ("whisper", "torch")
 
     def __init__(
         self,

@@ -10,8 +10,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
-import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -22,6 +20,7 @@ import numpy as np
 
 from harness.audio.types import Synthesis, Transcript
 from scenarios._base import canonical_json
+from scenarios.atomic import atomic_write_bytes
 
 T = TypeVar("T")
 
@@ -88,18 +87,7 @@ class ContentCache(Generic[T]):
     def put(self, key: str, value: T) -> None:
         self._remember(key, value)
         if self.directory is not None:
-            path = self._path(key)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=self._suffix)
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(self._dump(value))
-                    fh.flush()
-                    os.fsync(fh.fileno())
-                os.replace(tmp, path)
-            except BaseException:
-                Path(tmp).unlink(missing_ok=True)
-                raise
+            atomic_write_bytes(self._path(key), self._dump(value))
 
     def _remember(self, key: str, value: T) -> None:
         with self._lock:

@@ -46,6 +46,7 @@ _REFERENCE_WPM = int(SpeechParams.model_fields["rate_wpm"].default)
 
 class CoquiBackend:
     name = "coqui"
+    requires = _MODULES
 
     def __init__(
         self,

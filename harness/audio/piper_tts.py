@@ -29,6 +29,7 @@ def bundled_voice() -> Path:
 
 class PiperBackend:
     name = "piper"
+    requires = ("piper", "onnxruntime")
 
     def __init__(self, model_path: str | Path | None = None, config_path: str | Path | None = None) -> None:
         require(self.name, ("piper", "onnxruntime"), "piper")

@@ -68,7 +68,7 @@ async def test_disk_cache_is_shared_between_instances(tmp_path: Path) -> None:
     await SpeechSynthesizer(a, cache_dir=tmp_path).speak("persist me", None, P)
     hit = await SpeechSynthesizer(b, cache_dir=tmp_path).speak("persist me", None, P)
     assert a.calls == 1 and b.calls == 0 and hit.cached
-    assert not list(tmp_path.rglob(".tmp-*"))
+    assert not list(tmp_path.rglob("*.tmp"))  # no interrupted write left behind
 
 
 async def test_corrupt_disk_entry_is_a_miss(tmp_path: Path) -> None:
