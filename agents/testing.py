@@ -13,6 +13,9 @@ agent with a *known* effect. Two options give it one, both off by default:
   the exact audio bytes it received, as for the reference agents' knobs.
 - `noise`: with probability `repair_p` per call, one "Sorry, could you repeat that?" turn,
   independent of the condition, so an A/A campaign has real random differences between the sides.
+- `service_failure`: from the first caller turn detected (by the oracle) as the `target`
+  condition, the agent stops serving: `silent` (it answers nothing again), `hang_up` or
+  `disconnect`; the reference agents' knob of the same name, for cheap campaigns.
 
 Both draws are seeded from (`seed`, the call id, the purpose), never from the condition.
 """
@@ -27,6 +30,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -37,6 +41,7 @@ from harness.adapter import (
     AudioOut,
     CallInfo,
     Capabilities,
+    ErrorOut,
     FactsSeenOut,
     HangupOut,
     TextOut,
@@ -95,6 +100,27 @@ class Planted:
         )
 
 
+ServiceMode = Literal["silent", "hang_up", "disconnect"]
+SERVICE_MODES: tuple[str, ...] = ("silent", "hang_up", "disconnect")
+
+
+@dataclass(frozen=True)
+class ServiceFailure:
+    """Stop serving callers the oracle labels `axis` in `levels` (see the module docstring)."""
+
+    axis: str
+    levels: tuple[str, ...]
+    mode: ServiceMode = "silent"
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, object]) -> ServiceFailure:
+        planted = Planted.parse({"target": raw.get("target")})
+        mode = raw.get("mode", "silent")
+        if mode not in SERVICE_MODES:
+            raise ValueError(f"service_failure mode must be one of {', '.join(SERVICE_MODES)}, not {mode!r}")
+        return cls(planted.axis, planted.levels, mode)  # type: ignore[arg-type]
+
+
 def draw(seed: int, call_id: str, purpose: str) -> float:
     """A uniform draw for one decision; its inputs never include the caller's condition."""
     digest = hashlib.sha256(f"{seed}|{call_id}|{purpose}".encode()).digest()
@@ -140,6 +166,7 @@ class _ScriptedSession:
         self.detected: dict[str, str] = {}
         self.planted_decided = False
         self.planted_fired = False
+        self.stopped = False
         if agent.noise_repair_p > 0 and draw(agent.seed, call.call_id, "noise_repair") < agent.noise_repair_p:
             self.lines.insert(min(1, len(self.lines)), REPAIR_LINE)
         self._respond(first=True)
@@ -169,11 +196,29 @@ class _ScriptedSession:
             at = next((i for i, ln in enumerate(self.lines) if "confirm" in ln.lower()), self.turn - 1)
         self.lines.insert(max(at + 1, self.turn), planted.line)
 
+    def _stop_serving(self) -> bool:
+        """The `service_failure` option: once the target is detected, never serve this call again."""
+        knob = self.agent.service_failure
+        if knob is None or self.detected.get(knob.axis) not in knob.levels:
+            return False
+        first, self.stopped = not self.stopped, True
+        if knob.mode == "silent":
+            self.queue.put_nowait(TurnEnd(compute_ms=0.0))
+        elif first and knob.mode == "hang_up":
+            self.queue.put_nowait(HangupOut("service_failure: hung up"))
+            self.queue.put_nowait(None)
+        elif first:
+            self.queue.put_nowait(ErrorOut("disconnect", "service_failure: connection dropped", fatal=True))
+            self.queue.put_nowait(None)
+        return True
+
     def _respond(self, first: bool = False) -> None:
         t0 = time.perf_counter()
         lines = self.lines
         if first:
             self.queue.put_nowait(FactsSeenOut(self.call.facts_sha256))
+        elif self._stop_serving():
+            return
         if self.turn >= len(lines):
             self.queue.put_nowait(TextOut("Goodbye."))
             self.queue.put_nowait(HangupOut("conversation finished"))
@@ -244,13 +289,15 @@ class ScriptedAgent:
         noise_repair_p: float = 0.0,
         seed: int = 0,
         think_ms: int = 0,
+        service_failure: ServiceFailure | None = None,
     ) -> None:
-        if planted is not None and oracle is None and not calibration:
+        if (planted is not None or service_failure is not None) and oracle is None and not calibration:
             raise ValueError("a planted effect needs the calibration oracle (options: calibration_oracle: true)")
         if not 0.0 <= noise_repair_p <= 1.0:
             raise ValueError("noise repair_p must lie in [0, 1]")
         self.oracle = oracle
         self.planted = planted
+        self.service_failure = service_failure
         self.noise_repair_p = noise_repair_p
         self.seed = seed
         self.think_ms = think_ms
@@ -297,7 +344,8 @@ def scripted(spec: AgentSpec) -> ScriptedAgent:
     audio), think_ms (wall time spent before each answer, as a slow backend would; not reported as
     compute, so accelerated-mode timing is unchanged), and for pipeline calibration `calibration_oracle: true`
     (each call's session then reads the harness's `CallInfo.oracle`),
-    `planted: {target: {axis, levels}, p, line, after}`, `noise: {repair_p}` and `seed`."""
+    `planted: {target: {axis, levels}, p, line, after}`, `service_failure: {target: {axis, levels}, mode}`,
+    `noise: {repair_p}` and `seed`."""
     opts = spec.options
     calibration = opts.get(CALIBRATION_ORACLE, False)
     if not isinstance(calibration, bool):
@@ -317,4 +365,5 @@ def scripted(spec: AgentSpec) -> ScriptedAgent:
         noise_repair_p=float(noise.get("repair_p", 0.0)),
         seed=int(opts.get("seed", 0)),
         think_ms=int(opts.get("think_ms", 0)),
+        service_failure=ServiceFailure.parse(failure) if isinstance(failure := opts.get("service_failure"), Mapping) else None,
     )

@@ -74,7 +74,10 @@ class ReferenceAdapter:
         policy = DialoguePolicy(call.facts, ToolFixture(call.facts), self.policy_config, call_id=call.call_id)
         detector = make_detector({"detector": self.options.detector, **self._runtime}, call.oracle)
         mouth = AgentMouth(self.synthesizer, self.options.voice, self.options.output_rate)
-        session = TurnSession(call, policy, mouth, self.perceiver(AgentEar(self.recognizer)), detector, self.exposure)
+        session = TurnSession(
+            call, policy, mouth, self.perceiver(AgentEar(self.recognizer)), detector, self.exposure,
+            self.policy_config.knobs.service_failure,
+        )
         await session.start()
         return session
 

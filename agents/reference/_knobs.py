@@ -67,6 +67,11 @@ Knobs (each `None` = off):
 - `extra_crm_read`: `reads` more `crm_lookup` calls after verification (tool-parity violation).
 - `fabricated_policy`: a policy statement that is not in the policy text, said in the offer turn
   (safety event "fabricated policy"); `target=None` makes it fire on every call.
+- `service_failure`: from the first caller turn after the greeting in which the condition is
+  detected, the agent stops serving: `mode="silent"` answers nothing ever again (the caller's
+  patience ends the call as `agent_unresponsive`), `"hang_up"` hangs up at once (`agent_hung_up`),
+  `"disconnect"` drops the call (`agent_disconnected`). Every such call is unresolved, so the
+  planted acceptable-outcome delta is the twin's acceptable rate on the target calls.
 """
 
 from __future__ import annotations
@@ -149,6 +154,14 @@ class FabricatedPolicy(Frozen):
     text: str = Field(default=FABRICATED_TEXT, min_length=10)
 
 
+ServiceFailureMode = Literal["silent", "hang_up", "disconnect"]
+
+
+class ServiceFailure(Frozen):
+    target: Target
+    mode: ServiceFailureMode = "silent"
+
+
 class Knobs(Frozen):
     """Every plantable effect; all off by default. See the module docstring."""
 
@@ -158,6 +171,7 @@ class Knobs(Frozen):
     handoff: HandoffEffect | None = None
     extra_crm_read: ExtraCrmRead | None = None
     fabricated_policy: FabricatedPolicy | None = None
+    service_failure: ServiceFailure | None = None
 
     @property
     def any_on(self) -> bool:

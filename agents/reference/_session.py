@@ -23,7 +23,7 @@ import numpy as np
 
 from agents.reference._acoustics import AcousticFeatures, measure
 from agents.reference._audio import AgentMouth
-from agents.reference._knobs import ConditionDetector
+from agents.reference._knobs import ConditionDetector, ServiceFailure
 from agents.reference._policy import (
     REPAIR,
     Hangup,
@@ -107,8 +107,12 @@ class TurnSession:
         perceive: Perceive,
         detector: ConditionDetector,
         exposure: Exposure,
+        service_failure: ServiceFailure | None = None,
     ) -> None:
         self.call = call
+        self.service_failure = service_failure
+        self.failed_service: str | None = None
+        self.seen: dict[str, str] = {}
         self.policy = policy
         self.mouth = mouth
         self.perceive = perceive
@@ -185,6 +189,8 @@ class TurnSession:
             self.perceptions.append(perception)
             asr_ms = perception.asr_ms
             detected = self.detector.observe(audio, perception.features, perception.transcript)
+            if self._stop_serving(detected, asr_ms):
+                return
             asks = self.detector.asks_for_human(audio)
             reply = self.policy.respond(perception.heard, detected, asks_for_human=asks)
             steps = await reply if inspect.isawaitable(reply) else reply
@@ -200,6 +206,25 @@ class TurnSession:
             with contextlib.suppress(Exception):
                 events += await self._render([Say(REPAIR, "repair")])
         self._emit(events, asr_ms)
+
+    def _stop_serving(self, detected: Mapping[str, str], asr_ms: float) -> bool:
+        """The `service_failure` knob: once the target is detected, never serve this call again."""
+        knob = self.service_failure
+        for axis, level in detected.items():
+            self.seen.setdefault(axis, level)
+        if knob is None or (self.failed_service is None and not knob.target.matches(self.seen)):
+            return False
+        first = self.failed_service is None
+        self.failed_service = knob.mode
+        if knob.mode == "silent":
+            self._emit([], asr_ms)
+        elif first and knob.mode == "hang_up":
+            self._emit([HangupOut("service_failure knob: hung up")], asr_ms)
+        elif first:
+            self._emit([ErrorOut("disconnect", "service_failure knob: connection dropped", fatal=True)], asr_ms)
+            self._over = True
+            self._queue.put_nowait(None)
+        return True
 
     async def _render(self, steps: list[Step]) -> list[AgentEvent]:
         events: list[AgentEvent] = []
