@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import weakref
 from collections.abc import AsyncIterator
+from typing import Generic, Protocol, TypeVar
 
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.server import ServerConnection
@@ -175,3 +177,25 @@ async def open_ws(
         )
     except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
         raise AgentError("connect_failed", f"cannot open {url}: {type(exc).__name__}: {exc}") from None
+
+
+class _Closable(Protocol):
+    async def close(self, reason: str) -> None: ...
+
+
+S = TypeVar("S", bound=_Closable)
+
+
+class OpenSessions(Generic[S]):
+    """The sessions an adapter opened; `close_all` ends those still alive (`aclose`)."""
+
+    def __init__(self) -> None:
+        self._sessions: weakref.WeakSet[S] = weakref.WeakSet()
+
+    def add(self, session: S) -> S:
+        self._sessions.add(session)
+        return session
+
+    async def close_all(self, reason: str = "adapter closed") -> None:
+        for s in list(self._sessions):
+            await s.close(reason)

@@ -40,21 +40,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 
 from agents.protocols._secrets import expand_headers
-from agents.protocols._stream import EventChannel, describe
+from agents.protocols._stream import EventChannel, OpenSessions, describe
 from agents.protocols.wire import (
     b64encode,
     call_to_json,
     declared_exposure,
     event_from_json,
-    format_from_json,
     format_to_json,
+    option_capabilities,
 )
 from harness.adapter import (
     AgentError,
@@ -171,27 +170,12 @@ class HttpTurnAdapter:
         if not spec.url:
             raise AgentError("connect_failed", f"agent {spec.name!r}: the http adapter needs a url")
         self.name, self.url, self.options = spec.name, spec.url.rstrip("/"), dict(spec.options)
-        fmt = format_from_json(
-            {
-                "encoding": self.options.get("encoding", "pcm16"),
-                "sample_rate": self.options.get("sample_rate", 16000),
-            }
-        )
-        self.capabilities = Capabilities(
-            architecture=spec.architecture,
-            turn_based=True,
-            streaming=False,
-            transcripts=bool(self.options.get("transcripts", False)),
-            tool_trace=bool(self.options.get("tool_trace", False)),
-            fact_provisioning=True,
-            input_format=fmt,
-            protocol="http",
-        )
+        self.capabilities = option_capabilities(spec, "http", turn_based=True)
         self._timeout = float(self.options.get("turn_timeout_s", 30.0))
         self._connect_timeout = float(self.options.get("connect_timeout_s", 10.0))
         self._headers = expand_headers(self.options.get("headers"))  # `${ENV}` references resolved here
         self._http: aiohttp.ClientSession | None = None
-        self._sessions: weakref.WeakSet[HttpTurnSession] = weakref.WeakSet()
+        self._sessions: OpenSessions[HttpTurnSession] = OpenSessions()
 
     def _client(self) -> aiohttp.ClientSession:
         if self._http is None or self._http.closed:
@@ -238,12 +222,10 @@ class HttpTurnAdapter:
         caps = declared_exposure(self.capabilities, data.get("exposes"))
         session = HttpTurnSession(self, data["session_id"], self.capabilities.input_format, caps)
         await session.deliver(parse_events(data))
-        self._sessions.add(session)
-        return session
+        return self._sessions.add(session)
 
     async def aclose(self) -> None:
-        for s in list(self._sessions):
-            await s.close("adapter closed")
+        await self._sessions.close_all()
         if self._http is not None:
             await self._http.close()
             await asyncio.sleep(0)

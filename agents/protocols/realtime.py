@@ -35,7 +35,6 @@ import contextlib
 import json
 import logging
 import os
-import weakref
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
@@ -43,7 +42,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 from websockets.asyncio.client import ClientConnection
 
 from agents.protocols import realtime_wire as rw
-from agents.protocols._stream import open_ws
+from agents.protocols._stream import OpenSessions, open_ws
 from agents.protocols.realtime_wire import session_config
 from agents.protocols.wire import b64decode
 from agents.protocols.ws_session import WsSession, loads, refuse_replaced_options
@@ -293,7 +292,7 @@ class RealtimeAdapter:
             input_format=self.format,
             protocol="realtime",
         )
-        self._sessions: weakref.WeakSet[RealtimeSession] = weakref.WeakSet()
+        self._sessions: OpenSessions[RealtimeSession] = OpenSessions()
 
     @staticmethod
     def _with_model(url: str, model: str) -> str:
@@ -362,8 +361,7 @@ class RealtimeAdapter:
         return session
 
     async def aclose(self) -> None:
-        for s in list(self._sessions):
-            await s.close("adapter closed")
+        await self._sessions.close_all()
 
 
 def realtime_adapter(spec: AgentSpec) -> RealtimeAdapter:

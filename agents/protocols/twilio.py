@@ -24,16 +24,15 @@ import asyncio
 import hashlib
 import logging
 import secrets
-import weakref
 from collections.abc import Callable
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection
 
 from agents.protocols import twilio_wire as tw
-from agents.protocols._stream import open_ws
+from agents.protocols._stream import OpenSessions, open_ws
 from agents.protocols.twilio_wire import FRAME_BYTES, TWILIO_FORMAT
-from agents.protocols.ws_session import MarkLedger, WsSession, refuse_replaced_options
+from agents.protocols.ws_session import MarkingSession, refuse_replaced_options
 from harness.adapter import AgentError, AgentEvent, AudioOut, CallInfo, Capabilities, ClearOut, MarkOut
 from harness.disclosure import disclose
 from harness.model.campaign import AgentSpec
@@ -52,7 +51,7 @@ def _sid(prefix: str, seed: str | None = None) -> str:
     return prefix + secrets.token_hex(16)
 
 
-class TwilioSession(WsSession):
+class TwilioSession(MarkingSession):
     """One Media Stream. Created by `TwilioAdapter.connect`; the socket is already open."""
 
     def __init__(self, ws: ClientConnection, call: CallInfo, account_sid: str, send_timeout_s: float) -> None:
@@ -66,7 +65,6 @@ class TwilioSession(WsSession):
         self._bytes_sent = 0
         self._rest = b""
         self._lock = asyncio.Lock()
-        self._marks = MarkLedger()
 
     @property
     def session_id(self) -> str:
@@ -130,14 +128,7 @@ class TwilioSession(WsSession):
         self._ensure_open()
         await self._send_seq(tw.dtmf, self.stream_sid, digit)
 
-    async def mark_played(self, name: str) -> None:
-        if not self._marks.to_echo(name):
-            return
-        self._ensure_open()
-        await self._echo(name)
-
-    async def _echo(self, name: str) -> None:
-        self._marks.echoing(name)
+    async def _send_mark(self, name: str) -> None:
         async with self._lock:
             await self._send(tw.mark(self.stream_sid, name, self._next_seq()))
 
@@ -157,8 +148,7 @@ class TwilioSession(WsSession):
             self._marks.received(msg.name)
             await self._chan.put(MarkOut(msg.name))
         elif isinstance(msg, tw.Clear):
-            for name in self._marks.pending():
-                await self._echo(name)
+            await self._echo_pending()
             await self._chan.put(ClearOut())
         else:
             log.debug("ignoring agent message %r", msg)
@@ -188,7 +178,7 @@ class TwilioAdapter:
             protocol="twilio",
         )
         self._account_sid = _sid("AC", str(self.options.get("account_sid") or ""))
-        self._sessions: weakref.WeakSet[TwilioSession] = weakref.WeakSet()
+        self._sessions: OpenSessions[TwilioSession] = OpenSessions()
 
     def _parameters(self, call: CallInfo) -> dict[str, str]:
         params = {"from_number": call.caller_number}
@@ -212,8 +202,7 @@ class TwilioAdapter:
         return session
 
     async def aclose(self) -> None:
-        for s in list(self._sessions):
-            await s.close("adapter closed")
+        await self._sessions.close_all()
 
 
 def twilio_adapter(spec: AgentSpec) -> TwilioAdapter:

@@ -64,7 +64,7 @@ from harness.adapter import (
     TurnEnd,
 )
 from harness.disclosure import disclose
-from harness.model.campaign import FactsDisclosure
+from harness.model.campaign import AgentSpec, FactsDisclosure
 from harness.model.events import FAILURE_KINDS, FailureKind
 from scenarios import Facts
 
@@ -79,6 +79,8 @@ __all__ = [
     "exposure_to_json",
     "format_from_json",
     "format_to_json",
+    "option_capabilities",
+    "option_format",
 ]
 
 
@@ -157,6 +159,28 @@ def declared_exposure(caps: Capabilities, data: Any) -> Capabilities:
         return caps
     flags = {k: data[k] for k in ("transcripts", "tool_trace") if isinstance(data.get(k), bool)}
     return dataclasses.replace(caps, **flags)
+
+
+def option_format(options: dict[str, Any]) -> AudioFormat:
+    """An adapter's input format from its `encoding` / `sample_rate` options (pcm16 at 16 kHz)."""
+    return format_from_json(
+        {"encoding": options.get("encoding", "pcm16"), "sample_rate": options.get("sample_rate", 16000)}
+    )
+
+
+def option_capabilities(spec: AgentSpec, protocol: str, turn_based: bool) -> Capabilities:
+    """An HTTP/WS adapter's capabilities before any call: exposure only as its options declare
+    (the agent's own declaration, per call, comes later: `declared_exposure`)."""
+    return Capabilities(
+        architecture=spec.architecture,
+        turn_based=turn_based,
+        streaming=not turn_based,
+        transcripts=bool(spec.options.get("transcripts", False)),
+        tool_trace=bool(spec.options.get("tool_trace", False)),
+        fact_provisioning=True,
+        input_format=option_format(spec.options),
+        protocol=protocol,
+    )
 
 
 def format_to_json(fmt: AudioFormat) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from agents.protocols._stream import (
 from harness.adapter import AgentError, AgentEvent, ErrorOut
 from harness.model.campaign import AgentSpec
 
-__all__ = ["MarkLedger", "WsSession", "loads", "refuse_replaced_options"]
+__all__ = ["MarkLedger", "MarkingSession", "WsSession", "loads", "refuse_replaced_options"]
 
 log = logging.getLogger(__name__)
 
@@ -153,3 +153,29 @@ class WsSession:
         if not self._closing and final is not None:
             self._chan.put_final(final)
         self._chan.finish(describe(final))
+
+
+class MarkingSession(WsSession):
+    """A session whose agent sends marks the harness echoes once played (Twilio, the WS contract):
+    `mark_played` echoes a mark once; the agent's `clear` echoes every pending mark at once."""
+
+    def __init__(self, ws: ClientConnection, send_timeout_s: float) -> None:
+        super().__init__(ws, send_timeout_s)
+        self._marks = MarkLedger()
+
+    async def _send_mark(self, name: str) -> None:
+        raise NotImplementedError
+
+    async def mark_played(self, name: str) -> None:
+        if not self._marks.to_echo(name):
+            return
+        self._ensure_open()
+        await self._echo(name)
+
+    async def _echo(self, name: str) -> None:
+        self._marks.echoing(name)
+        await self._send_mark(name)
+
+    async def _echo_pending(self) -> None:
+        for name in self._marks.pending():
+            await self._echo(name)

@@ -30,21 +30,21 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import weakref
 from typing import Any
 
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
-from agents.protocols._stream import open_ws
+from agents.protocols._stream import OpenSessions, open_ws
 from agents.protocols.wire import (
     call_to_json,
     declared_exposure,
     event_from_json,
     format_from_json,
     format_to_json,
+    option_capabilities,
 )
-from agents.protocols.ws_session import MarkLedger, WsSession, loads
+from agents.protocols.ws_session import MarkingSession, loads
 from harness.adapter import (
     AgentError,
     AgentEvent,
@@ -64,10 +64,9 @@ __all__ = ["WsStreamAdapter", "WsStreamSession", "ws_adapter"]
 log = logging.getLogger(__name__)
 
 
-class WsStreamSession(WsSession):
+class WsStreamSession(MarkingSession):
     def __init__(self, ws: ClientConnection, send_timeout_s: float) -> None:
         super().__init__(ws, send_timeout_s)
-        self._marks = MarkLedger()
         self.session_id = ""
         self.output = AudioFormat()
         self.exposes: Any = None
@@ -112,14 +111,7 @@ class WsStreamSession(WsSession):
         self._ensure_open()
         await self._send({"type": "dtmf", "digit": digit})
 
-    async def mark_played(self, name: str) -> None:
-        if not self._marks.to_echo(name):
-            return
-        self._ensure_open()
-        await self._echo(name)
-
-    async def _echo(self, name: str) -> None:
-        self._marks.echoing(name)
+    async def _send_mark(self, name: str) -> None:
         await self._send({"type": "mark", "name": name})
 
     async def barge_in(self, played_ms: int) -> None:
@@ -138,8 +130,7 @@ class WsStreamSession(WsSession):
         if isinstance(ev, MarkOut):
             self._marks.received(ev.name)
         elif isinstance(ev, ClearOut):
-            for name in self._marks.pending():
-                await self._echo(name)
+            await self._echo_pending()
         if isinstance(ev, HangupOut) or (isinstance(ev, ErrorOut) and ev.fatal):
             return ev  # the close frame follows; report the agent's own words, once
         await self._chan.put(ev)
@@ -155,23 +146,8 @@ class WsStreamAdapter:
         if not spec.url:
             raise AgentError("connect_failed", f"agent {spec.name!r}: the ws adapter needs a ws:// url")
         self.name, self.url, self.options = spec.name, spec.url, dict(spec.options)
-        fmt = format_from_json(
-            {
-                "encoding": self.options.get("encoding", "pcm16"),
-                "sample_rate": self.options.get("sample_rate", 16000),
-            }
-        )
-        self.capabilities = Capabilities(
-            architecture=spec.architecture,
-            turn_based=False,
-            streaming=True,
-            transcripts=bool(self.options.get("transcripts", False)),
-            tool_trace=bool(self.options.get("tool_trace", False)),
-            fact_provisioning=True,
-            input_format=fmt,
-            protocol="ws",
-        )
-        self._sessions: weakref.WeakSet[WsStreamSession] = weakref.WeakSet()
+        self.capabilities = option_capabilities(spec, "ws", turn_based=False)
+        self._sessions: OpenSessions[WsStreamSession] = OpenSessions()
 
     async def connect(self, call: CallInfo) -> WsStreamSession:
         timeout = float(self.options.get("connect_timeout_s", 10.0))
@@ -183,12 +159,10 @@ class WsStreamAdapter:
             await ws.close()
             raise
         session.capabilities = declared_exposure(self.capabilities, session.exposes)
-        self._sessions.add(session)
-        return session
+        return self._sessions.add(session)
 
     async def aclose(self) -> None:
-        for s in list(self._sessions):
-            await s.close("adapter closed")
+        await self._sessions.close_all()
 
 
 def ws_adapter(spec: AgentSpec) -> WsStreamAdapter:
