@@ -12,6 +12,8 @@ carries the same knob.
 from __future__ import annotations
 
 import asyncio
+import socket
+import wave
 from pathlib import Path
 from typing import Any
 
@@ -45,11 +47,16 @@ def _campaign(name: str, agents: str, extra: str) -> str:
     )
 
 
-def _run(tmp: Path, name: str, text: str) -> tuple[AnalysisResult, list[EpisodeRecord], RunReader]:
+def _run(
+    tmp: Path, name: str, text: str, check_agents: bool = True
+) -> tuple[AnalysisResult, list[EpisodeRecord], RunReader]:
     path = tmp / f"{name}.yaml"
     path.write_text(text)
     run_dir = tmp / name
-    runner = CampaignRunner(load_campaign(path), run_dir, cache_dir=tmp / "cache", progress=False, tts_pool_size=1)
+    runner = CampaignRunner(
+        load_campaign(path), run_dir, cache_dir=tmp / "cache", progress=False, tts_pool_size=1,
+        check_agents=check_agents,
+    )
     summary = asyncio.run(runner.run())
     assert summary.statuses == {"completed": summary.planned}, (summary.statuses, summary.failures)
     reader = RunReader(run_dir)
@@ -156,3 +163,31 @@ def test_reference_agent_silent_knob(tmp_path: Path) -> None:
     res, records, reader = _run(tmp_path, "reference", text)
     logs = _check(res, records, reader, "silent", "silent", n_pairs=2)
     _check_patience(logs)
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_unreachable_agent_is_an_outcome_with_a_valid_empty_recording(tmp_path: Path) -> None:
+    """An HTTP agent on a loopback port nobody listens on (gone after the run's own endpoint check,
+    which is skipped here): every call completes as unresolved (`agent_unreachable`, failure kind
+    `connect_failed`), its call.wav is a valid empty recording, and the campaign goes on."""
+    agents = _scripted("twin", None) + f'  - {{name: gone, adapter: http, url: "http://127.0.0.1:{_closed_port()}"}}\n'
+    text = _campaign("ns-gone", agents, "voices: 1\nreplicates: 2\nconcurrency: 4\npacing: accelerated\n")
+    res, records, reader = _run(tmp_path, "gone", text, check_agents=False)
+    gone = [r for r in records if r.header.agent == "gone"]
+    assert len(gone) == 4 and all(r.header.agent == "twin" for r in records if r not in gone)
+    for rec in gone:
+        o = rec.outcome
+        assert (o.status, o.failure_kind, o.terminal_outcome, o.outcome_flags) == (
+            "completed", "connect_failed", "unresolved", ("agent_unreachable",)
+        )
+        with wave.open(str(reader.run_dir / o.audio_file)) as w:  # type: ignore[operator]
+            assert (w.getnchannels(), w.getframerate(), w.getnframes()) == (2, o.audio_sample_rate, 0)
+        events = reader.events(rec.header.episode_id)
+        assert [e.type for e in events] == ["error", "non_service", "hang_up"]
+    assert all(r.outcome.terminal_outcome == "refund_issued" for r in records if r.header.agent == "twin")
+    assert _cell(res, "gone")["n_pairs"] == 2

@@ -86,3 +86,15 @@ def test_clear_cuts_agent_audio_at_the_moment_playback_stopped() -> None:
     assert len(out) == 1200 * 16
     assert np.abs(out[: 200 * 16 - 100, 1]).max() > 1000
     assert not out[200 * 16 :, 1].any()
+
+
+def test_a_call_nobody_spoke_on_is_a_valid_empty_wav(tmp_path: Path) -> None:
+    """An agent never reached: no audio on either channel, still a readable recording."""
+    for rate in (RECORDING_RATE, 8000):
+        path = tmp_path / str(rate) / "call.wav"
+        CallRecorder(rate).write(path, min_ms=0)
+        assert path.read_bytes() == wav_header(0, rate)
+        with wave.open(str(path)) as w:
+            assert (w.getnchannels(), w.getframerate(), w.getnframes()) == (2, rate, 0)
+        audio, got = sf.read(path, dtype="int16", always_2d=True)
+        assert got == rate and audio.shape == (0, 2)
