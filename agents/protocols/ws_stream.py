@@ -19,9 +19,12 @@ agent -> harness
     close 1000 after a hang-up
 
 `exposes` is the agent's declaration of what its events carry, as on the HTTP turn API (see
-`http_turn`): undeclared is recorded as not exposed. The agent closing the socket cleanly is a
-hang-up; anything malformed ends the call with
-`ErrorOut("malformed_frame")`. Marks behave as on Twilio (echoed on `mark_played`; pending
+`http_turn`): undeclared is recorded as not exposed. An agent that refuses the call answers
+`start` with `{"type":"error","kind":<FailureKind>,"message":..,"fatal":true}` and closes with
+1008 (-> `connect_failed`); no `started` within `connect_timeout_s` is `connect_failed` too.
+The call ends with the harness's `stop` and close, or the agent's close: 1000/1001 is a hang-up,
+1011 an agent error, a drop or any other code a disconnect; anything malformed ends the call
+with `ErrorOut("malformed_frame")`. Marks behave as on Twilio (echoed on `mark_played`; pending
 marks are echoed at once on `clear`).
 """
 
