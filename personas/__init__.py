@@ -2,7 +2,8 @@
 
 A caller condition fixes a level on every axis (accent, voice profile, affect, disfluency,
 wording). `speech_params` turns a condition and a voice index into engine parameters and
-`render_utterance` turns a scripted turn into the words and SSML that condition says.
+`render_utterance` turns a scripted turn into the words and SSML that condition says; `line_key`
+names a recording of those words in that voice.
 """
 
 from personas._catalogue import (
@@ -28,6 +29,7 @@ from personas._model import (
     WordingLevel,
 )
 from personas._text import Utterance, fill_placeholders, placeholders, render_utterance
+from personas.lines import line_key, voice_identity
 
 __all__ = [
     "AXES",
@@ -47,9 +49,11 @@ __all__ = [
     "check_condition",
     "check_level",
     "fill_placeholders",
+    "line_key",
     "load_catalogue",
     "placeholders",
     "render_utterance",
     "speech_params",
     "voice_count",
+    "voice_identity",
 ]

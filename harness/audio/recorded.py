@@ -24,8 +24,7 @@ import numpy as np
 from harness.audio.dsp import MIN_LOUDNESS_SECONDS, loudness, resample, to_float, to_int16
 from harness.audio.errors import AudioError, EmptyTextError
 from harness.audio.types import Synthesis
-from personas._model import SpeechParams
-from personas.lines import line_key
+from personas import SpeechParams, line_key
 from scenarios.errors import ConfigError
 
 RATES: tuple[int, ...] = (16000, 22050, 24000, 32000, 44100, 48000)

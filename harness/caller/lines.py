@@ -27,8 +27,16 @@ from harness.caller.vocabulary import clearer_speech, render_key, say_forms
 from harness.model.campaign import Patience
 from harness.planning import LoadedCampaign
 from harness.rundir import atomic_write_bytes
-from personas import CallerCondition, Catalogue, MatchedPair, SpeechParams, render_utterance, speech_params
-from personas.lines import line_key, voice_identity
+from personas import (
+    CallerCondition,
+    Catalogue,
+    MatchedPair,
+    SpeechParams,
+    line_key,
+    render_utterance,
+    speech_params,
+    voice_identity,
+)
 from scenarios import ConfigError, Frozen, Scenario
 from scenarios._base import canonical_json
 
