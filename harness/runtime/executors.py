@@ -31,17 +31,20 @@ EXECUTORS: tuple[str, ...] = ("local", "ray")
 # Fields that measure time rather than content: the virtual clock advances by measured agent
 # compute, so they drift by a few ms between two runs of the same campaign on any executor.
 TIMING_FIELDS: frozenset[str] = frozenset({"t_ms"})
+# Fields that name a call to the agent: unique per run by design, so two runs never share them.
+RUN_IDENTITY_FIELDS: frozenset[str] = frozenset({"call_id"})
 
 
 def events_content_sha256(events: Iterable[Event]) -> str:
-    """Hash of what happened in a call, with timing fields dropped.
+    """Hash of what happened in a call, with timing fields and the run's call ids dropped.
 
     `events_sha256` in the episode record covers the exact bytes written, timing included; this
     one is what must match between executors (and between reruns) for the same seeds.
     """
+    dropped = TIMING_FIELDS | RUN_IDENTITY_FIELDS
     h = hashlib.sha256()
     for ev in events:
-        data = {k: v for k, v in EVENT_ADAPTER.dump_python(ev, mode="json").items() if k not in TIMING_FIELDS}
+        data = {k: v for k, v in EVENT_ADAPTER.dump_python(ev, mode="json").items() if k not in dropped}
         h.update(json.dumps(data, sort_keys=True, separators=(",", ":")).encode() + b"\n")
     return h.hexdigest()
 
