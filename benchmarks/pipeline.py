@@ -10,13 +10,19 @@ disposition and the parquet/JSON writes. The files were just written (or reused)
 read from the page cache, not from a cold disk.
 
     .venv/bin/python benchmarks/pipeline.py [--episodes 100000] [--run-dir DIR] [--workers N]
+    .venv/bin/python benchmarks/pipeline.py --audio-run RUN [--campaign-wall-s S]
 
 --run-dir keeps the folder (and reuses it on the next call when it holds the same N and seed).
+--audio-run times `analyze` with audio on a copy of a real run folder (call.wav files and all):
+once cold (no audio cache) and once warm (the audio cache the first pass wrote), with CPU seconds
+per minute of call audio and, against the campaign's wall time (from run.json's created_at to the
+last recording written, or --campaign-wall-s), the share of it the analysis takes.
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import hashlib
 import json
 import os
@@ -27,6 +33,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import soundfile as sf
 
 from analysis.metrics.readlogs import default_workers
 from analysis.pipeline import analyze
@@ -93,8 +100,51 @@ def _prepared(run_dir: Path, n: int, seed: int) -> bool:
         return False
 
 
+def _campaign_wall_s(run: Path) -> float:
+    """run.json's created_at to the last call.wav written: the campaign's own wall time."""
+    created = dt.datetime.fromisoformat(json.loads((run / RUN_JSON).read_text())["created_at"])
+    last = max(p.stat().st_mtime for p in (run / EPISODES_DIR).glob("*/call.wav"))
+    return last - created.timestamp()
+
+
+def audio_bench(source: Path, campaign_wall: float | None, workers: int | None) -> None:
+    """Cold and warm `analyze` with audio on a copy of `source`; outputs and cache go to the copy."""
+    wavs = sorted((source / EPISODES_DIR).glob("*/call.wav"))
+    if not wavs:
+        raise SystemExit(f"{source}: no episodes/*/call.wav; give a run folder recorded with audio")
+    minutes = sum(sf.info(str(p)).duration for p in wavs) / 60.0
+    wall = campaign_wall if campaign_wall is not None else _campaign_wall_s(source)
+    cores = default_workers() if workers is None else workers
+    with tempfile.TemporaryDirectory(prefix="va-bench-audio-") as tmp:
+        run = Path(tmp) / "run"
+        shutil.copytree(source, run)
+        for name in ("audio_measures.json", "metrics.parquet", "pairs.parquet", "gates.json", "deltas.json"):
+            (run / name).unlink(missing_ok=True)
+        rows = []
+        for label in ("cold (no audio cache)", "warm (audio cache)"):
+            cpu0 = _cpu()
+            t0 = time.perf_counter()
+            result = analyze(run, audio=True)
+            total = time.perf_counter() - t0
+            cpu = sum(b - a for a, b in zip(cpu0, _cpu(), strict=True))
+            stats = result.gates.result("acoustic_validity").details.get("audio_pass", {})
+            rows.append((label, total, result.timings.get("gates", 0.0), cpu, stats))
+    print(
+        f"audio run {source}: {len(wavs)} recordings, {minutes:.1f} min of call audio, "
+        f"campaign wall time {wall:.0f} s, {cores} core(s)"
+    )
+    print(f"{'pass':<24}{'analyze s':>10}{'gates s':>9}{'CPU s':>8}{'% campaign':>11}{'CPU ms/audio min':>18}  audio files")
+    for label, total, gates_s, cpu, stats in rows:
+        print(
+            f"{label:<24}{total:>10.1f}{gates_s:>9.1f}{cpu:>8.1f}{100 * total / wall:>10.1f}%"
+            f"{1000 * cpu / minutes:>18.0f}  {stats}"
+        )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--audio-run", type=Path, help="a real run folder with call.wav files: time analyze with audio")
+    ap.add_argument("--campaign-wall-s", type=float, help="the campaign's wall time, when run.json and file times cannot tell")
     ap.add_argument("--episodes", type=int, default=100_000)
     ap.add_argument("--run-dir", type=Path, help="keep the generated run folder here and reuse it")
     ap.add_argument(
@@ -102,6 +152,9 @@ def main() -> None:
     )
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
+    if args.audio_run is not None:
+        audio_bench(args.audio_run, args.campaign_wall_s, args.workers)
+        return
     tmp = None if args.run_dir else tempfile.TemporaryDirectory(prefix="va-bench-")
     run_dir = args.run_dir or Path(tmp.name) / "run"  # type: ignore[union-attr]
     try:
