@@ -41,3 +41,25 @@ def lines_cmd(
     write_lines_csv(lines, out)
     voices = Counter(v.voice for v in lines)
     typer.echo(f"wrote {out}: {len(lines)} lines over {len(voices)} voices (at most {max(voices.values(), default=0)} per voice)")
+
+
+@personas_app.command("check")
+def check_cmd(campaign: Annotated[Path, typer.Argument(help="campaign YAML with tts: {name: recorded, options: {dir: ...}}")]) -> None:
+    """Check that every line of CAMPAIGN has a playable recording; print each recording's original level."""
+    from harness.audio.recorded import RecordedBackend
+    from harness.caller.lines import check_recordings, planned_lines
+    from harness.planning import load_campaign
+    from scenarios import ConfigError
+
+    loaded = load_campaign(campaign)
+    tts = loaded.campaign.tts
+    if tts.name != "recorded":
+        raise ConfigError(f"campaign {loaded.campaign.name} is voiced by '{tts.name}', not by recordings",
+                          fix="set tts: {name: recorded, options: {dir: FOLDER}}")
+    check_recordings(loaded)
+    backend = RecordedBackend(**tts.options)
+    levels = [backend.line(v.key).lufs_before for v in planned_lines(loaded)]
+    typer.echo(
+        f"all {len(levels)} lines recorded in {backend.dir}; original loudness {min(levels):.1f} to "
+        f"{max(levels):.1f} LUFS, played at {backend.target_lufs:g} LUFS"
+    )

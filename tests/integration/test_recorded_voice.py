@@ -189,3 +189,25 @@ def test_a_recording_in_the_wrong_format_is_refused(study: tuple[Path, Path], tm
         path.write_bytes(original)
     assert victim.file in str(err.value) and "2 channels" in str(err.value)
     assert not (tmp_path / "run").exists()
+
+
+def test_check_command_reports_the_recordings(study: tuple[Path, Path]) -> None:
+    import subprocess
+    import sys
+
+    cfile, voices = study
+    main = "import sys; from harness.cli import main; sys.argv[0] = 'voice-audit'; main()"
+    res = subprocess.run([sys.executable, "-c", main, "personas", "check", str(cfile)], capture_output=True,
+                         text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    n = len(planned_lines(load_campaign(cfile)))
+    assert f"all {n} lines recorded in {voices}" in res.stdout and f"played at {LUFS:g} LUFS" in res.stdout
+    victim = planned_lines(load_campaign(cfile))[-1]
+    (voices / victim.file).rename(voices / "aside.tmp")
+    try:
+        res = subprocess.run([sys.executable, "-c", main, "personas", "check", str(cfile)], capture_output=True,
+                             text=True, timeout=300)
+    finally:
+        (voices / "aside.tmp").rename(voices / victim.file)
+        (voices / MISSING_LIST).unlink(missing_ok=True)
+    assert res.returncode != 0 and f"1 of {n} lines" in res.stderr and "Traceback" not in res.stderr
