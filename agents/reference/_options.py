@@ -9,6 +9,7 @@ from pydantic import Field
 
 from agents.reference._audio import AGENT_VOICE
 from agents.reference._knobs import Knobs
+from agents.reference._llm_policy import LLMConfig
 from agents.reference._policy import PolicyConfig
 from personas._model import SpeechParams
 from scenarios._base import Frozen
@@ -35,6 +36,8 @@ class AgentOptions(Frozen):
     asr_options: dict[str, Any] = Field(default_factory=dict)
     detector: Literal["heuristic", "none"] = "heuristic"
     output_rate: int = Field(default=16000, ge=8000, le=48000)
+    llm: LLMConfig = LLMConfig()
+    """The chat model of the LLM agents (ignored by the rule agents)."""
 
     def policy_config(self, defaults: Mapping[str, Any]) -> PolicyConfig:
         merged = {**defaults, **self.policy, "knobs": self.knobs, "seed": self.seed}

@@ -1,0 +1,418 @@
+"""The dialogue of the LLM reference agent: a chat model chooses each step, the code keeps the rules.
+
+Per caller turn the model gets the conversation so far (system prompt with the scenario's tools and
+the facts a deployment would show it, the caller's words as the recogniser heard them, earlier
+steps and tool results) and answers with one JSON step: a tool to call with its arguments, or a
+reply, plus the words to say. Tool calls run against the call's `ToolFixture`. Steps are asked for
+with a JSON schema (structured output on an endpoint, a grammar in-process), so every backend
+speaks the same protocol, and the schema only offers the tools allowed at that point.
+
+What lives in code, because small models skip it (measured): identity is verified before any
+remedy tool (the remedy tools are not offered, and refused if called anyway, until
+`verify_identity` accepted `required_challenges` facts); tool arguments the caller spoke (dates,
+digits) are normalised by the agent's slot parsers; a turn the recogniser could not use is
+re-asked without asking the model; silence and runaway calls end the call. Nothing here, and
+nothing in the prompt, depends on the caller's condition.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from pydantic import Field
+
+from agents.reference import _nlu as nlu
+from agents.reference._policy import (
+    REPAIR,
+    SILENCE,
+    Hangup,
+    Heard,
+    Say,
+    StateStep,
+    Step,
+    ToolStep,
+    _vocabulary,
+)
+from harness.llm import (
+    ChatRequest,
+    ChatResponse,
+    LLMError,
+    LocalChatClient,
+    Message,
+    OpenAIChatClient,
+    packaged_model,
+)
+from harness.tools import TOOL_SCHEMAS, ToolFixture, ToolOutcome
+from scenarios import Facts
+from scenarios._base import Frozen
+
+GREETING = "Thank you for calling customer care. How can I help you today?"
+FALLBACK = "I'm sorry, could you say that again?"
+REMEDY_TOOLS = frozenset({"issue_refund", "issue_credit", "change_plan", "open_ticket"})
+"""Tools that change the account: never offered or run before identity is verified."""
+IDENTITY_FIELDS = ("holder_name", "date_of_birth", "postcode", "email")
+
+
+class LLMConfig(Frozen):
+    """Which model the agent talks to. The key is never here: `api_key_env` names its variable."""
+
+    backend: Literal["local", "openai"] = "local"
+    model: str = "smollm2-135m"
+    """A packaged model (`harness.llm.PACKAGED`) for `local`, the endpoint's model name for `openai`."""
+    base_url: str | None = None
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Z_][A-Z0-9_]{2,}$")
+    model_path: str | None = None
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    threads: int | None = Field(default=1, ge=1, le=64)
+    """In-process threads; one by default (OpenMP threads busy-wait on a shared, loaded machine)."""
+    seed: int = 0
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
+    max_tokens: int = Field(default=120, ge=16, le=2048)
+    max_steps: int = Field(default=3, ge=1, le=8)
+    """Model steps per caller turn (a tool call, its result, then a reply)."""
+    timeout_s: float = Field(default=120.0, gt=0)
+
+    @property
+    def label(self) -> str:
+        return f"{self.backend}:{self.model}"
+
+
+class ChatBackend(Protocol):
+    name: str
+
+    async def chat(self, req: ChatRequest) -> ChatResponse: ...
+
+
+_lock = threading.Lock()
+_clients: dict[str, ChatBackend] = {}
+
+
+def shared_chat_client(cfg: LLMConfig) -> ChatBackend:
+    """One client (one loaded model) per configuration in this process."""
+    key = cfg.model_dump_json(include={"backend", "model", "base_url", "api_key_env", "model_path", "sha256", "threads", "timeout_s"})
+    with _lock:
+        if key not in _clients:
+            _clients[key] = _make_client(cfg)
+        return _clients[key]
+
+
+def _make_client(cfg: LLMConfig) -> ChatBackend:
+    if cfg.backend == "openai":
+        if not cfg.base_url:
+            raise LLMError("llm_unreachable", "llm.base_url is required for the openai backend")
+        return OpenAIChatClient(cfg.base_url, cfg.model, api_key_env=cfg.api_key_env, timeout_s=cfg.timeout_s)
+    if cfg.model_path is not None:
+        return LocalChatClient(Path(cfg.model_path), sha256=cfg.sha256, n_threads=cfg.threads)
+    return LocalChatClient(packaged_model(cfg.model), n_threads=cfg.threads)
+
+
+def case_text(facts: Facts, *, with_record: bool) -> str:
+    """The case as the agent's screen shows it: never the identity answers it must check."""
+    acc = facts.account
+    lines = [f"Account {acc.account_id}."]
+    if with_record:
+        lines.append(f"Plan {acc.plan}, {acc.monthly_fee} {acc.currency} a month, standing {acc.standing}.")
+        charge = facts.charge
+        if charge is not None:
+            lines.append(f"Charge: {charge.kind}, {charge.amount} {charge.currency} on {charge.date}, {charge.description}.")
+        for key, value in facts.service.items():
+            lines.append(f"{key}: {value}.")
+    lines.append(f"Policy {facts.policy.id}: {' '.join(facts.policy.text.split())}")
+    eligible = [k for k, v in facts.eligibility.items() if v]
+    lines.append("Eligible: " + (", ".join(eligible) if eligible else "nothing") + ".")
+    return " ".join(lines)
+
+
+def crm_text(record: Mapping[str, Any]) -> str:
+    return json.dumps(record, sort_keys=True, default=str, separators=(",", ":"))
+
+
+def system_prompt(facts: Facts, tools: tuple[str, ...], *, crm: bool, required: int) -> str:
+    tool_lines = "\n".join(f"- {n}: {TOOL_SCHEMAS[n]['description']}" for n in tools)
+    asks = ", then ".join(("full name", "date of birth", "zip code")[: max(required, 1)])
+    return (
+        "You are a phone agent for customer care. Answer with one JSON object: action, arguments, say "
+        "(one or two short spoken sentences).\n"
+        f"1. First verify identity: ask for the {asks}, one at a time; call verify_identity with what the caller said.\n"
+        + ("Once verified, call crm_lookup to read the account.\n" if crm else "")
+        + "2. Then offer the remedy the policy allows; when the caller agrees, call the remedy tool with the amount.\n"
+        "3. If the caller asks for a person, call escalate_to_human. 4. When the caller is done, end_call.\n"
+        f"Tools:\n{tool_lines}\n- reply: only speak.\n- end_call: say goodbye and hang up.\n"
+        f"Case: {case_text(facts, with_record=not crm)}"
+    )
+
+
+def step_schema(actions: tuple[str, ...]) -> dict[str, Any]:
+    props: dict[str, Any] = {}
+    for name in actions:
+        for key, spec in TOOL_SCHEMAS.get(name, {}).get("parameters", {}).get("properties", {}).items():
+            props.setdefault(key, {"type": "string"} if spec.get("type") != "array" else spec)
+    return {
+        "type": "object",
+        "properties": {
+            "action": {"type": "string", "enum": list(actions)},
+            "arguments": {"type": "object", "properties": props},
+            "say": {"type": "string"},
+        },
+        "required": ["action", "arguments", "say"],
+    }
+
+
+class ModelStep(Frozen):
+    action: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    say: str = ""
+
+
+def parse_step(resp: ChatResponse, actions: tuple[str, ...]) -> ModelStep:
+    """The model's step; a native tool call counts as one. An answer outside the protocol is a reply."""
+    if resp.tool_calls:
+        call = resp.tool_calls[0]
+        return ModelStep(action=call.name, arguments=dict(call.arguments), say=resp.content or "")
+    text = (resp.content or "").strip()
+    try:
+        data = json.loads(text[text.index("{") : text.rindex("}") + 1])
+    except ValueError:
+        return ModelStep(action="reply", say=text)
+    if not isinstance(data, dict):
+        return ModelStep(action="reply", say=text)
+    action = str(data.get("action", "reply"))
+    args = data.get("arguments") if isinstance(data.get("arguments"), dict) else {}
+    return ModelStep(action=action, arguments=args, say=str(data.get("say") or ""))
+
+
+class LLMPolicy:
+    """One call's conversation, driven by the model, guarded by the code (see the module docstring)."""
+
+    def __init__(
+        self,
+        facts: Facts,
+        tools: ToolFixture,
+        client: ChatBackend,
+        cfg: LLMConfig,
+        *,
+        crm: bool = False,
+        required_challenges: int = 2,
+        max_repairs: int = 3,
+        max_silences: int = 3,
+        max_turns: int = 30,
+        repair_below_confidence: float | None = 0.3,
+        contextual_asr: bool = True,
+    ) -> None:
+        self.facts = facts
+        self.tools = tools
+        self.client = client
+        self.cfg = cfg
+        self.crm = crm
+        self.required = required_challenges
+        self.max_repairs = max_repairs
+        self.max_silences = max_silences
+        self.max_turns = max_turns
+        self.repair_below = repair_below_confidence
+        self.contextual_asr = contextual_asr
+        available = tools.available()
+        self.tool_names = tuple(n for n in available if crm or n != "crm_lookup")
+        self.messages: list[Message] = [
+            Message(role="system", content=system_prompt(facts, self.tool_names, crm=crm, required=required_challenges))
+        ]
+        self.state = "start"
+        self.turn = 0
+        self.verified: set[str] = set()
+        self.silences = 0
+        self.repairs = 0
+        self.last_says: list[Say] = []
+        self.model_calls = 0
+        self._tool_n = 0
+
+    @property
+    def ended(self) -> bool:
+        return self.state in ("ended", "escalated")
+
+    @property
+    def identity_ok(self) -> bool:
+        return len(self.verified) >= self.required
+
+    def actions(self) -> tuple[str, ...]:
+        """What the model may choose now: remedy tools only once identity is verified."""
+        tools = [n for n in self.tool_names if self.identity_ok or (n not in REMEDY_TOOLS and n != "crm_lookup")]
+        return (*tools, "reply", "end_call")
+
+    def greet(self) -> list[Step]:
+        self.state = "listening"
+        self.messages.append(Message(role="assistant", content=json.dumps({"action": "reply", "arguments": {}, "say": GREETING})))
+        out: list[Step] = [StateStep("start", "listening"), Say(GREETING, "greeting")]
+        self.last_says = [Say(GREETING, "greeting")]
+        return out
+
+    def listening_context(self) -> str | None:
+        if not self.contextual_asr:
+            return None
+        last = " ".join(s.text for s in self.last_says)
+        low = last.lower()
+        expecting = next(
+            (f for f, w in (("holder_name", "name"), ("date_of_birth", "birth"), ("postcode", "zip"), ("email", "email")) if w in low),
+            None,
+        )
+        return " ".join(p for p in (_vocabulary(self.facts, expecting), last) if p)
+
+    async def respond(
+        self, heard: Heard, detected: Mapping[str, str] | None = None, *, asks_for_human: bool | None = None
+    ) -> list[Step]:
+        """One caller turn. `detected` and `asks_for_human` steer planted knobs in the rule agents;
+        this agent has none, so it ignores them."""
+        del detected, asks_for_human
+        if self.ended:
+            return []
+        self.turn += 1
+        out: list[Step] = []
+        if self.turn > self.max_turns:
+            self._transfer(out, "max_turns", "I'm sorry this is taking so long. I'm transferring you to a colleague.")
+            return self._finish(out)
+        if not heard.speech:
+            self.silences += 1
+            if self.silences >= self.max_silences:
+                out.append(Say("I can't hear anything, so I will end the call now. Goodbye.", "closing"))
+                self._end(out, "silence_timeout")
+            else:
+                out.append(Say(SILENCE, "repair"))
+            return self._finish(out)
+        self.silences = 0
+        text = heard.text.strip()
+        low_conf = heard.confidence is not None and self.repair_below is not None and heard.confidence < self.repair_below
+        if heard.noise or nlu.understand(text).empty or low_conf:
+            self.repairs += 1
+            if self.repairs > self.max_repairs:
+                self._transfer(out, "repairs", "I'm sorry, I'm having trouble hearing you. I'm transferring you to a colleague.")
+            else:
+                out.append(Say(REPAIR, "repair"))
+            return self._finish(out)
+        self.repairs = 0
+        self.messages.append(Message(role="user", content=text))
+        await self._steps(out, text)
+        return self._finish(out)
+
+    # ---- model steps ----
+
+    async def _ask(self, actions: tuple[str, ...]) -> ModelStep:
+        req = ChatRequest(
+            messages=tuple(self.messages),
+            temperature=self.cfg.temperature,
+            seed=self.cfg.seed,
+            max_tokens=self.cfg.max_tokens,
+            json_schema=step_schema(actions),
+            schema_name="agent_step",
+        )
+        self.model_calls += 1
+        resp = await asyncio.wait_for(self.client.chat(req), self.cfg.timeout_s)
+        return parse_step(resp, actions)
+
+    async def _steps(self, out: list[Step], caller_text: str) -> None:
+        for _ in range(self.cfg.max_steps):
+            actions = self.actions()
+            step = await self._ask(actions)
+            self.messages.append(Message(role="assistant", content=step.model_dump_json()))
+            say = step.say.strip()
+            if step.action == "end_call":
+                out.append(Say(say or "Thank you for calling. Goodbye.", "closing"))
+                self._end(out, "completed")
+                return
+            if step.action == "reply" or step.action not in TOOL_SCHEMAS:
+                out.append(Say(say or FALLBACK, "question"))
+                return
+            outcome = self._run_tool(out, step, caller_text)
+            result = {"ok": outcome.ok, "error": outcome.error, **_visible(step.action, outcome)}
+            self.messages.append(Message(role="user", content=f"[tool {step.action} result] {json.dumps(result, sort_keys=True, default=str)}"))
+            if step.action == "escalate_to_human" and outcome.ok:
+                out.append(Say(say or "I'm transferring you to a human agent now.", "handoff"))
+                self._to(out, "escalated", ("escalation:model",))
+                out.append(Hangup("handoff"))
+                return
+            if outcome.ok and say and step.action not in ("crm_lookup", "policy_lookup", "outage_status"):
+                out.append(Say(say, "info"))
+                return
+        out.append(Say(FALLBACK, "repair"))
+
+    def _run_tool(self, out: list[Step], step: ModelStep, caller_text: str) -> ToolOutcome:
+        name = step.action
+        args = dict(step.arguments)
+        if (name in REMEDY_TOOLS and not self.identity_ok) or (name == "crm_lookup" and not self.identity_ok):
+            outcome = ToolOutcome(False, {}, "identity_not_verified")
+        elif name not in self.tool_names:
+            outcome = ToolOutcome(False, {}, "permission_denied")
+        else:
+            if name == "verify_identity":
+                args = self._identity_args(args, caller_text)
+            outcome = self.tools.call(name, args)
+        self._tool_n += 1
+        out.append(ToolStep(f"tc-{self._tool_n}", name, args, outcome))
+        if name == "verify_identity" and outcome.ok:
+            before = self.identity_ok
+            self.verified |= {k for k in outcome.result.get("checked", ())}
+            if self.identity_ok and not before:
+                self._to(out, "verified", ("identity_verified",))
+        return outcome
+
+    def _identity_args(self, args: dict[str, Any], caller_text: str) -> dict[str, Any]:
+        """Identity answers from the caller's own words, through the agent's slot parsers; the
+        model's arguments only say which facts to check (a small model invents values, and an
+        invented value must never verify anyone). A matched answer is submitted in the record's
+        spelling, as an agent reading the screen would; a fact the caller did not say is dropped."""
+        acc = self.facts.account
+        asked = [k for k in IDENTITY_FIELDS if str(args.get(k) or "").strip()] or list(IDENTITY_FIELDS)
+        fixed: dict[str, Any] = {}
+        for key in asked:
+            if key == "date_of_birth":
+                day = nlu.parse_dob(caller_text)
+                if day is not None:
+                    fixed[key] = day.isoformat()
+            elif key == "holder_name":
+                name = nlu.parse_name(caller_text) if "name" in caller_text.lower() or key in args else None
+                if name:
+                    fixed[key] = acc.holder_name if nlu.name_matches(name, acc.holder_name) else name
+            elif key == "postcode":
+                code = nlu.parse_postcode(caller_text)
+                if code:
+                    fixed[key] = acc.postcode if nlu.postcode_matches(code, acc.postcode) else code
+            else:
+                email = nlu.parse_email_slot(caller_text)
+                if email:
+                    fixed[key] = acc.email if nlu.email_matches(email, acc.email) else email
+        return fixed
+
+    # ---- endings ----
+
+    def _to(self, out: list[Step], state: str, flags: tuple[str, ...] = ()) -> None:
+        out.append(StateStep(self.state, state, flags))
+        self.state = state
+
+    def _end(self, out: list[Step], reason: str) -> None:
+        self._to(out, "ended", (reason,))
+        out.append(Hangup(reason))
+
+    def _transfer(self, out: list[Step], reason: str, line: str) -> None:
+        self._tool_n += 1
+        outcome = self.tools.call("escalate_to_human", {"reason": reason})
+        out.append(ToolStep(f"tc-{self._tool_n}", "escalate_to_human", {"reason": reason}, outcome))
+        out.append(Say(line, "handoff"))
+        self._to(out, "escalated", (f"escalation:{reason}",))
+        out.append(Hangup("handoff"))
+
+    def _finish(self, out: list[Step]) -> list[Step]:
+        says = [s for s in out if isinstance(s, Say)]
+        if says:
+            self.last_says = says
+        return out
+
+
+def _visible(name: str, outcome: ToolOutcome) -> dict[str, Any]:
+    """The result the model reads: what the tool returned (verification says only what mismatched)."""
+    if name == "verify_identity":
+        return {"mismatched": outcome.result.get("mismatched", [])}
+    if name == "policy_lookup":
+        return {"policy_id": outcome.result.get("policy_id")}
+    return dict(outcome.result)

@@ -1,0 +1,192 @@
+"""The LLM agent's dialogue on text, with a scripted chat backend standing in for the model: the
+rules that live in code (verify before any remedy, identity values only from the caller's words),
+the step protocol, and the requests it sends (deterministic, the schema offers only allowed tools)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agents.reference._llm_policy import REMEDY_TOOLS, LLMConfig, LLMPolicy, parse_step, system_prompt
+from agents.reference._policy import Hangup, Heard, Say, StateStep, Step, ToolStep
+from harness.llm import ChatRequest, ChatResponse, ToolCall
+from harness.tools import ToolFixture
+from scenarios import BUNDLED_LIBRARY, Facts, load_scenario_file
+
+
+def facts(scenario: str = "refund_duplicate_charge") -> Facts:
+    return load_scenario_file(Path(BUNDLED_LIBRARY) / f"{scenario}.yaml").facts
+
+
+class Scripted:
+    """Answers each request with the next scripted step and keeps every request it got."""
+
+    name = "scripted"
+
+    def __init__(self, steps: Sequence[dict[str, Any] | ChatResponse]) -> None:
+        self.steps = list(steps)
+        self.requests: list[ChatRequest] = []
+
+    async def chat(self, req: ChatRequest) -> ChatResponse:
+        self.requests.append(req)
+        step = self.steps.pop(0) if self.steps else {"action": "reply", "arguments": {}, "say": "Okay."}
+        return step if isinstance(step, ChatResponse) else ChatResponse(content=json.dumps(step))
+
+
+def policy(steps: Sequence[dict[str, Any] | ChatResponse], scenario: str = "refund_duplicate_charge", **kw: Any) -> tuple[LLMPolicy, Scripted, ToolFixture]:
+    f = facts(scenario)
+    tools = ToolFixture(f)
+    client = Scripted(steps)
+    p = LLMPolicy(f, tools, client, LLMConfig(seed=7), **kw)
+    p.greet()
+    return p, client, tools
+
+
+def tools_of(steps: list[Step]) -> list[tuple[str, bool]]:
+    return [(s.name, s.outcome.ok) for s in steps if isinstance(s, ToolStep)]
+
+
+def said(steps: list[Step]) -> list[str]:
+    return [s.text for s in steps if isinstance(s, Say)]
+
+
+async def test_remedy_tools_are_not_offered_before_verification() -> None:
+    p, client, _ = policy([{"action": "reply", "arguments": {}, "say": "What is your full name?"}])
+    await p.respond(Heard("I was charged twice.", 0.9))
+    enum = client.requests[0].json_schema["properties"]["action"]["enum"]  # type: ignore[index]
+    assert not REMEDY_TOOLS & set(enum)
+    assert {"verify_identity", "escalate_to_human", "reply", "end_call"} <= set(enum)
+
+
+async def test_a_refund_asked_for_before_verification_is_refused_in_code() -> None:
+    p, _, tools = policy([
+        {"action": "issue_refund", "arguments": {"amount": "24.99"}, "say": "Done."},
+        {"action": "reply", "arguments": {}, "say": "First, what is your full name?"},
+    ])
+    steps = await p.respond(Heard("Please refund the duplicate charge.", 0.9))
+    refused = [s for s in steps if isinstance(s, ToolStep)]
+    assert [(s.name, s.outcome.ok, s.outcome.error) for s in refused] == [("issue_refund", False, "identity_not_verified")]
+    assert not [c for c in tools.calls if c[0] == "issue_refund"], "the refused call never reached the fixture"
+    assert said(steps) == ["First, what is your full name?"]
+
+
+async def test_identity_values_come_from_the_callers_words_not_the_model() -> None:
+    p, _, _ = policy([
+        {"action": "verify_identity", "arguments": {"date_of_birth": "1988-03-04"}, "say": "Thanks."},
+        {"action": "reply", "arguments": {}, "say": "Sorry, what is your date of birth?"},
+    ])
+    steps = await p.respond(Heard("I'm not sure, I would have to check.", 0.9))
+    assert tools_of(steps) == [("verify_identity", False)]
+    assert not p.verified
+
+
+async def test_whole_refund_call() -> None:
+    p, client, tools = policy([
+        {"action": "reply", "arguments": {}, "say": "I can help. What is your full name?"},
+        {"action": "verify_identity", "arguments": {"holder_name": "jordan lee"}, "say": "Thank you. What is your date of birth?"},
+        {"action": "verify_identity", "arguments": {"date_of_birth": "4 March 1988"}, "say": "You are verified. Shall I refund the duplicate charge?"},
+        {"action": "issue_refund", "arguments": {"amount": "24.99"}, "say": "I have refunded twenty four dollars ninety nine."},
+        {"action": "end_call", "arguments": {}, "say": "Goodbye."},
+    ])
+    turns = [
+        "I was charged twice for my subscription.",
+        "My name is Jordan Avery Lee.",
+        "I was born on the 4th of March 1988.",
+        "Yes, please go ahead.",
+        "That is all, goodbye.",
+    ]
+    steps: list[Step] = []
+    for text in turns:
+        steps += await p.respond(Heard(text, 0.9))
+    assert tools_of(steps) == [("verify_identity", True), ("verify_identity", True), ("issue_refund", True), ]
+    verify = [s.arguments for s in steps if isinstance(s, ToolStep) and s.name == "verify_identity"]
+    assert verify == [{"holder_name": "Jordan Avery Lee"}, {"date_of_birth": "1988-03-04"}]
+    assert [s.to_state for s in steps if isinstance(s, StateStep)] == ["verified", "ended"]
+    assert isinstance(steps[-1], Hangup) and steps[-1].reason == "completed"
+    assert p.ended
+    assert "issue_refund" in client.requests[3].json_schema["properties"]["action"]["enum"]  # type: ignore[index]
+    assert [c[0] for c in tools.calls] == ["verify_identity", "verify_identity", "issue_refund"]
+
+
+async def test_model_sees_tool_results_and_the_next_step_replies() -> None:
+    p, client, _ = policy([
+        {"action": "verify_identity", "arguments": {"holder_name": "x"}, "say": "Thanks."},
+        {"action": "reply", "arguments": {}, "say": "That name does not match. What is your date of birth?"},
+    ])
+    steps = await p.respond(Heard("My name is Morgan Smith.", 0.9))
+    assert tools_of(steps) == [("verify_identity", False)]
+    assert said(steps) == ["That name does not match. What is your date of birth?"]
+    second = client.requests[1].messages[-1]
+    assert second.role == "user" and "[tool verify_identity result]" in (second.content or "")
+    assert "holder_name" in (second.content or "") and "Morgan" not in (client.requests[1].messages[0].content or "")
+
+
+async def test_escalation_hands_off() -> None:
+    p, _, _ = policy([{"action": "escalate_to_human", "arguments": {"reason": "caller_request"}, "say": "Transferring you now."}])
+    steps = await p.respond(Heard("Can I speak to a human agent please?", 0.9))
+    assert tools_of(steps) == [("escalate_to_human", True)]
+    assert isinstance(steps[-1], Hangup) and steps[-1].reason == "handoff"
+    assert p.state == "escalated"
+
+
+async def test_unusable_turns_are_reasked_without_the_model() -> None:
+    p, client, _ = policy([], max_repairs=2)
+    for _ in range(2):
+        steps = await p.respond(Heard("", 0.9))
+        assert said(steps) and "repeat" in said(steps)[0]
+    await p.respond(Heard("mumble", 0.1))
+    assert client.requests == []
+    assert p.state == "escalated"
+
+
+async def test_requests_are_deterministic_and_temperature_zero() -> None:
+    script = [
+        {"action": "reply", "arguments": {}, "say": "What is your full name?"},
+        {"action": "verify_identity", "arguments": {"holder_name": "a"}, "say": "Thanks."},
+    ]
+
+    async def run() -> str:
+        p, client, _ = policy(script)
+        await p.respond(Heard("I was charged twice.", 0.9))
+        await p.respond(Heard("My name is Jordan Avery Lee.", 0.9))
+        assert all(r.temperature == 0.0 and r.seed == 7 for r in client.requests)
+        return hashlib.sha256("".join(r.model_dump_json() for r in client.requests).encode()).hexdigest()
+
+    assert await run() == await run()
+
+
+def test_prompt_never_shows_identity_answers() -> None:
+    f = facts()
+    for crm in (False, True):
+        text = system_prompt(f, ToolFixture(f).available(), crm=crm, required=2)
+        acc = f.account
+        for secret in (acc.holder_name, acc.date_of_birth.isoformat(), acc.postcode, acc.email, acc.phone):
+            assert secret not in text
+    assert "24.99" in system_prompt(f, (), crm=False, required=2)
+    assert "24.99" not in system_prompt(f, (), crm=True, required=2)
+
+
+def test_hybrid_reads_the_record_only_after_verification() -> None:
+    p, _, _ = policy([], crm=True)
+    assert "crm_lookup" not in p.actions()
+    p.verified = {"holder_name", "date_of_birth"}
+    assert "crm_lookup" in p.actions() and "issue_refund" in p.actions()
+
+
+@pytest.mark.parametrize(
+    ("resp", "action", "args"),
+    [
+        (ChatResponse(content='{"action": "end_call", "arguments": {}, "say": "Bye."}'), "end_call", {}),
+        (ChatResponse(content='Sure! {"action":"verify_identity","arguments":{"holder_name":"A"},"say":"ok"}'), "verify_identity", {"holder_name": "A"}),
+        (ChatResponse(content=None, tool_calls=(ToolCall(id="c1", name="issue_refund", arguments={"amount": "1"}),)), "issue_refund", {"amount": "1"}),
+        (ChatResponse(content="just words"), "reply", {}),
+    ],
+)
+def test_parse_step(resp: ChatResponse, action: str, args: dict[str, Any]) -> None:
+    step = parse_step(resp, ("verify_identity", "reply", "end_call"))
+    assert (step.action, step.arguments) == (action, args)
