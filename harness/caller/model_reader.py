@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from harness.caller.reading import ACT_MEANING, ACTS, ActHit, Reading, make_reading
-from harness.llm import ChatRequest, ChatResponse, LLMError, Message
+from harness.llm import ChatRequest, ChatResponse, LLMError, LocalChatClient, Message, packaged_model
 from scenarios import Scenario
 
 CACHE_SIZE = 4096
@@ -174,3 +174,9 @@ class ModelReader:
         except RuntimeError:
             return asyncio.run(self._read_once(text, scenario))
         raise RuntimeError("ModelReader.read blocks; inside an event loop await aread() instead")
+
+
+def packaged_reader(model: str = "smollm2-135m", threads: int | None = None) -> ModelReader:
+    """A model reader on a packaged local model (default: the tiny SmolLM2), e.g. for
+    `benchmarks/observer.py --reader harness.caller.model_reader:packaged_reader`."""
+    return ModelReader(LocalChatClient(packaged_model(model), n_threads=threads))

@@ -1,0 +1,160 @@
+"""The model reader over real HTTP: llama-cpp-python's OpenAI-compatible server, started here on
+127.0.0.1 with the packaged tiny model (SmolLM2-135M-Instruct), and the same model in-process.
+
+The tiny model reads turns poorly; these tests are about the plumbing: the answer is parsed into
+the closed vocabularies, the second reading is logged in the event schema, the key is sent only
+as the bearer credential and never shows up, and readings are identical across processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import secrets
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from harness.caller import ACTS, RuleReader
+from harness.caller.model_reader import ModelReader, ReaderError, fact_names
+from harness.caller.readers import Readers
+from harness.llm import LLMError, OpenAIChatClient, packaged_model, resolve_weights, wait_ready
+from harness.model.events import parse_event
+from harness.rundir import RunReader
+from scenarios import BUNDLED_LIBRARY, Scenario, ScenarioLibrary
+
+pytest.importorskip("llama_cpp", reason="needs the llm extra: pip install 'voice-audit[llm]'")
+pytestmark = pytest.mark.slow
+
+TURNS = (
+    "Before I look into that, could you confirm your date of birth for me?",
+    "Sorry, I didn't quite catch that. Could you say it again?",
+)
+KEY_ENV = "VOICE_AUDIT_TEST_READER_KEY"
+
+
+@pytest.fixture(scope="module")
+def scenario() -> Scenario:
+    return ScenarioLibrary(BUNDLED_LIBRARY).load_all()["refund_duplicate_charge"][1]
+
+
+@pytest.fixture(scope="module")
+def weights() -> Path:
+    try:
+        path, _ = resolve_weights(packaged_model("smollm2-135m"))
+    except LLMError as exc:
+        pytest.skip(str(exc))
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def llama_server(weights: Path, key: str, log: Path) -> Iterator[str]:
+    """`python -m llama_cpp.server` on a free loopback port; stopped (and reaped) on exit."""
+    port = _free_port()
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(weights), "--model_alias", "smollm2",
+           "--host", "127.0.0.1", "--port", str(port), "--api_key", key, "--n_threads", "1", "--n_ctx", "2048",
+           "--seed", "0", "--verbose", "False"]  # fmt: skip
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+async def _read_all(url: str, key: str, scenario: Scenario) -> list[dict[str, object]]:
+    client = OpenAIChatClient(url, "smollm2", api_key_env=KEY_ENV, environ={KEY_ENV: key}, structured="json_object",
+                              timeout_s=300)  # fmt: skip
+    reader = ModelReader(client, max_tokens=96)
+    try:
+        await wait_ready(url, timeout_s=120, api_key=key)
+        out = []
+        for text in TURNS:
+            r = await reader.aread(text, scenario)
+            out.append({"acts": list(r.act_names), "facts": list(r.challenge_facts), "classification": r.classification})
+        return out
+    finally:
+        await reader.close()
+
+
+async def test_readings_over_http_are_parsed_logged_and_identical_across_processes(
+    scenario: Scenario, weights: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    key = "sk-" + secrets.token_hex(16)
+    log = tmp_path / "server.log"
+    with llama_server(weights, key, log) as url:
+        first = await _read_all(url, key, scenario)
+        # the model as the second reader beside the rules: its reading is an event of the log schema
+        client = OpenAIChatClient(url, "smollm2", api_key_env=KEY_ENV, environ={KEY_ENV: key}, structured="json_object",
+                                  timeout_s=300)  # fmt: skip
+        model = ModelReader(client, max_tokens=96)
+        readers = Readers(scenario, RuleReader(), model)
+        turn = await readers.read(TURNS[0])
+        fields = turn.event_fields()
+        assert fields is not None and fields["error"] is None
+        event = parse_event({"t_ms": 5, "type": "caller_reading", "turn": 3, **fields})
+        assert event.type == "caller_reading" and event.reader == "model:openai:smollm2"
+        assert turn.acting == RuleReader().read(TURNS[0], scenario)
+        # a wrong key is refused by the server, and the error names neither key
+        wrong = OpenAIChatClient(url, "smollm2", api_key_env=KEY_ENV, environ={KEY_ENV: "sk-wrong-" + key[3:11]},
+                                 structured="json_object")  # fmt: skip
+        with pytest.raises(ReaderError) as exc:
+            await ModelReader(wrong).aread(TURNS[1], scenario)
+        assert exc.value.kind == "llm_http_error" and "401" in str(exc.value)
+        assert key not in str(exc.value) and key[3:11] not in str(exc.value)
+        await model.close()
+        await wrong.close()
+    facts = fact_names(scenario)
+    for r in first:
+        assert r["acts"] and set(r["acts"]) <= set(ACTS)  # type: ignore[arg-type]
+        assert set(r["facts"]) <= set(facts)  # type: ignore[arg-type]
+    with llama_server(weights, key, log) as url:
+        second = await _read_all(url, key, scenario)
+    assert second == first
+    assert key not in caplog.text and key not in event.model_dump_json()
+    assert key not in log.read_text(errors="replace")
+
+
+def test_in_process_readings_are_identical_across_processes_and_orders(scenario: Scenario, weights: Path) -> None:
+    """Two fresh processes with the in-process backend give the same readings, in either order."""
+    code = (
+        "import json, sys\n"
+        "from harness.caller.model_reader import ModelReader\n"
+        "from harness.llm import LocalChatClient, packaged_model\n"
+        "from scenarios import BUNDLED_LIBRARY, ScenarioLibrary\n"
+        "sc = ScenarioLibrary(BUNDLED_LIBRARY).load_all()['refund_duplicate_charge'][1]\n"
+        "r = ModelReader(LocalChatClient(packaged_model('smollm2-135m'), n_threads=1), max_tokens=96)\n"
+        "turns = json.loads(sys.argv[1])\n"
+        "out = {t: list(r.read(t, sc).act_names) for t in turns}\n"
+        "print(json.dumps(out, sort_keys=True))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != KEY_ENV}
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code, json.dumps(order)], capture_output=True, text=True, timeout=600, check=True, env=env
+        ).stdout
+        for order in (list(TURNS), list(reversed(TURNS)))
+    ]
+    a, b = (json.loads(x) for x in runs)
+    assert a == b and set(a) == set(TURNS)
+    assert all(acts and set(acts) <= set(ACTS) for acts in a.values())
+
