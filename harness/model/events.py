@@ -158,6 +158,9 @@ class CallerDecision(_Event):
     reason: str
     challenge_fact: str | None = None
     tags: tuple[str, ...] = ()
+    acts: tuple[str, ...] = ()
+    """Every dialogue act the acting reader found in the turn, primary first (`classification` is
+    the primary one in the coarser logged vocabulary; `tags` are the other acts' rules)."""
 
 
 class CallerReading(_Event):

@@ -134,7 +134,7 @@ class CallLog:
             "caller_decision", turn=self.turn, heard=heard, classification=d.classification, action=d.action,
             reason=f"{d.reason} [rule {d.reading.rule}]",
             challenge_fact=",".join(d.reading.challenge_facts) or None,
-            tags=d.reading.tags,
+            tags=d.reading.tags, acts=d.reading.act_names,
         )
         if d.escalation:
             # Esc runs from the moment the request has been made: the end of the caller's request
