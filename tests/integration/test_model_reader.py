@@ -8,7 +8,6 @@ as the bearer credential and never shows up, and readings are identical across p
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import os
@@ -27,7 +26,6 @@ from harness.caller.model_reader import ModelReader, ReaderError, fact_names
 from harness.caller.readers import Readers
 from harness.llm import LLMError, OpenAIChatClient, packaged_model, resolve_weights, wait_ready
 from harness.model.events import parse_event
-from harness.rundir import RunReader
 from scenarios import BUNDLED_LIBRARY, Scenario, ScenarioLibrary
 
 pytest.importorskip("llama_cpp", reason="needs the llm extra: pip install 'voice-audit[llm]'")
