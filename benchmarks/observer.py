@@ -1,6 +1,6 @@
 """How well a reader of agent turns reads them as a person would: the observer corpus benchmark.
 
-Run: ``.venv/bin/python benchmarks/observer.py [--reader rules] [--split dev|holdout|all] [--errors]``.
+Run: ``.venv/bin/python benchmarks/observer.py [--reader rules] [--reader module:attr] [--split dev|holdout|all] [--errors]``.
 A reader is ``rules`` (the caller's rule reader) or ``module:attribute`` naming any object with
 ``name`` and ``read(text, scenario) -> Reading`` (or a zero-argument factory returning one), so a
 model reader plugs in unchanged. For each split it prints the share of turns read exactly as
@@ -67,7 +67,11 @@ def resolve_reader(spec: str) -> Reader:
         return RuleReader()
     module, _, attr = spec.partition(":")
     obj: Any = getattr(importlib.import_module(module), attr)
-    return obj() if callable(obj) and not hasattr(obj, "read") else obj
+    if isinstance(obj, type) or (callable(obj) and not hasattr(obj, "read")):
+        obj = obj()  # a reader class or a factory
+    if not hasattr(obj, "read") or not hasattr(obj, "name"):
+        raise SystemExit(f"--reader {spec}: not a reader (needs `name` and `read(text, scenario)`)")
+    return obj
 
 
 def _facts_of(r: Reading) -> frozenset[str]:
@@ -144,12 +148,23 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     library = ScenarioLibrary()
     scenarios = {k: library.get_locked(v) for k, v in SCENARIO_IDS.items()}
-    for spec in args.reader or ["rules"]:
-        reader = resolve_reader(spec)
-        for split in ("dev", "holdout") if args.split == "all" else (args.split,):
-            turns = load_corpus(split)
+    readers = [resolve_reader(spec) for spec in args.reader or ["rules"]]
+    splits = ("dev", "holdout") if args.split == "all" else (args.split,)
+    for reader in readers:
+        for split in splits:
             print(f"== reader {reader.name} on {split} ==")
-            print(evaluate(reader, turns, scenarios, args.errors and split == "dev"))
+            print(evaluate(reader, load_corpus(split), scenarios, args.errors and split == "dev"))
+    for i, first in enumerate(readers):
+        for second in readers[i + 1 :]:
+            for split in splits:
+                turns = load_corpus(split)
+                same = sum(
+                    first.read(t.text, scenarios[t.scenario]).act_names_set
+                    == second.read(t.text, scenarios[t.scenario]).act_names_set
+                    for t in turns
+                )
+                print(f"== agreement {first.name} / {second.name} on {split}: same act set on "
+                      f"{100.0 * same / len(turns):.1f}% of {len(turns)} turns ==")
     return 0
 
 

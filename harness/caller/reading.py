@@ -119,6 +119,10 @@ class Reading(Frozen):
     def act_names(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(h.act for h in self.acts))
 
+    @property
+    def act_names_set(self) -> frozenset[str]:
+        return frozenset(h.act for h in self.acts)
+
     def has(self, act: str) -> bool:
         return any(h.act == act for h in self.acts)
 
