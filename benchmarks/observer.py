@@ -1,13 +1,15 @@
 """How well a reader of agent turns reads them as a person would: the observer corpus benchmark.
 
-Run: ``.venv/bin/python benchmarks/observer.py [--reader rules] [--reader module:attr] [--split dev|holdout|all] [--errors]``.
+Run: ``.venv/bin/python benchmarks/observer.py [--reader rules] [--reader module:attr]
+[--split dev|holdout|all] [--errors]``.
 A reader is ``rules`` (the caller's rule reader) or ``module:attribute`` naming any object with
 ``name`` and ``read(text, scenario) -> Reading`` (or a zero-argument factory returning one), so a
 model reader plugs in unchanged. For each split it prints the share of turns read exactly as
 labelled (same act set and same facts), the share with the labelled primary act, per-act
 precision and recall over act sets, fact precision and recall, and the confusion matrix of primary
-acts (rows: label, columns: reading). ``--errors`` lists misread turns; use it on ``dev`` only,
-so the held-out part stays out of the rules' development.
+acts (rows: label, columns: reading). With two or more readers it also prints how often each
+pair reads the same act set (a diagnostic for a second reader). ``--errors`` lists misread turns
+of ``dev`` only, so the held-out part stays out of the rules' development.
 """
 
 from __future__ import annotations
