@@ -1,7 +1,10 @@
 """Harness-side protocol adapters: each turns an `AgentSpec` with a URL into an `AgentAdapter`.
 
 Entry points (group `voice_audit.agents`): `http`, `ws`, `twilio`, `realtime`. Each module's
-docstring is its wire contract.
+docstring is its wire contract. The message shapes are written once per protocol and shared with
+the serving front ends (`agents.serve`): `wire` (the HTTP turn API and WebSocket contract),
+`twilio_wire` (Twilio Media Streams), `realtime_wire` (OpenAI Realtime, GA and beta names). The
+streaming sessions share one base, `ws_session.WsSession`.
 """
 
 from agents.protocols.http_turn import HttpTurnAdapter, http_adapter
