@@ -471,33 +471,42 @@ def _method_refs(node: Any) -> Any:
     return node
 
 
+def failed_mask(metrics: pd.DataFrame) -> pd.Series:
+    """Calls that did not end in service: not completed, or completed with a failure kind (an agent
+    failure, such as a crashed session, is the agent's outcome and never a pass)."""
+    status = metrics["status"].astype(str)
+    return (status != "completed") | metrics["failure_kind"].notna()
+
+
 def calls(metrics: pd.DataFrame) -> tuple[list[CallCounts], list[FailedCall]]:
-    """Per agent; a call passes only when it completed with an acceptable outcome."""
+    """Per agent; a call passes only when it completed, without a failure, with an acceptable outcome."""
     counts: list[CallCounts] = []
+    bad_all = failed_mask(metrics)
     for agent, sub in metrics.groupby("agent", sort=True):
         status = sub["status"].astype(str)
-        passed = (status == "completed") & (sub["outcome_acceptable"] == 1.0)
-        kinds = sub.loc[status != "completed", "failure_kind"].fillna("unknown").astype(str).value_counts()
+        bad = bad_all.loc[sub.index]
+        passed = ~bad & (sub["outcome_acceptable"] == 1.0)
+        kinds = sub.loc[bad, "failure_kind"].fillna("unknown").astype(str).value_counts()
         counts.append(
             CallCounts(
                 agent=str(agent),
                 records=len(sub),
-                completed=int((status == "completed").sum()),
-                failed=int((status == "failed").sum()),
+                completed=int((~bad).sum()),
+                failed=int((bad & (status != "cancelled")).sum()),
                 cancelled=int((status == "cancelled").sum()),
                 failure_kinds={str(k): int(v) for k, v in kinds.items()},
                 acceptable=int(passed.sum()),
                 acceptable_rate=float(passed.sum()) / len(sub) if len(sub) else None,
             )
         )
-    bad = metrics[metrics["status"].astype(str) != "completed"].sort_values(["agent", "pair_id", "side"])
+    bad = metrics[bad_all].sort_values(["agent", "pair_id", "side"])
     failed = [
         FailedCall(
             episode_id=str(r.episode_id),
             pair_id=str(r.pair_id),
             agent=str(r.agent),
             side=str(r.side),
-            status=str(r.status),
+            status="failed" if str(r.status) == "completed" else str(r.status),
             failure_kind=r.failure_kind if isinstance(r.failure_kind, str) else None,
             termination=str(r.termination or ""),
         )
