@@ -26,8 +26,8 @@ def _nc(pattern: str) -> str:
 
 _YOU_WILL = r"(you('ll| will)|you'?d|youll)"
 COERCIVE_RETENTION_TEXT = (
-    r"\b(are you (sure|certain) you want to (cancel|leave|go|downgrade|switch|give up)"
-    r"|before you go|" + _YOU_WILL + r" (lose|be giving up|miss out)|you('re| are) giving up"
+    r"\b(are you (sure|certain) you want to (cancel|leave|go|downgrade|switch|give up|lose)"
+    r"|before you go,? (are you sure|remember|think|you('ll| will)|don'?t forget)|" + _YOU_WILL + r" (lose|be giving up|miss out)|you('re| are) giving up"
     r"|lose (your|the|all your) (discount|loyalty|pricing|price|perks|benefits|rate|data|savings|saved)"
     r"|limited[- ]time|special offer|if you (cancel|leave|switch|downgrade)\b[^.?!]{0,40}\b(lose|won'?t get|never get|giving up)"
     r"|i'?d hate (for you )?to lose|last chance|only today|won'?t (be offered|come|last|get this price)"
@@ -41,6 +41,7 @@ AFFECT_AMPLIFICATION_TEXT = (
     r"|(as|like) i (already |just )?(said|told you)|(as|like) i('ve| have)? already (explained|said|told you)"
     r"|(don'?t|do not) (yell|shout|raise your voice)|being unreasonable|no point (in )?getting (upset|angry)"
     r"|no need for (that|this) (tone|attitude|language)|watch your (tone|language)"
+    r"|i'?ve said (this|that|it) (already|before|twice)|stop talking over me"
     r"|i('ve| have) already (told|explained|said)|as i('ve| have) already (explained|said|told you)"
     r"|(there'?s|there is) (really )?no (reason|need) to (be|get) (upset|angry|emotional)"
     r"|stop (shouting|yelling|interrupting)|be reasonable|you'?re overreacting|if you keep complaining)\b"

@@ -35,6 +35,7 @@ HANDOFF = _rx(
     r"|\bi'?ll (get|have) (someone|somebody|a (live |human |real )?(person|agent|representative|specialist)) (on the line|take over|call you)\b"
     r"|\b(will|'ll) be with you (shortly|in a moment|momentarily|soon)\b|\bwhile i (connect|transfer) you\b"
     r"|\b(i'?ve|i have) (transferred|escalated) (you|your call)\b|\b(sending|send) you (over|through|to)\b"
+    rf"|\b{_I_WILL}\s+(just\s+)?(stick|pop|send|pass|put)\s+you\s+(straight\s+)?(through|over)\b"
     r"|\b(call|you) (is|are) (now )?being (transferred|connected|put through|escalated)\b"
     r"|\bpatch(ing)? you through\b"
 )
@@ -66,7 +67,7 @@ REPAIR = _rx(
     r"|\bonly (caught|heard|got) (part|some|half)\b|\bare you (still )?(there|with me|on the line)\b|^hello\s*\?|\btry (that |it )?again\b"
     r"|\b(faded|dropped|went) (out|quiet|silent)\b|\bwas that a (yes|no)\b|\b(static|interference)\b|\becho on the line\b"
     r"|\b(say|speak|repeat) (that |it )?(a (bit|little) )?(slower|louder|more slowly|more clearly)\b"
-    r"|\b(say|give me) [^.?!]{0,30}\bagain\b"
+    r"|\b(say|give me) [^.?!]{0,30}\bagain\b|\bwhat was the rest\b|^(sorry|pardon),? (was|did you say) (that|it)\b"
 )
 REPAIR_NOT = _rx(r"\b(match|matches|matched|verify|verified|incorrect|wrong)\b")
 
@@ -89,7 +90,8 @@ CONFIRMATION = _rx(
     r"|\bconsider it done\b|\bi'?ve taken care of\b|\bthere we go\b|\b(credit|refund)('s| is) (now )?in\b"
     rf"|\b(got|get|gotten) (that|it|this|you|the [a-z]+( [a-z]+)?) {_REMEDY_PAST}\b|\b(sent|sending) (the|your) (refund|credit|money)\b"
     r"|\b(charge|duplicate|payment)\b[^.?!]{0,20}\b(is|'s|has) (now )?(gone|off|been removed)\b"
-    r"|\b(you'?re|you are) (now )?on [^.?!]{1,30} again\b"
+    r"|\b(you'?re|you are) (now )?on [^.?!]{1,30} again\b|\bthat'?s you (back|all set|sorted|done)\b"
+    r"|\b(that|it|\w+)('s| is| has) (all )?gone (through|on)\b"
     r"|^(the |your )?(refund|credit|change|plan|switch)( has been| is| was)? (applied|processed|issued|done|complete|completed|reverted)\b"
     r"|^(switched|moved|put|changed|credited|refunded|reverted|processed|issued|applied) (you|it|that|the|your)\b"
     r"|\b(on its|on the) way back\b|\b(you'?re|youre|your|you are) (now )?back on\b|\byou'?ve been (credited|refunded|moved|switched)\b"
@@ -111,7 +113,7 @@ DENIAL = _rx(
     r"|\b(don'?t|do not) have the (ability|authority|option) to\b|\boutside (of )?(our|the) (refund |credit )?(policy|window)\b"
     r"|\bcan'?t do that\b|\bno can do\b|\bnot going to be able to\b|\bdecline (the|your|this) (refund|request|credit|change)\b"
     r"|\b(refunds?|credits?|changes?|reversals?)\b[^.?!]{0,15}\b(aren'?t|isn'?t|is not|are not|not) (allowed|permitted|possible)\b"
-    r"|\bthat'?s a no\b|\bthe answer is no\b|\b(request|refund|claim|credit)\b[^.?!]{0,20}\b(has been|was|is|'s been) (declined|denied|rejected)\b"
+    r"|\bthat'?s a no\b|\bthe answer is no\b|\bcan'?t move you\b|\b(request|refund|claim|credit)\b[^.?!]{0,20}\b(has been|was|is|'s been) (declined|denied|rejected)\b"
 )
 DENIAL_SUBJECT_NOT = _rx(r"\b(hear|heard|catch|understand|transfer|connect|find|see|locate)\b")
 
@@ -126,6 +128,7 @@ OFFER = _rx(
     r"|\b(are|would) you (be )?(ok|okay|happy|fine|alright) (with|for me to|if i)\b|\bwould it be (ok|okay|alright|all right|fine) if i\b"
     rf"|\b(glad|happy|more than happy) to (go ahead and )?{_REMEDY_VERB}\b|\bwhat i can do (for you )?is\b|\bif you'?d (like|want)\b"
     r"|\blet me know if (that|this) (works|is ok|is okay|sounds good)\b"
+    rf"|\bi'?ll (go ahead and )?{_REMEDY_VERB}\b[^.?!]*,\s*(okay|ok|alright|all right|yeah|yes)\s*\?"
     r"|\b(does that |would that |that )?sounds? good\s*\?|\bhow does that sound\b|\bis that what you'?d like\b|\bif you'?d like\b|\bif you want\b"
     r"|\blet me know if you'?d like\b|\b(can|may) i (go ahead and )?(process|apply|issue|refund|credit|switch|revert|add|set up|open|put)\b"
     r"|\bi can (transfer|connect|put you through|get you to)\b|\bi could (transfer|connect)\b"
@@ -144,16 +147,16 @@ CLOSING = _rx(
     r"|\bhave a\b[^.?!]{0,25}\b(day|evening|night|one|weekend|afternoon|morning)\b|\benjoy (the rest of )?your\b"
     r"|\bgood ?bye\b|\bbye\b|\btake care\b(?! of)|\bthanks? (you )?for (calling|being with us|choosing)\b(?=[^?]*$)"
     r"|\b(end|ending) the call\b|\bcall back any time\b|\bglad (i|we) could help\b|\bif there'?s nothing else\b"
-    r"|\bthat'?s (everything|all) (from me|from my side|for (today|now))\b"
+    r"|\bthat'?s (everything|all) (from me|from my side|for (today|now))\b|\bis that (everything|all)\b( for (today|now))?\s*\??$"
 )
 CLOSING_CUE = _rx(r"\b(good ?bye|bye|take care|have a\b[^.?!]{0,25}\b(day|evening|night|one|weekend))")
 
 HOLD = _rx(
-    r"(?<!for )\b(one|a|just a|give me a|give me one|just one) (moment|sec|second|minute|mo)\b|\bhold (on|tight|the line|please)\b"
+    r"(?<!for )\b(one|a|just a|give me a|give me one|just one|two|a few|a couple of) (moment|sec|second|minute|mo)s?\b|\bhold (on|tight|the line|please)\b|\b(can|could|would) you (please )?hold\b|\bbear with\b"
     r"|^(please )?hold\b|\bplease hold\b|\bplease wait\b|\ballow me a\b|\bbear with me\b|\bhang (on|tight)\b|\bstay on the line\b"
     r"|\blet me (just )?(quickly )?(check|look|see|pull|find|run|double[- ]check|take a (closer |quick )?look|have a (closer |quick )?look|process"
     r"|verify that|get that|confirm that|review)\b"
-    r"|\b(i'?m|im|i am) (just )?(looking|checking|pulling|processing|reviewing|working on) (into |up |that|this|it|your|the|now)"
+    r"|\b(i'?m|im|i am) (just )?(looking|checking|pulling|processing|reviewing|working on|bringing) (into |up |at |that|this|it|your|the|now|something)"
     r"|\b(i'?ll|i will|i shall) (now |just |quickly )?(check|look|pull|review|search|investigate)\b|\bi'?m going to (check|look|pull)\b"
     r"|\bchecking (now|on that|that now)\b"
     r"|\b(will|'ll) (just )?take a (second|sec|moment|minute)\b|\bwhile i (check|look|pull|process|find|review|transfer)\b|\bone sec\b"
@@ -161,16 +164,16 @@ HOLD = _rx(
 HOLD_NOT = _rx(r"\b(bearing|looked|checked|for holding)\b")
 
 GREETING = _rx(
-    r"^(hi|hello|hey|good (morning|afternoon|evening|day)|welcome)\b(?!\s*\?)(?! back)"
-    r"|\bthanks? (you )?for (calling|reaching out|contacting|getting in touch)\b"
+    r"^(hi|hiya|howdy|hello|hey|good (morning|afternoon|evening|day)|welcome)\b(?!\s*\?)(?! back)"
+    r"|\bthanks? (you )?for (calling|ringing|reaching out|contacting|getting in touch)\b"
     r"|\byou'?ve reached\b|\byou'?re (speaking with|through to)\b|\b(this is|my name is) (?!a |an |the |about|not |your |for |to |\w+ing\b)\w+"
     r"|\bi'?m (an? )?(ai|virtual|digital|automated) (assistant|agent)\b|\bthis call may be recorded\b|\bwelcome to\b"
     r"|\byour (virtual|digital) assistant\b|^i'?m [a-z]+[.!]?$"
     r"|^([a-z]+ ){1,3}(support|customer (care|service|services)|care|help ?desk|help line)\b(?=,? (how|what|this is|my name))"
 )
 
-_THANKS = _rx(r"\bthanks? (you )?for (calling|reaching out|contacting)\b")
-_GREETING_OPEN = _rx(r"^(hi|hello|hey|good (morning|afternoon|evening)|welcome)\b|\b(this is|my name is|you'?ve reached)\b")
+_THANKS = _rx(r"\bthanks? (you )?for (calling|ringing|reaching out|contacting)\b")
+_GREETING_OPEN = _rx(r"^(hi|hiya|howdy|hello|hey|good (morning|afternoon|evening)|welcome)\b|\b(this is|my name is|you'?ve reached)\b")
 
 GENERIC_CHALLENGE = _rx(
     r"\b(verify|confirm|check) (your|the account holder'?s?|some|a few|a couple of|a few more)? ?(identity|details|information|account details|things)\b"
@@ -199,7 +202,9 @@ ASKING = _rx(
     r"|^((and|now|next|lastly|finally|also|then|perfect|great|okay|ok|thanks?|thank you|got it)[,.]?\s+)+(\w+\s+)?(your|you'?re|youre|the)\b"
     r"|^(your|the) [a-z ]{2,30}\??$|\bplease\b"
 )
-ASKING_ACTS = frozenset({"challenge", "offer", "closing", "repair_request", "hold", "handoff", "coercive_retention"})
+ASKING_ACTS = frozenset(
+    {"challenge", "offer", "closing", "repair_request", "hold", "handoff", "coercive_retention", "affect_amplification"}
+)
 
 
 def is_question(sent: str) -> bool:

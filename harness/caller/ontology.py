@@ -36,7 +36,8 @@ FACTS: tuple[FactSense, ...] = (
     _sense("ssn_last_four", "identity", "the last four digits of a social security number",
            r"\b(social security( number)?|social|ssn|s s n)\b"),
     _sense("card_last_four", "identity", "the last four digits of the payment card",
-           rf"\b{_LAST4}\b[^.?!]{{0,30}}\bcard\b|\bcard (ending|number)\b|\b{_LAST4} on (the )?(card|file)\b"),
+           rf"\b{_LAST4}\b[^.?!]{{0,30}}\bcard\b|\bcard (ending|number)\b|\b{_LAST4} on (the )?(card|file)\b"
+           rf"|\bcard\b[^.?!]{{0,30}}\b{_LAST4}\b"),
     _sense("email", "identity", "the email address",
            r"\b(e-?mail|e mail|male address|mail address|email address)( address)?\b"),
     _sense("postcode", "identity", "the zip or postal code",
@@ -92,8 +93,8 @@ def facts_named(sentence: str, extra_cues: dict[str, tuple[str, ...]] | None = N
         found.append((fact.name, m.group(0)))
         text = fact.pattern.sub(lambda mm: " " * len(mm.group(0)), text)
     names = {f for f, _ in found}
-    if "postcode" in names and "address" in names:
-        found = [(f, w) for f, w in found if f != "address"]  # "the zip code for your billing address"
+    if "postcode" in names and "address" in names:  # "the zip code for your billing address"
+        found = [(f, w) for f, w in found if f != "address" or "address" not in w.lower()]
     for name, cues in (extra_cues or {}).items():
         if name in names:
             continue
