@@ -165,7 +165,10 @@ class MarkOut:
 
 @dataclass(frozen=True, slots=True)
 class ClearOut:
-    """Drop agent audio queued but not yet played (barge-in on Twilio-style transports)."""
+    """Drop agent audio queued but not yet played (barge-in): a Twilio `clear`, or a Realtime
+    response cancelled or truncated (`source`)."""
+
+    source: Literal["twilio_clear", "response_cancel", "truncate"] = "twilio_clear"
 
 
 @dataclass(frozen=True, slots=True)

@@ -201,7 +201,7 @@ class RealtimeSession(WsSession):
             await self._chan.put(HeardOut(str(m.get("transcript") or "")))
         elif t == "input_audio_buffer.speech_started":
             if self._turn_items:
-                await self._chan.put(ClearOut())
+                await self._chan.put(ClearOut(source="response_cancel"))
         elif t == "input_audio_buffer.committed" and not self._manual:
             self._turn_items.clear()
         elif t == "session.created":

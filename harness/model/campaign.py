@@ -46,6 +46,33 @@ class Timeouts(Frozen):
     call_s: float = Field(default=600.0, gt=0)
 
 
+class Interruptions(Frozen):
+    """A declared caller behaviour: the caller barges in on agent turns while the agent speaks.
+
+    Real-time pacing with a streaming agent only. The caller starts its fixed interruption line
+    (`reason`: impatience or correction) `at_ms` into the agent's turn, or at `at_fraction` of the
+    audio the agent has sent for it, on the agent turns listed in `turns` (0 is the greeting; empty:
+    every turn after the greeting). Both calls of a pair interrupt at the same points whenever the
+    agent's turns are the same.
+    """
+
+    at_ms: int | None = Field(default=None, ge=0, le=60_000)
+    at_fraction: float | None = Field(default=None, gt=0, lt=1)
+    reason: Literal["impatience", "correction"] = "impatience"
+    turns: tuple[int, ...] = ()
+
+    @model_validator(mode="after")
+    def _one_point(self) -> Interruptions:
+        if (self.at_ms is None) == (self.at_fraction is None):
+            raise ValueError("interruptions need exactly one of at_ms (ms into the turn) or at_fraction (of the turn)")
+        if any(t < 0 for t in self.turns):
+            raise ValueError("interruptions.turns are agent turn numbers (0 is the greeting)")
+        return self
+
+    def applies_to(self, turn: int) -> bool:
+        return turn in self.turns if self.turns else turn > 0
+
+
 PATIENCE_MARGIN_S = 5.0
 """How much longer than the caller's patience the harness timeouts must be: the longest patience
 line (a request for a human at a slow speaking rate) fits in it."""
@@ -157,6 +184,7 @@ class Campaign(Frozen):
     channel: ChannelSpec = ChannelSpec()
     timeouts: Timeouts = Timeouts()
     patience: Patience = Patience()
+    interruptions: Interruptions | None = None
     retries: int = Field(default=0, ge=0, le=5)
     facts_disclosure: FactsDisclosure = Field(
         default="full",
@@ -170,6 +198,15 @@ class Campaign(Frozen):
         ),
     )
     reader: ReaderSpec = ReaderSpec()
+
+    @model_validator(mode="after")
+    def _interruptions_in_real_time(self) -> Campaign:
+        if self.interruptions is not None and self.pacing != "realtime":
+            raise ValueError(
+                f"interruptions need pacing: realtime (this campaign is {self.pacing}): a caller can only "
+                "talk over an agent that is speaking in real time; set pacing: realtime or remove interruptions"
+            )
+        return self
 
     @model_validator(mode="after")
     def _patience_first(self) -> Campaign:
@@ -201,5 +238,5 @@ class Campaign(Frozen):
         return sha256_of(self)
 
 
-__all__ = ["AXES", "AgentSpec", "Architecture", "BackendSpec", "Campaign", "ChannelSpec", "FactsDisclosure", "ModelReaderSpec", "Pacing", "PairSpec", "Patience",
+__all__ = ["AXES", "AgentSpec", "Architecture", "BackendSpec", "Campaign", "ChannelSpec", "FactsDisclosure", "Interruptions", "ModelReaderSpec", "Pacing", "PairSpec", "Patience",
            "ReaderSpec", "Timeouts"]

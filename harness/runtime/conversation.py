@@ -14,9 +14,10 @@ from typing import Protocol
 import numpy as np
 
 from harness.audio import SpeechRecognizer
+from harness.caller.interruption import INTERRUPTION_LINE
 from harness.caller.patience import PATIENCE_PROMPT, CallerPatience, PatienceDecision
 from harness.caller.policy import CallerPolicy, Decision, Say
-from harness.model.campaign import Patience
+from harness.model.campaign import Interruptions, Patience
 from harness.runtime.calllog import CallFailed, CallLog
 from harness.runtime.voice import CallerVoice, Spoken
 
@@ -29,6 +30,8 @@ class AgentTurn:
     pcm16k: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int16))
     hung_up: str | None = None
     had_audio: bool = False
+    barged: bool = False
+    """The caller is to barge in now; the agent's turn goes on (its rest comes in the next turn)."""
 
     @property
     def silent(self) -> bool:
@@ -58,12 +61,16 @@ class Conversation:
         voice: CallerVoice,
         asr: SpeechRecognizer | None,
         patience: Patience | None = None,
+        interruptions: Interruptions | None = None,
     ) -> None:
         self.log = log
         self.policy = policy
         self.voice = voice
         self.asr = asr
         self.patience = CallerPatience(patience if patience is not None else Patience())
+        self.interruption = (
+            Say("interruption", INTERRUPTION_LINE[interruptions.reason]) if interruptions is not None else None
+        )
 
     async def hear(self, turn: AgentTurn) -> str:
         """The agent's words for the caller policy: its own text when exposed, else our ASR of its audio."""
@@ -111,6 +118,10 @@ class Conversation:
         self.patience.caller_spoke(log.now())  # the line is open: the agent is due from here
         turn = await self._next_turn(transport)
         while True:
+            if turn.barged and self.interruption is not None:
+                await self._speak(transport, self.interruption, False)
+                turn = await self._next_turn(transport)
+                continue
             if turn.silent:
                 now = log.now()
                 log.emit("agent_silence", turn=log.turn, silence_ms=self.patience.silence_at(now))

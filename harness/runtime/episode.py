@@ -237,12 +237,13 @@ class EpisodeRunner:
             disclosure=sent.mode, disclosed=sent.fields, disclosed_sha256=sent.sha256,
         )
         patience = ctx.campaign.patience
-        conversation = Conversation(log, self.policy, self.voice, ctx.asr, patience)
+        interruptions = ctx.campaign.interruptions
+        conversation = Conversation(log, self.policy, self.voice, ctx.asr, patience, interruptions)
         turn_s = ctx.campaign.timeouts.turn_s
         if caps.turn_based:
             transport = TurnBasedCall(log, session, events, deadline, turn_s, ctx.stats, patience.hang_up_after_s)
             return await conversation.run(transport)
-        async with StreamingCall(log, session, events, caps.input_format, turn_s, ctx.stats) as streaming:
+        async with StreamingCall(log, session, events, caps.input_format, turn_s, ctx.stats, interruptions) as streaming:
             return await conversation.run(streaming)
 
     async def _close_session(self, reason: str) -> None:

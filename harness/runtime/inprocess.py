@@ -57,6 +57,12 @@ async def build_adapters(
                     path=loaded.path,
                     fix="set pacing: realtime",
                 )
+            if c.interruptions is not None and caps.turn_based:
+                raise ConfigError(
+                    f"agent '{spec.name}' ({caps.protocol}) takes whole turns: interruptions need a streaming agent",
+                    path=loaded.path,
+                    fix="remove interruptions, or call this agent over a streaming protocol (ws, twilio, realtime)",
+                )
     except BaseException:
         await close_adapters(adapters)
         raise

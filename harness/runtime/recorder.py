@@ -87,6 +87,28 @@ class CallRecorder:
         cut = t_ms * RECORDING_RATE // 1000
         self._agent = [(start, pcm[: cut - start]) for start, pcm in self._agent if start < cut]
 
+    def agent_stop_ms(self, from_ms: int, *, quiet_ms: int = 400, threshold: int = 500, horizon_ms: int = 30_000) -> int:
+        """When the agent stopped talking after `from_ms`, measured on its recorded channel (audio
+        a `clear` dropped is gone): the start of its first quiet stretch of `quiet_ms` (10 ms
+        frames whose peak stays under `threshold`); `from_ms` itself when it was already quiet."""
+        start = from_ms * RECORDING_RATE // 1000
+        end = start + horizon_ms * RECORDING_RATE // 1000
+        seg = np.zeros(end - start, dtype=np.int16)
+        for at, pcm in self._agent:
+            lo, hi = max(at, start), min(at + len(pcm), end)
+            if lo < hi:
+                seg[lo - start : hi - start] = pcm[lo - at : hi - at]
+        frame = RECORDING_RATE // 100
+        n = len(seg) // frame
+        loud = np.abs(seg[: n * frame].reshape(n, frame).astype(np.int32)).max(axis=1) > threshold
+        need = max(1, quiet_ms // 10)
+        quiet_run = 0
+        for i, is_loud in enumerate(loud):
+            quiet_run = 0 if is_loud else quiet_run + 1
+            if quiet_run >= need:
+                return from_ms + (i - need + 1) * 10
+        return from_ms + horizon_ms
+
     def _agent_channel(self) -> np.ndarray | None:
         """The agent channel at the recording rate, from t = 0; None when the agent said nothing."""
         if self.rate == RECORDING_RATE or not self._agent:

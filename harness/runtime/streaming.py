@@ -30,6 +30,7 @@ from harness.adapter import (
     TurnEnd,
 )
 from harness.caller.policy import Say
+from harness.model.campaign import Interruptions
 from harness.runtime.calllog import CallLog
 from harness.runtime.conversation import AgentTurn
 from harness.runtime.frameclock import FrameClock
@@ -56,12 +57,16 @@ class StreamingCall:
         input_format: AudioFormat,
         turn_s: float,
         stats: dict[str, Any],
+        interruptions: Interruptions | None = None,
     ) -> None:
         self.log = log
         self.session = session
         self.events = events
         self.turn_s = turn_s
         self.call_stats = stats
+        self.interruptions = interruptions
+        self._barge: tuple[int, int] | None = None  # (agent turn, barge-in time) of the turn under way
+        self._barge_cleared = False
         self.pump = FramePump(log, session, input_format)
         self.turn_text: list[str] = []
         self.hung_up: str | None = None
@@ -122,6 +127,8 @@ class StreamingCall:
                 log.playback.mark(ev.name, now)
                 log.emit("mark", name=ev.name, action="received")
             elif isinstance(ev, ClearOut):
+                log.emit("agent_clear", source=ev.source, dropped_ms=max(0, log.playback.end_ms - now))
+                self._barge_cleared = self._barge is not None
                 for name in log.playback.clear(now):
                     await self.session.mark_played(name)
                     log.emit("mark", name=name, action="cleared")
@@ -180,8 +187,15 @@ class StreamingCall:
             wake_ms: float
             if pb.turn_start is not None or self.turn_text:
                 wake_ms = max(pb.end_ms, self.last_activity_ms) + ENDPOINT_MS
+                if self._barge is not None:  # the agent's answer to the interruption is still this turn
+                    wake_ms = max(wake_ms, self.log.caller_end_ms + ENDPOINT_MS)
             else:
                 wake_ms = start + quiet_ms
+            barge_at = self._barge_point()
+            if barge_at is not None:
+                if now >= barge_at:
+                    return await self._barge_in(now)
+                wake_ms = min(wake_ms, barge_at)
             if now >= wake_ms:
                 break
             # Silent turns are the caller's to handle (its patience), checked first; an agent that
@@ -196,10 +210,49 @@ class StreamingCall:
         had_audio = self.log.playback.turn_start is not None
         silent = quiet_from is not None and not had_audio and not self.turn_text and self.last_activity_ms <= quiet_from
         self.quiet_since = quiet_from if silent else None
-        turn = AgentTurn(text=self.turn_text, pcm16k=self.log.playback.finish_turn(), hung_up=self.hung_up, had_audio=had_audio)
+        interrupted = self._yielded()
+        pcm = self.log.playback.finish_turn(interrupted=interrupted)
+        turn = AgentTurn(text=self.turn_text, pcm16k=pcm, hung_up=self.hung_up, had_audio=had_audio)
         self.turn_text = []
         await self._clock.gap()  # the caller's decision is bulk work: let the frames due go first
         return turn
+
+    # -- interruptions -------------------------------------------------------------------
+    def _barge_point(self) -> int | None:
+        """When the caller is to barge in on the agent turn under way (None: not this turn)."""
+        plan, pb = self.interruptions, self.log.playback
+        if plan is None or self._barge is not None or pb.turn_start is None or not plan.applies_to(pb.turn):
+            return None
+        if plan.at_ms is not None:
+            at = pb.turn_start + plan.at_ms
+        else:
+            assert plan.at_fraction is not None
+            at = pb.turn_start + round(plan.at_fraction * (pb.end_ms - pb.turn_start))
+        return at if at < pb.end_ms else None  # the agent will have stopped by then: nothing to interrupt
+
+    async def _barge_in(self, now: int) -> AgentTurn:
+        """Talk over the agent: log it, tell the session, hand the caller its interruption turn."""
+        plan, pb = self.interruptions, self.log.playback
+        assert plan is not None and pb.turn_start is not None
+        played = now - pb.turn_start
+        self._barge, self._barge_cleared = (pb.turn, now), False
+        self.log.emit("barge_in", by="caller", turn=pb.turn, played_ms=played, reason=plan.reason)
+        await self.session.barge_in(played)
+        return AgentTurn(had_audio=True, barged=True)
+
+    def _yielded(self) -> bool:
+        """At the end of a barged-in turn: how fast the agent stopped, measured on the recording."""
+        if self._barge is None:
+            return False
+        turn, at = self._barge
+        self._barge = None
+        stopped = self.log.recorder.agent_stop_ms(at)
+        latency = max(0, stopped - at)
+        overlap = max(0, min(latency, self.log.caller_end_ms - at))
+        self.log.emit(
+            "agent_yield", turn=turn, stop_latency_ms=latency, overlap_ms=overlap, cleared=self._barge_cleared
+        )
+        return True
 
     async def _supervise(self, coro: asyncio.Future[None] | asyncio.Task[None]) -> None:
         try:

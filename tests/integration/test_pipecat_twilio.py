@@ -23,6 +23,10 @@ from aiohttp import web  # noqa: E402
 from agents.protocols import twilio_adapter  # noqa: E402
 from harness.adapter import AgentEvent, AudioOut, CallInfo, HangupOut  # noqa: E402
 from harness.model.campaign import AgentSpec  # noqa: E402
+from harness.model.episode import EpisodeRecord  # noqa: E402
+from harness.planning import load_campaign  # noqa: E402
+from harness.rundir import RunReader  # noqa: E402
+from harness.runtime import CampaignRunner  # noqa: E402
 from scenarios import BUNDLED_LIBRARY, ScenarioLibrary  # noqa: E402
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "protocols"
@@ -117,3 +121,126 @@ async def test_pipecat_twilio_bot_hears_us_and_answers(monkeypatch: pytest.Monke
     assert not any(isinstance(e, HangupOut) for e in events)  # we hung up first
     # its hang-up went to the loopback stub, nowhere else
     assert all(c["form"].get("Status") == "completed" for c in rest_calls)
+
+
+SERVICE_BOTS = FIXTURES / "pipecat_service_bots.py"
+
+
+def _load(path: Path, name: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+CAMPAIGN = """\
+name: pipecat-{name}
+seed: 17
+scenarios: [refund_duplicate_charge]
+agents:
+  - {{name: pipecat, adapter: twilio, url: "ws://127.0.0.1:{port}/ws"}}
+pairs:
+  - contrast: [accent]
+    base: {{voice_profile: male_adult, affect: calm, disfluency: none, wording: plain}}
+    a: {{accent: us_general}}
+    b: {{accent: gb_rp}}
+voices: 1
+concurrency: 2
+pacing: realtime
+asr: {{name: pocketsphinx}}
+timeouts: {{turn_s: 40, call_s: 240}}
+{extra}
+"""
+
+
+async def _campaign_against(
+    tmp_path: Path, behaviour: str, extra: str, monkeypatch: pytest.MonkeyPatch
+) -> tuple[list[EpisodeRecord], RunReader, Any]:
+    """A real-time campaign through the runtime against one of the fixture bots on loopback."""
+    monkeypatch.setenv("TWILIO_ACCOUNT_SID", "AC" + "0" * 32)
+    monkeypatch.setenv("TWILIO_AUTH_TOKEN", "dummy-token")
+    bots = _load(SERVICE_BOTS, "va_pipecat_service_bots")
+    stats = bots.ServiceBotStats()
+    rest, rest_url = await _rest_stub([])
+    config = uvicorn.Config(
+        bots.build_app(stats, behaviour, rest_url), host="127.0.0.1", port=0, log_level="warning", lifespan="off"
+    )
+    server = uvicorn.Server(config)
+    serving = asyncio.create_task(server.serve())
+    try:
+        async with asyncio.timeout(15):
+            while not server.started:
+                await asyncio.sleep(0.02)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        path = tmp_path / f"{behaviour}.yaml"
+        path.write_text(CAMPAIGN.format(name=behaviour, port=port, extra=extra))
+        runner = CampaignRunner(
+            load_campaign(path), tmp_path / behaviour, cache_dir=tmp_path / "cache", progress=False, tts_pool_size=1
+        )
+        summary = await runner.run()
+        assert summary.statuses == {"completed": 2}, (summary.statuses, summary.failures)
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(serving, 15)
+        await rest.cleanup()
+    reader = RunReader(tmp_path / behaviour)
+    return list(reader.records()), reader, stats
+
+
+async def test_bot_that_ignores_the_caller_is_unresolved_not_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Pipecat bot greets, then drops every caller turn: the caller prompts, asks for a human
+    and hangs up; both calls complete as unresolved with agent_unresponsive and stay a pair."""
+    extra = "patience: {prompt_after_s: 2, prompts_before_human: 1, hang_up_after_s: 9}"
+    records, reader, stats = await _campaign_against(tmp_path, "ignoring", extra, monkeypatch)
+    assert stats.calls == 2 and stats.caller_turns >= 2 and stats.answers == 0
+    for rec in records:
+        o = rec.outcome
+        assert (o.status, o.terminal_outcome, o.outcome_flags, o.failure_kind) == (
+            "completed", "unresolved", ("agent_unresponsive",), None
+        )
+        events = reader.events(rec.header.episode_id)
+        actions = [e.action for e in events if e.type == "caller_patience"]
+        assert actions[0] == "prompt" and "ask_human" in actions and actions[-1] == "hang_up", actions
+        assert [e.reason for e in events if e.type == "non_service"] == ["agent_unresponsive"]
+        last = [e for e in events if e.type == "caller_patience"][-1]
+        assert last.silence_ms >= 9000
+    assert {r.header.pair_id for r in records} == {records[0].header.pair_id}
+
+
+async def test_bot_that_clears_on_barge_in_yields_and_it_is_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The caller barges in 800 ms into the bot's answers on agent turns 1 and 2; the bot hears it
+    (Silero), interrupts itself and Pipecat sends Twilio's clear. The log holds the barge-in, the
+    clear and the agent's stop latency measured on the recording, at the same points on both sides."""
+    extra = (
+        "interruptions: {at_ms: 800, reason: impatience, turns: [1, 2]}\n"
+        "patience: {prompt_after_s: 3, prompts_before_human: 1, hang_up_after_s: 10}"
+    )
+    records, reader, stats = await _campaign_against(tmp_path, "yielding", extra, monkeypatch)
+    assert stats.interruptions >= 2
+    barged: dict[str, list[int]] = {}
+    for rec in records:
+        events = reader.events(rec.header.episode_id)
+        barges = [e for e in events if e.type == "barge_in" and e.by == "caller"]
+        barged[rec.header.side] = [e.turn for e in barges if e.turn is not None]
+        assert barged[rec.header.side] == [1, 2], barges
+        for b in barges:
+            assert b.reason == "impatience" and b.played_ms is not None and 800 <= b.played_ms < 1000, b
+            after = events[events.index(b) :]
+            clear = next(e for e in after if e.type == "agent_clear")
+            assert clear.source == "twilio_clear" and clear.t_ms >= b.t_ms
+            yielded = next(e for e in after if e.type == "agent_yield")
+            assert yielded.turn == b.turn and yielded.cleared
+            # it stopped well before the end of its 3 s answer, after the caller started talking
+            assert yielded.stop_latency_ms is not None and 0 < yielded.stop_latency_ms < 3000 - 800 - 200, yielded
+            assert yielded.overlap_ms <= yielded.stop_latency_ms
+            line = next(e for e in after if e.type == "caller_utterance_start")
+            assert line.kind == "interruption" and line.text == "Sorry, can I just stop you there?"
+            end = next(e for e in after if e.type == "agent_speech_end" and e.turn == b.turn)
+            assert end.interrupted
+    assert barged["a"] == barged["b"]
