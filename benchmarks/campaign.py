@@ -13,20 +13,22 @@ the harness). `--policy` overrides a policy option of every agent, which is how 
 made; `--agents llm` adds the LLM agent with its default packaged model. `--throughput` runs the
 earlier throughput campaign (refund scenario, accent and affect pairs) instead.
 
-Measured 2026-12-01 on the shared 2-core machine (load 7-11, niced), 54 calls per row
-(9 agent x scenario cells of 6 calls), resolved by the remedy, cascaded / hybrid / native:
+Measured 2026-12-01 on the shared 2-core machine (load 7-11, niced; 54 calls in 750 s, about 260
+episodes per hour on that load), calls the remedy resolved out of 6 per cell, cascaded / hybrid /
+native; the rows are the agent options of each change, all other options at their defaults:
 
-| change | refund | outage | plan | wall |
-|---|---|---|---|---|
-| before (Whisper unprompted, re-ask the same fact) | 6/6 5/6 2/6 [a] | - | - | - |
-| all options off on today's wording (`contextual_asr=false switch_fact_after=null`) | see [b] | | | |
-| + per-turn recogniser prompt (`contextual_asr`, switch off) | 6 6 6 | 4 4 4 | 5 5 5 | 750 s |
-| + swap an identity fact that gave nothing usable twice (`switch_fact_after=1`, default) | 6 6 6 | 6 6 6 | 6 6 6 | 750 s |
+| change | refund | outage | plan |
+|---|---|---|---|
+| before: `contextual_asr=false switch_fact_after=null` [a] | 1/4 1/4 1/4 | - | - |
+| + per-turn recogniser prompt (`contextual_asr=true`, `switch_fact_after=null`) | 6 6 6 | 4 4 4 | 5 5 5 |
+| + another identity fact after two unusable answers (`switch_fact_after=1`, the default) | 6 6 6 | 6 6 6 | 6 6 6 |
+| native with its own dialogue (name then zip code, no confidence repairs, next fact at once) | [b] | [b] | [b] |
 
-[a] the issue's own table: cascaded ~50%, hybrid ~42%, native 42% acceptable; our first refund-only
-measurement on the female voices: the name "Jordan Avery Lee" heard as "Norah Gohay, very late" or
-"Lord of the name of the lead" and the zip code as "high in 41 miller of airmen".
-[b] filled in below by the run this docstring was written from, if it finished.
+[a] stopped after the first 12 calls (the escalating calls are long); the issue's table for the
+same stack said cascaded ~50%, hybrid ~42%, native 42% acceptable. The name "Jordan Avery Lee"
+came back as "Norah Gohay, Merely" or "Jordan Aimee, where we leave", the zip code as "high in 41,
+0,000", the e-mail as "Lord of God, free and mental.com".
+[b] see the report of the run that introduced it.
 
 What failed and what fixed it (read from events.jsonl, agent_heard against the caller's words):
 - names: Whisper tiny.en on 8 kHz mu-law cannot spell a name it has never seen; with the account's

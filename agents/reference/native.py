@@ -6,11 +6,17 @@ pitch and pause features to its condition detector, and uses the Whisper model i
 the way a speech-to-speech model's latent understanding is never shown. It exposes `AudioOut`,
 `FactsSeenOut`, `HangupOut` and `TurnEnd`: no transcript, no state, no tool trace; it still runs
 its tools against the provisioned facts, so the harness must infer outcomes from its audio.
+
+Its dialogue is its own: a speech-to-speech model reports no recogniser confidence, so it never
+asks for a repeat because a score was low, only when it understood nothing (or heard silence or
+noise); it checks the name and then the zip code (date of birth and e-mail as fall-backs); after
+one unusable answer to an identity question it moves to the next fact rather than asking again;
+and it tolerates four repairs in a row before handing over.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -26,6 +32,13 @@ class NativeAgent(ReferenceAdapter):
     architecture: ClassVar[Architecture] = "nat"
     default_name = "native"
     exposure = Exposure(transcripts=False, tools=False, states=False)
+    policy_defaults: ClassVar[dict[str, Any]] = {
+        "challenge_order": ("holder_name", "postcode", "date_of_birth", "email"),
+        "repair_below_confidence": None,
+        "switch_fact_after": 0,
+        "max_repairs": 4,
+    }
+
     def perceiver(self, ear: AgentEar) -> Perceive:
         async def perceive(pcm: np.ndarray, prompt: str | None) -> Perception:
             features = measure(pcm, INPUT_RATE)
