@@ -24,7 +24,7 @@ from pathlib import Path
 
 from harness.audio.recorded import RATES, missing_recordings
 from harness.caller.vocabulary import clearer_speech, render_key, say_forms
-from harness.model.campaign import Patience
+from harness.model.campaign import Interruptions, Patience
 from harness.planning import LoadedCampaign
 from harness.rundir import atomic_write_bytes
 from personas import (
@@ -95,6 +95,7 @@ def campaign_lines(
     scenarios: dict[str, Scenario],
     catalogue: Catalogue,
     patience: Patience,
+    interruptions: Interruptions | None = None,
 ) -> tuple[VoiceLine, ...]:
     """Every line each side of each planned pair can say, one per (voice, text), sorted by voice."""
     lines: dict[str, _Building] = {}
@@ -102,7 +103,7 @@ def campaign_lines(
     seen: set[tuple[str, int, int, CallerCondition]] = set()
     for pair in pairs:
         scenario = scenarios[pair.scenario_id]
-        forms = say_forms(scenario, patience)
+        forms = say_forms(scenario, patience, interruptions)
         slots = dict(scenario.caller.slots)
         for condition in (pair.condition_a, pair.condition_b):
             done = (pair.scenario_id, pair.seed, pair.voice_index, condition)
@@ -170,7 +171,8 @@ MISSING_LIST = "missing-lines.csv"
 def planned_lines(loaded: LoadedCampaign) -> tuple[VoiceLine, ...]:
     """The line list of a loaded campaign: every side of every planned pair."""
     pairs = {e.pair.pair_id: e.pair for e in loaded.plan.episodes}.values()
-    return campaign_lines(pairs, loaded.scenarios, loaded.catalogue, loaded.campaign.patience)
+    c = loaded.campaign
+    return campaign_lines(pairs, loaded.scenarios, loaded.catalogue, c.patience, c.interruptions)
 
 
 def check_recordings(loaded: LoadedCampaign) -> None:

@@ -1,7 +1,8 @@
 """Every line the caller of a scenario can say, and the keys its voice renders them under.
 
 The policy and the caller's patience speak only fixed templates (anchors, rephrases, the held
-facts' answers, the unknown-fact reply, a request for a human, a nudge, the patience prompt);
+facts' answers, the unknown-fact reply, a request for a human, a nudge, the patience prompt, a
+declared interruption line);
 repeats say one of those again, and an answer to several facts says its answers one after
 another. The persona's text transforms draw from a seed keyed by what is said and how often it
 was said before (`render_key`), so a line's words depend on that count: `say_forms` bounds it,
@@ -13,9 +14,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from harness.caller.interruption import INTERRUPTION_LINE
 from harness.caller.patience import PATIENCE_LINES
 from harness.caller.policy import HUMAN_REQUEST, NUDGE, UNKNOWN_FACT, Say, UtteranceKind
-from harness.model.campaign import Patience
+from harness.model.campaign import Interruptions, Patience
 from personas import SpeechParams
 from scenarios import Scenario
 
@@ -75,8 +77,11 @@ def say_bounds(scenario: Scenario, patience: Patience) -> tuple[int, int]:
     return turns + stretches, stretches * per_stretch
 
 
-def say_forms(scenario: Scenario, patience: Patience) -> tuple[SayForm, ...]:
-    """Every (kind, template, key) the caller of `scenario` can say, with its count bound."""
+def say_forms(
+    scenario: Scenario, patience: Patience, interruptions: Interruptions | None = None
+) -> tuple[SayForm, ...]:
+    """Every (kind, template, key) the caller of `scenario` can say, with its count bound; with
+    declared `interruptions`, their line too (the caller barges in at most once per agent turn)."""
     says, prompts = say_bounds(scenario, patience)
     forms: list[SayForm] = []
 
@@ -107,6 +112,8 @@ def say_forms(scenario: Scenario, patience: Patience) -> tuple[SayForm, ...]:
     add(Say("nudge", NUDGE), "nudge", says)
     for line in PATIENCE_LINES:
         add(Say("patience_prompt", line), "patience_prompt", prompts)
+    if interruptions is not None:
+        add(Say("interruption", INTERRUPTION_LINE[interruptions.reason]), f"interruption_{interruptions.reason}", says)
     return tuple(forms)
 
 

@@ -173,3 +173,24 @@ def test_the_list_is_stable_and_names_each_use() -> None:
     assert texts["us_general/male_adult/2/calm"] == texts["l2_french/male_adult/2/calm"]  # same words, own voices
     assert all(v.uses and all(u.startswith("plan_correction:") for u in v.uses) for v in lines)
     assert any(u.split(":")[1] == "patience_prompt" for v in lines for u in v.uses)
+
+
+def test_a_declared_interruption_line_is_listed_for_every_voice() -> None:
+    from harness.caller.interruption import INTERRUPTION_LINE
+    from harness.model.campaign import Interruptions
+
+    catalogue = load_catalogue()
+    scenarios = {"plan_correction": ScenarioLibrary(BUNDLED_LIBRARY).get_locked("plan_correction")}
+    a = CallerCondition(accent="us_general", voice_profile="female_adult", affect="calm", disfluency="mild", wording="plain")
+    b = a.model_copy(update={"accent": "caribbean"})
+    pair = MatchedPair(pair_id="p", scenario_id="plan_correction", contrast=("accent",), condition_a=a,
+                       condition_b=b, voice_index=0, seed=2, replicate=0, run_batch="t")
+    plain = campaign_lines([pair], scenarios, catalogue, Patience())
+    barging = campaign_lines([pair], scenarios, catalogue, Patience(), Interruptions(at_ms=800, reason="correction"))
+    assert not any("interruption" in u for v in plain for u in v.uses)
+    extra = {v.key: v for v in barging} .keys() - {v.key for v in plain}
+    added = [v for v in barging if v.key in extra]
+    assert {v.voice for v in added} == {"us_general/female_adult/0/calm", "caribbean/female_adult/0/calm"}
+    assert all(u.split(":")[1] == "interruption" for v in added for u in v.uses)
+    words = INTERRUPTION_LINE["correction"].split()
+    assert all(all(w in v.text for w in words) for v in added)  # the line, fillers aside
