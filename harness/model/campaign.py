@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from personas._model import AXES, Axis
+from personas._model import AXES, Axis, CallerCondition
 from scenarios._base import Frozen, sha256_of
 
 Pacing = Literal["realtime", "accelerated"]
@@ -101,8 +101,32 @@ class Patience(Frozen):
         return self
 
 
+class CellVoicing(Frozen):
+    """Cells voiced by another TTS backend than the campaign's `tts` (recorded actors for some
+    cells, say): every caller condition whose levels include all of `when`; the first entry that
+    matches wins."""
+
+    when: dict[str, str] = Field(min_length=1)
+    tts: BackendSpec
+
+    @field_validator("when")
+    @classmethod
+    def _axes(cls, v: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(v) - set(AXES))
+        if unknown:
+            raise ValueError(f"unknown persona axis {', '.join(unknown)} (axes: {', '.join(AXES)})")
+        return v
+
+    def matches(self, condition: CallerCondition) -> bool:
+        return all(getattr(condition, axis) == level for axis, level in self.when.items())
+
+
 class PairSpec(Frozen):
-    """A planned contrast: shared `base` levels, then the levels that make condition a and b."""
+    """A planned contrast: shared `base` levels, then the levels that make condition a and b.
+
+    `mixed_backends`: accept that a and b are voiced by different TTS backends (`cell_tts`), which
+    confounds the contrast with the engines; refused unless declared here.
+    """
 
     name: str | None = None
     contrast: tuple[Axis, ...]
@@ -110,6 +134,7 @@ class PairSpec(Frozen):
     a: dict[str, str] = Field(default_factory=dict)
     b: dict[str, str] = Field(default_factory=dict)
     scenarios: tuple[str, ...] | None = None
+    mixed_backends: bool = False
 
     @field_validator("contrast")
     @classmethod
@@ -180,6 +205,7 @@ class Campaign(Frozen):
     concurrency: int = Field(default=4, ge=1, le=4096)
     pacing: Pacing = "accelerated"
     tts: BackendSpec = BackendSpec(name="espeak")
+    cell_tts: tuple[CellVoicing, ...] = ()
     asr: BackendSpec = BackendSpec(name="faster-whisper")
     channel: ChannelSpec = ChannelSpec()
     timeouts: Timeouts = Timeouts()
@@ -224,6 +250,15 @@ class Campaign(Frozen):
                 )
         return self
 
+    def tts_for(self, condition: CallerCondition) -> BackendSpec:
+        """The backend that voices `condition`: its `cell_tts` entry, else the campaign's `tts`."""
+        return next((v.tts for v in self.cell_tts if v.matches(condition)), self.tts)
+
+    def tts_backends(self) -> tuple[BackendSpec, ...]:
+        """Every backend the campaign may voice a caller with, the campaign's `tts` first."""
+        specs = [self.tts, *(v.tts for v in self.cell_tts)]
+        return tuple(s for i, s in enumerate(specs) if s not in specs[:i])
+
     @field_validator("agents")
     @classmethod
     def _unique_agents(cls, v: tuple[AgentSpec, ...]) -> tuple[AgentSpec, ...]:
@@ -238,5 +273,5 @@ class Campaign(Frozen):
         return sha256_of(self)
 
 
-__all__ = ["AXES", "AgentSpec", "Architecture", "BackendSpec", "Campaign", "ChannelSpec", "FactsDisclosure", "Interruptions", "ModelReaderSpec", "Pacing", "PairSpec", "Patience",
+__all__ = ["AXES", "AgentSpec", "Architecture", "BackendSpec", "Campaign", "CellVoicing", "ChannelSpec", "FactsDisclosure", "Interruptions", "ModelReaderSpec", "Pacing", "PairSpec", "Patience",
            "ReaderSpec", "Timeouts"]
