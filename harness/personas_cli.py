@@ -52,14 +52,15 @@ def check_cmd(campaign: Annotated[Path, typer.Argument(help="campaign YAML with 
     from scenarios import ConfigError
 
     loaded = load_campaign(campaign)
-    tts = loaded.campaign.tts
-    if tts.name != "recorded":
-        raise ConfigError(f"campaign {loaded.campaign.name} is voiced by '{tts.name}', not by recordings",
-                          fix="set tts: {name: recorded, options: {dir: FOLDER}}")
+    recorded = [t for t in loaded.campaign.tts_backends() if t.name == "recorded"]
+    if not recorded:
+        raise ConfigError(f"campaign {loaded.campaign.name} has no cell voiced by recordings",
+                          fix="set tts (or a cell_tts entry) to {name: recorded, options: {dir: FOLDER}}")
     check_recordings(loaded)
-    backend = RecordedBackend(**tts.options)
-    levels = [backend.line(v.key).lufs_before for v in planned_lines(loaded)]
-    typer.echo(
-        f"all {len(levels)} lines recorded in {backend.dir}; original loudness {min(levels):.1f} to "
-        f"{max(levels):.1f} LUFS, played at {backend.target_lufs:g} LUFS"
-    )
+    for tts in recorded:
+        backend = RecordedBackend(**tts.options)
+        levels = [backend.line(v.key).lufs_before for v in planned_lines(loaded, tts)]
+        typer.echo(
+            f"all {len(levels)} lines recorded in {backend.dir}; original loudness {min(levels):.1f} to "
+            f"{max(levels):.1f} LUFS, played at {backend.target_lufs:g} LUFS"
+        )

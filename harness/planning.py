@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import ValidationError
 
 from harness.endpoints import url_problem
-from harness.model.campaign import AgentSpec, Campaign
+from harness.model.campaign import AgentSpec, BackendSpec, Campaign
 from harness.model.secrets import mask_url
 from harness.registry import (
     AGENT_GROUP,
@@ -84,17 +84,19 @@ def _hex(*parts: object, n: int = 16) -> str:
 
 
 def _check_backends(doc: YamlDocument, campaign: Campaign) -> None:
-    checks: tuple[tuple[str, str, Callable[[], list[str]]], ...] = (
-        ("tts", campaign.tts.name, tts_backend_names),
-        ("asr", campaign.asr.name, asr_backend_names),
-    )
-    for key, name, known in checks:
+    checks: list[tuple[tuple[str | int, ...], str, Callable[[], list[str]]]] = [
+        (("tts",), campaign.tts.name, tts_backend_names),
+        (("asr",), campaign.asr.name, asr_backend_names),
+    ]
+    checks += [(("cell_tts", i, "tts"), v.tts.name, tts_backend_names) for i, v in enumerate(campaign.cell_tts)]
+    for where, name, known in checks:
         if is_module_ref(name):
             continue
         names = known()
+        key = "asr" if where[0] == "asr" else "tts"
         if name not in names:
             raise doc.error(
-                (key, "name"),
+                (*where, "name"),
                 f"unknown {key.upper()} backend '{name}' (known: {', '.join(sorted(names))})",
                 fix="use a known name, or module:attr for your own backend",
             )
@@ -135,7 +137,20 @@ def _resolve_condition(
 _Resolved = tuple[str, tuple[Axis, ...], CallerCondition, CallerCondition, tuple[str, ...] | None]
 
 
+def _tts_label(spec: BackendSpec, other: BackendSpec) -> str:
+    return f"'{spec.name}' {spec.options}" if spec.name == other.name else f"'{spec.name}'"
+
+
+def _check_cell_tts(doc: YamlDocument, campaign: Campaign, catalogue: Catalogue) -> None:
+    for i, voicing in enumerate(campaign.cell_tts):
+        for axis, level in voicing.when.items():
+            problem = check_level(catalogue, axis, level)
+            if problem:
+                raise doc.error(("cell_tts", i, "when", axis), f"cell_tts {i}: {problem}")
+
+
 def _resolve_pairs(doc: YamlDocument, campaign: Campaign, catalogue: Catalogue) -> list[_Resolved]:
+    _check_cell_tts(doc, campaign, catalogue)
     resolved: list[_Resolved] = []
     for i, spec in enumerate(campaign.pairs):
         sides = []
@@ -161,6 +176,15 @@ def _resolve_pairs(doc: YamlDocument, campaign: Campaign, catalogue: Catalogue) 
                 ("pairs", i, "contrast"),
                 f"pair {i}: contrast axis {', '.join(same)} has the same level in a and b",
                 fix="give a and b different levels on it, or remove it from contrast",
+            )
+        tts_a, tts_b = campaign.tts_for(cond_a), campaign.tts_for(cond_b)
+        if tts_a != tts_b and not spec.mixed_backends:
+            raise doc.error(
+                ("pairs", i),
+                f"pair {i}: condition a is voiced by TTS {_tts_label(tts_a, tts_b)} and condition b by "
+                f"{_tts_label(tts_b, tts_a)}: mixed backends confound the contrast, a difference between the "
+                "calls could be the engines' and not the persona's",
+                fix="voice both conditions with one backend (cell_tts), or declare mixed_backends: true on the pair",
             )
         name = spec.name or (
             "A/A " + cond_a.label() if not spec.contrast else f"{'+'.join(spec.contrast)}: "

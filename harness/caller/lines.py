@@ -18,13 +18,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.audio.recorded import RATES, missing_recordings
 from harness.caller.vocabulary import clearer_speech, render_key, say_forms
-from harness.model.campaign import Interruptions, Patience
+from harness.model.campaign import BackendSpec, Interruptions, Patience
 from harness.planning import LoadedCampaign
 from harness.rundir import atomic_write_bytes
 from personas import (
@@ -96,8 +96,10 @@ def campaign_lines(
     catalogue: Catalogue,
     patience: Patience,
     interruptions: Interruptions | None = None,
+    only: Callable[[CallerCondition], bool] | None = None,
 ) -> tuple[VoiceLine, ...]:
-    """Every line each side of each planned pair can say, one per (voice, text), sorted by voice."""
+    """Every line each side of each planned pair can say, one per (voice, text), sorted by voice;
+    `only`: the conditions to list (those one backend voices, say)."""
     lines: dict[str, _Building] = {}
     identities: dict[str, str] = {}
     seen: set[tuple[str, int, int, CallerCondition]] = set()
@@ -107,7 +109,7 @@ def campaign_lines(
         slots = dict(scenario.caller.slots)
         for condition in (pair.condition_a, pair.condition_b):
             done = (pair.scenario_id, pair.seed, pair.voice_index, condition)
-            if done in seen:
+            if done in seen or (only is not None and not only(condition)):
                 continue
             seen.add(done)
             speech = speech_params(catalogue, condition, pair.voice_index)
@@ -168,24 +170,30 @@ def write_lines_csv(lines: Iterable[VoiceLine], path: Path) -> None:
 MISSING_LIST = "missing-lines.csv"
 
 
-def planned_lines(loaded: LoadedCampaign) -> tuple[VoiceLine, ...]:
-    """The line list of a loaded campaign: every side of every planned pair."""
+def planned_lines(loaded: LoadedCampaign, tts: BackendSpec | None = None) -> tuple[VoiceLine, ...]:
+    """The line list of a loaded campaign: every side of every planned pair (voiced by `tts` only,
+    when given)."""
     pairs = {e.pair.pair_id: e.pair for e in loaded.plan.episodes}.values()
     c = loaded.campaign
-    return campaign_lines(pairs, loaded.scenarios, loaded.catalogue, c.patience, c.interruptions)
+    only = None if tts is None else (lambda cond: c.tts_for(cond) == tts)
+    return campaign_lines(pairs, loaded.scenarios, loaded.catalogue, c.patience, c.interruptions, only)
 
 
 def check_recordings(loaded: LoadedCampaign) -> None:
     """Refuse a campaign on recorded voices before any call when a line has no usable recording;
-    the missing lines go to `missing-lines.csv` in the recordings folder, in the list's format."""
-    tts = loaded.campaign.tts
-    if tts.name != "recorded":
-        return
+    the missing lines go to `missing-lines.csv` in the recordings folder, in the list's format.
+    Each recorded backend (the campaign's or a cell's) is checked on the lines of its cells."""
+    for tts in loaded.campaign.tts_backends():
+        if tts.name == "recorded":
+            _check_recorded(loaded, tts)
+
+
+def _check_recorded(loaded: LoadedCampaign, tts: BackendSpec) -> None:
     if "dir" not in tts.options:
         raise ConfigError("tts recorded needs options.dir, the folder of recordings", fix="tts: {name: recorded, options: {dir: voices/}}")
     directory = Path(str(tts.options["dir"]))
     rates = tuple(int(r) for r in tts.options.get("rates", RATES))
-    lines = planned_lines(loaded)
+    lines = planned_lines(loaded, tts)
     missing, bad = missing_recordings((v.key for v in lines), directory, rates)
     if bad:
         raise ConfigError(

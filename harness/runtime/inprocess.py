@@ -142,17 +142,24 @@ class InProcessCalls:
         self.adapters, self.oracles = await build_adapters(self.loaded, self.adapter_factory)
         try:
             tts_dir = self.cache_dir / "tts" if self.cache_dir else None
-            self.synth = SpeechSynthesizer(
-                c.tts.name, options=c.tts.options, pool_size=self.tts_pool_size, cache_dir=tts_dir
-            )
+            self.tts_specs = c.tts_backends()
+            self.synths: list[SpeechSynthesizer] = []
+            for spec in self.tts_specs:
+                self.synths.append(
+                    SpeechSynthesizer(spec.name, options=spec.options, pool_size=self.tts_pool_size, cache_dir=tts_dir)
+                )
+            self.synth = self.synths[0]
         except BaseException:
+            for synth in getattr(self, "synths", []):
+                synth.close()
             await close_adapters(self.adapters)
             raise
         self.asr: SpeechRecognizer | None = None
         try:
             if any(not a.capabilities.transcripts for a in self.adapters.values()):
                 self.asr = SpeechRecognizer(c.asr.name, options=c.asr.options)
-            self.tts_info = BackendInfo(name=self.synth.backend.name, version=self.synth.backend.version)
+            self.tts_infos = [BackendInfo(name=s.backend.name, version=s.backend.version) for s in self.synths]
+            self.tts_info = self.tts_infos[0]
             self.asr_info = (
                 BackendInfo(name=self.asr.backend.name, version="", model=self.asr.backend.model) if self.asr else None
             )
@@ -163,10 +170,17 @@ class InProcessCalls:
             raise
         return self
 
+    def voiced_by(self, planned: PlannedEpisode) -> int:
+        """Which of the campaign's TTS backends voices this call's caller (`Campaign.tts_for`)."""
+        pair = planned.pair
+        condition = pair.condition_a if planned.side == "a" else pair.condition_b
+        return self.tts_specs.index(self.loaded.campaign.tts_for(condition))
+
     async def __aexit__(self, *exc: object) -> None:
         try:
             self.writer.close()
-            self.synth.close()
+            for synth in self.synths:
+                synth.close()
             if self.asr is not None:
                 self.asr.close()
         finally:
@@ -187,6 +201,7 @@ class InProcessCalls:
             async with sem:
                 in_flight += 1
                 progress_cb.update(in_flight=in_flight)
+                voiced = self.voiced_by(planned)
                 ctx = EpisodeContext(
                     planned=planned,
                     scenario=self.loaded.scenarios[planned.pair.scenario_id],
@@ -194,12 +209,12 @@ class InProcessCalls:
                     campaign=c,
                     agent=next(a for a in c.agents if a.name == planned.agent),
                     adapter=self.adapters[planned.agent],
-                    synth=self.synth,
+                    synth=self.synths[voiced],
                     asr=self.asr,
                     run_id=manifest.run_id,
                     plan_sha256=self.loaded.plan.sha256,
                     episode_dir=writer.episode_dir(planned.episode_id),
-                    tts_info=self.tts_info,
+                    tts_info=self.tts_infos[voiced],
                     asr_info=self.asr_info,
                     stats=self.stats,
                     spoken_cache=spoken_cache,
