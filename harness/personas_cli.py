@@ -32,12 +32,20 @@ def personas_cmd(
 def lines_cmd(
     campaign: Annotated[Path, typer.Argument(help="campaign YAML")],
     out: Annotated[Path, typer.Option("-o", "--out", help="CSV file to write")] = Path("lines.csv"),
+    recorded_only: Annotated[
+        bool, typer.Option("--recorded-only", help="only the cells voiced by recordings (tts or cell_tts)")
+    ] = False,
 ) -> None:
     """Write every line each voice of each cell can say in CAMPAIGN, with its key, words and guidance."""
     from harness.caller.lines import planned_lines, write_lines_csv
     from harness.planning import load_campaign
 
-    lines = planned_lines(load_campaign(campaign))
+    loaded = load_campaign(campaign)
+    if recorded_only:
+        found = {v.key: v for t in loaded.campaign.tts_backends() if t.name == "recorded" for v in planned_lines(loaded, t)}
+        lines = tuple(sorted(found.values(), key=lambda v: (v.voice, v.text)))
+    else:
+        lines = planned_lines(loaded)
     write_lines_csv(lines, out)
     voices = Counter(v.voice for v in lines)
     typer.echo(f"wrote {out}: {len(lines)} lines over {len(voices)} voices (at most {max(voices.values(), default=0)} per voice)")

@@ -105,3 +105,19 @@ def test_each_call_is_voiced_by_its_cell_s_backend(tmp_path: Path) -> None:
         events = [json.loads(x) for x in (run_dir / EPISODES_DIR / ep.episode_id / EVENTS_JSONL).read_text().splitlines()]
         starts = [e for e in events if e["type"] == "caller_utterance_start"]
         assert starts and {e["voice"]["backend"] for e in starts} == {expected}
+
+
+def test_lines_can_be_listed_for_the_recorded_cells_only(tmp_path: Path) -> None:
+    import csv
+    import subprocess
+    import sys
+
+    cfile = tmp_path / "c.yaml"
+    cfile.write_text(_campaign(tmp_path, SAME_BACKEND))
+    main = "import sys; from harness.cli import main; sys.argv[0] = 'voice-audit'; main()"
+    out = tmp_path / "lines.csv"
+    res = subprocess.run([sys.executable, "-c", main, "personas", "lines", str(cfile), "-o", str(out), "--recorded-only"],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    accents = {row["accent"] for row in csv.DictReader(out.open())}
+    assert accents == {"gb_scottish"}
