@@ -52,7 +52,7 @@ NON_SERVICE: dict[Fault, NonServiceFlag | None] = {
     "exception": "agent_error_event",
     "http_5xx": "agent_protocol_error",
     "flood": "agent_protocol_error",
-    "no_marks": None,
+    "no_marks": "agent_hung_up",  # not a fault, but every chaos agent hangs up after `hangup_after` turns
 }
 
 CAMPAIGN = """\
@@ -72,7 +72,7 @@ concurrency: {concurrency}
 pacing: {pacing}
 retries: {retries}
 asr: {{name: pocketsphinx}}
-timeouts: {{connect_s: 5, turn_s: {turn_s}, call_s: {call_s}}}
+timeouts: {{connect_s: 20, turn_s: {turn_s}, call_s: {call_s}}}
 patience: {{prompt_after_s: {prompt_s}, hang_up_after_s: {patience_s}}}
 """
 

@@ -98,7 +98,11 @@ def _analyze_and_report(run_dir: Path, out: Path) -> None:
         assert res.returncode == 0, res.stdout + res.stderr
     report = json.loads((out / "report.json").read_text())
     records = list(RunReader(run_dir).records())
-    failed = Counter(r.header.agent for r in records if r.outcome.status == "failed")
+    # The report counts a call that ended in an agent failure as failed (never a pass), as it does
+    # one the harness could not complete.
+    failed = Counter(
+        r.header.agent for r in records if r.outcome.status == "failed" or r.outcome.failure_kind is not None
+    )
     calls = {c["agent"]: c for c in report["calls"]}
     assert set(calls) == {r.header.agent for r in records}
     flagged = Counter(r.header.agent for r in records if r.outcome.outcome_flags)
@@ -107,4 +111,6 @@ def _analyze_and_report(run_dir: Path, out: Path) -> None:
         if failed[agent] or flagged[agent]:
             assert c["acceptable"] == 0, c
     listed = {f["episode_id"] for f in report["failed_calls"]}
-    assert listed == {r.header.episode_id for r in records if r.outcome.status == "failed"}
+    assert listed == {
+        r.header.episode_id for r in records if r.outcome.status == "failed" or r.outcome.failure_kind is not None
+    }
