@@ -76,6 +76,11 @@ class LLMConfig(Frozen):
     max_steps: int = Field(default=3, ge=1, le=8)
     """Model steps per caller turn (a tool call, its result, then a reply)."""
     timeout_s: float = Field(default=120.0, gt=0)
+    prompt_ms_per_token: float = Field(default=2.0, ge=0)
+    completion_ms_per_token: float = Field(default=12.0, ge=0)
+    """The in-process model's compute as reported to the virtual clock, per token (SmolLM2-135M on
+    two free cores), so a call's latency does not depend on a shared machine's load; an endpoint's
+    latency is its measured response time."""
 
     @property
     def label(self) -> str:
@@ -227,6 +232,7 @@ class LLMPolicy:
         self.repairs = 0
         self.last_says: list[Say] = []
         self.model_calls = 0
+        self.compute_ms = 0.0
         self._tool_n = 0
 
     @property
@@ -309,7 +315,17 @@ class LLMPolicy:
         )
         self.model_calls += 1
         resp = await asyncio.wait_for(self.client.chat(req), self.cfg.timeout_s)
+        if self.cfg.backend == "local":
+            u = resp.usage
+            self.compute_ms += u.prompt_tokens * self.cfg.prompt_ms_per_token + u.completion_tokens * self.cfg.completion_ms_per_token
+        else:
+            self.compute_ms += resp.elapsed_ms
         return parse_step(resp, actions)
+
+    def take_compute_ms(self) -> float:
+        """Model compute since the last call (added to the turn's `TurnEnd.compute_ms`)."""
+        ms, self.compute_ms = self.compute_ms, 0.0
+        return ms
 
     async def _steps(self, out: list[Step], caller_text: str) -> None:
         for _ in range(self.cfg.max_steps):

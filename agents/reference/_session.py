@@ -262,6 +262,9 @@ class TurnSession:
         """Queue the turn; its compute is the engines' (see `agents.reference._audio`), so it does
         not depend on the plan order or on the load of a shared machine."""
         compute = asr_ms + self.mouth.take_engine_ms()
+        take_model_ms = getattr(self.policy, "take_compute_ms", None)
+        if callable(take_model_ms):
+            compute += float(take_model_ms())
         if self._over:
             return
         for ev in events:

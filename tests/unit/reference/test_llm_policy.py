@@ -14,7 +14,7 @@ import pytest
 
 from agents.reference._llm_policy import REMEDY_TOOLS, LLMConfig, LLMPolicy, parse_step, system_prompt
 from agents.reference._policy import Hangup, Heard, Say, StateStep, Step, ToolStep
-from harness.llm import ChatRequest, ChatResponse, ToolCall
+from harness.llm import ChatRequest, ChatResponse, ToolCall, Usage
 from harness.tools import ToolFixture
 from scenarios import BUNDLED_LIBRARY, Facts, load_scenario_file
 
@@ -190,3 +190,13 @@ def test_hybrid_reads_the_record_only_after_verification() -> None:
 def test_parse_step(resp: ChatResponse, action: str, args: dict[str, Any]) -> None:
     step = parse_step(resp, ("verify_identity", "reply", "end_call"))
     assert (step.action, step.arguments) == (action, args)
+
+
+async def test_local_model_compute_is_counted_per_token() -> None:
+    f = facts()
+    client = Scripted([ChatResponse(content='{"action":"reply","arguments":{},"say":"Hi."}', usage=Usage(prompt_tokens=100, completion_tokens=10))])
+    p = LLMPolicy(f, ToolFixture(f), client, LLMConfig(prompt_ms_per_token=2.0, completion_ms_per_token=10.0))
+    p.greet()
+    await p.respond(Heard("I was charged twice.", 0.9))
+    assert p.take_compute_ms() == 300.0
+    assert p.take_compute_ms() == 0.0
