@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 from collections.abc import Mapping
 from pathlib import Path
@@ -174,21 +175,40 @@ class ModelStep(Frozen):
     say: str = ""
 
 
+_ACTION = re.compile(r'"action"\s*:\s*"([A-Za-z0-9_-]+)"')
+_SAY = re.compile(r'"say"\s*:\s*"((?:[^"\\]|\\.)*)')
+_SENTENCE_END = re.compile(r"^(.*[.?!])")
+
+
+def _salvage(text: str) -> ModelStep:
+    """A step cut off by the token budget: its action, and what it says up to the last full
+    sentence (never the JSON itself: the agent must not read its protocol aloud)."""
+    action = _ACTION.search(text)
+    say = _SAY.search(text)
+    words = ""
+    if say:
+        cut = _SENTENCE_END.match(say.group(1).replace('\\"', '"'))
+        words = cut.group(1) if cut else ""
+    return ModelStep(action=action.group(1) if action else "reply", say=words)
+
+
 def parse_step(resp: ChatResponse, actions: tuple[str, ...]) -> ModelStep:
-    """The model's step; a native tool call counts as one. An answer outside the protocol is a reply."""
+    """The model's step; a native tool call counts as one, plain words are a reply."""
+    del actions
     if resp.tool_calls:
         call = resp.tool_calls[0]
         return ModelStep(action=call.name, arguments=dict(call.arguments), say=resp.content or "")
     text = (resp.content or "").strip()
+    if "{" not in text:
+        return ModelStep(action="reply", say=text)
     try:
         data = json.loads(text[text.index("{") : text.rindex("}") + 1])
     except ValueError:
-        return ModelStep(action="reply", say=text)
+        return _salvage(text)
     if not isinstance(data, dict):
-        return ModelStep(action="reply", say=text)
-    action = str(data.get("action", "reply"))
+        return _salvage(text)
     args = data.get("arguments") if isinstance(data.get("arguments"), dict) else {}
-    return ModelStep(action=action, arguments=args, say=str(data.get("say") or ""))
+    return ModelStep(action=str(data.get("action", "reply")), arguments=args, say=str(data.get("say") or ""))
 
 
 class LLMPolicy:

@@ -200,3 +200,11 @@ async def test_local_model_compute_is_counted_per_token() -> None:
     await p.respond(Heard("I was charged twice.", 0.9))
     assert p.take_compute_ms() == 300.0
     assert p.take_compute_ms() == 0.0
+
+
+def test_a_step_cut_off_by_the_token_budget_is_salvaged_without_reading_json_aloud() -> None:
+    cut = '{"action": "reply", "arguments": {}, "say": "Thank you. I am sorry for the trouble. I am sorry for the tr'
+    step = parse_step(ChatResponse(content=cut), ("reply",))
+    assert (step.action, step.say) == ("reply", "Thank you. I am sorry for the trouble.")
+    bare = parse_step(ChatResponse(content='{"action": "verify_identity", "argu'), ("reply",))
+    assert (bare.action, bare.say) == ("verify_identity", "")
