@@ -1,7 +1,9 @@
-"""Bundled reference agents (cascaded, hybrid, native): offline, real ASR/TTS, plantable effects.
+"""Bundled reference agents (cascaded, hybrid, native, llm, llm_hybrid): offline, real ASR/TTS.
 
 Factories for the `voice_audit.agents` entry points take an `AgentSpec` and return an adapter:
-`agents.reference:cascaded`, `agents.reference:hybrid`, `agents.reference:native`. Options
+`agents.reference:cascaded`, `agents.reference:hybrid`, `agents.reference:native`, and the LLM
+agents `agents.reference.llm:llm`, `agents.reference.llm:llm_hybrid` (a chat model chooses the
+steps; the model is the `llm` option, see `LLMConfig`). Options
 (`AgentSpec.options`) are `AgentOptions`; planted effects are `Knobs` (see `_knobs` for the
 design: targets matched by a detector on the audio, never by anything in `CallInfo`).
 """
@@ -17,10 +19,12 @@ from agents.reference._knobs import (
     Target,
     utterance_key,
 )
+from agents.reference._llm_policy import LLMConfig, LLMPolicy
 from agents.reference._options import AgentOptions
 from agents.reference._policy import DialoguePolicy, Heard, PolicyConfig
 from agents.reference.cascaded import CascadedAgent, cascaded
 from agents.reference.hybrid import HybridAgent, hybrid
+from agents.reference.llm import LLMAgent, LLMHybridAgent, llm, llm_hybrid
 from agents.reference.native import NativeAgent, native
 
 __all__ = [
@@ -35,12 +39,18 @@ __all__ = [
     "Heard",
     "HybridAgent",
     "Knobs",
+    "LLMAgent",
+    "LLMConfig",
+    "LLMHybridAgent",
+    "LLMPolicy",
     "NativeAgent",
     "PolicyConfig",
     "PressureLanguage",
     "Target",
     "cascaded",
     "hybrid",
+    "llm",
+    "llm_hybrid",
     "native",
     "utterance_key",
 ]

@@ -37,7 +37,7 @@ from agents.reference._policy import (
     StateStep,
     Step,
     ToolStep,
-    _vocabulary,
+    listening_vocabulary,
 )
 from harness.llm import (
     ChatRequest,
@@ -284,7 +284,7 @@ class LLMPolicy:
             (f for f, w in (("holder_name", "name"), ("date_of_birth", "birth"), ("postcode", "zip"), ("email", "email")) if w in low),
             None,
         )
-        return " ".join(p for p in (_vocabulary(self.facts, expecting), last) if p)
+        return " ".join(p for p in (listening_vocabulary(self.facts, expecting), last) if p)
 
     async def respond(
         self, heard: Heard, detected: Mapping[str, str] | None = None, *, asks_for_human: bool | None = None

@@ -153,7 +153,7 @@ def _spoken_email(email: str) -> str:
     return email.replace(".", " dot ").replace("@", " at ").replace("_", " underscore ")
 
 
-def _vocabulary(facts: Facts, expecting: str | None) -> str:
+def listening_vocabulary(facts: Facts, expecting: str | None) -> str:
     """Phrase hints for one turn: the account's entities while an identity answer is expected
     (name and e-mail, never a digit or date of the record), the scenario's words otherwise."""
     acc = facts.account
@@ -288,7 +288,7 @@ class DialoguePolicy:
             return None
         last = " ".join(s.text for s in self.last_says)
         expecting = self.planted_challenge or self.challenge if self.state == "verify" else None
-        return " ".join(p for p in (_vocabulary(self.facts, expecting), last) if p)
+        return " ".join(p for p in (listening_vocabulary(self.facts, expecting), last) if p)
 
     # ---- helpers ----
 
@@ -329,7 +329,7 @@ class DialoguePolicy:
 
     def _remember(self, u: Understanding) -> None:
         self.memory.topics |= set(u.topics)
-        if u.has("request"):
+        if u.has("request") or (self.remedy is not None and self.remedy.named_in(u.text)):
             self.memory.request_seen = True
         if self.cfg.memory and self.state in ("triage", "verify"):
             for fact in self.cfg.challenge_order:
