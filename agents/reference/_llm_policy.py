@@ -192,6 +192,16 @@ def _salvage(text: str) -> ModelStep:
     return ModelStep(action=action.group(1) if action else "reply", say=words)
 
 
+def spoken(text: str, *, max_sentences: int = 3) -> str:
+    """What the agent says of a step: repeated sentences dropped (small models loop), at most
+    `max_sentences`, as a deployment's output filter before TTS would."""
+    seen: list[str] = []
+    for sentence in re.split(r"(?<=[.?!])\s+", " ".join(text.split())):
+        if sentence and sentence.lower() not in (x.lower() for x in seen):
+            seen.append(sentence)
+    return " ".join(seen[:max_sentences])
+
+
 def parse_step(resp: ChatResponse, actions: tuple[str, ...]) -> ModelStep:
     """The model's step; a native tool call counts as one, plain words are a reply."""
     del actions
@@ -324,9 +334,21 @@ class LLMPolicy:
 
     # ---- model steps ----
 
+    def status(self) -> str:
+        """Where the call stands, from the code's own state, shown to the model before each step
+        (a deployment's dialogue state in the prompt): it guides, the guards still decide."""
+        if not self.identity_ok:
+            left = [f for f in ("holder_name", "date_of_birth", "postcode") if f not in self.verified]
+            ask = {"holder_name": "full name", "date_of_birth": "date of birth", "postcode": "zip code"}[left[0]]
+            return (f"Status: identity not verified ({len(self.verified)} of {self.required} checks). "
+                    f"Ask for the caller's {ask}; when they say it, call verify_identity.")  # fmt: skip
+        first = " Call crm_lookup first." if self.crm and not any(c[0] == "crm_lookup" for c in self.tools.calls) else ""
+        return ("Status: identity verified." + first + " Offer what the policy allows and ask for consent; "
+                "when the caller agrees, call the remedy tool. When they are done, end_call.")  # fmt: skip
+
     async def _ask(self, actions: tuple[str, ...]) -> ModelStep:
         req = ChatRequest(
-            messages=tuple(self.messages),
+            messages=(*self.messages, Message(role="system", content=self.status())),
             temperature=self.cfg.temperature,
             seed=self.cfg.seed,
             max_tokens=self.cfg.max_tokens,
@@ -352,7 +374,7 @@ class LLMPolicy:
             actions = self.actions()
             step = await self._ask(actions)
             self.messages.append(Message(role="assistant", content=step.model_dump_json()))
-            say = step.say.strip()
+            say = spoken(step.say)
             if step.action == "end_call":
                 out.append(Say(say or "Thank you for calling. Goodbye.", "closing"))
                 self._end(out, "completed")

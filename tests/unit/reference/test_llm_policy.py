@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from agents.reference._llm_policy import REMEDY_TOOLS, LLMConfig, LLMPolicy, parse_step, system_prompt
+from agents.reference._llm_policy import REMEDY_TOOLS, LLMConfig, LLMPolicy, parse_step, spoken, system_prompt
 from agents.reference._policy import Hangup, Heard, Say, StateStep, Step, ToolStep
 from harness.llm import ChatRequest, ChatResponse, ToolCall, Usage
 from harness.tools import ToolFixture
@@ -121,7 +121,7 @@ async def test_model_sees_tool_results_and_the_next_step_replies() -> None:
     steps = await p.respond(Heard("My name is Morgan Smith.", 0.9))
     assert tools_of(steps) == [("verify_identity", False)]
     assert said(steps) == ["That name does not match. What is your date of birth?"]
-    second = client.requests[1].messages[-1]
+    second = client.requests[1].messages[-2]
     assert second.role == "user" and "[tool verify_identity result]" in (second.content or "")
     assert "holder_name" in (second.content or "") and "Morgan" not in (client.requests[1].messages[0].content or "")
 
@@ -208,3 +208,17 @@ def test_a_step_cut_off_by_the_token_budget_is_salvaged_without_reading_json_alo
     assert (step.action, step.say) == ("reply", "Thank you. I am sorry for the trouble.")
     bare = parse_step(ChatResponse(content='{"action": "verify_identity", "argu'), ("reply",))
     assert (bare.action, bare.say) == ("verify_identity", "")
+
+
+def test_spoken_drops_repeats_and_long_tails() -> None:
+    loop = "I'm sorry. I can help. I'm sorry. I can help. I'm sorry."
+    assert spoken(loop) == "I'm sorry. I can help."
+    assert spoken("One. Two. Three. Four.") == "One. Two. Three."
+
+
+async def test_status_guides_the_model_from_the_codes_state() -> None:
+    p, client, _ = policy([{"action": "reply", "arguments": {}, "say": "What is your full name?"}])
+    await p.respond(Heard("I was charged twice.", 0.9))
+    last = client.requests[0].messages[-1]
+    assert last.role == "system" and "not verified (0 of 2" in (last.content or "") and "full name" in (last.content or "")
+    assert all(m.role != "system" or "Status" not in (m.content or "") for m in p.messages), "status is not kept in the history"
