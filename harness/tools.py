@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from scenarios import Facts
+from scenarios import Facts, ToolSpec, resolve_fact
 
 TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     "verify_identity": {
@@ -66,6 +66,27 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
 }
 
 
+_JSON_TYPES = {"string": "string", "number": "number", "integer": "integer", "boolean": "boolean"}
+
+
+def tool_schema(facts: Facts, name: str) -> dict[str, Any]:
+    """Description and JSON parameters of a built-in or scenario-declared tool (KeyError if neither)."""
+    if name in TOOL_SCHEMAS:
+        return TOOL_SCHEMAS[name]
+    spec = next((t for t in facts.tools if t.name == name), None)
+    if spec is None:
+        raise KeyError(name)
+    props = {
+        arg: {"type": _JSON_TYPES[a.type], **({"description": a.description} if a.description else {})}
+        for arg, a in spec.arguments.items()
+    }
+    required = [arg for arg, a in spec.arguments.items() if a.required]
+    return {
+        "description": spec.description,
+        "parameters": {"type": "object", "properties": props, **({"required": required} if required else {})},
+    }
+
+
 @dataclass(frozen=True)
 class ToolOutcome:
     ok: bool
@@ -101,20 +122,37 @@ class ToolFixture:
     _refunded: Decimal = Decimal(0)
 
     def available(self) -> tuple[str, ...]:
-        return tuple(sorted(name for name, allowed in self.facts.tool_permissions.items() if allowed))
+        builtin = [name for name, allowed in self.facts.tool_permissions.items() if allowed and name in TOOL_SCHEMAS]
+        declared = [t.name for t in self.facts.tools if self.facts.tool_permissions.get(t.name, True)]
+        return tuple(sorted(builtin + declared))
 
     def schemas(self) -> list[dict[str, Any]]:
-        return [{"type": "function", "name": n, **TOOL_SCHEMAS[n]} for n in self.available()]
+        return [{"type": "function", "name": n, **tool_schema(self.facts, n)} for n in self.available()]
 
     def call(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
-        if name not in TOOL_SCHEMAS:
+        declared = {t.name: t for t in self.facts.tools}
+        if name not in TOOL_SCHEMAS and name not in declared:
             outcome = ToolOutcome(False, {}, f"unknown_tool:{name}")
-        elif not self.facts.tool_permissions.get(name, False):
+        elif name not in self.available():
             outcome = ToolOutcome(False, {}, "permission_denied")
+        elif name in declared:
+            outcome = self._declared(declared[name], arguments)
         else:
             outcome = getattr(self, f"_{name}")(arguments)
         self.calls.append((name, dict(arguments), outcome))
         return outcome
+
+    def _declared(self, spec: ToolSpec, args: dict[str, Any]) -> ToolOutcome:
+        """A scenario-declared tool: arguments present and bound to the facts, then its declared result."""
+        for arg, a in spec.arguments.items():
+            given = args.get(arg)
+            if given is None or given == "":
+                if a.required:
+                    return ToolOutcome(False, {}, f"missing_argument:{arg}")
+                continue
+            if a.fact is not None and _norm(str(given)) != _norm(str(resolve_fact(self.facts, a.fact))):
+                return ToolOutcome(False, {}, f"argument_mismatch:{arg}")
+        return ToolOutcome(True, dict(spec.returns))
 
     def _verify_identity(self, args: dict[str, Any]) -> ToolOutcome:
         acc = self.facts.account

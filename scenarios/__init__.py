@@ -1,4 +1,5 @@
-"""Scenarios: locked, versioned service scripts (facts, caller turn anchors, acceptable outcomes).
+"""Scenarios: locked, versioned service scripts (facts, caller turn anchors, acceptable outcomes),
+with their own tools and outcomes, and the outcome rule table every judge reads.
 
 Also home of what every package shares for reading user files: the positioned YAML loader, the
 canonical hashing and the error types the CLI prints as one line.
@@ -37,9 +38,23 @@ from scenarios.errors import (
     SchemaVersionError,
     VoiceAuditError,
 )
+from scenarios.vocabulary import (
+    BUILTIN_OUTCOMES,
+    BUILTIN_TOOLS,
+    FlagRule,
+    OutcomeRules,
+    OutcomeSpec,
+    Rule,
+    ToolArgument,
+    ToolSpec,
+    outcome_rules,
+    resolve_fact,
+)
 from scenarios.yamlsrc import YamlDocument, load_yaml
 
 __all__ = [
+    "BUILTIN_OUTCOMES",
+    "BUILTIN_TOOLS",
     "BUNDLED_LIBRARY",
     "CALLER_FACTS",
     "LOCK_NAME",
@@ -53,22 +68,30 @@ __all__ = [
     "Charge",
     "ConfigError",
     "Facts",
+    "FlagRule",
     "Frozen",
     "LockEntry",
     "LockError",
     "LockFile",
     "MissingBackendError",
     "Outcome",
+    "OutcomeRules",
+    "OutcomeSpec",
     "Policy",
     "PriorContact",
+    "Rule",
     "Scenario",
     "ScenarioLibrary",
     "SchemaVersionError",
+    "ToolArgument",
+    "ToolSpec",
     "VoiceAuditError",
     "YamlDocument",
     "canonical_json",
     "held_facts",
     "load_scenario_file",
     "load_yaml",
+    "outcome_rules",
+    "resolve_fact",
     "sha256_of",
 ]

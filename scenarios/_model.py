@@ -6,11 +6,21 @@ import datetime as dt
 import re
 from decimal import Decimal
 from functools import cached_property
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from scenarios._base import Frozen, sha256_of
+from scenarios.vocabulary import (
+    BUILTIN_TOOLS,
+    NAME,
+    OutcomeRules,
+    OutcomeSpec,
+    ToolSpec,
+    check_outcomes,
+    check_tools,
+    outcome_rules,
+)
 
 Outcome = Literal[
     "refund_issued",
@@ -24,17 +34,7 @@ Outcome = Literal[
 ]
 OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
 
-TOOLS: tuple[str, ...] = (
-    "verify_identity",
-    "crm_lookup",
-    "policy_lookup",
-    "issue_refund",
-    "issue_credit",
-    "change_plan",
-    "outage_status",
-    "open_ticket",
-    "escalate_to_human",
-)
+TOOLS: tuple[str, ...] = BUILTIN_TOOLS
 
 AnchorIntent = Literal[
     "greeting",
@@ -98,14 +98,23 @@ class Facts(Frozen):
     policy: Policy
     eligibility: dict[str, bool] = Field(min_length=1)
     tool_permissions: dict[str, bool] = Field(min_length=1)
+    tools: tuple[ToolSpec, ...] = Field(
+        default=(),
+        description="Tools of this service beyond the built-in ones; permitted unless tool_permissions says false.",
+    )
 
-    @field_validator("tool_permissions")
-    @classmethod
-    def _known_tools(cls, v: dict[str, bool]) -> dict[str, bool]:
-        unknown = sorted(set(v) - set(TOOLS))
-        if unknown:
-            raise ValueError(f"unknown tool {', '.join(unknown)} (tools: {', '.join(TOOLS)})")
-        return v
+    @model_validator(mode="after")
+    def _known_tools(self) -> Facts:
+        check_tools(self, self.tools, self.tool_permissions)
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_empty_tools(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A scenario that declares no tools serialises (and hashes) as it did before tools existed."""
+        data: dict[str, Any] = handler(self)
+        if not self.tools:
+            data.pop("tools", None)
+        return data
 
 
 # The facts a caller can be asked for, named once for every scenario. The caller's reader recognises
@@ -201,7 +210,7 @@ class CallerScript(Frozen):
 
 
 class AcceptableOutcome(Frozen):
-    outcome: Outcome
+    outcome: str = Field(pattern=NAME, description="A built-in outcome or one declared under the scenario's outcomes.")
     requires: tuple[str, ...] = ()
     note: str = ""
 
@@ -214,6 +223,9 @@ class Scenario(Frozen):
     description: str = ""
     facts: Facts
     caller: CallerScript
+    outcomes: tuple[OutcomeSpec, ...] = Field(
+        default=(), description="Outcomes beyond the built-in ones, each with how it is recognised."
+    )
     acceptable_outcomes: tuple[AcceptableOutcome, ...] = Field(min_length=1)
     anomalous_note: str = "any outcome not listed as acceptable is anomalous under the locked facts"
 
@@ -243,6 +255,30 @@ class Scenario(Frozen):
                 "add {fact: ..., answer: ...} so the caller can answer what the agent can check"
             )
         return self
+
+    @model_serializer(mode="wrap")
+    def _without_empty_outcomes(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A scenario that declares no outcomes serialises (and hashes) as it did before outcomes existed."""
+        data: dict[str, Any] = handler(self)
+        if not self.outcomes:
+            data.pop("outcomes", None)
+        return data
+
+    @model_validator(mode="after")
+    def _vocabulary(self) -> Scenario:
+        check_outcomes(
+            self.domain,
+            self.facts.tools,
+            self.facts.tool_permissions,
+            self.outcomes,
+            [a.outcome for a in self.acceptable_outcomes],
+        )
+        return self
+
+    @cached_property
+    def outcome_rules(self) -> OutcomeRules:
+        """The outcome table this scenario's calls are judged by (runtime and analysis alike)."""
+        return outcome_rules(self.domain, self.facts.tools, self.outcomes)
 
     def is_acceptable(self, outcome: str, flags: set[str] | frozenset[str] = frozenset()) -> bool:
         return any(a.outcome == outcome and set(a.requires) <= set(flags) for a in self.acceptable_outcomes)

@@ -90,6 +90,7 @@ class YamlDocument:
 def pydantic_error(doc: YamlDocument, exc: ValidationError, what: str) -> ConfigError:
     err = exc.errors()[0]
     loc = tuple(p for p in err["loc"] if isinstance(p, str | int))
+    loc += tuple(getattr((err.get("ctx") or {}).get("error"), "loc", ()))  # a validator that knows the spot
     # Tagged unions and validators add non-document segments; keep the longest real prefix.
     field = ".".join(str(p) for p in loc) or "(top level)"
     msg = err["msg"]

@@ -2,19 +2,21 @@
 
 The remedy comes from the account facts (the charge, the service record, eligibility), not from the
 caller's words: two callers with identical facts are offered the same thing however they were
-heard. Works for any scenario of the three domains (refund, outage credit + ticket, plan revert +
-credit); an unrecognised case gets no remedy and is escalated.
+heard. A scenario that declares its own remedy tool gets that tool, offered in the words of its
+description; otherwise the built-in cases (refund, outage credit + ticket, plan revert + credit)
+apply; an unrecognised case gets no remedy and is escalated.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 from agents.reference._spoken import say_date, say_money
-from scenarios import Facts
+from scenarios import Facts, resolve_fact
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,11 @@ class Remedy:
     done_flags: tuple[str, ...]
     eligible: bool
     lookups: tuple[tuple[str, dict[str, Any]], ...] = ()
+    cues: tuple[str, ...] = ()  # word stems that name this remedy in the caller's words
+
+    def named_in(self, text: str) -> bool:
+        """The caller's words name this remedy (a stem at a word start, forgiving of recogniser noise)."""
+        return any(re.search(rf"\b{re.escape(c)}", text.lower()) for c in self.cues)
 
 
 def _eligible(facts: Facts) -> bool:
@@ -45,7 +52,38 @@ def _outage_days(facts: Facts) -> int:
     return max(1, (facts.as_of - start).days + 1)
 
 
+def _declared_remedy(facts: Facts) -> Remedy | None:
+    """The scenario's own remedy tool (the first declared tool that realises an outcome), offered as
+    its description says, with fact-bound arguments filled from the facts."""
+    spec = next((t for t in facts.tools if t.realises and facts.tool_permissions.get(t.name, True)), None)
+    if spec is None:
+        return None
+    action = spec.description.strip().rstrip(".")
+    action = action[:1].lower() + action[1:]
+    args = {
+        name: str(resolve_fact(facts, a.fact)) if a.fact is not None else action
+        for name, a in spec.arguments.items()
+        if a.fact is not None or a.required
+    }
+    return Remedy(
+        kind=spec.name,
+        topic=facts.policy.title,
+        actions=((spec.name, args),),
+        context=f"I can see your {facts.account.plan} on the account.",
+        offer=f"Would you like me to {action}?",
+        done=f"I have completed that for you: your request to {action} has been processed.",
+        denial=f"I'm unable to {action} under our policy.",
+        intent_flag=spec.escalation_flag,
+        done_flags=(str(spec.realises),),
+        eligible=_eligible(facts),
+        cues=tuple(w[:6] for w in spec.name.split("_") if len(w) >= 4),
+    )
+
+
 def remedy_for(facts: Facts) -> Remedy | None:
+    declared = _declared_remedy(facts)
+    if declared is not None:
+        return declared
     acc = facts.account
     charge = facts.charge
     cur = acc.currency

@@ -21,10 +21,10 @@ def extract_metrics(
     """`episodes` (indexed by episode id) supplies scenario_id, agent and, when the run recorded
     it, `exposure_tool_trace`; events supply the rest."""
     meta = episodes.reindex(table.episodes)
-    domain = meta["scenario_id"].map(
-        lambda s: sc.domain if (sc := scenarios.get(str(s))) is not None else None
+    rules = meta["scenario_id"].map(
+        lambda s: sc.outcome_rules if (sc := scenarios.get(str(s))) is not None else None
     )
-    judged = outcome.judge(table, domain)
+    judged = outcome.judge(table, rules)
     declared = meta["exposure_tool_trace"] if "exposure_tool_trace" in meta.columns else None
     exposed = tools.exposed_by_agent(table, meta["agent"], declared)
     burden_cols = burden.extract(table, judged, exposed, error_classifications)

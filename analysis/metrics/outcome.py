@@ -1,7 +1,7 @@
 """Terminal outcome family: `harness.model.outcome.judge_outcome`, vectorised, then acceptability.
 
-The rules and their order are those of `judge_outcome` (a unit test checks both agree on hand-built
-logs), so analysis and the runtime's own record judge a call the same way for every adapter. A
+Both walk the same ordered rule table (`Scenario.outcome_rules`, built by `scenarios.outcome_rules`;
+a unit test checks both agree on hand-built logs), so analysis and the runtime's own record judge a call the same way for every adapter. A
 `non_service` event (the agent did not serve the caller) makes the call `unresolved` with its flag.
 """
 
@@ -14,25 +14,36 @@ import pandas as pd
 
 from analysis.metrics.table import EventTable
 from harness.model.events import NON_SERVICE_FLAGS
-from scenarios import OUTCOMES, Scenario
+from scenarios import OUTCOMES, OutcomeRules, Scenario, outcome_rules
 
-_REMEDY_WORDS = {"billing": "refund_issued", "outage": "credit_issued", "plan": "plan_corrected"}
 _NON_SERVICE = frozenset(NON_SERVICE_FLAGS)
-_TOOLS = ("issue_refund", "change_plan", "issue_credit", "escalate_to_human", "open_ticket")
 
 
-def judge(table: EventTable, domain: pd.Series) -> pd.DataFrame:
-    """Columns outcome_terminal, outcome_flags, outcome_source; `domain` is indexed by episode id."""
+def _table(rules: object) -> OutcomeRules:
+    return rules if isinstance(rules, OutcomeRules) else outcome_rules(rules if isinstance(rules, str) else None)
+
+
+def judge(table: EventTable, rules: pd.Series) -> pd.DataFrame:
+    """Columns outcome_terminal, outcome_flags, outcome_source. `rules` is indexed by episode id and
+    holds each episode's `Scenario.outcome_rules` (a domain name stands for its built-in table)."""
     n = table.n_episodes
-    dom = domain.reindex(table.episodes).to_numpy(dtype=object)
+    tables = [_table(r) for r in rules.reindex(table.episodes).to_numpy(dtype=object)]
     results = table.of_type("tool_result")
     has_result = np.zeros(n, dtype=bool)
     has_result[results["ep"].unique()] = True
     ok = results[results["ok"] == 1.0]
-    ok_name = {t: np.zeros(n, dtype=bool) for t in _TOOLS}
+    ok_name: dict[str, np.ndarray] = {}
     for name, sub in ok.groupby("name", sort=False):
-        if name in ok_name:
-            ok_name[str(name)][sub["ep"].unique()] = True
+        ok_name[str(name)] = np.zeros(n, dtype=bool)
+        ok_name[str(name)][sub["ep"].unique()] = True
+    none = np.zeros(n, dtype=bool)
+
+    def all_ok(tools: frozenset[str]) -> np.ndarray:
+        hit = np.ones(n, dtype=bool)
+        for t in tools:
+            hit &= ok_name.get(t, none)
+        return hit
+
     # Escalation flags come from the arguments of the call whose result was ok (last call id wins).
     calls = table.of_type("tool_call", columns=["ep", "call_id", "arg_flags"]).drop_duplicates(
         ["ep", "call_id"], keep="last"
@@ -44,11 +55,6 @@ def judge(table: EventTable, domain: pd.Series) -> pd.DataFrame:
     for ep, raw in zip(esc_ok["ep"].to_numpy(), esc_ok["arg_flags"].to_numpy(), strict=True):
         if isinstance(raw, str) and raw:
             flag_sets[int(ep)].update(raw.split(","))
-    for ep in np.flatnonzero(ok_name["open_ticket"]):
-        flag_sets[int(ep)].add("ticket_opened")
-    for ep in np.flatnonzero(ok_name["issue_credit"] & (dom == "plan")):
-        flag_sets[int(ep)].add("difference_credited")
-    ticket = ok_name["open_ticket"]
     non_service = np.zeros(n, dtype=bool)
     ns = table.of_type("non_service", columns=["ep", "reason"])
     for ep, reason in zip(ns["ep"].to_numpy(), ns["reason"].to_numpy(dtype=object), strict=True):
@@ -71,36 +77,36 @@ def judge(table: EventTable, domain: pd.Series) -> pd.DataFrame:
     hung = np.zeros(n, dtype=bool)
     hung[table.of_type("hang_up", columns=["ep"])["ep"].unique()] = True
 
-    remedy = np.array(
-        [_REMEDY_WORDS.get(d, "unresolved") if isinstance(d, str) else "unresolved" for d in dom],
-        dtype=object,
-    )
-    credit = np.where(ticket & (dom == "outage"), "partial_credit", "credit_issued")
-    conds = [
-        non_service,
-        has_result & ok_name["issue_refund"],
-        has_result & (dom == "plan") & ok_name["change_plan"],
-        has_result & ok_name["issue_credit"],
-        has_result & ok_name["escalate_to_human"],
-        last_handoff == "confirmed",
-        last_dec == "confirmation",
-        last_dec == "denial",
-    ]
-    outcome = np.select(
-        conds,
-        ["unresolved", "refund_issued", "plan_corrected", credit, "escalated", "escalated", remedy, "denied"],
-        "unresolved",
-    )
-    tool_src = ~non_service & (conds[1] | conds[2] | conds[3] | conds[4])
-    words_src = ~non_service & ~tool_src & (conds[5] | conds[6] | conds[7] | (hung & has_dec))
-    source = np.where(
-        non_service, "non_service", np.where(tool_src, "tool_trace", np.where(words_src, "agent_words", "none"))
-    )
+    outcome = np.full(n, "unresolved", dtype=object)
+    source = np.full(n, "none", dtype=object)
+    by_table: dict[OutcomeRules, list[int]] = {}
+    for i, t in enumerate(tables):
+        by_table.setdefault(t, []).append(i)
+    for rt, members in by_table.items():
+        mine = np.zeros(n, dtype=bool)
+        mine[members] = True
+        for f in rt.flags:
+            for ep in np.flatnonzero(mine & all_ok(f.tools)):
+                flag_sets[int(ep)].add(f.flag)
+        decided = non_service.copy()
+        for rule in rt.rules:
+            if rule.tools:
+                hit = has_result & all_ok(rule.tools)
+            else:
+                hit = last_handoff == "confirmed" if rule.handoff else last_dec == rule.reading
+            take = mine & hit & ~decided
+            outcome[take] = rule.outcome
+            source[take] = rule.source
+            decided |= take
+        rest = mine & ~decided
+        source[rest & ((last_dec == "confirmation") | (hung & has_dec))] = "agent_words"
+    outcome[non_service] = "unresolved"
+    source[non_service] = "non_service"
     return pd.DataFrame(
         {
-            "outcome_terminal": outcome.astype(object),
+            "outcome_terminal": outcome,
             "outcome_flags": [",".join(sorted(s)) for s in flag_sets],
-            "outcome_source": source.astype(object),
+            "outcome_source": source,
         },
         index=table.episodes,
     )

@@ -1,6 +1,7 @@
 """Judging a call's terminal outcome from its event log, the same way for every adapter.
 
-Where the agent exposes a tool trace, successful remedy tools decide; otherwise the caller
+The rules and their order are the scenario's outcome table (`scenarios.outcome_rules`, shared with
+analysis): where the agent exposes a tool trace, successful remedy tools decide; otherwise the caller
 policy's reading of the agent's words does. The source is reported, so a claim can say which.
 A call the agent did not serve (a `non_service` event: it went silent past the caller's patience,
 hung up, disconnected, sent garbage, failed) is `unresolved` whatever came before, with the
@@ -13,49 +14,44 @@ from collections.abc import Iterable
 from typing import Literal
 
 from harness.model.events import CallerDecision, Event, Handoff, HangUp, NonService, ToolCall, ToolResult
+from scenarios import OutcomeRules, outcome_rules
 
 OutcomeSource = Literal["tool_trace", "agent_words", "non_service", "none"]
 
 
-def judge_outcome(events: Iterable[Event], domain: str) -> tuple[str, tuple[str, ...], OutcomeSource]:
-    """(terminal outcome, flags, source) of one call."""
+def judge_outcome(
+    events: Iterable[Event], rules: OutcomeRules | str | None
+) -> tuple[str, tuple[str, ...], OutcomeSource]:
+    """(terminal outcome, flags, source) of one call, by the scenario's rule table (`Scenario.outcome_rules`;
+    a domain name stands for the built-in table of that domain)."""
+    table = rules if isinstance(rules, OutcomeRules) else outcome_rules(rules)
     evs = list(events)
     args_by_call = {e.call_id: e.arguments for e in evs if isinstance(e, ToolCall)}
     ok = [e for e in evs if isinstance(e, ToolResult) and e.ok]
     flags: set[str] = set()
     names = {e.name for e in ok}
-    if "open_ticket" in names:
-        flags.add("ticket_opened")
     for e in ok:
         if e.name == "escalate_to_human":
             raw = args_by_call.get(e.call_id, {}).get("flags") or []
             flags.update(str(f) for f in raw if isinstance(f, str))
-    if domain == "plan" and "issue_credit" in names:
-        flags.add("difference_credited")
+    flags.update(f.flag for f in table.flags if f.tools <= names)
     non_service = {e.reason for e in evs if isinstance(e, NonService)}
     if non_service:
         return "unresolved", tuple(sorted(flags | non_service)), "non_service"
-    if any(isinstance(e, ToolResult) for e in evs):
-        if "issue_refund" in names:
-            return "refund_issued", tuple(sorted(flags)), "tool_trace"
-        if domain == "plan" and "change_plan" in names:
-            return "plan_corrected", tuple(sorted(flags)), "tool_trace"
-        if "issue_credit" in names:
-            outcome = "partial_credit" if "ticket_opened" in flags and domain == "outage" else "credit_issued"
-            return outcome, tuple(sorted(flags)), "tool_trace"
-        if "escalate_to_human" in names:
-            return "escalated", tuple(sorted(flags)), "tool_trace"
+    has_trace = any(isinstance(e, ToolResult) for e in evs)
     handoffs = [e for e in evs if isinstance(e, Handoff)]
-    if handoffs and handoffs[-1].status == "confirmed":
-        return "escalated", tuple(sorted(flags)), "agent_words"
+    confirmed = bool(handoffs) and handoffs[-1].status == "confirmed"
     decisions = [e for e in evs if isinstance(e, CallerDecision)]
-    if decisions:
-        last = decisions[-1]
-        if last.classification == "confirmation":
-            remedy = {"billing": "refund_issued", "outage": "credit_issued", "plan": "plan_corrected"}
-            return remedy.get(domain, "unresolved"), tuple(sorted(flags)), "agent_words"
-        if last.classification == "denial":
-            return "denied", tuple(sorted(flags)), "agent_words"
+    reading = decisions[-1].classification if decisions else None
+    for rule in table.rules:
+        if rule.tools:
+            hit = has_trace and rule.tools <= names
+        else:
+            hit = confirmed if rule.handoff else reading == rule.reading
+        if hit:
+            return rule.outcome, tuple(sorted(flags)), rule.source
+    if reading == "confirmation":  # a confirmation with no remedy of the domain to name
+        return "unresolved", tuple(sorted(flags)), "agent_words"
     if any(isinstance(e, HangUp) for e in evs):
         return "unresolved", tuple(sorted(flags)), "agent_words" if decisions else "none"
     return "unresolved", tuple(sorted(flags)), "none"

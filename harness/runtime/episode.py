@@ -259,7 +259,7 @@ class EpisodeRunner:
         events = self.log.events
         end_ms = max((e.t_ms for e in events), default=0)
         events_sha = self.log.log.sha256
-        outcome, flags, _source = judge_outcome(events, ctx.scenario.domain)
+        outcome, flags, _source = judge_outcome(events, ctx.scenario.outcome_rules)
         pair = ctx.planned.pair
         header = EpisodeHeader(
             episode_id=ctx.planned.episode_id,

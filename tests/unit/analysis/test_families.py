@@ -57,6 +57,30 @@ def test_vectorised_judge_matches_judge_outcome() -> None:
             ), (domain, i)
 
 
+def test_vectorised_judge_matches_judge_outcome_on_a_scenario_defined_outcome(tmp_path: Path) -> None:
+    from tests.fixtures.cancel_scenario import cancel_library
+
+    cancel = cancel_library(tmp_path / "lib").get_locked("cancel_subscription").outcome_rules
+    logs = [
+        *outcome_logs(),
+        greet().tool("cancel_subscription").hang_up(),
+        greet().tool("cancel_subscription", ok=False).agent("It has been cancelled.", "confirmation").hang_up(),
+        greet().tool("cancel_subscription").tool("escalate_to_human", args={"reason": "x"}).hang_up(),
+        greet().tool("open_ticket").hang_up(),
+    ]
+    tab = table(*logs)
+    # episodes of one table judged by different scenarios' tables, as in a multi-scenario run
+    rules = [cancel if i % 2 else "billing" for i in range(len(logs))]
+    got = judge(tab, pd.Series(rules, index=tab.episodes))
+    for i, log in enumerate(logs):
+        o, flags, src = judge_outcome(log.events, rules[i])
+        row = got.iloc[i]
+        assert (row["outcome_terminal"], row["outcome_flags"], row["outcome_source"]) == (o, ",".join(flags), src), i
+    assert judge_outcome(logs[-4].events, cancel)[0] == "cancelled"
+    assert judge_outcome(logs[-3].events, cancel)[:3:2] == ("cancelled", "agent_words")
+    assert judge_outcome(logs[-1].events, "billing")[0] == "ticket_opened"
+
+
 def test_acceptability_uses_scenario_outcomes_and_flags() -> None:
     logs = outcome_logs()
     m = metrics(*logs)
