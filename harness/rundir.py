@@ -251,7 +251,7 @@ class RunReader:
             raise RunFolderError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON ({exc.msg})") from None
         check_schema_version(data.get("schema_version") if isinstance(data, dict) else None, path)
         try:
-            self.manifest = RunManifest.model_validate(upgrade(data, "run"))
+            self.manifest = RunManifest.model_validate(upgrade(data, "run"), context={"stored": True})
         except ValidationError as exc:
             raise RunFolderError(f"{path}: invalid run manifest: {exc.errors()[0]['msg']}") from None
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from personas._model import AXES, Axis, CallerCondition
 from scenarios._base import Frozen, sha256_of
@@ -235,9 +235,14 @@ class Campaign(Frozen):
         return self
 
     @model_validator(mode="after")
-    def _patience_first(self) -> Campaign:
+    def _patience_first(self, info: ValidationInfo) -> Campaign:
         """The caller's patience must end a silent agent's call before any harness timeout does,
-        with room for the line the caller may be saying when it runs out (`PATIENCE_MARGIN_S`)."""
+        with room for the line the caller may be saying when it runs out (`PATIENCE_MARGIN_S`).
+
+        A rule for placing calls, not for reading them: a run folder written before the caller had
+        patience (`context={"stored": True}`) is read as it was run."""
+        if info.context and info.context.get("stored"):
+            return self
         need = self.patience.hang_up_after_s + PATIENCE_MARGIN_S
         for name in ("turn_s", "call_s"):
             limit = getattr(self.timeouts, name)
