@@ -1,0 +1,1 @@
+"""Example agents to copy: in-process adapter, HTTP turn server, WebSocket streaming server."""

@@ -1,0 +1,80 @@
+"""The plug-in kit: each example agent (in-process, HTTP turn server, WebSocket streaming server)
+runs a one-pair campaign on a scenario with its own tool and outcome; the harness records the
+scenario-defined outcome from the agent's tool trace, the facts hash the agent reported, and
+what it declared it exposes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from harness.planning import load_campaign
+from harness.rundir import RunReader
+from harness.runtime import CampaignRunner
+from tests.fixtures.cancel_scenario import cancel_library
+
+pytestmark = pytest.mark.slow
+
+CAMPAIGN = """\
+name: example
+seed: 3
+scenario_dir: {lib}
+scenarios: [cancel_subscription]
+agents: [{{name: mine, adapter: "{adapter}"{url}}}]
+pairs:
+  - contrast: [accent]
+    base: {{voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}}
+    a: {{accent: us_general}}
+    b: {{accent: gb_rp}}
+voices: 1
+concurrency: 2
+pacing: {pacing}
+timeouts: {{turn_s: 60, call_s: 300}}
+"""
+
+
+@contextlib.asynccontextmanager
+async def _no_server() -> AsyncIterator[str]:
+    yield ""
+
+
+async def _run(tmp_path: Path, adapter: str, pacing: str, server: contextlib.AbstractAsyncContextManager[str]) -> Path:
+    lib = cancel_library(tmp_path / "lib")
+    async with server as url:
+        cfile = tmp_path / "c.yaml"
+        cfile.write_text(
+            CAMPAIGN.format(lib=lib.directory, adapter=adapter, url=f', url: "{url}"' if url else "", pacing=pacing)
+        )
+        runner = CampaignRunner(load_campaign(cfile), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False)
+        await runner.run()
+    return tmp_path / "run"
+
+
+def _check(run_dir: Path, protocol: str, facts_sha256: str) -> None:
+    from analysis import analyze
+
+    records = list(RunReader(run_dir).records())
+    assert len(records) == 2
+    metrics = analyze(run_dir, audio=False).metrics
+    for rec in records:
+        assert rec.outcome.status == "completed", rec.outcome
+        assert rec.outcome.terminal_outcome == "cancelled", rec.outcome
+        assert rec.outcome.facts_sha256_seen == facts_sha256
+        exp = rec.header.exposure
+        assert exp is not None and (exp.protocol, exp.transcripts, exp.tool_trace) == (protocol, True, True), exp
+        row = metrics.loc[rec.header.episode_id]
+        assert row["outcome_source"] == "tool_trace" and row["outcome_acceptable"] == 1.0
+        assert row["tool_trace_exposed"] == 1.0
+
+
+def _facts_sha(tmp_path: Path) -> str:
+    return cancel_library(tmp_path / "sha").get_locked("cancel_subscription").facts_sha256
+
+
+def test_inprocess_example(tmp_path: Path) -> None:
+    run_dir = asyncio.run(_run(tmp_path, "examples.inprocess_agent:make", "accelerated", _no_server()))
+    _check(run_dir, "in-process", _facts_sha(tmp_path))
