@@ -10,8 +10,9 @@ speaks the same protocol, and the schema only offers the tools allowed at that p
 What lives in code, because small models skip it (measured): identity is verified before any
 remedy tool (the remedy tools are not offered, and refused if called anyway, until
 `verify_identity` accepted `required_challenges` facts); tool arguments the caller spoke (dates,
-digits) are normalised by the agent's slot parsers; a turn the recogniser could not use is
-re-asked without asking the model; silence and runaway calls end the call. Nothing here, and
+digits) come from the caller's words through the agent's slot parsers; a request for a person is
+honoured at once; a turn the recogniser could not use is re-asked without asking the model;
+silence and runaway calls end the call. Nothing here, and
 nothing in the prompt, depends on the caller's condition.
 """
 
@@ -329,6 +330,9 @@ class LLMPolicy:
             return self._finish(out)
         self.repairs = 0
         self.messages.append(Message(role="user", content=text))
+        if nlu.understand(text).has("human"):
+            self._transfer(out, "caller_request", "Of course. I'm transferring you to a human agent now.")
+            return self._finish(out)
         await self._steps(out, text)
         return self._finish(out)
 

@@ -126,12 +126,19 @@ async def test_model_sees_tool_results_and_the_next_step_replies() -> None:
     assert "holder_name" in (second.content or "") and "Morgan" not in (client.requests[1].messages[0].content or "")
 
 
-async def test_escalation_hands_off() -> None:
-    p, _, _ = policy([{"action": "escalate_to_human", "arguments": {"reason": "caller_request"}, "say": "Transferring you now."}])
-    steps = await p.respond(Heard("Can I speak to a human agent please?", 0.9))
+async def test_the_models_escalation_hands_off() -> None:
+    p, _, _ = policy([{"action": "escalate_to_human", "arguments": {"reason": "frustrated"}, "say": "Transferring you now."}])
+    steps = await p.respond(Heard("This is useless, I have had enough of this.", 0.9))
     assert tools_of(steps) == [("escalate_to_human", True)]
     assert isinstance(steps[-1], Hangup) and steps[-1].reason == "handoff"
     assert p.state == "escalated"
+
+
+async def test_a_request_for_a_person_is_honoured_in_code() -> None:
+    p, client, _ = policy([{"action": "reply", "arguments": {}, "say": "How can I help?"}])
+    steps = await p.respond(Heard("Can I speak to a human agent please?", 0.9))
+    assert client.requests == []
+    assert tools_of(steps) == [("escalate_to_human", True)] and p.state == "escalated"
 
 
 async def test_unusable_turns_are_reasked_without_the_model() -> None:
