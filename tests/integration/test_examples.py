@@ -78,3 +78,44 @@ def _facts_sha(tmp_path: Path) -> str:
 def test_inprocess_example(tmp_path: Path) -> None:
     run_dir = asyncio.run(_run(tmp_path, "examples.inprocess_agent:make", "accelerated", _no_server()))
     _check(run_dir, "in-process", _facts_sha(tmp_path))
+
+
+@contextlib.asynccontextmanager
+async def _http_server() -> AsyncIterator[str]:
+    from aiohttp import web
+
+    from examples.http_agent import app
+
+    application = app()
+    runner = web.AppRunner(application)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        assert application["sessions"] == {}  # the harness deleted every session it opened
+        await runner.cleanup()
+
+
+def test_http_example(tmp_path: Path) -> None:
+    run_dir = asyncio.run(_run(tmp_path, "http", "accelerated", _http_server()))
+    _check(run_dir, "http", _facts_sha(tmp_path))
+
+
+@contextlib.asynccontextmanager
+async def _ws_server() -> AsyncIterator[str]:
+    from examples.ws_agent import start
+
+    server = await start(port=0)
+    port = next(iter(server.sockets)).getsockname()[1]
+    try:
+        yield f"ws://127.0.0.1:{port}"
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+def test_ws_example(tmp_path: Path) -> None:
+    run_dir = asyncio.run(_run(tmp_path, "ws", "realtime", _ws_server()))
+    _check(run_dir, "ws", _facts_sha(tmp_path))
