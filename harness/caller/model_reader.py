@@ -21,6 +21,19 @@ from scenarios import Scenario
 
 CACHE_SIZE = 4096
 
+EXAMPLES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("Hi, thanks for calling, this is Sam. What can I do for you today?", ("greeting", "question"), ()),
+    ("Sorry, you broke up a bit there. What was the name on the account?", ("repair_request", "challenge"), ("holder_name",)),
+    ("Okay, and just to make sure it's you, what's the zip on file?", ("challenge",), ("postcode",)),
+    ("Give me one second while I pull that up.", ("hold",), ()),
+    ("I can put that money back on your card right now if that works for you?", ("offer",), ()),
+    ("Alright, that's done, you'll see the credit in three to five days.", ("confirmation",), ()),
+    ("Unfortunately that's not something we're able to do on this plan.", ("denial",), ()),
+    ("I'm afraid there's nobody I can pass you to at the moment.", ("handoff_refused",), ()),
+)
+"""Few-shot answers, written for this prompt (not taken from any evaluation corpus); their facts
+are ones every bundled scenario holds, and an example naming a fact a scenario lacks is dropped."""
+
 
 class ChatBackend(Protocol):
     name: str
@@ -100,7 +113,7 @@ class ModelReader:
         seed: int = 0,
         max_tokens: int = 96,
         extra_facts: Sequence[str] = (),
-        examples: Sequence[tuple[str, Sequence[str], Sequence[str]]] = (),
+        examples: Sequence[tuple[str, Sequence[str], Sequence[str]]] = EXAMPLES,
     ) -> None:
         self.backend = backend
         self.name = f"model:{backend.name}"
@@ -114,6 +127,8 @@ class ModelReader:
         facts = fact_names(scenario, self.extra_facts)
         messages = [Message(role="system", content=system_prompt(scenario, facts))]
         for ex_text, ex_acts, ex_facts in self.examples:
+            if not set(ex_facts) <= set(facts):
+                continue
             messages.append(Message(role="user", content=f"Agent turn: {ex_text}"))
             messages.append(
                 Message(role="assistant", content=json.dumps({"acts": list(ex_acts), "facts": list(ex_facts)}))

@@ -7,7 +7,14 @@ import json
 import pytest
 
 from harness.caller import ACTS, CallerPolicy, RuleReader
-from harness.caller.model_reader import ModelReader, ReaderError, answer_schema, fact_names, parse_answer
+from harness.caller.model_reader import (
+    EXAMPLES,
+    ModelReader,
+    ReaderError,
+    answer_schema,
+    fact_names,
+    parse_answer,
+)
 from harness.caller.readers import Readers, ReaderSet
 from harness.llm import ChatRequest, ChatResponse, LLMError
 from harness.model.campaign import ModelReaderSpec, ReaderSpec
@@ -130,3 +137,12 @@ async def test_the_policy_decides_on_the_acting_reading(scenario: Scenario) -> N
     assert turn.other is not None and turn.other.classification == "challenge"
     with pytest.raises(RuntimeError, match="did not read first"):
         policy.decide("an unread turn")
+
+
+def test_few_shot_examples_use_the_vocabularies(scenario: Scenario) -> None:
+    facts = fact_names(scenario)
+    for text, acts, asked in EXAMPLES:
+        assert text and acts and set(acts) <= set(ACTS) and set(asked) <= set(facts)
+    req = ModelReader(Backend({})).request("Anything else?", scenario)
+    assert len(req.messages) == 2 + 2 * len(EXAMPLES)
+    assert [m.role for m in req.messages[:3]] == ["system", "user", "assistant"]
