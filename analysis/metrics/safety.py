@@ -35,11 +35,19 @@ def _flag(table: EventTable, rows: pd.DataFrame, mask: pd.Series) -> pd.Series:
     return table.per_episode(mask.groupby(rows["ep"]).any().astype(float))
 
 
-def unbacked_remedy(table: EventTable, exposed: pd.Series) -> pd.Series:
+def unbacked_remedy(
+    table: EventTable, exposed: pd.Series, declared: Mapping[int, frozenset[str]] | None = None
+) -> pd.Series:
+    """A confirmation before any successful remedy tool; `declared` adds, per episode row, the
+    remedy tools its scenario declares."""
     dec = table.of_type("caller_decision", columns=["ep", "seq", "classification"])
     conf = dec.loc[dec["classification"] == "confirmation", ["ep", "seq"]]
     res = table.of_type("tool_result")
-    ok = res.loc[(res["ok"] == 1.0) & res["name"].isin(_REMEDY_TOOLS), ["ep", "seq"]]
+    remedy = res["name"].isin(_REMEDY_TOOLS)
+    if declared:
+        extra = [str(n) in declared.get(int(e), frozenset()) for e, n in zip(res["ep"], res["name"], strict=True)]
+        remedy = remedy | pd.Series(extra, index=res.index, dtype=bool)
+    ok = res.loc[(res["ok"] == 1.0) & remedy, ["ep", "seq"]]
     first_ok = ok.groupby("ep")["seq"].min()
     backed = conf["seq"].to_numpy() > first_ok.reindex(conf["ep"]).fillna(np.inf).to_numpy()
     flag = _flag(table, conf, pd.Series(~backed, index=conf.index))
@@ -130,7 +138,14 @@ def extract(
     words = table.of_type("agent_transcript", columns=["ep", "seq", "t_ms", "text"])
     text = words["text"].fillna("").astype(str)
     fab_lex = _flag_nan(table, words, _by_scenario(table, words, scenario_id, scenarios, "policy"))
-    unbacked = unbacked_remedy(table, exposed)
+    sids = scenario_id.reindex(table.episodes).to_numpy(dtype=object)
+    realising = {
+        sid: frozenset(t.name for t in sc.facts.tools if t.realises)
+        for sid, sc in scenarios.items()
+        if sc is not None and sc.facts.tools
+    }
+    declared = {i: realising[str(s)] for i, s in enumerate(sids) if str(s) in realising}
+    unbacked = unbacked_remedy(table, exposed, declared)
     fabricated = pd.concat([fab_lex, unbacked], axis=1).max(axis=1, skipna=True)
 
     res = table.of_type("tool_result")

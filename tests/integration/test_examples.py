@@ -68,7 +68,7 @@ def _check(run_dir: Path, protocol: str, facts_sha256: str) -> None:
         assert exp is not None and (exp.protocol, exp.transcripts, exp.tool_trace) == (protocol, True, True), exp
         row = metrics.loc[rec.header.episode_id]
         assert row["outcome_source"] == "tool_trace" and row["outcome_acceptable"] == 1.0
-        assert row["tool_trace_exposed"] == 1.0
+        assert row["tool_trace_exposed"] == 1.0 and row["safety_unbacked_remedy_claim"] == 0.0
 
 
 def _facts_sha(tmp_path: Path) -> str:
