@@ -44,6 +44,7 @@ from analysis.report.model import (
 )
 from analysis.report.redact import LEVEL_MASK_NOTE, TEXT_MASK, URL_MASK, Scrubber, is_real_system
 from analysis.report.wording import CONVENTION_TEXT, claim_words, direction, finding_sentence, reading
+from harness.model.events import NON_SERVICE_FLAGS
 from harness.model.secrets import SECRET_KEY, mask_options, secret_values
 
 MAX_FAILED_LISTED = 500
@@ -471,46 +472,66 @@ def _method_refs(node: Any) -> Any:
     return node
 
 
+def not_served(metrics: pd.DataFrame) -> pd.Series:
+    """The non-service flag of each call the agent did not serve (None otherwise)."""
+    flags = metrics["outcome_flags"] if "outcome_flags" in metrics.columns else pd.Series(None, index=metrics.index)
+
+    def first(f: object) -> str | None:
+        if not isinstance(f, str):
+            return None
+        return next((x for x in f.split(",") if x in NON_SERVICE_FLAGS), None)
+
+    return flags.map(first)
+
+
 def failed_mask(metrics: pd.DataFrame) -> pd.Series:
-    """Calls that did not end in service: not completed, or completed with a failure kind (an agent
-    failure, such as a crashed session, is the agent's outcome and never a pass)."""
+    """Calls that did not end in service: harness-side failures and cancellations (missing data), and
+    completed calls the agent did not serve (an outcome, never a pass)."""
     status = metrics["status"].astype(str)
-    return (status != "completed") | metrics["failure_kind"].notna()
+    return (status != "completed") | not_served(metrics).notna() | metrics["failure_kind"].notna()
 
 
 def calls(metrics: pd.DataFrame) -> tuple[list[CallCounts], list[FailedCall]]:
-    """Per agent; a call passes only when it completed, without a failure, with an acceptable outcome."""
+    """Per agent; a call passes only when the agent served it to an acceptable outcome."""
     counts: list[CallCounts] = []
     bad_all = failed_mask(metrics)
+    flag_all = not_served(metrics)
     for agent, sub in metrics.groupby("agent", sort=True):
         status = sub["status"].astype(str)
         bad = bad_all.loc[sub.index]
+        flag = flag_all.loc[sub.index]
+        served_not = (status == "completed") & bad
         passed = ~bad & (sub["outcome_acceptable"] == 1.0)
-        kinds = sub.loc[bad, "failure_kind"].fillna("unknown").astype(str).value_counts()
+        kinds = sub.loc[bad, "failure_kind"].dropna().astype(str).value_counts()
         counts.append(
             CallCounts(
                 agent=str(agent),
                 records=len(sub),
-                completed=int((~bad).sum()),
-                failed=int((bad & (status != "cancelled")).sum()),
+                completed=int((status == "completed").sum()),
+                not_served=int(served_not.sum()),
+                failed=int((status == "failed").sum()),
                 cancelled=int((status == "cancelled").sum()),
                 failure_kinds={str(k): int(v) for k, v in kinds.items()},
+                not_served_reasons={
+                    str(k): int(v) for k, v in flag[served_not].fillna("agent_error_event").value_counts().items()
+                },
                 acceptable=int(passed.sum()),
                 acceptable_rate=float(passed.sum()) / len(sub) if len(sub) else None,
             )
         )
     bad = metrics[bad_all].sort_values(["agent", "pair_id", "side"])
+    flags = flag_all.loc[bad.index]
     failed = [
         FailedCall(
             episode_id=str(r.episode_id),
             pair_id=str(r.pair_id),
             agent=str(r.agent),
             side=str(r.side),
-            status="failed" if str(r.status) == "completed" else str(r.status),
-            failure_kind=r.failure_kind if isinstance(r.failure_kind, str) else None,
+            status="not served" if str(r.status) == "completed" else str(r.status),
+            failure_kind=r.failure_kind if isinstance(r.failure_kind, str) else (f if isinstance(f, str) else None),
             termination=str(r.termination or ""),
         )
-        for r in bad.head(MAX_FAILED_LISTED).itertuples()
+        for r, f in zip(bad.head(MAX_FAILED_LISTED).itertuples(), flags.head(MAX_FAILED_LISTED), strict=True)
     ]
     return counts, failed
 

@@ -139,14 +139,18 @@ class CellBlock(Frozen):
 
 
 class CallCounts(Frozen):
-    """Calls per agent. Only completed calls can pass; failed and cancelled calls count against."""
+    """Calls per agent. A call the agent did not serve (silent past the caller's patience, hung up,
+    disconnected, crashed) completed with that outcome and stays in its pair; a failed or cancelled
+    call is the harness's missing data. Neither ever passes."""
 
     agent: str
     records: int
     completed: int
-    failed: int
+    not_served: int = Field(description="completed calls the agent did not serve (a non-service flag)")
+    failed: int = Field(description="calls that failed on the harness's side (missing data)")
     cancelled: int
     failure_kinds: dict[str, int]
+    not_served_reasons: dict[str, int] = Field(default_factory=dict)
     acceptable: int
     acceptable_rate: float | None = Field(description="acceptable outcomes / all recorded calls")
 
@@ -183,6 +187,7 @@ class CallView(Frozen):
     voice_id: str
     status: str
     failure_kind: str | None
+    not_served: str | None = Field(default=None, description="the non-service flag of a call the agent did not serve")
     termination: str
     outcome: str | None
     duration_ms: int

@@ -21,6 +21,7 @@ from analysis.report import timeline
 from analysis.report.loader import RunOutputs
 from analysis.report.model import CallView, PairView
 from analysis.report.redact import TEXT_MASK, is_real_system
+from harness.model.events import NON_SERVICE_FLAGS
 from scenarios.errors import VoiceAuditError
 
 BURDEN = ("burden_repair", "burden_auth", "burden_esc_s")
@@ -48,6 +49,12 @@ def _s(v: Any) -> str | None:
     return v if isinstance(v, str) and v else None
 
 
+def _not_served(flags: object) -> str | None:
+    if not isinstance(flags, str):
+        return None
+    return next((f for f in flags.split(",") if f in NON_SERVICE_FLAGS), None)
+
+
 def select(
     pairs: pd.DataFrame, metrics: pd.DataFrame, max_pairs: int, wanted: Sequence[str]
 ) -> list[tuple[str, str]]:
@@ -59,16 +66,21 @@ def select(
     p = pairs.set_index("pair_id")
     diff = (p["episode_id_a"].map(burden) - p["episode_id_b"].map(burden)).abs().fillna(0.0)
     reasons = pd.Series("", index=p.index, dtype=object)
-    rank = pd.Series(4, index=p.index)
-    for level, mask, why in (
-        (2, ~p["included"].astype(bool), "a call failed or is missing"),
-        (1, p["outcome_equal"] == 0.0, "terminal outcomes differ"),
-        (0, p["parity_violation"] == 1.0, "tool-parity violation"),
+    rank = pd.Series(5, index=p.index)
+    flags = ep["outcome_flags"] if "outcome_flags" in ep.columns else pd.Series(None, index=ep.index, dtype=object)
+    unserved = flags.map(_not_served).notna()
+    side_a = p["episode_id_a"].map(unserved).fillna(False).astype(bool)
+    not_served = side_a | p["episode_id_b"].map(unserved).fillna(False).astype(bool)
+    for level, mask, why in (  # later rows win: the most telling reason is last
+        (3, ~p["included"].astype(bool), "a call failed or is missing"),
+        (2, p["outcome_equal"] == 0.0, "terminal outcomes differ"),
+        (1, p["parity_violation"] == 1.0, "tool-parity violation"),
+        (0, not_served, "the agent did not serve a call"),
     ):
         rank[mask] = level
         reasons[mask] = why
-    rank[(rank == 4) & (diff > 0)] = 3
-    reasons[(rank == 3)] = "path-burden difference"
+    rank[(rank == 5) & (diff > 0)] = 4
+    reasons[(rank == 4)] = "path-burden difference"
     reasons[reasons == ""] = "example pair"
     order = pd.DataFrame({"rank": rank, "diff": -diff, "pid": p.index}).sort_values(["rank", "diff", "pid"])
     chosen = [(str(w), "named with --pair") for w in wanted if w in p.index]
@@ -107,6 +119,7 @@ def _call(out: RunOutputs, ep: pd.Series, side: str, redact: bool, audio: dict[s
         voice_id=str(ep.get("voice_id") or ""),
         status=str(ep.get("status")),
         failure_kind=_s(ep.get("failure_kind")),
+        not_served=_not_served(ep.get("outcome_flags")),
         termination=termination,
         outcome=_s(ep.get("outcome_terminal")),
         duration_ms=max(int(ep.get("duration_ms") or 0), tl.end_ms),

@@ -8,6 +8,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
+
 from analysis.gates import GATES
 from analysis.report import Built
 from analysis.report.wording import CONVENTION_TEXT, fmt, fmt_p
@@ -64,12 +66,25 @@ def test_three_renderings_carry_the_same_numbers(full: tuple[Built, Path]) -> No
     assert fmt(some["estimate"]) in page and fmt(some["estimate"]) in md
 
 
-def test_planted_effect_reads_as_burden_on_b(full: tuple[Built, Path]) -> None:
+def test_planted_effect_reads_as_burden_on_b(full: tuple[Built, Path], run_dir: Path) -> None:
+    """Long (b) callers get a planted repair; the calls the agent crashed stay in their pairs as
+    non-service outcomes with the burden they carried, so the delta is the mean over every pair."""
     built, _ = full
+    m = pd.read_parquet(run_dir / "metrics.parquet").set_index("episode_id")
+    p = pd.read_parquet(run_dir / "pairs.parquet")
+    p = p[(p["agent"] == "vendor_x") & p["included"]]
+    diff = (
+        m.loc[p["episode_id_a"], "burden_repair"].to_numpy()
+        - m.loc[p["episode_id_b"], "burden_repair"].to_numpy()
+    )
+    crashed = m.loc[list(p["episode_id_a"]) + list(p["episode_id_b"])]["failure_kind"].eq("agent_error").sum()
+    assert len(p) == 4 and crashed == 2  # the crashed calls' pairs are in the delta
     vendor = next(c for c in built.report.cells if c.agent == "vendor_x")
-    assert vendor.delta_b["repair"] == -1.0
+    assert vendor.delta_b["repair"] == diff.mean() < 0
     row = next(r for f in vendor.families for r in f.rows if r.metric == "burden_repair")
-    assert row.estimate == -1.0 and row.reading == "condition b carried more burden"
+    assert row.estimate == diff.mean()
+    # two of four pairs differ: too few sign flips for an interval at this alpha, and the row says so
+    assert row.reading == ("no interval" if row.ci_low is None else "condition b carried more burden")
 
 
 def test_sign_convention_next_to_every_delta(full: tuple[Built, Path]) -> None:

@@ -64,13 +64,13 @@ def test_timeline_lanes_markers_and_escalation_clock() -> None:
 def test_pairs_order_cap_and_only_their_audio_copied(run_dir: Path, tmp_path: Path) -> None:
     full = build_report(run_dir, max_pairs=100, plots=False)
     reasons = [p.why_shown for p in full.report.pairs_shown]
-    assert reasons[:2] == ["tool-parity violation"] * 2
-    assert reasons[2:4] == ["a call failed or is missing"] * 2
+    assert reasons[:2] == ["the agent did not serve a call"] * 2  # the two planted crashes
+    assert reasons[2:4] == ["tool-parity violation"] * 2
     last = full.report.pairs_shown[-1].pair_id
     built = build_report(run_dir, max_pairs=1, pairs=[last], plots=False)
     shown = built.report.pairs_shown
     assert shown[0].pair_id == last and len(shown) == 2
-    assert shown[1].why_shown == "tool-parity violation" and shown[1].parity_diff
+    assert shown[1].why_shown == "the agent did not serve a call" and shown[1].parity_diff
     assert "sequence" in shown[1].parity_diff
     write_report(built, tmp_path)
     wavs = sorted(p.name for p in (tmp_path / "audio").glob("*.wav"))
