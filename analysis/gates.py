@@ -174,6 +174,13 @@ def fact_invariance(inp: GateInputs) -> tuple[GateResult, pd.Series]:
         conflict = uniq.groupby("ep").size() > 1
         return first.where(~conflict, "conflicting:" + first.astype(str))
 
+    sent = prov[(prov["reported_by_agent"] != 1.0) & prov["disclosed_sha256"].notna()]
+    disclosed = table.per_episode(
+        sent.drop_duplicates(["ep", "disclosed_sha256"]).groupby("ep")["disclosed_sha256"].agg(
+            lambda v: v.iat[0] if len(v) == 1 else "conflicting"
+        ),
+        None,
+    )
     harness = one_hash(prov[prov["reported_by_agent"] != 1.0])
     agent = one_hash(prov[prov["reported_by_agent"] == 1.0])
     h = table.per_episode(harness, None)
@@ -190,6 +197,9 @@ def fact_invariance(inp: GateInputs) -> tuple[GateResult, pd.Series]:
         "provisioned facts differ between the two calls": ha.notna() & hb.notna() & (ha != hb),
         "provisioned facts differ from the locked scenario facts": ha.notna() & (ha == hb) & (ha != locked),
         "facts the agent reported seeing differ": aa.notna() & ab.notna() & ((aa != ab) | (aa != ha)),
+        "what was sent to the agent differs between the two calls": ea.map(disclosed).notna()
+        & eb.map(disclosed).notna()
+        & (ea.map(disclosed) != eb.map(disclosed)),
         "tool availability differs": ea.map(ep["tool_available"]).fillna("")
         != eb.map(ep["tool_available"]).fillna(""),
     }
@@ -207,7 +217,7 @@ def fact_invariance(inp: GateInputs) -> tuple[GateResult, pd.Series]:
     verdict = worst(list(s.unique())) if len(s) else "not-evaluable"
     evidence = (
         f"{int((s == 'pass').sum())} of {len(s)} pairs: identical facts_provisioned sha256 on both calls, equal to the locked "
-        f"facts, equal tool set; agent-reported hashes compared on {agent_reported} pairs"
+        f"facts, equal tool set, the same disclosure sent to the agent; agent-reported hashes compared on {agent_reported} pairs"
     )
     res = GateResult(
         gate="fact_invariance",

@@ -56,6 +56,8 @@ COLUMNS: tuple[str, ...] = (
     "overlap_ms",
     "cleared",
     "silence_ms",
+    "disclosure",
+    "disclosed_sha256",
 )
 TUPLE_FIELDS = frozenset({"result_keys", "flags", "tools"})
 NUMERIC = frozenset(

@@ -126,6 +126,25 @@ def test_fact_invariance_fails_on_different_facts(run: Path) -> None:
     assert g.verdict == "fail" and "provisioned facts differ" in json.dumps(g.details)
 
 
+def test_fact_invariance_fails_when_the_agent_was_told_different_things(run: Path) -> None:
+    recs = [json.loads(x)["header"] for x in (run / "episodes.jsonl").read_text().splitlines()]
+    a = next(h for h in recs if h["side"] == "a")
+    b = next(h for h in recs if h["side"] == "b" and h["pair_id"] == a["pair_id"])
+    for h, digest in ((a, "1" * 64), (b, "2" * 64)):
+        path = run / "episodes" / h["episode_id"] / "events.jsonl"
+        lines = path.read_text().splitlines()
+        for i, line in enumerate(lines):
+            ev = json.loads(line)
+            if ev["type"] == "facts_provisioned" and not ev.get("reported_by_agent"):
+                ev.update(disclosure="full", disclosed_sha256=digest)
+                lines[i] = json.dumps(ev, separators=(",", ":"))
+        path.write_text("\n".join(lines) + "\n")
+    r = analyze(run, audio=False, write=False)
+    g = r.gates.result("fact_invariance")
+    assert g.verdict == "fail"
+    assert g.details["failing_pairs"] == {a["pair_id"]: "what was sent to the agent differs between the two calls"}
+
+
 def test_labels_drive_perceptibility_and_reliability(run: Path) -> None:
     recs = [json.loads(x)["header"] for x in (run / "episodes.jsonl").read_text().splitlines()]
     lines = []
