@@ -191,12 +191,14 @@ class CallerPolicy:
                 say = Say("nudge", NUDGE)
                 return Decision(reading, "wait", "agent asked to hold", say=say)
             if c == "silence":
-                return self._repeat(reading) if self.last_say else self._next(reading, "agent silent at the start")
+                if not self.last_say:
+                    return self._next(reading, "agent silent at the start")
+                return self._repeat(reading, "no words heard in the agent's turn; saying it again")
         if self.escalation_requested and self.human_requests < 3 and c in ("question", "pressure", "other"):
             return self._request_human(reading, "scripted", "still waiting for the requested human")
         return self._next(reading, f"agent {c}; continuing the script")
 
-    def _repeat(self, reading: Reading) -> Decision:
+    def _repeat(self, reading: Reading, reason: str = "agent asked the caller to repeat") -> Decision:
         last = self.last_say
         if last is None:
             return self._next(reading, "repair requested before the caller spoke")
@@ -206,7 +208,7 @@ class CallerPolicy:
         else:
             say = Say("repeat", last.template, last.anchor_id, parts=last.parts)
         self.last_say = say
-        return Decision(reading, say.kind, "agent asked the caller to repeat", say=say)
+        return Decision(reading, say.kind, reason, say=say)
 
     @staticmethod
     def _asked_facts(reading: Reading) -> tuple[str, ...]:

@@ -127,8 +127,8 @@ class Conversation:
                 log.emit("agent_silence", turn=log.turn, silence_ms=self.patience.silence_at(now))
                 if self.policy.has_spoken or self.patience.exhausted(now):
                     pd = self._patience(now)
-                    if pd.action == "hang_up":
-                        log.emit("non_service", reason="agent_unresponsive", message=pd.reason)
+                    if pd.action == "hang_up":  # once its own last line has played out
+                        log.emit("non_service", max(now, log.caller_end_ms), reason="agent_unresponsive", message=pd.reason)
                         log.emit("hang_up", by="caller", reason="agent_unresponsive")
                         log.log.flush()
                         return f"caller hung up: agent_unresponsive ({pd.reason})"
