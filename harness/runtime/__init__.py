@@ -1,4 +1,5 @@
-"""The call runtime: episode runner (turn-based and streaming), clocks, playback, campaign runner."""
+"""The call runtime: campaign runner, episode runner (the attempt lifecycle), the call log every
+transport writes through, the conversation loop over turn-based and streaming transports, clocks."""
 
 from harness.runtime.campaign import CampaignRunner
 from harness.runtime.clock import RealClock, VirtualClock
