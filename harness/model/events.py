@@ -287,8 +287,9 @@ class AgentClear(_Event):
 class AgentYield(_Event):
     """How the agent reacted to a caller barge-in, measured on the recording's agent channel.
 
-    `stop_latency_ms` runs from the barge-in to the agent's last audible sound (None: it kept talking
-    to the end of its turn); `overlap_ms` is how long both talked at once."""
+    `stop_latency_ms` runs from the barge-in to the start of the agent's first quiet stretch (400 ms)
+    after it, so an agent that never yields shows the rest of its speech; `overlap_ms` is how long
+    both talked at once; `cleared`: the agent dropped its queued audio (a clear or cancel)."""
 
     type: Literal["agent_yield"] = "agent_yield"
     turn: int = Field(ge=0)
