@@ -1,0 +1,68 @@
+"""A declared interruption over the Realtime protocol, against an agent that does not yield: the
+caller barges in at the same points on both sides, and the recording shows the agent talked on."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from agents.serve import start_server
+from agents.testing import ScriptedAgent
+from harness.planning import load_campaign
+from harness.rundir import RunReader
+from harness.runtime import CampaignRunner
+
+CAMPAIGN = """\
+name: rt-barge
+seed: 3
+scenarios: [refund_duplicate_charge]
+agents:
+  - {{name: rt, adapter: realtime, url: "{url}"}}
+pairs:
+  - contrast: [accent]
+    base: {{voice_profile: male_adult, affect: calm, disfluency: none, wording: plain}}
+    a: {{accent: us_general}}
+    b: {{accent: gb_rp}}
+voices: 1
+concurrency: 2
+pacing: realtime
+asr: {{name: pocketsphinx}}
+interruptions: {{at_ms: 500, reason: correction, turns: [1, 2]}}
+"""
+TONE_MS = 3000
+
+
+async def _run(tmp_path: Path) -> RunReader:
+    async with start_server(ScriptedAgent(audio_ms=TONE_MS), "realtime") as handle:
+        path = tmp_path / "c.yaml"
+        path.write_text(CAMPAIGN.format(url=handle.url))
+        runner = CampaignRunner(
+            load_campaign(path), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False, tts_pool_size=1
+        )
+        summary = await runner.run()
+        assert summary.statuses == {"completed": 2}, (summary.statuses, summary.failures)
+    return RunReader(tmp_path / "run")
+
+
+def test_barge_in_on_an_agent_that_talks_on(tmp_path: Path) -> None:
+    reader = asyncio.run(_run(tmp_path))
+    points = {}
+    for rec in reader.records():
+        events = reader.events(rec.header.episode_id)
+        barges = [e for e in events if e.type == "barge_in" and e.by == "caller"]
+        assert [b.turn for b in barges] == [1, 2]
+        assert all(b.reason == "correction" and b.played_ms is not None and 500 <= b.played_ms < 700 for b in barges)
+        points[rec.header.side] = [b.turn for b in barges]
+        for b in barges:
+            after = events[events.index(b) :]
+            line = next(e for e in after if e.type == "caller_utterance_start")
+            assert line.kind == "interruption" and line.text == "No, sorry, that is not right."
+            yielded = next(e for e in after if e.type == "agent_yield")
+            # the scripted agent never stops: the rest of its tone (and the next line's) played on
+            assert not yielded.cleared and yielded.stop_latency_ms is not None
+            assert yielded.stop_latency_ms >= TONE_MS - 700
+            assert 0 < yielded.overlap_ms <= yielded.stop_latency_ms
+            end = next(e for e in after if e.type == "agent_speech_end" and e.turn == b.turn)
+            assert end.interrupted
+        assert rec.outcome.terminal_outcome == "refund_issued"  # talking over it did not derail the call
+    assert points["a"] == points["b"]
