@@ -139,8 +139,9 @@ def test_planted_secrets_never_written(tmp_path: Path, monkeypatch: pytest.Monke
 
     records = list(RunReader(run_dir).records())
     by_agent = {(r.header.agent, r.outcome.status, r.outcome.failure_kind) for r in records}
-    # The credentials were accepted (calls completed) and the failing agent failed for its own reason.
-    assert by_agent == {("rt", "completed", None), ("web", "completed", None), ("web-5xx", "failed", "http_error")}, by_agent
+    # The credentials were accepted (calls completed) and the failing agent failed for its own
+    # reason: the agent's failure, so an outcome of the call (completed, with its failure kind).
+    assert by_agent == {("rt", "completed", None), ("web", "completed", None), ("web-5xx", "completed", "http_error")}, by_agent
     log_text = log_file.read_text()
     assert "> Authorization: [redacted]" in log_text  # the header was logged, masked
 
