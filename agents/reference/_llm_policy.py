@@ -68,6 +68,8 @@ class LLMConfig(Frozen):
     """A packaged model (`harness.llm.PACKAGED`) for `local`, the endpoint's model name for `openai`."""
     base_url: str | None = None
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Z_][A-Z0-9_]{2,}$")
+    structured: Literal["json_schema", "json_object", "none"] = "json_schema"
+    """How an endpoint is asked for the JSON step (`json_object` for llama.cpp's server)."""
     model_path: str | None = None
     sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
     threads: int | None = Field(default=1, ge=1, le=64)
@@ -101,7 +103,7 @@ _clients: dict[str, ChatBackend] = {}
 
 def shared_chat_client(cfg: LLMConfig) -> ChatBackend:
     """One client (one loaded model) per configuration in this process."""
-    key = cfg.model_dump_json(include={"backend", "model", "base_url", "api_key_env", "model_path", "sha256", "threads", "timeout_s"})
+    key = cfg.model_dump_json(include={"backend", "model", "base_url", "api_key_env", "structured", "model_path", "sha256", "threads", "timeout_s"})
     with _lock:
         if key not in _clients:
             _clients[key] = _make_client(cfg)
@@ -112,7 +114,9 @@ def _make_client(cfg: LLMConfig) -> ChatBackend:
     if cfg.backend == "openai":
         if not cfg.base_url:
             raise LLMError("llm_unreachable", "llm.base_url is required for the openai backend")
-        return OpenAIChatClient(cfg.base_url, cfg.model, api_key_env=cfg.api_key_env, timeout_s=cfg.timeout_s)
+        return OpenAIChatClient(
+            cfg.base_url, cfg.model, api_key_env=cfg.api_key_env, timeout_s=cfg.timeout_s, structured=cfg.structured
+        )
     if cfg.model_path is not None:
         return LocalChatClient(Path(cfg.model_path), sha256=cfg.sha256, n_threads=cfg.threads)
     return LocalChatClient(packaged_model(cfg.model), n_threads=cfg.threads)
