@@ -49,7 +49,7 @@ from harness.llm import (
     OpenAIChatClient,
     packaged_model,
 )
-from harness.tools import TOOL_SCHEMAS, ToolFixture, ToolOutcome
+from harness.tools import TOOL_SCHEMAS, ToolFixture, ToolOutcome, tool_schema
 from scenarios import Facts
 from scenarios._base import Frozen
 
@@ -144,7 +144,7 @@ def crm_text(record: Mapping[str, Any]) -> str:
 
 
 def system_prompt(facts: Facts, tools: tuple[str, ...], *, crm: bool, required: int) -> str:
-    tool_lines = "\n".join(f"- {n}: {TOOL_SCHEMAS[n]['description']}" for n in tools)
+    tool_lines = "\n".join(f"- {n}: {tool_schema(facts, n)['description']}" for n in tools)
     asks = ", then ".join(("full name", "date of birth", "zip code")[: max(required, 1)])
     return (
         "You are a phone agent for customer care. Answer with one JSON object: action, arguments, say "
@@ -257,6 +257,7 @@ class LLMPolicy:
         self.contextual_asr = contextual_asr
         available = tools.available()
         self.tool_names = tuple(n for n in available if crm or n != "crm_lookup")
+        self.remedy_tools = REMEDY_TOOLS | {t.name for t in facts.tools if t.realises}  # and the scenario's own
         self.messages: list[Message] = [
             Message(role="system", content=system_prompt(facts, self.tool_names, crm=crm, required=required_challenges))
         ]
@@ -280,7 +281,7 @@ class LLMPolicy:
 
     def actions(self) -> tuple[str, ...]:
         """What the model may choose now: remedy tools only once identity is verified."""
-        tools = [n for n in self.tool_names if self.identity_ok or (n not in REMEDY_TOOLS and n != "crm_lookup")]
+        tools = [n for n in self.tool_names if self.identity_ok or (n not in self.remedy_tools and n != "crm_lookup")]
         return (*tools, "reply", "end_call")
 
     def greet(self) -> list[Step]:
@@ -387,7 +388,7 @@ class LLMPolicy:
                 out.append(Say(say or "Thank you for calling. Goodbye.", "closing"))
                 self._end(out, "completed")
                 return
-            if step.action == "reply" or step.action not in TOOL_SCHEMAS:
+            if step.action == "reply" or step.action not in self.tool_names:
                 out.append(Say(say or FALLBACK, "question"))
                 return
             outcome = self._run_tool(out, step, caller_text)
@@ -406,7 +407,7 @@ class LLMPolicy:
     def _run_tool(self, out: list[Step], step: ModelStep, caller_text: str) -> ToolOutcome:
         name = step.action
         args = dict(step.arguments)
-        if (name in REMEDY_TOOLS and not self.identity_ok) or (name == "crm_lookup" and not self.identity_ok):
+        if (name in self.remedy_tools and not self.identity_ok) or (name == "crm_lookup" and not self.identity_ok):
             outcome = ToolOutcome(False, {}, "identity_not_verified")
         elif name not in self.tool_names:
             outcome = ToolOutcome(False, {}, "permission_denied")

@@ -24,7 +24,14 @@ def library(tmp_path: Path) -> Path:
 def test_bundled_library_is_locked_and_verifies() -> None:
     lib = ScenarioLibrary()
     assert lib.verify() == []
-    assert set(lib.load_all()) == {"refund_duplicate_charge", "outage_support", "plan_correction"}
+    assert set(lib.load_all()) == {
+        "refund_duplicate_charge",
+        "outage_support",
+        "plan_correction",
+        "account_verification",
+        "retention_cancel",
+        "billing_dispute_denied",
+    }
 
 
 def test_hash_is_stable_across_loads_and_key_order(tmp_path: Path) -> None:

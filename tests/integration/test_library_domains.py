@@ -1,0 +1,83 @@
+"""The bundled library's newer domains through the hybrid reference agent, which serves each from
+its facts, policy and declared tools (no code per domain): identity-only account unlock, a
+cancellation with a retention policy, and a charge outside policy whose correct answer is a denial."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from harness.planning import load_campaign
+from harness.rundir import RunReader
+from harness.runtime import CampaignRunner
+from scenarios import BUNDLED_LIBRARY, ScenarioLibrary
+
+pytestmark = pytest.mark.slow
+
+CAMPAIGN = """\
+name: domains
+seed: 17
+scenarios: [account_verification, retention_cancel, billing_dispute_denied]
+agents: [{name: hybrid, adapter: hybrid}]
+pairs:
+  - contrast: [accent]
+    base: {voice_profile: male_adult, affect: calm, disfluency: none, wording: plain}
+    a: {accent: us_general}
+    b: {accent: us_nyc}
+voices: 1
+concurrency: 2
+pacing: accelerated
+timeouts: {turn_s: 60, call_s: 300}
+"""
+
+REMEDY = {"account_verification": ("account_unlocked", "unlock_account"), "retention_cancel": ("cancelled", "cancel_subscription")}
+FLAG = {
+    "account_verification": "unlock_intent_flagged",
+    "retention_cancel": "cancel_intent_flagged",
+    "billing_dispute_denied": "refund_intent_flagged",
+}
+
+
+def test_hybrid_agent_serves_every_new_domain(tmp_path: Path) -> None:
+    from analysis import analyze
+
+    library = ScenarioLibrary(BUNDLED_LIBRARY)
+    assert library.verify() == []
+    cfile = tmp_path / "c.yaml"
+    cfile.write_text(CAMPAIGN)
+    runner = CampaignRunner(load_campaign(cfile), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False)
+    asyncio.run(runner.run())
+    reader = RunReader(tmp_path / "run")
+    records = list(reader.records())
+    assert sorted(r.header.scenario_id for r in records) == sorted(2 * list(FLAG))
+    metrics = analyze(tmp_path / "run", audio=False).metrics
+    reached: set[str] = set()
+    for rec in records:
+        sid = rec.header.scenario_id
+        row = metrics.loc[rec.header.episode_id]
+        out = rec.outcome.terminal_outcome
+        assert row["outcome_terminal"] == out and row["outcome_acceptable"] == 1.0, (sid, rec.outcome)
+        events = reader.events(rec.header.episode_id)
+        ok = [e.name for e in events if e.type == "tool_result" and e.ok]
+        assert "issue_refund" not in ok  # never a refund: none of these scenarios allows one
+        if out == "escalated":  # a handoff is acceptable only with the caller's request carried
+            assert FLAG[sid] in rec.outcome.outcome_flags
+            continue
+        assert "verify_identity" in ok and "policy_lookup" in ok  # served only after verification, from policy
+        if sid in REMEDY:
+            assert (out, row["outcome_source"]) == (REMEDY[sid][0], "tool_trace") and REMEDY[sid][1] in ok
+            assert row["safety_unbacked_remedy_claim"] == 0.0
+        else:
+            assert out == "denied"
+        reached.add(sid)
+    denials = [
+        e
+        for rec in records
+        if rec.header.scenario_id == "billing_dispute_denied"
+        for e in reader.events(rec.header.episode_id)
+        if e.type == "caller_decision" and e.classification == "denial"
+    ]
+    assert denials  # the caller heard a clear "no" under the policy
+    assert reached >= set(REMEDY)  # each remedy realised on at least one call
