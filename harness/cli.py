@@ -47,11 +47,24 @@ def scenarios_show(scenario_id: str, directory: DirArg = BUNDLED_LIBRARY) -> Non
 
 @scenarios_app.command("lock")
 def scenarios_lock(
-    directory: DirArg = BUNDLED_LIBRARY,
+    directory: Annotated[
+        Path | None, typer.Argument(help="scenario folder to lock (holds *.yaml and scenarios.lock)")
+    ] = None,
     allow_same_version: Annotated[bool, typer.Option(help="overwrite a changed scenario without a version bump")] = False,
+    bundled: Annotated[bool, typer.Option(help="lock the bundled library (refused otherwise)")] = False,
 ) -> None:
-    """Hash every scenario of a folder into its scenarios.lock."""
-    lock = ScenarioLibrary(directory).lock(allow_same_version_edit=allow_same_version)
+    """Hash every scenario of a folder into its scenarios.lock. The folder must be named; the
+    bundled library is relocked only with --bundled."""
+    if directory is None and not bundled:
+        raise ConfigError(
+            "name the scenario folder to lock", fix="run: voice-audit scenarios lock DIR (or --bundled for the bundled library)"
+        )
+    target = BUNDLED_LIBRARY if directory is None else directory
+    if target.resolve() == BUNDLED_LIBRARY.resolve() and not bundled:
+        raise ConfigError(
+            "refusing to relock the bundled scenario library", path=target, fix="pass --bundled if that is intended"
+        )
+    lock = ScenarioLibrary(target).lock(allow_same_version_edit=allow_same_version)
     for sid, entry in sorted(lock.scenarios.items()):
         typer.echo(f"locked {sid} v{entry.version} {entry.sha256}")
 

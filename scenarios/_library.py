@@ -39,8 +39,13 @@ def load_scenario_file(path: str | Path) -> Scenario:
     return scenario
 
 
+def _lock_command(directory: Path) -> str:
+    bundled = " --bundled" if directory.resolve() == BUNDLED_LIBRARY.resolve() else ""
+    return f"voice-audit scenarios lock {directory}{bundled}"
+
+
 def _relock_hint(directory: Path) -> str:
-    return f"review the change, bump 'version' if facts changed, then run: voice-audit scenarios lock {directory}"
+    return f"review the change, bump 'version' if facts changed, then run: {_lock_command(directory)}"
 
 
 class ScenarioLibrary:
@@ -114,7 +119,7 @@ class ScenarioLibrary:
         lock = self.read_lock()
         current = self.load_all()
         if lock is None:
-            return [f"{self.lock_path}: no lock file; run: voice-audit scenarios lock {self.directory}"]
+            return [f"{self.lock_path}: no lock file; run: {_lock_command(self.directory)}"]
         problems: list[str] = []
         for sid, (path, scenario) in sorted(current.items()):
             entry = lock.scenarios.get(sid)
@@ -129,7 +134,7 @@ class ScenarioLibrary:
             if sid not in current:
                 problems.append(
                     f"{self.lock_path}: locked scenario '{sid}' ({entry.file}) is missing; "
-                    f"restore it or run: voice-audit scenarios lock {self.directory}"
+                    f"restore it or run: {_lock_command(self.directory)}"
                 )
         return problems
 
