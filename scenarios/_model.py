@@ -51,53 +51,85 @@ _DIGIT = re.compile(r"\d")
 
 
 class Account(Frozen):
-    account_id: str
-    holder_name: str
-    tenure_months: int = Field(ge=0)
-    standing: Literal["good", "overdue", "suspended", "closed"]
-    plan: str
-    monthly_fee: Decimal = Field(ge=0)
-    currency: str = Field(min_length=3, max_length=3)
-    postcode: str
-    date_of_birth: dt.date
-    email: str
-    phone: str
-    card_last_four: str | None = Field(default=None, pattern=r"^[0-9]{4}$")
-    address: str | None = None
+    account_id: str = Field(description="The account's id, as the agent's CRM knows it.")
+    holder_name: str = Field(
+        description="Full name of the account holder (an identity fact the caller can give)."
+    )
+    tenure_months: int = Field(ge=0, description="Months the account has been open.")
+    standing: Literal["good", "overdue", "suspended", "closed"] = Field(
+        description="Account standing: good, overdue, suspended or closed."
+    )
+    plan: str = Field(description="Current plan or product name.")
+    monthly_fee: Decimal = Field(ge=0, description='Monthly fee, a decimal string such as "24.99".')
+    currency: str = Field(
+        min_length=3, max_length=3, description="ISO 4217 currency code of the fees and charges."
+    )
+    postcode: str = Field(description="Postal or zip code on the account (an identity fact).")
+    date_of_birth: dt.date = Field(description="Holder's date of birth, YYYY-MM-DD (an identity fact).")
+    email: str = Field(description="E-mail address on the account (an identity fact).")
+    phone: str = Field(description="Phone number on the account, E.164 (an identity fact).")
+    card_last_four: str | None = Field(
+        default=None,
+        pattern=r"^[0-9]{4}$",
+        description="Last four digits of the card on file, if the account has one (an identity fact).",
+    )
+    address: str | None = Field(
+        default=None, description="Postal address on the account, if held (an identity fact)."
+    )
 
 
 class PriorContact(Frozen):
-    date: dt.date
-    channel: Literal["phone", "chat", "email", "store"]
-    topic: str
-    resolution: Literal["resolved", "unresolved", "escalated"]
+    date: dt.date = Field(description="When the earlier contact happened, YYYY-MM-DD.")
+    channel: Literal["phone", "chat", "email", "store"] = Field(
+        description="How the caller got in touch: phone, chat, email or store."
+    )
+    topic: str = Field(description="What it was about.")
+    resolution: Literal["resolved", "unresolved", "escalated"] = Field(
+        description="How it ended: resolved, unresolved or escalated."
+    )
 
 
 class Charge(Frozen):
-    amount: Decimal = Field(gt=0)
-    currency: str = Field(min_length=3, max_length=3)
-    date: dt.date
-    description: str
-    kind: Literal["duplicate", "overcharge", "wrong_plan", "service_credit"]
+    amount: Decimal = Field(gt=0, description="Amount of the charge in question, a decimal string.")
+    currency: str = Field(min_length=3, max_length=3, description="ISO 4217 currency code of the charge.")
+    date: dt.date = Field(description="Date the charge was made, YYYY-MM-DD.")
+    description: str = Field(description="Statement line of the charge.")
+    kind: Literal["duplicate", "overcharge", "wrong_plan", "service_credit"] = Field(
+        description="What is wrong with it: duplicate, overcharge, wrong_plan or service_credit."
+    )
 
 
 class Policy(Frozen):
-    id: str
-    title: str
-    text: str = Field(min_length=20)
+    id: str = Field(description="Policy id the agent can cite (policy_lookup returns it).")
+    title: str = Field(description="Short policy title.")
+    text: str = Field(
+        min_length=20,
+        description="The policy text the agent must follow; what is acceptable follows from it and the facts.",
+    )
 
 
 class Facts(Frozen):
     """What is true for the agent whatever the caller sounds like; identical across a pair."""
 
-    as_of: dt.date
-    account: Account
-    prior_contacts: tuple[PriorContact, ...]
-    charge: Charge | None = None
-    service: dict[str, str] = Field(default_factory=dict)
-    policy: Policy
-    eligibility: dict[str, bool] = Field(min_length=1)
-    tool_permissions: dict[str, bool] = Field(min_length=1)
+    as_of: dt.date = Field(description="The date the call takes place, YYYY-MM-DD.")
+    account: Account = Field(description="The caller's account record.")
+    prior_contacts: tuple[PriorContact, ...] = Field(
+        description="Earlier contacts on the account, oldest first."
+    )
+    charge: Charge | None = Field(default=None, description="The charge the call is about, if any.")
+    service: dict[str, str] = Field(
+        default_factory=dict,
+        description="Other service facts as text (outage ids, previous plan, ...), read by crm_lookup.",
+    )
+    policy: Policy = Field(description="The policy that governs this case.")
+    eligibility: dict[str, bool] = Field(
+        min_length=1,
+        description="What the caller is entitled to under the policy (name -> true/false); tools check it.",
+    )
+    tool_permissions: dict[str, bool] = Field(
+        min_length=1,
+        description="Which tools the agent may call (name -> true/false); must name verify_identity, policy_lookup and escalate_to_human.",
+    )
     tools: tuple[ToolSpec, ...] = Field(
         default=(),
         description="Tools of this service beyond the built-in ones; permitted unless tool_permissions says false.",
@@ -156,33 +188,58 @@ class Challenge(Frozen):
     """A fact the agent may ask for and the caller's spoken answer. The reader knows how agents ask
     for the shared facts (`scenarios.CALLER_FACTS`); `cues` add phrases, and name a fact outside them."""
 
-    fact: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
-    cues: tuple[str, ...] = ()
-    answer: str = Field(min_length=1)
+    fact: str = Field(
+        pattern=r"^[a-z][a-z0-9_]*$",
+        description="The fact asked for (one of the shared caller facts, or a new name given cues).",
+    )
+    cues: tuple[str, ...] = Field(
+        default=(), description="Extra phrases by which an agent asks for this fact."
+    )
+    answer: str = Field(min_length=1, description="The caller's spoken answer, numbers spelt as words.")
 
 
 class Anchor(Frozen):
     """One scripted caller turn, identical across conditions; `{slot}` placeholders carry facts."""
 
-    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
-    intent: AnchorIntent
-    text: str = Field(min_length=1)
-    rephrase: str | None = None
+    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$", description="Anchor id, unique in the script.")
+    intent: AnchorIntent = Field(
+        description="What the turn does: greeting, state_issue, request_resolution, provide_detail, request_human, confirm, decline or close."
+    )
+    text: str = Field(
+        min_length=1,
+        description="The words, identical for every voice; {slot} placeholders are filled from slots.",
+    )
+    rephrase: str | None = Field(
+        default=None, description="Words used when the agent asks the caller to repeat."
+    )
 
 
 class Escalation(Frozen):
     """When the caller asks for a human: at a scripted anchor, after repeated repairs, or when stalled."""
 
-    after_repairs: int = Field(default=3, ge=1)
-    after_stalled_turns: int = Field(default=3, ge=1)
+    after_repairs: int = Field(
+        default=3, ge=1, description="The caller asks for a human after this many repair requests in a row."
+    )
+    after_stalled_turns: int = Field(
+        default=3, ge=1, description="The caller asks for a human after this many turns without progress."
+    )
 
 
 class CallerScript(Frozen):
-    slots: dict[str, str] = Field(default_factory=dict)
-    anchors: tuple[Anchor, ...] = Field(min_length=2)
-    challenges: tuple[Challenge, ...] = Field(min_length=1)
-    escalation: Escalation = Escalation()
-    max_turns: int = Field(default=16, ge=2, le=200)
+    slots: dict[str, str] = Field(
+        default_factory=dict, description="Values for the anchors' {slot} placeholders, spoken as words."
+    )
+    anchors: tuple[Anchor, ...] = Field(
+        min_length=2, description="The caller's scripted turns in order; the last has intent close."
+    )
+    challenges: tuple[Challenge, ...] = Field(
+        min_length=1,
+        description="The caller's answer to every fact an agent may ask for; every fact the facts hold needs one.",
+    )
+    escalation: Escalation = Field(default=Escalation(), description="When the caller asks for a human.")
+    max_turns: int = Field(
+        default=16, ge=2, le=200, description="The caller ends the call after this many turns."
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> CallerScript:
@@ -210,24 +267,42 @@ class CallerScript(Frozen):
 
 
 class AcceptableOutcome(Frozen):
-    outcome: str = Field(pattern=NAME, description="A built-in outcome or one declared under the scenario's outcomes.")
-    requires: tuple[str, ...] = ()
-    note: str = ""
+    outcome: str = Field(
+        pattern=NAME, description="A built-in outcome or one declared under the scenario's outcomes."
+    )
+    requires: tuple[str, ...] = Field(
+        default=(), description="Flags the call must also carry (e.g. an escalation's intent flag)."
+    )
+    note: str = Field(default="", description="Why this outcome is acceptable.")
 
 
 class Scenario(Frozen):
-    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
-    version: int = Field(ge=1)
-    title: str
-    domain: Literal["billing", "outage", "plan", "account"]
-    description: str = ""
-    facts: Facts
-    caller: CallerScript
+    id: str = Field(
+        pattern=r"^[a-z][a-z0-9_]*$",
+        description="Scenario id, lower case with underscores; campaigns name it.",
+    )
+    version: int = Field(
+        ge=1, description="Bump on any change of facts; the lock refuses an edit that keeps the version."
+    )
+    title: str = Field(description="One-line title.")
+    domain: Literal["billing", "outage", "plan", "account"] = Field(
+        description="Service domain: billing, outage, plan or account (selects the built-in outcome rules)."
+    )
+    description: str = Field(default="", description="What the case is, for people reading results.")
+    facts: Facts = Field(
+        description="What is true for the agent whatever the caller sounds like; identical across a pair and hashed."
+    )
+    caller: CallerScript = Field(description="The synthetic caller's script.")
     outcomes: tuple[OutcomeSpec, ...] = Field(
         default=(), description="Outcomes beyond the built-in ones, each with how it is recognised."
     )
-    acceptable_outcomes: tuple[AcceptableOutcome, ...] = Field(min_length=1)
-    anomalous_note: str = "any outcome not listed as acceptable is anomalous under the locked facts"
+    acceptable_outcomes: tuple[AcceptableOutcome, ...] = Field(
+        min_length=1, description="Outcomes that count as correct service under the facts."
+    )
+    anomalous_note: str = Field(
+        default="any outcome not listed as acceptable is anomalous under the locked facts",
+        description="What an outcome outside the acceptable list means.",
+    )
 
     @cached_property
     def sha256(self) -> str:
