@@ -19,31 +19,74 @@ Architecture = Literal["nat", "casc", "hyb"]
 class AgentSpec(Frozen):
     """Which agent to call and how: a registered adapter name (entry point), or `module:attr`."""
 
-    name: str = Field(pattern=r"^[a-z][a-z0-9_-]*$")
-    adapter: str = Field(min_length=1)
-    url: str | None = None
-    architecture: Architecture | None = None
-    options: dict[str, Any] = Field(default_factory=dict)
+    name: str = Field(
+        pattern=r"^[a-z][a-z0-9_-]*$",
+        description='Agent name in results (lower case, digits, - and _).',
+    )
+    adapter: str = Field(
+        min_length=1,
+        description='A registered adapter (hybrid, http, ws, twilio, realtime, ...) or package.module:attr of a factory taking this spec.',
+    )
+    url: str | None = Field(
+        default=None,
+        description='Where a protocol adapter reaches the agent (http://, ws://).',
+    )
+    architecture: Architecture | None = Field(
+        default=None,
+        description='nat (speech to speech), casc (ASR, text model, TTS) or hyb; recorded per call, taken from the adapter when unset.',
+    )
+    options: dict[str, Any] = Field(
+        default_factory=dict,
+        description='Adapter options (e.g. tool_trace / transcripts: true for an agent that cannot declare what it exposes).',
+    )
 
 
 class BackendSpec(Frozen):
-    name: str = Field(min_length=1)
-    options: dict[str, Any] = Field(default_factory=dict)
+    name: str = Field(
+        min_length=1,
+        description='Registered backend name (espeak, neural, recorded, faster-whisper, ...) or package.module:attr.',
+    )
+    options: dict[str, Any] = Field(default_factory=dict, description='Backend options.')
 
 
 class ChannelSpec(Frozen):
-    telephone: bool = True
-    snr_db: float | None = Field(default=None, ge=-10, le=80)
-    packet_loss: float = Field(default=0.0, ge=0.0, le=0.5)
+    telephone: bool = Field(
+        default=True,
+        description='Band-limit and resample caller audio as a telephone line does (8 kHz).',
+    )
+    snr_db: float | None = Field(
+        default=None,
+        ge=-10,
+        le=80,
+        description='Add noise at this signal-to-noise ratio in dB; unset: none.',
+    )
+    packet_loss: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=0.5,
+        description='Fraction of 20 ms caller frames dropped, as on a lossy network.',
+    )
 
 
 class Timeouts(Frozen):
     """The harness's last-resort guards against a stuck harness; they must exceed the caller's
     patience, which is what ends a call with a silent agent (as `agent_unresponsive`)."""
 
-    connect_s: float = Field(default=10.0, gt=0)
-    turn_s: float = Field(default=120.0, gt=0)
-    call_s: float = Field(default=600.0, gt=0)
+    connect_s: float = Field(
+        default=10.0,
+        gt=0,
+        description='Seconds to open a session with the agent before the call fails as connect_failed.',
+    )
+    turn_s: float = Field(
+        default=120.0,
+        gt=0,
+        description="Seconds an agent turn may take before the harness gives up (must exceed the caller's patience).",
+    )
+    call_s: float = Field(
+        default=600.0,
+        gt=0,
+        description="Seconds a whole call may take (must exceed the caller's patience).",
+    )
 
 
 class Interruptions(Frozen):
@@ -56,10 +99,26 @@ class Interruptions(Frozen):
     agent's turns are the same.
     """
 
-    at_ms: int | None = Field(default=None, ge=0, le=60_000)
-    at_fraction: float | None = Field(default=None, gt=0, lt=1)
-    reason: Literal["impatience", "correction"] = "impatience"
-    turns: tuple[int, ...] = ()
+    at_ms: int | None = Field(
+        default=None,
+        ge=0,
+        le=60_000,
+        description="Barge in this many ms into the agent's turn.",
+    )
+    at_fraction: float | None = Field(
+        default=None,
+        gt=0,
+        lt=1,
+        description='Barge in at this fraction of the audio the agent has sent for the turn.',
+    )
+    reason: Literal["impatience", "correction"] = Field(
+        default="impatience",
+        description="The caller's interruption line: impatience or correction.",
+    )
+    turns: tuple[int, ...] = Field(
+        default=(),
+        description='Agent turns to interrupt (0 is the greeting); empty: every turn after the greeting.',
+    )
 
     @model_validator(mode="after")
     def _one_point(self) -> Interruptions:
@@ -87,9 +146,24 @@ class Patience(Frozen):
     defaults are a patient real caller's.
     """
 
-    prompt_after_s: float = Field(default=8.0, gt=0, le=600)
-    prompts_before_human: int = Field(default=2, ge=0, le=20)
-    hang_up_after_s: float = Field(default=45.0, gt=0, le=3600)
+    prompt_after_s: float = Field(
+        default=8.0,
+        gt=0,
+        le=600,
+        description="Seconds of agent silence before the caller asks 'Hello? Are you still there?'.",
+    )
+    prompts_before_human: int = Field(
+        default=2,
+        ge=0,
+        le=20,
+        description='Unanswered prompts before the caller asks for a human.',
+    )
+    hang_up_after_s: float = Field(
+        default=45.0,
+        gt=0,
+        le=3600,
+        description='Seconds of agent silence in all before the caller hangs up (agent_unresponsive).',
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> Patience:
@@ -106,8 +180,11 @@ class CellVoicing(Frozen):
     cells, say): every caller condition whose levels include all of `when`; the first entry that
     matches wins."""
 
-    when: dict[str, str] = Field(min_length=1)
-    tts: BackendSpec
+    when: dict[str, str] = Field(
+        min_length=1,
+        description='Persona levels a condition must have (axis -> level) to be voiced by this backend.',
+    )
+    tts: BackendSpec = Field(description='The TTS backend for those cells.')
 
     @field_validator("when")
     @classmethod
@@ -128,13 +205,24 @@ class PairSpec(Frozen):
     confounds the contrast with the engines; refused unless declared here.
     """
 
-    name: str | None = None
-    contrast: tuple[Axis, ...]
-    base: dict[str, str] = Field(default_factory=dict)
-    a: dict[str, str] = Field(default_factory=dict)
-    b: dict[str, str] = Field(default_factory=dict)
-    scenarios: tuple[str, ...] | None = None
-    mixed_backends: bool = False
+    name: str | None = Field(default=None, description='Name of the contrast in reports.')
+    contrast: tuple[Axis, ...] = Field(
+        description='The persona axes on which a and b differ; every other axis is shared.',
+    )
+    base: dict[str, str] = Field(
+        default_factory=dict,
+        description='Levels shared by both calls (axis -> level).',
+    )
+    a: dict[str, str] = Field(default_factory=dict, description='Levels of condition a on the contrast axes.')
+    b: dict[str, str] = Field(default_factory=dict, description='Levels of condition b on the contrast axes.')
+    scenarios: tuple[str, ...] | None = Field(
+        default=None,
+        description='Scenarios this pair runs on; unset: every campaign scenario.',
+    )
+    mixed_backends: bool = Field(
+        default=False,
+        description='Accept a and b voiced by different TTS backends (confounds the contrast with the engines).',
+    )
 
     @field_validator("contrast")
     @classmethod
@@ -150,17 +238,44 @@ class ModelReaderSpec(Frozen):
     The key is never in the campaign: `api_key_env` names the environment variable that holds it.
     """
 
-    backend: Literal["openai", "local"] = "openai"
-    model: str = Field(min_length=1)
-    base_url: str | None = None
-    api_key_env: str | None = Field(default=None, pattern=r"^[A-Z_][A-Z0-9_]{2,}$")
-    model_path: str | None = None
-    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
-    structured: Literal["json_schema", "json_object", "none"] = "json_schema"
-    seed: int = 0
-    max_tokens: int = Field(default=96, ge=8, le=1024)
-    timeout_s: float = Field(default=30.0, gt=0)
-    threads: int | None = Field(default=None, ge=1, le=64)
+    backend: Literal["openai", "local"] = Field(
+        default="openai",
+        description='openai (an OpenAI-compatible endpoint) or local (a packaged model in process).',
+    )
+    model: str = Field(min_length=1, description="Model name at the endpoint, or the packaged model's name.")
+    base_url: str | None = Field(
+        default=None,
+        description='Endpoint base URL for the openai backend, e.g. http://127.0.0.1:8080/v1.',
+    )
+    api_key_env: str | None = Field(
+        default=None,
+        pattern=r"^[A-Z_][A-Z0-9_]{2,}$",
+        description="Environment variable holding the endpoint's key (the key itself is never in the campaign).",
+    )
+    model_path: str | None = Field(default=None, description='Path of a local model file (needs sha256).')
+    sha256: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{64}$",
+        description='sha256 of model_path, checked when the model loads.',
+    )
+    structured: Literal["json_schema", "json_object", "none"] = Field(
+        default="json_schema",
+        description='How answers are constrained: json_schema, json_object or none.',
+    )
+    seed: int = Field(default=0, description='Sampling seed sent with every request.')
+    max_tokens: int = Field(
+        default=96,
+        ge=8,
+        le=1024,
+        description="Upper bound on the answer's length in tokens.",
+    )
+    timeout_s: float = Field(default=30.0, gt=0, description='Seconds per request.')
+    threads: int | None = Field(
+        default=None,
+        ge=1,
+        le=64,
+        description="CPU threads of a local model; unset: the backend's default.",
+    )
 
     @model_validator(mode="after")
     def _where(self) -> ModelReaderSpec:
@@ -179,9 +294,18 @@ class ReaderSpec(Frozen):
     error rate on agent voices is reported.
     """
 
-    model: ModelReaderSpec | None = None
-    acting: Literal["rules", "model"] = "rules"
-    measure_asr: bool = False
+    model: ModelReaderSpec | None = Field(
+        default=None,
+        description='A model-based reader of agent turns, run beside the rule reader.',
+    )
+    acting: Literal["rules", "model"] = Field(
+        default="rules",
+        description="Which reader's reading the caller acts on: rules or model.",
+    )
+    measure_asr: bool = Field(
+        default=False,
+        description="Also run the caller's ASR on turns whose words the agent gives, to measure its error rate.",
+    )
 
     @model_validator(mode="after")
     def _acting(self) -> ReaderSpec:
@@ -191,27 +315,70 @@ class ReaderSpec(Frozen):
 
 
 class Campaign(Frozen):
-    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-    description: str = ""
-    seed: int = 0
-    batch: str = Field(default="b1", pattern=r"^[A-Za-z0-9_.-]+$")
-    scenario_dir: str | None = None
-    catalogue: str | None = None
-    scenarios: tuple[str, ...] = Field(min_length=1)
-    agents: tuple[AgentSpec, ...] = Field(min_length=1)
-    pairs: tuple[PairSpec, ...] = Field(min_length=1)
-    voices: int = Field(default=3, ge=1)
-    replicates: int = Field(default=1, ge=1)
-    concurrency: int = Field(default=4, ge=1, le=4096)
-    pacing: Pacing = "accelerated"
-    tts: BackendSpec = BackendSpec(name="espeak")
-    cell_tts: tuple[CellVoicing, ...] = ()
-    asr: BackendSpec = BackendSpec(name="faster-whisper")
-    channel: ChannelSpec = ChannelSpec()
-    timeouts: Timeouts = Timeouts()
-    patience: Patience = Patience()
-    interruptions: Interruptions | None = None
-    retries: int = Field(default=0, ge=0, le=5)
+    name: str = Field(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
+        description='Campaign name (letters, digits, _ . -).',
+    )
+    description: str = Field(default="", description='What the campaign is for.')
+    seed: int = Field(
+        default=0,
+        description='Seed of every random draw (voices, pair order, noise); the same seed plans the same calls.',
+    )
+    batch: str = Field(
+        default="b1",
+        pattern=r"^[A-Za-z0-9_.-]+$",
+        description='Batch label recorded on every call, for pooling runs.',
+    )
+    scenario_dir: str | None = Field(
+        default=None,
+        description='Folder of locked scenarios; unset: the bundled library.',
+    )
+    catalogue: str | None = Field(
+        default=None,
+        description='Persona catalogue file; unset: the bundled catalogue.',
+    )
+    scenarios: tuple[str, ...] = Field(min_length=1, description='Scenario ids to run (each must be locked).')
+    agents: tuple[AgentSpec, ...] = Field(
+        min_length=1,
+        description='Agents to call; every pair runs against every agent.',
+    )
+    pairs: tuple[PairSpec, ...] = Field(min_length=1, description='The matched-pair contrasts.')
+    voices: int = Field(
+        default=3,
+        ge=1,
+        description='Voices per cell (different speakers of the same condition).',
+    )
+    replicates: int = Field(default=1, ge=1, description='Times each pair is called again with a new seed.')
+    concurrency: int = Field(default=4, ge=1, le=4096, description='Calls in flight at once.')
+    pacing: Pacing = Field(
+        default="accelerated",
+        description='accelerated (turn-based agents on a virtual clock) or realtime (audio in real time; streaming agents).',
+    )
+    tts: BackendSpec = Field(default=BackendSpec(name="espeak"), description="The caller's TTS backend.")
+    cell_tts: tuple[CellVoicing, ...] = Field(
+        default=(),
+        description='Other TTS backends for some cells; the first matching entry wins.',
+    )
+    asr: BackendSpec = Field(
+        default=BackendSpec(name="faster-whisper"),
+        description="The caller's ASR backend (its ears on agent audio when the agent gives no words).",
+    )
+    channel: ChannelSpec = Field(default=ChannelSpec(), description='The line between caller and agent.')
+    timeouts: Timeouts = Field(default=Timeouts(), description='Last-resort guards against a stuck harness.')
+    patience: Patience = Field(
+        default=Patience(),
+        description="How long the caller bears an agent's silence.",
+    )
+    interruptions: Interruptions | None = Field(
+        default=None,
+        description='Caller barge-ins on agent turns (realtime pacing, streaming agents only).',
+    )
+    retries: int = Field(
+        default=0,
+        ge=0,
+        le=5,
+        description='Times a call that failed on the harness side is placed again.',
+    )
     facts_disclosure: FactsDisclosure = Field(
         default="full",
         description=(
@@ -223,7 +390,10 @@ class Campaign(Frozen):
             "calls of a pair."
         ),
     )
-    reader: ReaderSpec = ReaderSpec()
+    reader: ReaderSpec = Field(
+        default=ReaderSpec(),
+        description='Which reader of agent turns the caller acts on.',
+    )
 
     @model_validator(mode="after")
     def _interruptions_in_real_time(self) -> Campaign:

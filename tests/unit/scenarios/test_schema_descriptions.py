@@ -1,4 +1,4 @@
-"""Every property of the emitted scenario JSON Schema says what it is (`voice-audit schema`)."""
+"""Every property of the emitted scenario and campaign JSON Schemas says what it is (`voice-audit schema`)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,10 @@ def undocumented(doc: dict[str, Any]) -> list[str]:
     ]
 
 
-def test_every_scenario_field_has_a_description() -> None:
-    assert undocumented(schema_documents()["scenario"]) == []
+def test_every_scenario_and_campaign_field_has_a_description() -> None:
+    docs = schema_documents()
+    assert undocumented(docs["scenario"]) == []
+    assert undocumented(docs["campaign"]) == []
 
 
 def test_the_walk_finds_an_undocumented_property() -> None:
