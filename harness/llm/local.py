@@ -1,8 +1,10 @@
 """The offline backend: a GGUF model from a registry package, run in-process by llama-cpp-python.
 
 The same chat vocabulary as the HTTP client. Calls are serialised on one model (llama.cpp contexts
-are not thread-safe), run off the event loop, and start from an empty KV cache, so an answer
-depends only on its request: identical across processes and across call orders.
+are not thread-safe) and run off the event loop. Every request starts from the same state: the
+saved KV state of its prefix (every message but the last, e.g. a reader's instructions), computed
+once the first time that prefix is seen, or an empty cache. So an answer depends only on its
+request, identical across processes and call orders, and a long shared prompt is evaluated once.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import json
 import os
 import threading
 import time
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +22,7 @@ from harness.llm.openai import parse_response, request_body
 from harness.llm.types import ChatRequest, ChatResponse, LLMError
 from harness.llm.weights import PackagedModel, resolve_weights
 
+PREFIX_STATES = 8
 INSTALL_HINT = "pip install 'voice-audit[llm]' (llama-cpp-python, built portable: see the README)"
 
 
@@ -50,6 +54,7 @@ class LocalChatClient:
         self.n_threads = n_threads or max(1, min(4, os.cpu_count() or 1))
         self._llm: Any = None
         self._lock = threading.Lock()
+        self._prefixes: OrderedDict[str, Any] = OrderedDict()
 
     def __repr__(self) -> str:
         return f"LocalChatClient({self.name!r}, sha256={self.sha256[:12]}...)"
@@ -83,15 +88,48 @@ class LocalChatClient:
             kw["grammar"] = LlamaGrammar.from_string(grammar, verbose=False)
         return kw
 
+    def _prefix_state(self, llm: Any, messages: list[dict[str, Any]]) -> Any | None:
+        """The saved state after the chat template's rendering of all messages but the last."""
+        template = llm.metadata.get("tokenizer.chat_template")
+        if template is None or len(messages) < 2:
+            return None
+        key = json.dumps(messages[:-1], sort_keys=True)
+        if key in self._prefixes:
+            self._prefixes.move_to_end(key)
+            return self._prefixes[key]
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        def text(token: int) -> str:
+            return llm.detokenize([token], special=True).decode("utf-8", "replace") if token >= 0 else ""
+
+        fmt = Jinja2ChatFormatter(
+            template=template, eos_token=text(llm.token_eos()), bos_token=text(llm.token_bos()),
+            add_generation_prompt=False,
+        )  # fmt: skip
+        rendered = fmt(messages=messages[:-1])  # type: ignore[arg-type]
+        tokens = llm.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True)
+        llm.reset()
+        llm.eval(tokens)
+        state = llm.save_state()
+        self._prefixes[key] = state
+        while len(self._prefixes) > PREFIX_STATES:
+            self._prefixes.popitem(last=False)
+        return state
+
     def chat_sync(self, req: ChatRequest) -> ChatResponse:
         """One completion; blocking (the async `chat` runs it in a worker thread)."""
         with self._lock:
             llm = self._model(req.seed)
             start = time.perf_counter()
             try:
-                llm.reset()
+                kw = self._kwargs(req)
+                state = self._prefix_state(llm, kw["messages"])
+                if state is None:
+                    llm.reset()
+                else:
+                    llm.load_state(state)
                 llm.set_seed(req.seed)
-                out = llm.create_chat_completion(**self._kwargs(req))
+                out = llm.create_chat_completion(**kw)
             except (ValueError, RuntimeError) as exc:
                 raise LLMError("llm_model_error", f"{self.name}: {type(exc).__name__}: {exc}") from None
             elapsed = (time.perf_counter() - start) * 1000.0
@@ -107,6 +145,7 @@ class LocalChatClient:
         """Free the model's memory; the next request loads it again."""
         with self._lock:
             llm, self._llm = self._llm, None
+            self._prefixes.clear()
         if llm is not None:
             llm.close()
 
