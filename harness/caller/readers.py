@@ -17,9 +17,9 @@ from typing import Any
 from harness.caller.classify import RuleReader
 from harness.caller.model_reader import ModelReader, ReaderError
 from harness.caller.reading import Reader, Reading
-from harness.llm import LocalChatClient, OpenAIChatClient, packaged_model
+from harness.llm import LLMError, LocalChatClient, OpenAIChatClient, packaged_model
 from harness.model.campaign import ModelReaderSpec, ReaderSpec
-from scenarios import Scenario
+from scenarios import ConfigError, Scenario
 
 AnyReader = Reader | ModelReader
 
@@ -125,7 +125,10 @@ class ReaderSet:
     def __init__(self, spec: ReaderSpec) -> None:
         self.spec = spec
         self.rules = RuleReader()
-        self.model = model_reader(spec.model) if spec.model is not None else None
+        try:
+            self.model = model_reader(spec.model) if spec.model is not None else None
+        except LLMError as exc:
+            raise ConfigError(f"campaign reader.model: {exc}", fix="see the reader section of the campaign") from None
 
     def for_call(self, scenario: Scenario) -> Readers:
         if self.model is None:

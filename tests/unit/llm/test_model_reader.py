@@ -18,7 +18,7 @@ from harness.caller.model_reader import (
 from harness.caller.readers import Readers, ReaderSet
 from harness.llm import ChatRequest, ChatResponse, LLMError
 from harness.model.campaign import ModelReaderSpec, ReaderSpec
-from scenarios import BUNDLED_LIBRARY, Scenario, ScenarioLibrary
+from scenarios import BUNDLED_LIBRARY, ConfigError, Scenario, ScenarioLibrary
 
 
 @pytest.fixture(scope="module")
@@ -146,3 +146,12 @@ def test_few_shot_examples_use_the_vocabularies(scenario: Scenario) -> None:
     req = ModelReader(Backend({})).request("Anything else?", scenario)
     assert len(req.messages) == 2 + 2 * len(EXAMPLES)
     assert [m.role for m in req.messages[:3]] == ["system", "user", "assistant"]
+
+
+def test_a_reader_that_cannot_start_is_one_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("VOICE_AUDIT_NO_SUCH_KEY", raising=False)
+    spec = ReaderSpec(model=ModelReaderSpec(model="m", base_url="http://127.0.0.1:1/v1", api_key_env="VOICE_AUDIT_NO_SUCH_KEY"))
+    with pytest.raises(ConfigError, match=r"campaign reader\.model: environment variable VOICE_AUDIT_NO_SUCH_KEY"):
+        ReaderSet(spec)
+    with pytest.raises(ConfigError, match="unknown packaged model"):
+        ReaderSet(ReaderSpec(model=ModelReaderSpec(backend="local", model="nope")))
