@@ -1,10 +1,45 @@
 """The runtime: campaign planning, callers, clocks, transports, artifact logs and the CLI.
 
-Importing `harness` stays light: the data model lives in `harness.model`, run folders in
-`harness.rundir`; audio backends (`harness.audio`) and the call runtime load on use.
+Importing `harness` loads nothing else: the names below come from their modules on first use
+(PEP 562), so `analysis` can import `harness.model` or `harness.rundir` without loading planning,
+the registry or any audio engine.
 """
 
-from harness.planning import LoadedCampaign, Plan, PlannedEpisode, load_campaign
-from harness.rundir import RunFolderError, RunReader, RunWriter
+from __future__ import annotations
 
-__all__ = ["LoadedCampaign", "Plan", "PlannedEpisode", "RunFolderError", "RunReader", "RunWriter", "load_campaign"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.planning import LoadedCampaign, Plan, PlannedEpisode, load_campaign
+    from harness.rundir import RunFolderError, RunReader, RunWriter
+
+_LAZY: dict[str, str] = {
+    "LoadedCampaign": "harness.planning",
+    "Plan": "harness.planning",
+    "PlannedEpisode": "harness.planning",
+    "load_campaign": "harness.planning",
+    "RunFolderError": "harness.rundir",
+    "RunReader": "harness.rundir",
+    "RunWriter": "harness.rundir",
+}
+
+__all__ = [
+    "LoadedCampaign",
+    "Plan",
+    "PlannedEpisode",
+    "RunFolderError",
+    "RunReader",
+    "RunWriter",
+    "load_campaign",
+]
+
+
+def __getattr__(name: str) -> Any:
+    try:
+        module = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
