@@ -28,6 +28,11 @@ native; the rows are the agent options of each change, all other options at thei
 same stack said cascaded ~50%, hybrid ~42%, native 42% acceptable. The name "Jordan Avery Lee"
 came back as "Norah Gohay, Merely" or "Jordan Aimee, where we leave", the zip code as "high in 41,
 0,000", the e-mail as "Lord of God, free and mental.com".
+A second sample of the final code (this script with its defaults, campaign `bench-baseline`, so
+other seeds than the runs above: 54 calls, wall 590 s, 330 episodes per hour, agent ASR 91% of
+the busy time, harness ASR 8%, caller TTS 1%): refund 6 6 6, outage 6 6 6, plan 5 5 6 (one plan
+call escalated for cascaded and hybrid: 83%, under the 90% target in that cell; 52 of 54 overall).
+
 With its own dialogue the native agent's calls differ from the cascaded agent's in all 18 cells'
 calls (turns, duration); before, every call had the same number of turns as the cascaded one.
 
@@ -67,7 +72,7 @@ from harness.runtime import CampaignRunner
 BASELINE = """\
 name: bench-baseline
 seed: 4242
-scenarios: [refund_duplicate_charge, outage_support, plan_correction]
+scenarios: [{scenarios}]
 agents:
 {agents}
 pairs:
@@ -150,10 +155,13 @@ def _policy_value(text: str) -> Any:
     return yaml.safe_load(text)
 
 
-def baseline_yaml(agents: list[str], policy: dict[str, Any], concurrency: int) -> str:
+SCENARIOS = "refund_duplicate_charge,outage_support,plan_correction"
+
+
+def baseline_yaml(agents: list[str], policy: dict[str, Any], concurrency: int, scenarios: str = SCENARIOS) -> str:
     options = json.dumps({"policy": policy}) if policy else "{}"
     lines = "\n".join(f"  - {{name: {a}, adapter: {a}, options: {options}}}" for a in agents)
-    return BASELINE.format(agents=lines, concurrency=concurrency)
+    return BASELINE.format(agents=lines, concurrency=concurrency, scenarios=", ".join(scenarios.split(",")))
 
 
 def baseline_table(reader: RunReader) -> list[str]:
@@ -179,6 +187,8 @@ def baseline_table(reader: RunReader) -> list[str]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--agents", default="cascaded,hybrid,native")
+    ap.add_argument("--scenarios", default=SCENARIOS)
+    ap.add_argument("--keep", type=Path, default=None, help="write the run folder here (kept) instead of a temporary one")
     ap.add_argument("--policy", nargs="*", default=[], metavar="KEY=VALUE", help="policy option for every agent")
     ap.add_argument("--throughput", action="store_true", help="the throughput campaign instead of the baseline")
     ap.add_argument("--replicates", type=int, default=1)
@@ -197,15 +207,16 @@ def main() -> None:
         if args.throughput:
             cfile.write_text(CAMPAIGN.format(replicates=args.replicates, concurrency=args.concurrency))
         else:
-            cfile.write_text(baseline_yaml(args.agents.split(","), policy, args.concurrency))
+            cfile.write_text(baseline_yaml(args.agents.split(","), policy, args.concurrency, args.scenarios))
         loaded = load_campaign(cfile)
         cpu0 = resource.getrusage(resource.RUSAGE_SELF)
         t0 = time.perf_counter()
-        summary = asyncio.run(CampaignRunner(loaded, tmp / "run", cache_dir=tmp / "cache", progress=False).run())
+        run_dir = args.keep if args.keep is not None else tmp / "run"
+        summary = asyncio.run(CampaignRunner(loaded, run_dir, cache_dir=tmp / "cache", progress=False).run())
         wall = time.perf_counter() - t0
         cpu1 = resource.getrusage(resource.RUSAGE_SELF)
         compute_ms = 0.0
-        reader = RunReader(tmp / "run")
+        reader = RunReader(run_dir)
         table = [] if args.throughput else baseline_table(reader)
         turns = 0
         for rec in reader.records():
