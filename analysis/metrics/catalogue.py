@@ -40,6 +40,13 @@ _SPECS: list[MetricSpec] = [
     ),
     _m("outcome_source", "terminal_outcome", "label", None, "tool_trace | agent_words | none"),
     _m(
+        "outcome_unbacked",
+        "terminal_outcome",
+        "binary",
+        True,
+        "a remedy outcome recognised from the agent's words alone, no successful tool behind it",
+    ),
+    _m(
         "outcome_acceptable",
         "terminal_outcome",
         "binary",

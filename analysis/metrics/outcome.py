@@ -17,6 +17,7 @@ from harness.model.events import NON_SERVICE_FLAGS
 from scenarios import OUTCOMES, OutcomeRules, Scenario, outcome_rules
 
 _NON_SERVICE = frozenset(NON_SERVICE_FLAGS)
+_NOT_REMEDIES = frozenset({"escalated", "denied", "unresolved"})
 
 
 def _table(rules: object) -> OutcomeRules:
@@ -24,8 +25,10 @@ def _table(rules: object) -> OutcomeRules:
 
 
 def judge(table: EventTable, rules: pd.Series) -> pd.DataFrame:
-    """Columns outcome_terminal, outcome_flags, outcome_source. `rules` is indexed by episode id and
-    holds each episode's `Scenario.outcome_rules` (a domain name stands for its built-in table)."""
+    """Columns outcome_terminal, outcome_flags, outcome_source and outcome_unbacked (a remedy
+    recognised from the agent's words alone, with no successful tool behind it). `rules` is indexed
+    by episode id and holds each episode's `Scenario.outcome_rules` (a domain name stands for its
+    built-in table)."""
     n = table.n_episodes
     tables = [_table(r) for r in rules.reindex(table.episodes).to_numpy(dtype=object)]
     results = table.of_type("tool_result")
@@ -102,11 +105,13 @@ def judge(table: EventTable, rules: pd.Series) -> pd.DataFrame:
         source[rest & ((last_dec == "confirmation") | (hung & has_dec))] = "agent_words"
     outcome[non_service] = "unresolved"
     source[non_service] = "non_service"
+    unbacked = (source == "agent_words") & ~np.isin(outcome, list(_NOT_REMEDIES))
     return pd.DataFrame(
         {
             "outcome_terminal": outcome,
             "outcome_flags": [",".join(sorted(s)) for s in flag_sets],
             "outcome_source": source,
+            "outcome_unbacked": unbacked.astype(float),
         },
         index=table.episodes,
     )
