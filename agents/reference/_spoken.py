@@ -21,8 +21,10 @@ TEENS = {
     "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19,
 }  # fmt: skip
 TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
-HOMOPHONES = {"for": "four", "to": "two", "too": "two", "won": "one", "ate": "eight", "nein": "nine"}
-"""Recogniser confusions accepted only where a digit is expected (postcodes), never in free text."""
+HOMOPHONES = {"for": "four", "to": "two", "too": "two", "won": "one", "ate": "eight", "nein": "nine",
+              "free": "three", "tree": "three", "high": "nine"}  # fmt: skip
+"""Recogniser confusions accepted only where a digit is expected (postcodes), never in free text.
+"free"/"tree" and "high" are what Whisper tiny.en made of "three" and "nine" on the telephone band."""
 
 ORDINALS = {
     "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,

@@ -31,6 +31,7 @@ from agents.reference._spoken import (
         ("My lip, COVID 9 41, 0 7.", "94107"),
         ("double five one", "551"),
         ("It is six zero six one four.", "60614"),
+        ("Free, zero, free, zero. High, and...", "30309"),
     ],
 )
 def test_spoken_digits(text: str, digits: str) -> None:
