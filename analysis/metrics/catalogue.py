@@ -39,6 +39,7 @@ _SPECS: list[MetricSpec] = [
         "outcome flags (ticket_opened, escalation flags, ...)",
     ),
     _m("outcome_source", "terminal_outcome", "label", None, "tool_trace | agent_words | none"),
+    _m("outcome_rule", "terminal_outcome", "label", None, "the outcome rule that decided, in words"),
     _m(
         "outcome_unbacked",
         "terminal_outcome",

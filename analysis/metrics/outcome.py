@@ -14,6 +14,7 @@ import pandas as pd
 
 from analysis.metrics.table import EventTable
 from harness.model.events import NON_SERVICE_FLAGS
+from harness.model.outcome import NO_RULE
 from scenarios import OUTCOMES, OutcomeRules, Scenario, outcome_rules
 
 _NON_SERVICE = frozenset(NON_SERVICE_FLAGS)
@@ -25,7 +26,8 @@ def _table(rules: object) -> OutcomeRules:
 
 
 def judge(table: EventTable, rules: pd.Series) -> pd.DataFrame:
-    """Columns outcome_terminal, outcome_flags, outcome_source and outcome_unbacked (a remedy
+    """Columns outcome_terminal, outcome_flags, outcome_source, outcome_rule (the rule that decided,
+    in words) and outcome_unbacked (a remedy
     recognised from the agent's words alone, with no successful tool behind it). `rules` is indexed
     by episode id and holds each episode's `Scenario.outcome_rules` (a domain name stands for its
     built-in table)."""
@@ -60,10 +62,12 @@ def judge(table: EventTable, rules: pd.Series) -> pd.DataFrame:
             flag_sets[int(ep)].update(raw.split(","))
     non_service = np.zeros(n, dtype=bool)
     ns = table.of_type("non_service", columns=["ep", "reason"])
+    reasons: dict[int, set[str]] = {}
     for ep, reason in zip(ns["ep"].to_numpy(), ns["reason"].to_numpy(dtype=object), strict=True):
         non_service[int(ep)] = True
         if isinstance(reason, str) and reason:
             flag_sets[int(ep)].add(reason)
+            reasons.setdefault(int(ep), set()).add(reason)
 
     last_handoff = np.full(n, None, dtype=object)
     hand = table.of_type("handoff", columns=["ep", "status"]).groupby("ep")["status"].last()
@@ -82,6 +86,7 @@ def judge(table: EventTable, rules: pd.Series) -> pd.DataFrame:
 
     outcome = np.full(n, "unresolved", dtype=object)
     source = np.full(n, "none", dtype=object)
+    decided_by = np.full(n, NO_RULE, dtype=object)
     by_table: dict[OutcomeRules, list[int]] = {}
     for i, t in enumerate(tables):
         by_table.setdefault(t, []).append(i)
@@ -100,11 +105,14 @@ def judge(table: EventTable, rules: pd.Series) -> pd.DataFrame:
             take = mine & hit & ~decided
             outcome[take] = rule.outcome
             source[take] = rule.source
+            decided_by[take] = rule.describe()
             decided |= take
         rest = mine & ~decided
         source[rest & ((last_dec == "confirmation") | (hung & has_dec))] = "agent_words"
     outcome[non_service] = "unresolved"
     source[non_service] = "non_service"
+    for ep in np.flatnonzero(non_service):
+        decided_by[ep] = "not served: " + ",".join(sorted(reasons.get(int(ep), set())))
     unbacked = (source == "agent_words") & ~np.isin(outcome, list(_NOT_REMEDIES))
     return pd.DataFrame(
         {
@@ -112,6 +120,7 @@ def judge(table: EventTable, rules: pd.Series) -> pd.DataFrame:
             "outcome_flags": [",".join(sorted(s)) for s in flag_sets],
             "outcome_source": source,
             "outcome_unbacked": unbacked.astype(float),
+            "outcome_rule": decided_by,
         },
         index=table.episodes,
     )

@@ -24,6 +24,17 @@ def judge_outcome(
 ) -> tuple[str, tuple[str, ...], OutcomeSource]:
     """(terminal outcome, flags, source) of one call, by the scenario's rule table (`Scenario.outcome_rules`;
     a domain name stands for the built-in table of that domain)."""
+    outcome, flags, source, _rule = judge_outcome_rule(events, rules)
+    return outcome, flags, source
+
+
+NO_RULE = "no rule held"
+
+
+def judge_outcome_rule(
+    events: Iterable[Event], rules: OutcomeRules | str | None
+) -> tuple[str, tuple[str, ...], OutcomeSource, str]:
+    """`judge_outcome` and, in words, the rule that decided it (`Rule.describe()`)."""
     table = rules if isinstance(rules, OutcomeRules) else outcome_rules(rules)
     evs = list(events)
     args_by_call = {e.call_id: e.arguments for e in evs if isinstance(e, ToolCall)}
@@ -37,7 +48,7 @@ def judge_outcome(
     flags.update(f.flag for f in table.flags if f.tools <= names)
     non_service = {e.reason for e in evs if isinstance(e, NonService)}
     if non_service:
-        return "unresolved", tuple(sorted(flags | non_service)), "non_service"
+        return "unresolved", tuple(sorted(flags | non_service)), "non_service", "not served: " + ",".join(sorted(non_service))
     has_trace = any(isinstance(e, ToolResult) for e in evs)
     handoffs = [e for e in evs if isinstance(e, Handoff)]
     confirmed = bool(handoffs) and handoffs[-1].status == "confirmed"
@@ -49,9 +60,9 @@ def judge_outcome(
         else:
             hit = confirmed if rule.handoff else reading == rule.reading
         if hit:
-            return rule.outcome, tuple(sorted(flags)), rule.source
+            return rule.outcome, tuple(sorted(flags)), rule.source, rule.describe()
     if reading == "confirmation":  # a confirmation with no remedy of the domain to name
-        return "unresolved", tuple(sorted(flags)), "agent_words"
+        return "unresolved", tuple(sorted(flags)), "agent_words", NO_RULE
     if any(isinstance(e, HangUp) for e in evs):
-        return "unresolved", tuple(sorted(flags)), "agent_words" if decisions else "none"
-    return "unresolved", tuple(sorted(flags)), "none"
+        return "unresolved", tuple(sorted(flags)), "agent_words" if decisions else "none", NO_RULE
+    return "unresolved", tuple(sorted(flags)), "none", NO_RULE

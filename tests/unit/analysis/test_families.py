@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from _logs import SCENARIOS, Log, metrics, table
 
 from analysis.metrics.outcome import judge
-from harness.model.outcome import judge_outcome
+from harness.model.outcome import judge_outcome, judge_outcome_rule
 
 
 def greet() -> Log:
@@ -73,9 +73,15 @@ def test_vectorised_judge_matches_judge_outcome_on_a_scenario_defined_outcome(tm
     rules = [cancel if i % 2 else "billing" for i in range(len(logs))]
     got = judge(tab, pd.Series(rules, index=tab.episodes))
     for i, log in enumerate(logs):
-        o, flags, src = judge_outcome(log.events, rules[i])
+        o, flags, src, rule = judge_outcome_rule(log.events, rules[i])
         row = got.iloc[i]
-        assert (row["outcome_terminal"], row["outcome_flags"], row["outcome_source"]) == (o, ",".join(flags), src), i
+        assert (row["outcome_terminal"], row["outcome_flags"], row["outcome_source"], row["outcome_rule"]) == (
+            o,
+            ",".join(flags),
+            src,
+            rule,
+        ), i
+    assert got.iloc[13]["outcome_rule"] == "cancelled <- ok result of cancel_subscription"
     assert judge_outcome(logs[-4].events, cancel)[0] == "cancelled"
     assert judge_outcome(logs[-3].events, cancel)[:3:2] == ("cancelled", "agent_words")
     assert judge_outcome(logs[-1].events, "billing")[0] == "ticket_opened"
