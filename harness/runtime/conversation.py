@@ -15,8 +15,10 @@ import numpy as np
 
 from harness.audio import SpeechRecognizer
 from harness.caller.interruption import INTERRUPTION_LINE
+from harness.caller.model_reader import ReaderError
 from harness.caller.patience import PATIENCE_PROMPT, CallerPatience, PatienceDecision
 from harness.caller.policy import CallerPolicy, Decision, Say
+from harness.caller.readers import Readers
 from harness.model.campaign import Interruptions, Patience
 from harness.runtime.calllog import CallFailed, CallLog
 from harness.runtime.voice import CallerVoice, Spoken
@@ -62,11 +64,15 @@ class Conversation:
         asr: SpeechRecognizer | None,
         patience: Patience | None = None,
         interruptions: Interruptions | None = None,
+        readers: Readers | None = None,
+        measure_asr: bool = False,
     ) -> None:
         self.log = log
         self.policy = policy
         self.voice = voice
         self.asr = asr
+        self.readers = readers
+        self.measure_asr = measure_asr
         self.patience = CallerPatience(patience if patience is not None else Patience())
         self.interruption = (
             Say("interruption", INTERRUPTION_LINE[interruptions.reason]) if interruptions is not None else None
@@ -78,6 +84,9 @@ class Conversation:
         if turn.text:
             text = " ".join(t.strip() for t in turn.text if t.strip())
             log.emit("agent_transcript", turn=log.turn, text=text, source="agent")
+            if self.measure_asr and self.asr is not None and turn.had_audio and len(turn.pcm16k) >= 1600:
+                heard = await self.asr.transcribe(turn.pcm16k, 16000)
+                log.emit("asr_check", turn=log.turn, text=heard.text, confidence=heard.confidence)
             return text
         if not turn.had_audio or len(turn.pcm16k) < 1600:
             return ""
@@ -143,8 +152,17 @@ class Conversation:
                     turn = await self._next_turn(transport)
                     continue
             text = await self.hear(turn)
+            second = None
+            if self.readers is not None:
+                try:
+                    readings = await self.readers.read(text)
+                except ReaderError as exc:
+                    raise CallFailed("caller_error", str(exc)) from None
+                second = readings.event_fields()
             decision = self.policy.decide(text)
             log.caller_decided(text, decision)
+            if second is not None:
+                log.emit("caller_reading", turn=log.turn, **second)
             if turn.hung_up:
                 if not decision.hang_up:  # the caller was not done: the agent left it unserved
                     log.emit("non_service", reason="agent_hung_up", message=turn.hung_up)

@@ -21,6 +21,7 @@ from typing import Any
 from harness.adapter import AgentAdapter, AgentError, AgentSession, CalibrationOracle, CallInfo
 from harness.audio import AudioError, SpeechRecognizer, SpeechSynthesizer, TelephoneChannel
 from harness.caller.policy import CallerPolicy
+from harness.caller.readers import ReaderSet
 from harness.disclosure import disclose
 from harness.model.campaign import AgentSpec, Campaign
 from harness.model.episode import BackendInfo, EpisodeHeader, EpisodeOutcome, EpisodeRecord, Exposure, Status
@@ -101,6 +102,8 @@ class EpisodeContext:
     redactor: Redactor | None = None
     files: Executor | None = None
     """Where the episode's files are written (one writer thread per campaign); None: a default thread."""
+    readers: ReaderSet | None = None
+    """The campaign's readers of agent turns (rules, and a model reader beside them when configured)."""
 
 
 class EpisodeRunner:
@@ -130,7 +133,8 @@ class EpisodeRunner:
             EventLog(ctx.episode_dir / EVENTS_JSONL, ctx.redactor, hold_s=hold_s),
             self.clock, self.recorder, condition, channel_info, self.oracle,
         )
-        self.policy = CallerPolicy(ctx.scenario)
+        self.readers = ctx.readers.for_call(ctx.scenario) if ctx.readers is not None else None
+        self.policy = CallerPolicy(ctx.scenario, reader=self.readers.policy_reader if self.readers else None)
         self.session: AgentSession | None = None
 
     # -- the whole episode -----------------------------------------------------------
@@ -238,7 +242,9 @@ class EpisodeRunner:
         )
         patience = ctx.campaign.patience
         interruptions = ctx.campaign.interruptions
-        conversation = Conversation(log, self.policy, self.voice, ctx.asr, patience, interruptions)
+        conversation = Conversation(
+            log, self.policy, self.voice, ctx.asr, patience, interruptions, self.readers, ctx.campaign.reader.measure_asr
+        )
         turn_s = ctx.campaign.timeouts.turn_s
         if caps.turn_based:
             transport = TurnBasedCall(log, session, events, deadline, turn_s, ctx.stats, patience.hang_up_after_s)

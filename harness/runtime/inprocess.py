@@ -17,6 +17,7 @@ import numpy as np
 
 from harness.adapter import CALIBRATION_ORACLE, AgentAdapter, AgentError
 from harness.audio import AudioError, SpeechRecognizer, SpeechSynthesizer
+from harness.caller.readers import ReaderSet
 from harness.endpoints import describe
 from harness.model.campaign import AgentSpec
 from harness.model.episode import BackendInfo, EpisodeRecord, RunManifest
@@ -155,8 +156,9 @@ class InProcessCalls:
             await close_adapters(self.adapters)
             raise
         self.asr: SpeechRecognizer | None = None
+        self.readers: ReaderSet | None = None
         try:
-            if any(not a.capabilities.transcripts for a in self.adapters.values()):
+            if c.reader.measure_asr or any(not a.capabilities.transcripts for a in self.adapters.values()):
                 self.asr = SpeechRecognizer(c.asr.name, options=c.asr.options)
             self.tts_infos = [BackendInfo(name=s.backend.name, version=s.backend.version) for s in self.synths]
             self.tts_info = self.tts_infos[0]
@@ -165,6 +167,7 @@ class InProcessCalls:
             )
             if self.asr is not None:
                 await _warm_up(self.asr)
+            self.readers = ReaderSet(c.reader) if c.reader.model is not None else None
         except BaseException:
             await self.__aexit__()
             raise
@@ -183,6 +186,8 @@ class InProcessCalls:
                 synth.close()
             if self.asr is not None:
                 self.asr.close()
+            if self.readers is not None:
+                await self.readers.close()
         finally:
             problems = await close_adapters(self.adapters)
             if problems:
@@ -221,6 +226,7 @@ class InProcessCalls:
                     calibration=planned.agent in self.oracles,
                     redactor=self.redactor,
                     files=files,
+                    readers=self.readers,
                 )
                 try:
                     record = await EpisodeRunner(ctx).run()

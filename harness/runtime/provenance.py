@@ -67,6 +67,7 @@ def campaign_redactor(campaign: Campaign) -> Redactor:
     return Redactor(
         set().union(*(secret_values({"options": a.options, "url": a.url or ""}) for a in campaign.agents))
         | {v for a in campaign.agents if a.url for v in url_secrets(a.url)}
+        | secret_values(campaign.reader.model_dump())
     )
 
 

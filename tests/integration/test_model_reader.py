@@ -8,6 +8,7 @@ as the bearer credential and never shows up, and readings are identical across p
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -26,6 +27,7 @@ from harness.caller.model_reader import ModelReader, ReaderError, fact_names
 from harness.caller.readers import Readers
 from harness.llm import LLMError, OpenAIChatClient, packaged_model, resolve_weights, wait_ready
 from harness.model.events import parse_event
+from harness.rundir import RunReader
 from scenarios import BUNDLED_LIBRARY, Scenario, ScenarioLibrary
 
 pytest.importorskip("llama_cpp", reason="needs the llm extra: pip install 'voice-audit[llm]'")
@@ -156,3 +158,51 @@ def test_in_process_readings_are_identical_across_processes_and_orders(scenario:
     assert a == b and set(a) == set(TURNS)
     assert all(acts and set(acts) <= set(ACTS) for acts in a.values())
 
+
+RUN_CAMPAIGN = """\
+name: model_reader_run
+seed: 3
+scenarios: [refund_duplicate_charge]
+agents: [{{name: scripted_ref, adapter: "agents.testing:scripted"}}]
+pairs:
+  - contrast: [accent]
+    base: {{voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}}
+    a: {{accent: us_general}}
+    b: {{accent: l2_spanish}}
+voices: 1
+timeouts: {{call_s: 3000}}
+reader:
+  acting: {acting}
+  model: {{backend: openai, base_url: "{url}", model: smollm2, api_key_env: {env}, structured: json_object,
+          timeout_s: 300}}
+"""
+
+
+@pytest.mark.parametrize("acting", ["rules", "model"])
+def test_a_run_logs_both_readings_per_turn_and_never_the_key(weights: Path, tmp_path: Path, acting: str) -> None:
+    key = "sk-" + secrets.token_hex(16)
+    with llama_server(weights, key, tmp_path / "server.log") as url:
+        asyncio.run(wait_ready(url, timeout_s=120, api_key=key))
+        (tmp_path / "c.yaml").write_text(RUN_CAMPAIGN.format(url=url, env=KEY_ENV, acting=acting))
+        exe = Path(sys.executable).with_name("voice-audit")
+        done = subprocess.run(
+            [str(exe), "run", str(tmp_path / "c.yaml"), "--out", str(tmp_path), "--run-id", "r", "--quiet"],
+            capture_output=True, text=True, timeout=1200, env={**os.environ, KEY_ENV: key},
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert key not in done.stdout + done.stderr
+    run = tmp_path / "r"
+    for f in run.rglob("*"):
+        if f.is_file():
+            assert key.encode() not in f.read_bytes(), f
+    reader = RunReader(run)
+    records = list(reader.records())
+    assert len(records) == 2
+    for rec in records:
+        events = reader.events(rec.header.episode_id)
+        decided = [e.turn for e in events if e.type == "caller_decision"]
+        second = [e for e in events if e.type == "caller_reading"]
+        assert decided and [e.turn for e in second] == decided
+        other = "rules" if acting == "model" else "model:openai:smollm2"
+        assert {e.reader for e in second} == {other}
+        assert {e.acting_reader for e in second} == {"rules" if acting == "rules" else "model:openai:smollm2"}
