@@ -42,6 +42,9 @@ EVENTS_JSONL = "events.jsonl"
 CALL_WAV = "call.wav"
 LOCK_FILE = "run.lock"
 """Held (flock) by the process writing the folder; see harness.runtime.runlock."""
+CALL_ID_SALT = "call_id.salt"
+"""The secret the call ids an agent sees are keyed by; see harness.runtime.callid."""
+PREPARED = frozenset({LOCK_FILE, CALL_ID_SALT})
 
 
 class RunFolderError(VoiceAuditError):
@@ -140,7 +143,9 @@ class RunWriter:
         self._fd: int | None = None
 
     def create(self, manifest: RunManifest) -> None:
-        if self.run_dir.exists() and any(p.name != LOCK_FILE for p in self.run_dir.iterdir()):
+        """A new run folder; it may already hold the lock and a call-id salt copied from an earlier
+        run (`CALL_ID_SALT`), which reproduces that run's call ids for agents that key on them."""
+        if self.run_dir.exists() and any(p.name not in PREPARED for p in self.run_dir.iterdir()):
             raise RunFolderError(
                 f"{self.run_dir}: run folder already exists and is not empty; "
                 f"resume it with: voice-audit run --resume {self.run_dir}"

@@ -24,9 +24,11 @@ import os
 import secrets
 from pathlib import Path
 
+from harness.rundir import CALL_ID_SALT
+
 __all__ = ["SALT_FILE", "call_id", "run_salt"]
 
-SALT_FILE = "call_id.salt"
+SALT_FILE = CALL_ID_SALT
 _SALT_BYTES = 32
 
 
