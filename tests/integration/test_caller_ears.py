@@ -1,0 +1,75 @@
+"""The caller's ears measured: with `reader.measure_asr`, the caller's own ASR (campaign `asr`, not
+the agent's) transcribes turns whose words the agent also gives, and the analysis reports its word
+error rate per run and agent. Real eSpeak agent voice, real PocketSphinx."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analysis.pipeline import analyze
+from harness.audio.wer import normalise_words, wer
+from harness.rundir import RunReader
+
+pytest.importorskip("pocketsphinx")
+pytestmark = pytest.mark.slow
+
+CAMPAIGN = """\
+name: caller_ears
+seed: 2
+scenarios: [refund_duplicate_charge]
+agents: [{{name: spoken_ref, adapter: "agents.testing:scripted", options: {{speak: true}}}}]
+pairs:
+  - contrast: [accent]
+    base: {{voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}}
+    a: {{accent: us_general}}
+    b: {{accent: l2_spanish}}
+voices: 1
+asr: {{name: pocketsphinx}}
+reader: {{measure_asr: {measure}}}
+"""
+
+
+def _run(tmp_path: Path, measure: bool) -> Path:
+    (tmp_path / "c.yaml").write_text(CAMPAIGN.format(measure=str(measure).lower()))
+    exe = Path(sys.executable).with_name("voice-audit")
+    done = subprocess.run(
+        [str(exe), "run", str(tmp_path / "c.yaml"), "--out", str(tmp_path), "--run-id", "ears", "--quiet"],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    return tmp_path / "ears"
+
+
+def test_the_callers_asr_word_error_rate_is_reported(tmp_path: Path) -> None:
+    run = _run(tmp_path, True)
+    reader = RunReader(run)
+    pairs: list[tuple[str, str]] = []
+    for rec in reader.records():
+        events = reader.events(rec.header.episode_id)
+        said = {e.turn: e.text for e in events if e.type == "agent_transcript" and e.source == "agent"}
+        heard = {e.turn: e.text for e in events if e.type == "asr_check"}
+        assert heard and set(heard) <= set(said)
+        assert not [e for e in events if e.type == "agent_transcript" and e.source == "harness_asr"]
+        pairs += [(said[t], heard[t]) for t in heard]
+    result = analyze(run, audio=False, write=False)
+    ears = result.gates.result("observer_validity").diagnostics["caller_asr"]
+    assert ears["turns"] == len(pairs)
+    words = [len(normalise_words(s)) for s, _ in pairs]
+    assert ears["words"] == sum(words)
+    expected = sum(wer(s, h) * n for (s, h), n in zip(pairs, words, strict=True)) / sum(words)
+    assert ears["wer"] == pytest.approx(expected)
+    assert 0.0 < ears["wer"] < 1.0  # PocketSphinx on eSpeak is far from perfect: not a formality
+    assert ears["by_agent"]["spoken_ref"]["wer"] == pytest.approx(ears["wer"])
+
+
+def test_without_measure_asr_nothing_is_transcribed_twice(tmp_path: Path) -> None:
+    run = _run(tmp_path, False)
+    reader = RunReader(run)
+    for rec in reader.records():
+        assert not [e for e in reader.events(rec.header.episode_id) if e.type == "asr_check"]
+    result = analyze(run, audio=False, write=False)
+    assert result.gates.result("observer_validity").diagnostics["caller_asr"]["turns"] == 0
