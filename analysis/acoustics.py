@@ -20,112 +20,13 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from pydantic import ConfigDict
 
-from harness.audio.dsp import (
-    MIN_LOUDNESS_SECONDS,
-    NormalisedAudio,
-    check_pcm,
-    resample,
-    to_float,
-    to_int16,
-)
-from harness.audio.errors import InvalidAudioError
+from harness.audio.dsp import check_pcm, resample, to_float
 from scenarios._base import Frozen
 from scenarios.errors import MissingBackendError
 
 HOP_S = 0.01
 GATE_R = 0.85
 MIN_VOICED_FRAMES = 20
-
-
-_BLOCK_S = 0.4
-_STEP = 0.25
-_ABS_GATE = -70.0
-_K_SOS: dict[int, np.ndarray] = {}
-
-
-def _k_weighting(rate: int) -> np.ndarray:
-    """pyloudnorm's own K-weighting stages for `rate` as second-order sections (gain folded into b)."""
-    if rate not in _K_SOS:
-        import pyloudnorm
-
-        meter = pyloudnorm.Meter(rate)
-        _K_SOS[rate] = np.vstack(
-            [np.concatenate([f.passband_gain * np.asarray(f.b), np.asarray(f.a)]) for f in meter._filters.values()]
-        )
-    return _K_SOS[rate]
-
-
-def integrated_loudness(x: np.ndarray, rate: int) -> float:
-    """Integrated loudness of mono float samples (LUFS, ITU-R BS.1770-4 as pyloudnorm measures it).
-
-    The same filters, block bounds (400 ms, 75 % overlap, pyloudnorm's integer rounding) and the
-    absolute and relative gates; both filter stages run as one second-order-section pass and the
-    block mean squares come from a cumulative sum. -inf when no block passes the gates.
-    """
-    from scipy.signal import sosfilt
-
-    y = np.asarray(x, dtype=np.float64)
-    if y.ndim != 1 or y.shape[0] < _BLOCK_S * rate:
-        raise ValueError("Audio must have length greater than the block size.")
-    y = sosfilt(_k_weighting(rate), y)
-    n = y.shape[0]
-    n_blocks = int(np.round((n / rate - _BLOCK_S) / (_BLOCK_S * _STEP))) + 1
-    j = np.arange(n_blocks, dtype=np.float64)
-    lower = (_BLOCK_S * (j * _STEP) * rate).astype(np.int64)
-    upper = np.minimum((_BLOCK_S * (j * _STEP + 1) * rate).astype(np.int64), n)
-    lower = np.minimum(lower, n)
-    csum = np.concatenate(([0.0], np.cumsum(y * y)))
-    z = np.maximum(csum[upper] - csum[lower], 0.0) * (1.0 / (_BLOCK_S * rate))
-    with np.errstate(divide="ignore"):
-        block = -0.691 + 10.0 * np.log10(z)
-    above = block >= _ABS_GATE
-    if not above.any():
-        return -math.inf
-    rel = -0.691 + 10.0 * math.log10(float(np.mean(z[above]))) - 10.0
-    gated = (block > rel) & (block > _ABS_GATE)
-    if not gated.any():
-        return -math.inf
-    mean = float(np.mean(z[gated]))
-    return -0.691 + 10.0 * math.log10(mean) if mean > 0 else -math.inf
-
-
-def loudness(pcm: np.ndarray, sample_rate: int) -> float:
-    """`harness.audio.dsp.loudness` on `integrated_loudness`: LUFS, -inf for silence, too-short raises."""
-    seconds = pcm.size / sample_rate if sample_rate > 0 else 0.0
-    if seconds < MIN_LOUDNESS_SECONDS:
-        raise InvalidAudioError(
-            "too_short", f"{seconds:.3f} s is under the {MIN_LOUDNESS_SECONDS} s a loudness measurement needs"
-        )
-    return integrated_loudness(to_float(pcm), sample_rate)
-
-
-def normalise(
-    pcm: np.ndarray,
-    sr: int,
-    target_rate: int = 16000,
-    target_lufs: float = -23.0,
-    *,
-    allow_clipped: bool = False,
-) -> NormalisedAudio:
-    """`harness.audio.dsp.normalise` (mono int16, `target_rate`, `target_lufs`) with the fast loudness."""
-    check_pcm(pcm, sr, min_seconds=MIN_LOUDNESS_SECONDS, allow_clipped=allow_clipped)
-    resampled, path = resample(to_float(pcm), sr, target_rate)
-    before = loudness(resampled, target_rate)
-    if not math.isfinite(before):
-        raise InvalidAudioError("silent", "loudness is -inf (every 400 ms block is below the -70 LUFS gate)")
-    gain_db = target_lufs - before
-    scaled = resampled.astype(np.float64) * (10.0 ** (gain_db / 20.0))
-    clipped = int(np.count_nonzero(np.abs(scaled) > 32767 / 32768))
-    out = to_int16(scaled)
-    return NormalisedAudio(
-        pcm=out,
-        sample_rate=target_rate,
-        lufs_before=before,
-        lufs_after=loudness(out, target_rate),
-        gain_db=gain_db,
-        clipped_samples=clipped,
-        resampling_path=path,
-    )
 
 
 class F0Track(Frozen):

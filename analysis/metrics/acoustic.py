@@ -1,6 +1,6 @@
 """Audio-side measurements for three gates and the agent F0 metric; every file is normalised first.
 
-* codec: each channel of call.wav -> `analysis.acoustics.normalise` (mono int16, declared rate,
+* codec: each channel of call.wav -> `harness.audio.dsp.normalise` (mono int16, declared rate,
   -23 LUFS, resampling path logged); the gate checks format and the loudness reached.
 * acoustic validity: Praat vs PYIN F0 on the agent channel of up to N files per condition cell;
   the cell passes on the per-file minimum r (`analysis.acoustics.cell_agreement`).
@@ -91,7 +91,7 @@ def read_call(path: Path) -> tuple[np.ndarray, int]:
 
 def _normalise(pcm: np.ndarray, sr: int, rate: int, target: float) -> NormalisedAudio | str:
     """Normalised audio, or why it cannot be (empty, too short, silent)."""
-    from analysis.acoustics import normalise
+    from harness.audio.dsp import normalise
 
     try:
         return normalise(np.ascontiguousarray(pcm), sr, target_rate=rate, target_lufs=target, allow_clipped=True)

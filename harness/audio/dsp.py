@@ -14,6 +14,7 @@ import numpy as np
 from pydantic import ConfigDict, field_validator
 
 from harness.audio.errors import InvalidAudioError
+from harness.audio.loudness import integrated_loudness
 from harness.audio.mulaw import mulaw_decode, mulaw_encode
 from scenarios._base import Frozen
 
@@ -195,14 +196,12 @@ def resample(pcm: np.ndarray, sr_in: int, sr_out: int) -> tuple[np.ndarray, str]
 
 def loudness(pcm: np.ndarray, sample_rate: int) -> float:
     """Integrated loudness (LUFS, ITU-R BS.1770-4); -inf for silence. Clips under 0.4 s raise a clear error."""
-    import pyloudnorm
-
     seconds = pcm.size / sample_rate if sample_rate > 0 else 0.0
     if seconds < MIN_LOUDNESS_SECONDS:
         raise InvalidAudioError(
             "too_short", f"{seconds:.3f} s is under the {MIN_LOUDNESS_SECONDS} s a loudness measurement needs"
         )
-    return float(pyloudnorm.Meter(sample_rate).integrated_loudness(to_float(pcm).astype(np.float64)))
+    return integrated_loudness(to_float(pcm), sample_rate)
 
 
 def normalise(
