@@ -10,6 +10,7 @@ left out.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from collections.abc import Mapping
@@ -99,7 +100,7 @@ async def run_chaos(
     progress: bool = False,
 ) -> ChaosRun:
     """One campaign whose agents are chaos agents (name -> chaos options), all run to the end."""
-    workdir.mkdir(parents=True, exist_ok=True)
+    await asyncio.to_thread(workdir.mkdir, parents=True, exist_ok=True)
     cfg = ServeConfig(greeting_timeout_s=2.0, turn_timeout_s=max(60.0, 2 * call_s), hangup_grace_s=0.5)
     entries: list[str] = []
     async with contextlib.AsyncExitStack() as stack:
