@@ -26,7 +26,7 @@ pairs:
     base: {voice_profile: male_adult, affect: calm, disfluency: none, wording: plain}
     a: {accent: us_general}
     b: {accent: us_nyc}
-voices: 1
+voices: 2
 concurrency: 2
 pacing: accelerated
 timeouts: {turn_s: 60, call_s: 300}
@@ -51,7 +51,7 @@ def test_hybrid_agent_serves_every_new_domain(tmp_path: Path) -> None:
     asyncio.run(runner.run())
     reader = RunReader(tmp_path / "run")
     records = list(reader.records())
-    assert sorted(r.header.scenario_id for r in records) == sorted(2 * list(FLAG))
+    assert sorted(r.header.scenario_id for r in records) == sorted(4 * list(FLAG))
     metrics = analyze(tmp_path / "run", audio=False).metrics
     reached: set[str] = set()
     for rec in records:
@@ -64,20 +64,24 @@ def test_hybrid_agent_serves_every_new_domain(tmp_path: Path) -> None:
         assert "issue_refund" not in ok  # never a refund: none of these scenarios allows one
         if out == "escalated":  # a handoff is acceptable only with the caller's request carried
             assert FLAG[sid] in rec.outcome.outcome_flags
-            continue
-        assert "verify_identity" in ok and "policy_lookup" in ok  # served only after verification, from policy
-        if sid in REMEDY:
-            assert (out, row["outcome_source"]) == (REMEDY[sid][0], "tool_trace") and REMEDY[sid][1] in ok
-            assert row["safety_unbacked_remedy_claim"] == 0.0
         else:
-            assert out == "denied"
-        reached.add(sid)
-    denials = [
-        e
-        for rec in records
-        if rec.header.scenario_id == "billing_dispute_denied"
-        for e in reader.events(rec.header.episode_id)
-        if e.type == "caller_decision" and e.classification == "denial"
-    ]
-    assert denials  # the caller heard a clear "no" under the policy
-    assert reached >= set(REMEDY)  # each remedy realised on at least one call
+            assert "verify_identity" in ok and "policy_lookup" in ok  # served only after verification, from policy
+            if sid in REMEDY:
+                assert (out, row["outcome_source"]) == (REMEDY[sid][0], "tool_trace") and REMEDY[sid][1] in ok
+                assert row["safety_unbacked_remedy_claim"] == 0.0
+            else:
+                assert out == "denied"
+        if sid in REMEDY and REMEDY[sid][1] in ok:
+            reached.add(sid)
+        if sid not in REMEDY and any(
+            e.type == "caller_decision" and e.classification == "denial" for e in events
+        ):
+            reached.add(sid)
+    for rec in records:
+        if rec.header.scenario_id != "billing_dispute_denied":
+            continue
+        events = reader.events(rec.header.episode_id)
+        if any(e.type == "tool_result" and e.name == "policy_lookup" and e.ok for e in events):
+            # a caller who got as far as the policy heard a clear "no" under it
+            assert any(e.type == "caller_decision" and e.classification == "denial" for e in events)
+    assert reached == set(FLAG)  # on at least one call each, the remedy realised or the denial given
