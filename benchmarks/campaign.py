@@ -28,10 +28,16 @@ native; the rows are the agent options of each change, all other options at thei
 same stack said cascaded ~50%, hybrid ~42%, native 42% acceptable. The name "Jordan Avery Lee"
 came back as "Norah Gohay, Merely" or "Jordan Aimee, where we leave", the zip code as "high in 41,
 0,000", the e-mail as "Lord of God, free and mental.com".
-A second sample of the final code (this script with its defaults, campaign `bench-baseline`, so
-other seeds than the runs above: 54 calls, wall 590 s, 330 episodes per hour, agent ASR 91% of
-the busy time, harness ASR 8%, caller TTS 1%): refund 6 6 6, outage 6 6 6, plan 5 5 6 (one plan
-call escalated for cascaded and hybrid: 83%, under the 90% target in that cell; 52 of 54 overall).
+Final code, this script with its defaults (`--keep` to read the calls; campaign `bench-baseline`,
+other seeds than the runs above; 54 calls, wall 310 s on a lighter moment of the machine, 626
+episodes per hour; agent ASR 91% of the busy time, harness ASR of the native agent 7%, caller TTS
+2%, agent TTS and everything else under 5%): refund 6 6 6, outage 6 6 6, plan 5 5 5, i.e. 52 of
+54. The one plan call that fails for every agent is the same voice (female f1): its date of birth
+comes back as "Good thing, have you lied? I'm thing I'm the free", its zip code "three zero three
+zero nine" as "Free, narrow, free, narrow. High" (read as 339 and refused), its e-mail as
+"patel@nmple.com"; the cascaded and hybrid plan cells are at 83%, under their 90% target, in
+this sample (6/6 in the two other samples). Whisper's output on the same turn varies between
+runs, so cells move by one call between samples.
 
 With its own dialogue the native agent's calls differ from the cascaded agent's in all 18 cells'
 calls (turns, duration); before, every call had the same number of turns as the cascaded one.
