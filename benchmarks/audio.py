@@ -69,8 +69,8 @@ def bench_asr(name: str, clips: list[Synthesis], **options: Any) -> tuple[str, f
 def bench_coqui_tiny() -> tuple[str, str, str]:
     """Coqui ships no weights: this times the loader and inference path on the random ~250k-parameter
     VITS the tests build, so it bounds the harness's overhead, not a real voice's speed."""
-    sys.path.insert(0, str(Path(__file__).parents[1] / "tests" / "fixtures"))
-    from coqui_tiny import build_tiny_vits
+    sys.path.insert(0, str(Path(__file__).parents[1]))  # the repository root, for tests.helpers
+    from tests.helpers.coqui_tiny import build_tiny_vits
 
     with tempfile.TemporaryDirectory() as folder:
         model = build_tiny_vits(Path(folder))

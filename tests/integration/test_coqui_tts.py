@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import shutil
-import sys
 from importlib import metadata
 from pathlib import Path
 
@@ -24,9 +23,7 @@ from TTS.utils.synthesizer import PAD_SILENCE_SAMPLES as PAD
 from harness.audio import BackendLoadError, SpeechSynthesizer, create_tts
 from personas import SpeechParams
 from scenarios.errors import MissingBackendError
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "fixtures"))
-from coqui_tiny import TinyVits, build_tiny_vits
+from tests.helpers.coqui_tiny import TinyVits, build_tiny_vits
 
 VOICE = SpeechParams(voice="en-us", variant="f2")
 ONE = "I would like to check my balance, please."

@@ -5,18 +5,14 @@ oracle on the audio, never through CallInfo)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-from _reference_caller import condition, run_call, scenario
-
 from agents.reference import CascadedAgent, HybridAgent, LLMAgent, NativeAgent
 from agents.reference._audio import shared_recognizer, shared_synthesizer
 from harness.adapter import AudioOut, TextOut, ToolCallOut, ToolResultOut, TurnEnd
+from tests.helpers.reference_caller import condition, run_call, scenario
 
 pytestmark = pytest.mark.slow
 REFUND = scenario("refund_duplicate_charge")

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).parent))
-from _logs import Log, metrics
+from tests.helpers.logs import Log, metrics
 
 
 def greet() -> Log:

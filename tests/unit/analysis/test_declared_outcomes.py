@@ -9,7 +9,7 @@ import pandas as pd
 
 from analysis.metrics.extract import extract_metrics
 from tests.fixtures.cancel_scenario import cancel_library
-from tests.unit.analysis._logs import SCENARIOS, Log, table
+from tests.helpers.logs import SCENARIOS, Log, table
 
 
 def _greet() -> Log:

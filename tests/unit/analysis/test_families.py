@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 
 import pandas as pd
 
-sys.path.insert(0, str(Path(__file__).parent))
-from _logs import SCENARIOS, Log, metrics, table
-
 from analysis.metrics.outcome import judge
 from harness.model.outcome import judge_outcome, judge_outcome_rule
+from tests.helpers.logs import SCENARIOS, Log, metrics, table
 
 
 def greet() -> Log:

@@ -6,13 +6,9 @@ from __future__ import annotations
 import json
 import math
 import shutil
-import sys
 from pathlib import Path
 
 import pandas as pd
-
-sys.path.insert(0, str(Path(__file__).parent))
-from _logs import Log, metrics, table
 
 from analysis.metrics import tools
 from analysis.metrics.catalogue import CATALOGUE
@@ -23,6 +19,7 @@ from analysis.pairs import aligned_diff, build_pairs
 from analysis.pipeline import analyze
 from analysis.plan import load_plan
 from harness.model.episode import EpisodeRecord, Exposure
+from tests.helpers.logs import Log, metrics, table
 
 GOLDEN = Path(__file__).parents[2] / "fixtures" / "runs" / "golden"
 
@@ -156,7 +153,7 @@ def test_declared_exposure_wins_over_inference() -> None:
         {"scenario_id": "refund_duplicate_charge", "agent": agent, "exposure_tool_trace": declared},
         index=tab.episodes,
     )
-    from _logs import SCENARIOS
+    from tests.helpers.logs import SCENARIOS
 
     m = extract_metrics(tab, meta, SCENARIOS)
     # A declared trace with no call in this episode is zero calls, not missing.

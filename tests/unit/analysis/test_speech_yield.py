@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from tests.unit.analysis._logs import Log, metrics
+from tests.helpers.logs import Log, metrics
 
 
 def test_yield_latency_overlap_and_talk_through() -> None:

@@ -4,13 +4,9 @@ NaN for every tool of an episode whose agent exposes no trace."""
 from __future__ import annotations
 
 import math
-import sys
-from pathlib import Path
 
 from scenarios import TOOLS
-
-sys.path.insert(0, str(Path(__file__).parent))
-from _logs import Log, metrics
+from tests.helpers.logs import Log, metrics
 
 
 def test_called_tools_per_episode() -> None:

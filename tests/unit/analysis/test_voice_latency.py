@@ -7,7 +7,7 @@ import pandas as pd
 import soundfile as sf
 
 from analysis.metrics.voice_latency import VadParams, active_frames, measure_turns, voice_latency
-from tests.unit.analysis._logs import Log, table
+from tests.helpers.logs import Log, table
 
 SR = 8000
 
