@@ -21,7 +21,7 @@ import numpy as np
 from pydantic import ConfigDict
 
 from harness.audio.dsp import check_pcm, resample, to_float
-from scenarios._base import Frozen
+from scenarios.base import Frozen
 from scenarios.errors import MissingBackendError
 
 HOP_S = 0.01

@@ -31,7 +31,7 @@ from analysis.metrics.quality import Labels
 from analysis.metrics.table import map_unique
 from analysis.plan import AnalysisPlan
 from scenarios import Scenario, ScenarioLibrary
-from scenarios._base import Frozen
+from scenarios.base import Frozen
 from scenarios.errors import VoiceAuditError
 
 log = logging.getLogger(__name__)

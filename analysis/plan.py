@@ -13,7 +13,7 @@ from typing import Literal
 import yaml
 from pydantic import Field, ValidationError
 
-from scenarios._base import Frozen, sha256_of
+from scenarios.base import Frozen, sha256_of
 from scenarios.errors import ConfigError
 
 DEFAULT_PLAN = Path(__file__).with_name("plans") / "default.yaml"

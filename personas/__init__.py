@@ -28,8 +28,9 @@ from personas._model import (
     VoiceRealisation,
     WordingLevel,
 )
-from personas._text import Utterance, fill_placeholders, placeholders, render_utterance
+from personas._text import Utterance, fill_placeholders, render_utterance
 from personas.lines import line_key, voice_identity
+from scenarios.templates import placeholders
 
 __all__ = [
     "AXES",

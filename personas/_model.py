@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from scenarios._base import Frozen, sha256_of
+from scenarios.base import Frozen, sha256_of
 
 AXES: tuple[str, ...] = ("accent", "voice_profile", "affect", "disfluency", "wording")
 Axis = Literal["accent", "voice_profile", "affect", "disfluency", "wording"]

@@ -13,9 +13,8 @@ import re
 from xml.sax.saxutils import escape
 
 from personas._model import CallerCondition, Catalogue
-from scenarios._base import Frozen
-
-_PLACEHOLDER = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+from scenarios.base import Frozen
+from scenarios.templates import PLACEHOLDER
 
 
 class Utterance(Frozen):
@@ -36,7 +35,7 @@ def fill_placeholders(template: str, slots: dict[str, str]) -> tuple[list[tuple[
     """Split a template into (chunk, is_fact) pieces with placeholders filled from `slots`."""
     pieces: list[tuple[str, bool]] = []
     pos = 0
-    for m in _PLACEHOLDER.finditer(template):
+    for m in PLACEHOLDER.finditer(template):
         if m.start() > pos:
             pieces.append((template[pos : m.start()], False))
         name = m.group(1)
@@ -48,10 +47,6 @@ def fill_placeholders(template: str, slots: dict[str, str]) -> tuple[list[tuple[
         pieces.append((template[pos:], False))
     plain = "".join(chunk for chunk, _ in pieces)
     return pieces, re.sub(r"\s+", " ", plain).strip()
-
-
-def placeholders(template: str) -> list[str]:
-    return _PLACEHOLDER.findall(template)
 
 
 def render_utterance(

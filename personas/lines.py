@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 
 from personas._model import SpeechParams
-from scenarios._base import canonical_json
+from scenarios.base import canonical_json
 
 
 def voice_identity(params: SpeechParams) -> dict[str, object]:

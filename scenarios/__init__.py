@@ -5,7 +5,6 @@ Also home of what every package shares for reading user files: the positioned YA
 canonical hashing and the error types the CLI prints as one line.
 """
 
-from scenarios._base import Frozen, canonical_json, sha256_of
 from scenarios._library import (
     BUNDLED_LIBRARY,
     LOCK_NAME,
@@ -31,6 +30,7 @@ from scenarios._model import (
     Scenario,
     held_facts,
 )
+from scenarios.base import Frozen, canonical_json, sha256_of
 from scenarios.errors import (
     ConfigError,
     LockError,

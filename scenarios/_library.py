@@ -7,9 +7,9 @@ from pathlib import Path
 
 from pydantic import Field
 
-from scenarios._base import Frozen
 from scenarios._model import Scenario, check_required_paths
 from scenarios.atomic import atomic_write_text
+from scenarios.base import Frozen
 from scenarios.errors import ConfigError, LockError
 from scenarios.yamlsrc import load_yaml
 

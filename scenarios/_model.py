@@ -10,7 +10,8 @@ from typing import Any, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
-from scenarios._base import Frozen, sha256_of
+from scenarios.base import Frozen, sha256_of
+from scenarios.templates import placeholders
 from scenarios.vocabulary import (
     BUILTIN_TOOLS,
     NAME,
@@ -243,8 +244,6 @@ class CallerScript(Frozen):
 
     @model_validator(mode="after")
     def _consistent(self) -> CallerScript:
-        from personas._text import placeholders
-
         ids = [a.id for a in self.anchors]
         if len(set(ids)) != len(ids):
             raise ValueError("anchor ids must be unique")

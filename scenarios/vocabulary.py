@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from scenarios._base import Frozen
+from scenarios.base import Frozen
 
 NAME = r"^[a-z][a-z0-9_]*$"
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from harness.audio import SpeechRecognizer, SpeechSynthesizer, Transcript, resample
-from personas._model import SpeechParams
+from personas import SpeechParams
 
 AGENT_VOICE = SpeechParams(voice="en-us", rate_wpm=165, pitch=50, pitch_range=50)
 """The one agent voice: General American, default variant, neutral rate (most intelligible to ASR)."""

@@ -85,7 +85,7 @@ from pydantic import Field, field_validator
 
 from agents.reference._acoustics import AcousticFeatures
 from harness.adapter import CALLER_ACT, HUMAN_REQUEST_ACT, utterance_key
-from scenarios._base import Frozen
+from scenarios.base import Frozen
 
 AxisName = Literal["accent", "voice_profile", "affect", "disfluency", "wording"]
 

@@ -51,7 +51,7 @@ from harness.llm import (
 )
 from harness.tools import TOOL_SCHEMAS, ToolFixture, ToolOutcome, tool_schema
 from scenarios import Facts
-from scenarios._base import Frozen
+from scenarios.base import Frozen
 
 GREETING = "Thank you for calling customer care. How can I help you today?"
 FALLBACK = "I'm sorry, could you say that again?"

@@ -11,8 +11,8 @@ from agents.reference._audio import AGENT_VOICE
 from agents.reference._knobs import Knobs
 from agents.reference._llm_policy import LLMConfig
 from agents.reference._policy import PolicyConfig
-from personas._model import SpeechParams
-from scenarios._base import Frozen
+from personas import SpeechParams
+from scenarios.base import Frozen
 
 RUNTIME_ONLY = ("calibration_oracle",)
 """Options that are live objects, not configuration: read by the adapter, never validated or hashed."""

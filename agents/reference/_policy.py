@@ -29,7 +29,7 @@ from agents.reference._nlu import Understanding, understand
 from agents.reference._remedy import Remedy, remedy_for
 from harness.tools import ToolFixture, ToolOutcome
 from scenarios import Facts
-from scenarios._base import Frozen, sha256_of
+from scenarios.base import Frozen, sha256_of
 
 IdentityFact = Literal["holder_name", "date_of_birth", "postcode", "email"]
 Act = Literal[

@@ -33,7 +33,7 @@ import soundfile as sf
 from analysis.metrics.onsets import onset_offsets
 from harness.audio.dsp import NormalisedAudio
 from harness.rundir import atomic_write_json
-from scenarios._base import Frozen
+from scenarios.base import Frozen
 from scenarios.errors import VoiceAuditError
 
 AUDIO_CACHE = "audio_measures.json"

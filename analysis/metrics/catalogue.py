@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Literal
 
 from scenarios import OUTCOMES, TOOLS
-from scenarios._base import Frozen
+from scenarios.base import Frozen
 
 Kind = Literal["binary", "continuous", "label"]
 

@@ -23,7 +23,7 @@ from analysis.metrics.readlogs import LogBatches, gc_paused, small_pages, start_
 from analysis.metrics.table import EventTable, frame_from_columns
 from harness.model.episode import RunManifest
 from harness.rundir import EPISODES_DIR, EPISODES_JSONL, EVENTS_JSONL, RunReader
-from scenarios._base import Frozen
+from scenarios.base import Frozen
 
 _MIN_RECORD_BYTES = 1000  # an episodes.jsonl line is ~1.5 kB: this overestimates the count a little
 

@@ -20,7 +20,7 @@ from analysis.agreement import (
 )
 from analysis.rating.scales import QUALITY_SCALES
 from analysis.rating.store import LabelRecord, read_labels
-from scenarios._base import Frozen
+from scenarios.base import Frozen
 
 
 class RatingGates(Frozen):

@@ -39,7 +39,7 @@ from pydantic import Field, ValidationError
 
 from analysis.rating.tasks import AudioPart, TaskKind, TaskSpec
 from harness.rundir import atomic_write_bytes
-from scenarios._base import Frozen
+from scenarios.base import Frozen
 
 RATINGS_DIR = "ratings"
 LABELS_JSONL = "labels.jsonl"

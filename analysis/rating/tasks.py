@@ -17,7 +17,7 @@ from pydantic import Field
 from analysis.rating.observer import observer_items
 from harness.model import EpisodeRecord
 from harness.rundir import RunReader
-from scenarios._base import Frozen
+from scenarios.base import Frozen
 
 TaskKind = Literal["perceptibility", "quality", "observer"]
 AudioPart = Literal["caller", "agent", "call"]

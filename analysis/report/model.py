@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from scenarios._base import Frozen
+from scenarios.base import Frozen
 
 REPORT_SCHEMA = "voice-audit-report/1"
 Verdict = Literal["pass", "fail", "not-evaluable"]

@@ -27,7 +27,7 @@ from analysis.subgroups_run.targets import Target, critical, map_target, spec_of
 from harness.model.campaign import Campaign
 from harness.rundir import RunReader, atomic_write_bytes, atomic_write_json
 from personas import load_catalogue
-from scenarios._base import Frozen
+from scenarios.base import Frozen
 from scenarios.errors import VoiceAuditError
 
 FOLLOWUPS_DIR = "followups"

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from scenarios._base import Frozen
+from scenarios.base import Frozen
 
 
 class MiningOptions(Frozen):

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.metrics.catalogue import CATALOGUE
-from scenarios._base import Frozen
+from scenarios.base import Frozen
 
 FAMILIES: tuple[str, ...] = ("terminal_outcome", "path_burden")
 FAILED = "call_failed"

@@ -19,8 +19,8 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from harness.audio.types import Synthesis, Transcript
-from scenarios._base import canonical_json
 from scenarios.atomic import atomic_write_bytes
+from scenarios.base import canonical_json
 
 T = TypeVar("T")
 

@@ -13,7 +13,7 @@ import numpy as np
 from pydantic import Field
 
 from harness.audio.dsp import ArrayModel, check_pcm, mulaw_decode, mulaw_encode, resample, to_float, to_int16
-from scenarios._base import Frozen
+from scenarios.base import Frozen
 
 TELEPHONE_RATE = 8000
 FRAME_MS = 20

@@ -33,7 +33,7 @@ from harness.audio.dsp import to_int16
 from harness.audio.errors import BackendLoadError, EmptyTextError, SynthesisError
 from harness.audio.registry import require
 from harness.audio.types import Synthesis
-from personas._model import SpeechParams
+from personas import SpeechParams
 
 _MODULES = ("TTS", "torch", "torchaudio", "torchcodec")
 """coqui-tts refuses to import unless torchaudio and (from torch 2.9) torchcodec are installed."""

@@ -16,7 +16,7 @@ from pydantic import ConfigDict, field_validator
 from harness.audio.errors import InvalidAudioError
 from harness.audio.loudness import integrated_loudness
 from harness.audio.mulaw import mulaw_decode, mulaw_encode
-from scenarios._base import Frozen
+from scenarios.base import Frozen
 
 __all__ = [
     "MIN_LOUDNESS_SECONDS",

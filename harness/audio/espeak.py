@@ -25,7 +25,7 @@ import numpy as np
 
 from harness.audio.errors import EmptyTextError, SynthesisError, UnknownVoiceError
 from harness.audio.types import Synthesis
-from personas._model import SpeechParams
+from personas import SpeechParams
 
 _AUDIO_OUTPUT_SYNCHRONOUS = 2
 _INIT_DONT_EXIT = 0x8000

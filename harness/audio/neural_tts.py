@@ -34,7 +34,7 @@ import numpy as np
 from harness.audio.errors import BackendLoadError, EmptyTextError, SynthesisError, UnknownVoiceError
 from harness.audio.registry import require
 from harness.audio.types import Synthesis
-from personas._model import SpeechParams
+from personas import SpeechParams
 
 DEFAULT_RATE_WPM = 165
 

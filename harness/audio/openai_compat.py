@@ -18,7 +18,7 @@ import numpy as np
 from harness.audio.dsp import check_pcm, to_int16
 from harness.audio.errors import EmptyTextError, SynthesisError, TranscriptionError
 from harness.audio.types import Synthesis, Transcript, Word
-from personas._model import SpeechParams
+from personas import SpeechParams
 
 DEFAULT_RATE_WPM = 165
 

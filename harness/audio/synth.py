@@ -17,7 +17,7 @@ from harness.audio.cache import ContentCache, content_key, synthesis_cache
 from harness.audio.registry import create_tts
 from harness.audio.tts_pool import SynthesisTimeout, SynthesisTimeoutError, WorkerPool, first_words
 from harness.audio.types import AsyncTTSBackend, Synthesis, TTSBackend
-from personas._model import SpeechParams
+from personas import SpeechParams
 
 __all__ = ["SpeechSynthesizer", "SynthesisTimeout", "SynthesisTimeoutError", "default_pool_size"]
 

@@ -25,8 +25,8 @@ from pydantic import Field
 from harness.audio.errors import SynthesisError
 from harness.audio.registry import create_tts
 from harness.audio.types import Synthesis, TTSBackend
-from personas._model import SpeechParams
-from scenarios._base import Frozen
+from personas import SpeechParams
+from scenarios.base import Frozen
 from scenarios.errors import VoiceAuditError
 
 _SPAWN = multiprocessing.get_context("spawn")

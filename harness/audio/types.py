@@ -8,8 +8,8 @@ import numpy as np
 from pydantic import Field
 
 from harness.audio.dsp import MonoPcm
-from personas._model import SpeechParams
-from scenarios._base import Frozen
+from personas import SpeechParams
+from scenarios.base import Frozen
 
 JSONScalar = str | int | float | bool | None
 

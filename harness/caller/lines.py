@@ -38,7 +38,7 @@ from personas import (
     voice_identity,
 )
 from scenarios import ConfigError, Frozen, Scenario
-from scenarios._base import canonical_json
+from scenarios.base import canonical_json
 
 CSV_COLUMNS: tuple[str, ...] = (
     "key", "file", "voice", "accent", "voice_profile", "realisation", "affect", "text", "rate_wpm",

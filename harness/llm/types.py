@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from scenarios._base import Frozen
+from scenarios.base import Frozen
 
 Role = Literal["system", "user", "assistant", "tool"]
 LLMFailure = Literal["llm_unreachable", "llm_timeout", "llm_http_error", "llm_bad_response", "llm_model_error"]

@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import Field
 
 from harness.llm.types import LLMError
-from scenarios._base import Frozen
+from scenarios.base import Frozen
 
 CHUNK = 8 * 1024 * 1024
 

@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from personas._model import AXES, Axis, CallerCondition
-from scenarios._base import Frozen, sha256_of
+from personas import AXES, Axis, CallerCondition
+from scenarios.base import Frozen, sha256_of
 
 Pacing = Literal["realtime", "accelerated"]
 FactsDisclosure = Literal["full", "ids", "none"]

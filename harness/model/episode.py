@@ -10,8 +10,8 @@ from pydantic import Field
 from harness.model.campaign import Architecture, Campaign, Pacing
 from harness.model.events import Event, FailureKind
 from harness.model.versioning import SCHEMA_VERSION
-from personas._model import Axis, CallerCondition, SpeechParams
-from scenarios._base import Frozen
+from personas import Axis, CallerCondition, SpeechParams
+from scenarios.base import Frozen
 
 
 class BackendInfo(Frozen):

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter
 
-from scenarios._base import Frozen
+from scenarios.base import Frozen
 
 FailureKind = Literal[
     "connect_failed",
