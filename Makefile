@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-EXTRAS ?= offline,piper,ray,coqui,fast,dev
+EXTRAS ?= offline,piper,ray,coqui,fast,llm,dev
 # openai-whisper and Coqui TTS are tested with tiny checkpoints the tests write. torch comes from the
 # local CPU wheel and goes in first, so no extra that needs torch pulls a CUDA build of it;
 # openai-whisper goes in without its deps (they would pull triton).
@@ -10,6 +10,9 @@ EXTRAS ?= offline,piper,ray,coqui,fast,dev
 # a CPU torch; Coqui's VITS uses only its pure-torch parts, so on a CPU torch the extension is removed
 # and torchaudio imports without it.
 TORCH_SPEC ?= torch==2.13.0
+# llama-cpp-python (the `llm` extra) ships as source; its default -march=native build enables AMX on
+# some Xeons and crashes at the first inference, so it is built portable (pip caches the wheel).
+LLAMA_BUILD := CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha256sum | cut -c1-16)
 
 .PHONY: install system-deps demo test lint typecheck unit integration benchmarks clean
@@ -18,7 +21,7 @@ $(STAMP): pyproject.toml Makefile
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet '$(TORCH_SPEC)'
-	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
+	$(LLAMA_BUILD) $(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
 	$(BIN)/python -c 'import torch; print(torch.version.cuda or "")' | grep -q . \
 	  || rm -f $(VENV)/lib/python3*/site-packages/torchaudio/lib/*.so
 	$(BIN)/python -m pip install --quiet --no-deps 'openai-whisper==20250625'
