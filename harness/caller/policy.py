@@ -149,7 +149,7 @@ class CallerPolicy:
             self.terminal = "escalated"
             return Decision(reading, "hang_up", "agent is handing off to a human", hang_up=True,
                             handoff="confirmed", terminal="escalated")
-        if c == "denial" and reading.rule == "handoff_refused":
+        if c == "denial" and reading.primary == "handoff_refused":
             if self.escalation_requested:
                 return Decision(reading, "hang_up", "agent refused the handoff", hang_up=True,
                                 handoff="refused", terminal="unresolved")
