@@ -38,7 +38,7 @@ _SPECS: list[MetricSpec] = [
         None,
         "outcome flags (ticket_opened, escalation flags, ...)",
     ),
-    _m("outcome_source", "terminal_outcome", "label", None, "tool_trace | agent_words | none"),
+    _m("outcome_source", "terminal_outcome", "label", None, "tool_trace | agent_words | non_service | none"),
     _m("outcome_rule", "terminal_outcome", "label", None, "the outcome rule that decided, in words"),
     _m(
         "outcome_unbacked",
