@@ -16,24 +16,49 @@ Axis = Literal["accent", "voice_profile", "affect", "disfluency", "wording"]
 class AccentLevel(Frozen):
     """An accent is an eSpeak NG voice: an English dialect, or a second-language voice reading English."""
 
-    label: str
-    voice: str = Field(min_length=2)
-    kind: Literal["dialect", "second_language"]
+    label: str = Field(
+        description="Human-readable name of the accent, shown in reports.", examples=["Scottish English"]
+    )
+    voice: str = Field(
+        min_length=2,
+        description="eSpeak NG voice that realises the accent.",
+        examples=["en-gb-scotland", "es-419"],
+    )
+    kind: Literal["dialect", "second_language"] = Field(
+        description="`dialect`: a native English dialect; `second_language`: a voice of another language reading English."
+    )
 
 
 class VoiceRealisation(Frozen):
     """One concrete voice of a voice-profile cell; a cell needs several so no finding rests on one voice."""
 
-    variant: str
-    pitch: int = Field(ge=0, le=100)
-    pitch_range: int = Field(ge=0, le=100)
+    variant: str = Field(
+        description="eSpeak NG voice variant giving the timbre.", examples=["f1", "m3", "grandma"]
+    )
+    pitch: int = Field(
+        ge=0, le=100, description="Base pitch on eSpeak NG's 0-100 scale (50 is the voice's default)."
+    )
+    pitch_range: int = Field(
+        ge=0,
+        le=100,
+        description="Pitch variation on eSpeak NG's 0-100 scale (0 is monotone, 50 the default).",
+    )
 
 
 class VoiceProfileLevel(Frozen):
-    label: str
-    gender: Literal["female", "male", "neutral"]
-    age_band: Literal["young", "adult", "older"]
-    realisations: tuple[VoiceRealisation, ...] = Field(min_length=3)
+    label: str = Field(
+        description="Human-readable name of the voice profile, shown in reports.", examples=["Older female"]
+    )
+    gender: Literal["female", "male", "neutral"] = Field(
+        description="Perceived gender the voices of this profile present."
+    )
+    age_band: Literal["young", "adult", "older"] = Field(
+        description="Perceived age band the voices of this profile present."
+    )
+    realisations: tuple[VoiceRealisation, ...] = Field(
+        min_length=3,
+        description="At least three distinct concrete voices; a pair's `voice_index` picks one, so findings span voices.",
+    )
 
     @field_validator("realisations")
     @classmethod
@@ -46,19 +71,43 @@ class VoiceProfileLevel(Frozen):
 class AffectLevel(Frozen):
     """Affect is prosody only: rate, pitch, range and loudness; it never changes words."""
 
-    label: str
-    rate_wpm: int = Field(ge=80, le=400)
-    pitch_offset: int = Field(ge=-40, le=40)
-    range_offset: int = Field(ge=-50, le=50)
-    volume: int = Field(ge=10, le=200)
+    label: str = Field(
+        description="Human-readable name of the affect, shown in reports.", examples=["Frustrated"]
+    )
+    rate_wpm: int = Field(ge=80, le=400, description="Speaking rate in words per minute.")
+    pitch_offset: int = Field(
+        ge=-40, le=40, description="Added to the realisation's pitch (0-100 scale, result clamped to 0-100)."
+    )
+    range_offset: int = Field(
+        ge=-50,
+        le=50,
+        description="Added to the realisation's pitch range (0-100 scale, result clamped to 0-100).",
+    )
+    volume: int = Field(ge=10, le=200, description="Loudness in eSpeak NG amplitude units (100 is normal).")
 
 
 class DisfluencyLevel(Frozen):
-    label: str
-    filler_rate: float = Field(ge=0.0, le=1.0)
-    fillers: tuple[str, ...] = ()
-    break_ms: int = Field(ge=0, le=3000)
-    restart_rate: float = Field(default=0.0, ge=0.0, le=1.0)
+    label: str = Field(
+        description="Human-readable name of the disfluency level, shown in reports.",
+        examples=["Mildly disfluent"],
+    )
+    filler_rate: float = Field(
+        ge=0.0, le=1.0, description="Probability of a filler before each word that is not a protected fact."
+    )
+    fillers: tuple[str, ...] = Field(
+        default=(),
+        description="Filler words to draw from; required when `filler_rate` > 0.",
+        examples=[["um", "uh"]],
+    )
+    break_ms: int = Field(
+        ge=0, le=3000, description="Pause after a filler or restarted word, in ms (0: no pause)."
+    )
+    restart_rate: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="Probability of repeating a word that is not a protected fact.",
+    )
 
     @model_validator(mode="after")
     def _fillers_when_rate(self) -> DisfluencyLevel:
@@ -70,18 +119,33 @@ class DisfluencyLevel(Frozen):
 class WordingLevel(Frozen):
     """Account-signal wording: framing phrases that carry no service fact, so eligibility stays equal."""
 
-    label: str
-    opener: str = ""
-    closer: str = ""
+    label: str = Field(
+        description="Human-readable name of the wording level, shown in reports.",
+        examples=["Loyalty framing"],
+    )
+    opener: str = Field(
+        default="",
+        description="Said before the problem statement, once per call (empty: nothing).",
+        examples=["I have always liked your service."],
+    )
+    closer: str = Field(
+        default="",
+        description="Said after the problem statement, once per call (empty: nothing).",
+        examples=["I hope you can look after me."],
+    )
 
 
 class Catalogue(Frozen):
-    version: int = Field(ge=1)
-    accent: dict[str, AccentLevel] = Field(min_length=1)
-    voice_profile: dict[str, VoiceProfileLevel] = Field(min_length=1)
-    affect: dict[str, AffectLevel] = Field(min_length=1)
-    disfluency: dict[str, DisfluencyLevel] = Field(min_length=1)
-    wording: dict[str, WordingLevel] = Field(min_length=1)
+    version: int = Field(ge=1, description="Catalogue version; bump it when any level's realisation changes.")
+    accent: dict[str, AccentLevel] = Field(
+        min_length=1, description="Accent levels by id (the id conditions name)."
+    )
+    voice_profile: dict[str, VoiceProfileLevel] = Field(
+        min_length=1, description="Voice-profile levels by id."
+    )
+    affect: dict[str, AffectLevel] = Field(min_length=1, description="Affect levels by id.")
+    disfluency: dict[str, DisfluencyLevel] = Field(min_length=1, description="Disfluency levels by id.")
+    wording: dict[str, WordingLevel] = Field(min_length=1, description="Wording levels by id.")
 
     def levels(self, axis: str) -> list[str]:
         if axis not in AXES:
@@ -97,11 +161,21 @@ class Catalogue(Frozen):
 class CallerCondition(Frozen):
     """One caller presentation: a level on every persona axis."""
 
-    accent: str
-    voice_profile: str
-    affect: str
-    disfluency: str
-    wording: str
+    accent: str = Field(
+        description="Accent level id from the persona catalogue.", examples=["gb_scottish", "l2_spanish"]
+    )
+    voice_profile: str = Field(
+        description="Voice-profile level id from the persona catalogue.", examples=["female_older"]
+    )
+    affect: str = Field(
+        description="Affect level id from the persona catalogue.", examples=["calm", "frustrated"]
+    )
+    disfluency: str = Field(
+        description="Disfluency level id from the persona catalogue.", examples=["none", "mild"]
+    )
+    wording: str = Field(
+        description="Wording level id from the persona catalogue.", examples=["plain", "loyalty"]
+    )
 
     def differing_axes(self, other: CallerCondition) -> list[str]:
         return [a for a in AXES if getattr(self, a) != getattr(other, a)]
@@ -116,13 +190,21 @@ class SpeechParams(Frozen):
     The field names follow eSpeak NG because it is the default backend; other backends map them.
     """
 
-    voice: str
-    variant: str | None = None
-    rate_wpm: int = Field(default=165, ge=80, le=450)
-    pitch: int = Field(default=50, ge=0, le=100)
-    pitch_range: int = Field(default=50, ge=0, le=100)
-    volume: int = Field(default=100, ge=0, le=200)
-    word_gap_ms: int = Field(default=0, ge=0, le=1000)
+    voice: str = Field(
+        description="Voice name (the accent's eSpeak NG voice for the default backend).", examples=["en-gb"]
+    )
+    variant: str | None = Field(
+        default=None, description="Voice variant (timbre); None: the voice's own.", examples=["f1"]
+    )
+    rate_wpm: int = Field(default=165, ge=80, le=450, description="Speaking rate in words per minute.")
+    pitch: int = Field(
+        default=50, ge=0, le=100, description="Base pitch, 0-100 scale (50: the voice's default)."
+    )
+    pitch_range: int = Field(
+        default=50, ge=0, le=100, description="Pitch variation, 0-100 scale (0: monotone)."
+    )
+    volume: int = Field(default=100, ge=0, le=200, description="Loudness, eSpeak NG amplitude (100: normal).")
+    word_gap_ms: int = Field(default=0, ge=0, le=1000, description="Extra pause between words, in ms.")
 
     @property
     def espeak_name(self) -> str:
@@ -135,15 +217,22 @@ class MatchedPair(Frozen):
     An empty contrast is an A/A pair (identical conditions), used to calibrate false positives.
     """
 
-    pair_id: str
-    scenario_id: str
-    contrast: tuple[Axis, ...]
-    condition_a: CallerCondition
-    condition_b: CallerCondition
-    voice_index: int = Field(ge=0)
-    seed: int
-    replicate: int = Field(ge=0)
-    run_batch: str
+    pair_id: str = Field(description="Stable id of the matched pair within the plan.")
+    scenario_id: str = Field(
+        description="Scenario both calls of the pair run.", examples=["refund_late_delivery"]
+    )
+    contrast: tuple[Axis, ...] = Field(
+        description="Persona axes on which the two conditions differ; empty for an A/A pair.",
+        examples=[["accent"]],
+    )
+    condition_a: CallerCondition = Field(description="Caller condition of side a.")
+    condition_b: CallerCondition = Field(description="Caller condition of side b.")
+    voice_index: int = Field(
+        ge=0, description="Which realisation of each voice profile both sides use (0-based)."
+    )
+    seed: int = Field(description="Seed shared by both sides, so their wording and disfluency draws match.")
+    replicate: int = Field(ge=0, description="Replicate number of this pair (0-based).")
+    run_batch: str = Field(description="The campaign's batch label, recorded on both calls for pooling runs.")
 
     @model_validator(mode="after")
     def _differ_only_on_contrast(self) -> MatchedPair:
