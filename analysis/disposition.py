@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.gates import GATES, GateReport
-from analysis.metrics.paired import CELL_KEYS, cell_label
+from analysis.deltas import CELL_KEYS, cell_label
 from analysis.plan import AnalysisPlan
 
 LEVELS: tuple[str, ...] = (

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import binomtest
 
-from analysis.metrics.paired import CELL_KEYS, cell_label
+from analysis.deltas import CELL_KEYS, cell_label
 from harness.model.events import FAILURE_SIDE
 
 AGENT_SIDE = frozenset(k for k, side in FAILURE_SIDE.items() if side == "agent")

@@ -29,7 +29,7 @@ from analysis.metrics import quality
 from analysis.metrics.catalogue import CATALOGUE
 from analysis.metrics.extract import extract_metrics
 from analysis.metrics.ingest import Ingested, Problem, ingest
-from analysis.metrics.paired import deltas as compute_deltas
+from analysis.deltas import deltas as compute_deltas
 from analysis.metrics.voice_latency import COLUMNS as V2V_COLUMNS
 from analysis.metrics.voice_latency import voice_latency
 from analysis.pairs import build_pairs

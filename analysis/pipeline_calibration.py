@@ -2,7 +2,7 @@
 
 `analysis.stats.calibration` checks the statistics on simulated data. This module checks what a
 run folder goes through -- metrics from event logs, pairing, exclusions, the plan's estimators and
-within-family correction in `analysis.metrics.paired.deltas` -- on pairs that real calls produced.
+within-family correction in `analysis.deltas.deltas` -- on pairs that real calls produced.
 Real calls are slow, so one real campaign per setting is analysed with `analyze()` and replicate
 analyses are simulated from its tables:
 
@@ -47,7 +47,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.metrics.catalogue import CATALOGUE
-from analysis.metrics.paired import CELL_KEYS, cell_label, deltas
+from analysis.deltas import CELL_KEYS, cell_label, deltas
 from analysis.pipeline import AnalysisResult
 from analysis.plan import AnalysisPlan, FamilyPlan
 from analysis.stats import paired_mean_delta
