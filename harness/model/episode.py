@@ -15,55 +15,143 @@ from scenarios.base import Frozen
 
 
 class BackendInfo(Frozen):
-    name: str
-    version: str
-    model: str | None = None
-    params: dict[str, Any] = Field(default_factory=dict)
+    name: str = Field(
+        description="Backend name as the campaign selects it.", examples=["espeak", "piper", "faster-whisper"]
+    )
+    version: str = Field(
+        description="Version of the library or engine that ran, as it reports itself.",
+        examples=["espeakng-loader 0.2.4"],
+    )
+    model: str | None = Field(
+        default=None,
+        description="Model file or name the backend loaded; None for a backend without a model (eSpeak NG).",
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Backend settings that shape its output (credentials masked); empty when there are none.",
+    )
 
 
 class Exposure(Frozen):
     """What the adapter exposes; analysis treats what is not exposed as missing, never as zero."""
 
-    protocol: str
-    turn_based: bool
-    streaming: bool
-    transcripts: bool
-    tool_trace: bool
-    fact_provisioning: bool
-    input_encoding: str
-    input_sample_rate: int
+    protocol: str = Field(
+        description="How the harness talks to the agent.",
+        examples=["in-process", "http", "ws", "twilio", "realtime"],
+    )
+    turn_based: bool = Field(
+        description="The agent answers whole caller turns (true) rather than a live audio stream."
+    )
+    streaming: bool = Field(
+        description="The agent streams audio both ways, so barge-in and timing are measured live."
+    )
+    transcripts: bool = Field(
+        description="The agent reports the text of what it says; false: the harness hears the agent through ASR."
+    )
+    tool_trace: bool = Field(
+        description="The agent reports its tool calls and results; false: tool metrics are missing, not zero."
+    )
+    fact_provisioning: bool = Field(
+        description="The agent reports the facts hash it was given; false: fact provisioning cannot be verified."
+    )
+    input_encoding: str = Field(
+        description="Audio encoding the agent takes from the caller.", examples=["pcm16", "mulaw"]
+    )
+    input_sample_rate: int = Field(
+        description="Sample rate of the caller audio the agent takes, in Hz.", examples=[16000, 8000]
+    )
 
 
 class EpisodeHeader(Frozen):
     """Everything fixed before the call: ids, hashes, condition, voice, seed and backends."""
 
-    episode_id: str
-    run_id: str
-    pair_id: str
-    caller_id: str
-    side: Literal["a", "b"]
-    attempt: int = Field(default=0, ge=0)
-    scenario_id: str
-    scenario_version: int
-    scenario_sha256: str
-    facts_sha256: str
-    campaign_sha256: str
-    plan_sha256: str
-    agent: str
-    architecture: Architecture | None
-    adapter: str
-    condition: CallerCondition
-    contrast: tuple[Axis, ...]
-    voice_index: int
-    speech: SpeechParams
-    seed: int
-    replicate: int
-    run_batch: str
-    pacing: Pacing
-    tts: BackendInfo
-    asr: BackendInfo | None = None
-    channel: dict[str, Any] = Field(default_factory=dict)
-    exposure: Exposure | None = None
+    episode_id: str = Field(
+        description="Id of this call, unique in the plan; names the folder episodes/<episode_id>/.",
+        examples=["eb62432d566c48fb"],
+    )
+    run_id: str = Field(
+        description="Id of the run (the run folder's run.json `run_id`).",
+        examples=["demo-20261201T205301Z-3fa2c1"],
+    )
+    pair_id: str = Field(
+        description="Id of the matched pair; both sides of a pair share it.", examples=["c64fac3775c6"]
+    )
+    caller_id: str = Field(
+        description="Id of the synthetic caller: the pair's caller key plus the side letter.",
+        examples=["d4b2505c5f44a"],
+    )
+    side: Literal["a", "b"] = Field(
+        description="Which side of the matched pair this call is (condition_a or condition_b)."
+    )
+    attempt: int = Field(
+        default=0,
+        ge=0,
+        description="Retry number of this call: 0 for the first attempt, 1 and up for retries after a failed attempt.",
+    )
+    scenario_id: str = Field(
+        description="Id of the scenario the call ran.", examples=["refund_duplicate_charge"]
+    )
+    scenario_version: int = Field(description="Version of the scenario, from its file.")
+    scenario_sha256: str = Field(
+        description="SHA-256 (hex) of the scenario's canonical JSON, as locked.",
+        examples=["a94d49770d1e1526c0550a617cac45193b6618564aa2d8d750af98605ce183d2"],
+    )
+    facts_sha256: str = Field(
+        description="SHA-256 (hex) of the canonical JSON of the facts the agent was given.",
+        examples=["185706a5cef05770d563d9ea6b3c43b500f77e7d1afa0fe09374e0e430b01391"],
+    )
+    campaign_sha256: str = Field(
+        description="SHA-256 (hex) of the campaign's canonical JSON.",
+        examples=["8773260054cf04ec87d8c61eb0a0212f7bbbf965df646a0c5227861c0efa0675"],
+    )
+    plan_sha256: str = Field(
+        description="SHA-256 (hex) of the plan (every planned call) this call belongs to.",
+        examples=["952ac33566587bb714ef115b536e5f1c657380f7a2f735647adbf4c47ae4aa29"],
+    )
+    agent: str = Field(
+        description="Name of the agent called, as the campaign names it.", examples=["reference"]
+    )
+    architecture: Architecture | None = Field(
+        description="Agent architecture, as the agent declares it or else the campaign; None when neither says.",
+        examples=["casc", "hyb"],
+    )
+    adapter: str = Field(
+        description="Adapter that connected the agent: a bundled name or module:attr.",
+        examples=["scripted", "http", "mypkg.agent:make_adapter"],
+    )
+    condition: CallerCondition = Field(
+        description="The caller condition of this side: a level on every persona axis."
+    )
+    contrast: tuple[Axis, ...] = Field(
+        description="Persona axes on which the pair's two sides differ; empty for an A/A pair.",
+        examples=[["accent"]],
+    )
+    voice_index: int = Field(
+        description="Which realisation of the voice profile was used (0-based); both sides use the same index."
+    )
+    speech: SpeechParams = Field(description="The voice parameters the caller's speech was synthesised with.")
+    seed: int = Field(
+        description="Seed of the pair's random draws (wording, disfluency), shared by both sides."
+    )
+    replicate: int = Field(description="Replicate number of the pair (0-based).")
+    run_batch: str = Field(description="The campaign's batch label, for pooling runs.", examples=["b1"])
+    pacing: Pacing = Field(
+        description="`realtime`: the episode clock is wall time; `accelerated`: a virtual clock advanced by audio durations and agent compute."
+    )
+    tts: BackendInfo = Field(description="The text-to-speech backend that voiced the caller.")
+    asr: BackendInfo | None = Field(
+        default=None,
+        description="The speech recogniser that checked the caller's audio and heard the agent; None when no ASR ran.",
+    )
+    channel: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Audio channel between caller and agent: telephone simulation, noise SNR in dB, packet loss, resampling path and codec.",
+        examples=[{"telephone": True, "snr_db": None, "packet_loss": 0.0, "codec": "G.711 mu-law"}],
+    )
+    exposure: Exposure | None = Field(
+        default=None,
+        description="What the agent exposed on this call; None in older records, where analysis infers tool-trace exposure per agent.",
+    )
 
 
 Status = Literal["completed", "failed", "cancelled"]
@@ -77,84 +165,189 @@ class EpisodeOutcome(Frozen):
     with terminal outcome `unresolved`, a non-service flag in `outcome_flags`, and, when an
     agent-side failure ended it, that `failure_kind`."""
 
-    status: Status
-    failure_kind: FailureKind | None = None
-    termination: str
-    terminal_outcome: str | None = None
-    outcome_flags: tuple[str, ...] = ()
-    facts_sha256_seen: str | None = None
-    duration_ms: int = Field(ge=0)
-    turns: int = Field(ge=0)
-    n_events: int = Field(ge=0)
-    events_sha256: str
-    audio_file: str | None = None
-    audio_sample_rate: int | None = None
+    status: Status = Field(
+        description="`completed`: the call ran to an end and can count; `failed`: missing data (harness or caller-voice failure); `cancelled`: the run was stopped."
+    )
+    failure_kind: FailureKind | None = Field(
+        default=None,
+        description="Machine-readable failure kind (its side is in FAILURE_SIDE); None when nothing failed.",
+        examples=["timeout_turn", "disconnect"],
+    )
+    termination: str = Field(
+        description="Human-readable reason the call ended.",
+        examples=["caller hung up: agent confirmed the remedy"],
+    )
+    terminal_outcome: str | None = Field(
+        default=None,
+        description="Outcome the call ended in, by the scenario's outcome rules; None unless `status` is completed.",
+        examples=["refund_issued", "unresolved"],
+    )
+    outcome_flags: tuple[str, ...] = Field(
+        default=(),
+        description="Flags raised beside the outcome (for example a non-service flag or a ticket opened); empty when none.",
+    )
+    facts_sha256_seen: str | None = Field(
+        default=None,
+        description="Facts hash the agent reported it was given; None when the agent did not report one.",
+        examples=["185706a5cef05770d563d9ea6b3c43b500f77e7d1afa0fe09374e0e430b01391"],
+    )
+    duration_ms: int = Field(
+        ge=0, description="Length of the call in ms on the episode clock (the last event's `t_ms`)."
+    )
+    turns: int = Field(
+        ge=0,
+        description="Number of caller turns spoken in the call (events carry `turn` 0 before the first).",
+    )
+    n_events: int = Field(ge=0, description="Number of lines in the call's events.jsonl.")
+    events_sha256: str = Field(
+        description="SHA-256 (hex) of the call's events.jsonl bytes, so the log can be checked untouched.",
+        examples=["6a1986ad7a046d1b1772286f72e77294f5a818f6ee65feaa8fed0f85a6cdd8dc"],
+    )
+    audio_file: str | None = Field(
+        default=None,
+        description="Path of the call recording, relative to the run folder; None when no recording was written.",
+        examples=["episodes/eb62432d566c48fb/call.wav"],
+    )
+    audio_sample_rate: int | None = Field(
+        default=None,
+        description="Sample rate of the call recording in Hz; None when there is no recording.",
+        examples=[8000],
+    )
 
 
 class EpisodeRecord(Frozen):
     """One line of episodes.jsonl; the events live in episodes/<id>/events.jsonl."""
 
-    schema_version: int = SCHEMA_VERSION
-    header: EpisodeHeader
-    outcome: EpisodeOutcome
-    finished_at: dt.datetime
+    schema_version: int = Field(default=SCHEMA_VERSION, description="Version of the episode record format.")
+    header: EpisodeHeader = Field(description="Everything fixed before the call.")
+    outcome: EpisodeOutcome = Field(description="How the call ended.")
+    finished_at: dt.datetime = Field(
+        description="When the record was written, UTC, ISO 8601.", examples=["2026-12-01T20:53:06.276950Z"]
+    )
 
 
 class Episode(Frozen):
     """A whole call in memory: header, every event, outcome."""
 
-    header: EpisodeHeader
-    events: tuple[Event, ...]
-    outcome: EpisodeOutcome
+    header: EpisodeHeader = Field(description="Everything fixed before the call.")
+    events: tuple[Event, ...] = Field(description="Every event of the call, in order.")
+    outcome: EpisodeOutcome = Field(description="How the call ended.")
 
 
 class RunManifest(Frozen):
     """run.json: what was run, with which code, scenarios, plan and backends."""
 
-    schema_version: int = SCHEMA_VERSION
-    run_id: str
-    created_at: dt.datetime
-    voice_audit_version: str
-    git_sha: str | None = None
-    python: str
-    platform: str
-    executor: str = "local"
-    campaign_file: str
-    campaign: Campaign
-    campaign_sha256: str
-    scenario_hashes: dict[str, str]
-    facts_hashes: dict[str, str]
-    catalogue_sha256: str
-    plan_sha256: str
-    n_planned_episodes: int
-    backends: dict[str, BackendInfo] = Field(default_factory=dict)
+    schema_version: int = Field(default=SCHEMA_VERSION, description="Version of the run manifest format.")
+    run_id: str = Field(
+        description="Id of the run: campaign name, UTC start time and a random suffix.",
+        examples=["demo-20261201T205301Z-3fa2c1"],
+    )
+    created_at: dt.datetime = Field(
+        description="When the run started, UTC, ISO 8601.", examples=["2026-12-01T20:53:01.123456Z"]
+    )
+    voice_audit_version: str = Field(
+        description="Version of the voice-audit package that ran.", examples=["0.1.0"]
+    )
+    git_sha: str | None = Field(
+        default=None,
+        description="Git commit of the voice-audit source; None when not run from a git checkout.",
+        examples=["50c2b2f0e1d4c3b2a1908f7e6d5c4b3a29180706"],
+    )
+    python: str = Field(description="Python version that ran.", examples=["3.12.3"])
+    platform: str = Field(
+        description="Operating system and machine, as Python's platform.platform() gives it.",
+        examples=["Linux-6.8.0-x86_64-with-glibc2.39"],
+    )
+    executor: str = Field(default="local", description="Where the calls ran.", examples=["local", "ray"])
+    campaign_file: str = Field(
+        description="Absolute path of the campaign file the run was started from.",
+        examples=["/home/me/audits/demo.yaml"],
+    )
+    campaign: Campaign = Field(description="The campaign as run, with every credential masked.")
+    campaign_sha256: str = Field(
+        description="SHA-256 (hex) of the campaign's canonical JSON as loaded (before masking); every episode header carries the same hash.",
+        examples=["8773260054cf04ec87d8c61eb0a0212f7bbbf965df646a0c5227861c0efa0675"],
+    )
+    scenario_hashes: dict[str, str] = Field(
+        description="SHA-256 (hex) of each scenario's canonical JSON, by scenario id.",
+        examples=[
+            {"refund_duplicate_charge": "a94d49770d1e1526c0550a617cac45193b6618564aa2d8d750af98605ce183d2"}
+        ],
+    )
+    facts_hashes: dict[str, str] = Field(
+        description="SHA-256 (hex) of each scenario's facts, by scenario id.",
+        examples=[
+            {"refund_duplicate_charge": "185706a5cef05770d563d9ea6b3c43b500f77e7d1afa0fe09374e0e430b01391"}
+        ],
+    )
+    catalogue_sha256: str = Field(
+        description="SHA-256 (hex) of the persona catalogue's canonical JSON.",
+        examples=["52e34e4477c08bda4bcb33e3f67148eb8b7cb80ba36036ba9c67cc5c047607c5"],
+    )
+    plan_sha256: str = Field(
+        description="SHA-256 (hex) of the plan: every planned call.",
+        examples=["952ac33566587bb714ef115b536e5f1c657380f7a2f735647adbf4c47ae4aa29"],
+    )
+    n_planned_episodes: int = Field(
+        description="Number of calls the plan holds (two per matched pair and agent)."
+    )
+    backends: dict[str, BackendInfo] = Field(
+        default_factory=dict,
+        description="Speech backends of the run by role (`tts`, and `asr` when one ran).",
+    )
 
 
 class ArtifactRef(Frozen):
-    episode_id: str
-    events: str
-    audio: str | None = None
+    episode_id: str = Field(description="Id of the call.", examples=["eb62432d566c48fb"])
+    events: str = Field(
+        description="Path of the call's events.jsonl, relative to the run folder.",
+        examples=["episodes/eb62432d566c48fb/events.jsonl"],
+    )
+    audio: str | None = Field(
+        default=None,
+        description="Path of the call recording, relative to the run folder; None when there is none.",
+        examples=["episodes/eb62432d566c48fb/call.wav"],
+    )
 
 
 class ClaimTemplate(Frozen):
-    comparison: str = "condition a minus condition b"
-    metric_families: tuple[str, ...] = ("terminal_outcome", "path_burden", "tool_behaviour", "safety_events")
-    claim: Literal["construct_validation", "paired_disparity", "architecture_comparison"] = "paired_disparity"
+    comparison: str = Field(
+        default="condition a minus condition b",
+        description="Direction of every paired difference reported for the instance.",
+    )
+    metric_families: tuple[str, ...] = Field(
+        default=("terminal_outcome", "path_burden", "tool_behaviour", "safety_events"),
+        description="Metric families the instance is analysed on.",
+    )
+    claim: Literal["construct_validation", "paired_disparity", "architecture_comparison"] = Field(
+        default="paired_disparity",
+        description="Kind of claim the instance supports: a construct check, a paired disparity, or an architecture comparison.",
+    )
 
 
 class AuditInstance(Frozen):
     """A = (S, C, R, L, T): what analysis consumes for one matched pair."""
 
-    schema_version: int = SCHEMA_VERSION
-    instance_id: str
-    scenario_id: str
-    scenario_sha256: str
-    pair_id: str
-    condition_a: CallerCondition
-    condition_b: CallerCondition
-    contrast: tuple[Axis, ...]
-    architecture: Architecture | None
-    agent: str
-    artifact_a: ArtifactRef
-    artifact_b: ArtifactRef
-    claim_template: ClaimTemplate = ClaimTemplate()
+    schema_version: int = Field(default=SCHEMA_VERSION, description="Version of the audit instance format.")
+    instance_id: str = Field(description="Id of the audit instance.")
+    scenario_id: str = Field(description="Scenario both calls ran (S).", examples=["refund_duplicate_charge"])
+    scenario_sha256: str = Field(
+        description="SHA-256 (hex) of the scenario's canonical JSON.",
+        examples=["a94d49770d1e1526c0550a617cac45193b6618564aa2d8d750af98605ce183d2"],
+    )
+    pair_id: str = Field(description="Id of the matched pair.", examples=["c64fac3775c6"])
+    condition_a: CallerCondition = Field(description="Caller condition of side a (C).")
+    condition_b: CallerCondition = Field(description="Caller condition of side b (C).")
+    contrast: tuple[Axis, ...] = Field(
+        description="Persona axes on which the two conditions differ; empty for an A/A pair.",
+        examples=[["accent"]],
+    )
+    architecture: Architecture | None = Field(
+        description="Architecture of the agent (R); None when not declared.", examples=["casc"]
+    )
+    agent: str = Field(description="Name of the agent both calls reached.", examples=["reference"])
+    artifact_a: ArtifactRef = Field(description="Logs of side a's call (L).")
+    artifact_b: ArtifactRef = Field(description="Logs of side b's call (L).")
+    claim_template: ClaimTemplate = Field(
+        default=ClaimTemplate(), description="What claim the instance supports and on which metrics (T)."
+    )
