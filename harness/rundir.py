@@ -16,7 +16,6 @@ episodes.jsonl holds one record per episode: the last attempt, with its `attempt
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
 import shutil
@@ -32,7 +31,7 @@ from harness.model.episode import EpisodeRecord, RunManifest
 from harness.model.events import EVENT_ADAPTER, Event
 from harness.model.secrets import Redactor
 from harness.model.versioning import SCHEMA_VERSION, check_schema_version, upgrade
-from scenarios.atomic import atomic_write_bytes, open_new, write_all
+from scenarios.atomic import atomic_write_bytes
 from scenarios.errors import VoiceAuditError
 
 RUN_JSON = "run.json"
@@ -71,71 +70,12 @@ def atomic_write_json(path: Path, data: Any) -> None:
     atomic_write_bytes(path, (json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n").encode())
 
 
-class EventLog:
-    """Appends one episode's events and keeps a running hash of what it wrote.
-
-    The runtime calls `flush` at every turn boundary. Lines are written then once `hold_s` of wall
-    time has passed since the oldest unwritten one (0: at every boundary, as real-time calls do).
-    A crash loses at most that much of a call in flight, and resuming reruns unfinished calls
-    anyway; an accelerated call that finishes within `hold_s` costs one write instead of one per
-    turn. The file (and its folder) is created by the first write, so `close` may run off the
-    event loop and a call does not block the loop on file creation.
-    """
-
-    def __init__(self, path: Path, redactor: Redactor | None = None, *, hold_s: float = 0.0) -> None:
-        self.path = path
-        self.redactor = redactor
-        self.hold_s = hold_s
-        self._fd: int | None = None
-        self._pending: list[bytes] = []
-        self._since = 0.0
-        self._closed = False
-        self._hash = hashlib.sha256()
-        self.count = 0
-
-    def append(self, event: Event) -> None:
-        line = event.__pydantic_serializer__.to_json(event) + b"\n"  # what model_dump_json gives, as bytes
-        if self.redactor:
-            line = self.redactor.bytes(line)
-        if not self._pending:
-            self._since = time.monotonic()
-        self._pending.append(line)
-        self._hash.update(line)
-        self.count += 1
-
-    def _write(self) -> None:
-        if self._fd is None:
-            self._fd = open_new(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC)
-        write_all(self._fd, [b"".join(self._pending)])
-        self._pending.clear()
-
-    def flush(self) -> None:
-        if self._pending and not self._closed and time.monotonic() - self._since >= self.hold_s:
-            self._write()
-
-    @property
-    def sha256(self) -> str:
-        """Hash of every line appended so far: what the file holds once closed."""
-        return self._hash.hexdigest()
-
-    def close(self) -> str:
-        """Writes what is left (creating the file even for a call without events) and closes.
-
-        Flushed, not fsynced: a killed process loses nothing; power loss is caught on resume by the hash."""
-        if not self._closed:
-            self._closed = True
-            try:
-                self._write()
-            finally:
-                if self._fd is not None:
-                    os.close(self._fd)
-        return self._hash.hexdigest()
-
-
 class RunWriter:
     """Creates or resumes a run folder. Only finished episodes are ever recorded in episodes.jsonl."""
 
-    def __init__(self, run_dir: str | Path, *, fsync_interval_s: float = 0.5, redactor: Redactor | None = None) -> None:
+    def __init__(
+        self, run_dir: str | Path, *, fsync_interval_s: float = 0.5, redactor: Redactor | None = None
+    ) -> None:
         self.run_dir = Path(run_dir)
         self.redactor = redactor
         self.fsync_interval_s = fsync_interval_s
@@ -203,7 +143,9 @@ class RunWriter:
             self._fd = os.open(self.run_dir / EPISODES_JSONL, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         written = os.write(self._fd, line)
         if written != len(line):
-            raise RunFolderError(f"{self.run_dir / EPISODES_JSONL}: short write ({written} of {len(line)} bytes)")
+            raise RunFolderError(
+                f"{self.run_dir / EPISODES_JSONL}: short write ({written} of {len(line)} bytes)"
+            )
         now = time.monotonic()
         if now - self._last_sync >= self.fsync_interval_s:
             os.fsync(self._fd)
@@ -291,7 +233,9 @@ class RunReader:
                 try:
                     out.append(EVENT_ADAPTER.validate_json(raw))
                 except ValidationError as exc:
-                    raise RunFolderError(f"{path}:{lineno}: invalid event ({exc.errors()[0]['msg']})") from None
+                    raise RunFolderError(
+                        f"{path}:{lineno}: invalid event ({exc.errors()[0]['msg']})"
+                    ) from None
         return out
 
     def audio_path(self, episode_id: str) -> Path:

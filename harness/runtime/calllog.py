@@ -25,9 +25,8 @@ from harness.adapter import (
 )
 from harness.caller.policy import Decision, Say
 from harness.model.events import Event, FailureKind, NonServiceFlag
-from harness.rundir import EventLog
 from harness.runtime.clock import EpisodeClock
-from harness.runtime.eventlog import Stamper
+from harness.runtime.eventlog import EventLog, Stamper
 from harness.runtime.playback import Playback
 from harness.runtime.recorder import CallRecorder
 from harness.runtime.voice import Spoken

@@ -30,11 +30,12 @@ from harness.model.outcome import judge_outcome
 from harness.model.secrets import Redactor
 from harness.model.versioning import SCHEMA_VERSION
 from harness.planning import PlannedEpisode
-from harness.rundir import CALL_WAV, EVENTS_JSONL, EventLog
+from harness.rundir import CALL_WAV, EVENTS_JSONL
 from harness.runtime.callid import call_id
 from harness.runtime.calllog import AgentReportedError, CallFailed, CallLog
 from harness.runtime.clock import EpisodeClock, RealClock, TurnDeadline, VirtualClock
 from harness.runtime.conversation import Conversation
+from harness.runtime.eventlog import EventLog
 from harness.runtime.recorder import CallRecorder
 from harness.runtime.streaming import StreamingCall
 from harness.runtime.turnbased import CALLER_GAP_MS, TurnBasedCall

@@ -1,4 +1,5 @@
-"""Stamping events with the episode clock and appending them to the episode's log in time order.
+"""The episode's event log: `EventLog` appends and hashes lines; `Stamper` stamps events with the
+episode clock and hands them to the log in time order.
 
 Agent audio is scheduled ahead of the clock (it plays after what is already queued), so events
 about the future wait in a heap and are written once the clock reaches them: the log stays
@@ -7,15 +8,84 @@ monotonic and every event is on disk as soon as it has happened.
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 import itertools
+import os
+import time
+from pathlib import Path
 from typing import Any, get_args
 
 from harness.model.events import Event
-from harness.rundir import EventLog
+from harness.model.secrets import Redactor
 from harness.runtime.clock import EpisodeClock
+from scenarios.atomic import open_new, write_all
 
-_CLASSES: dict[str, type[Any]] = {cls.model_fields["type"].default: cls for cls in get_args(get_args(Event)[0])}
+
+class EventLog:
+    """Appends one episode's events and keeps a running hash of what it wrote.
+
+    The runtime calls `flush` at every turn boundary. Lines are written then once `hold_s` of wall
+    time has passed since the oldest unwritten one (0: at every boundary, as real-time calls do).
+    A crash loses at most that much of a call in flight, and resuming reruns unfinished calls
+    anyway; an accelerated call that finishes within `hold_s` costs one write instead of one per
+    turn. The file (and its folder) is created by the first write, so `close` may run off the
+    event loop and a call does not block the loop on file creation.
+    """
+
+    def __init__(self, path: Path, redactor: Redactor | None = None, *, hold_s: float = 0.0) -> None:
+        self.path = path
+        self.redactor = redactor
+        self.hold_s = hold_s
+        self._fd: int | None = None
+        self._pending: list[bytes] = []
+        self._since = 0.0
+        self._closed = False
+        self._hash = hashlib.sha256()
+        self.count = 0
+
+    def append(self, event: Event) -> None:
+        line = event.__pydantic_serializer__.to_json(event) + b"\n"  # what model_dump_json gives, as bytes
+        if self.redactor:
+            line = self.redactor.bytes(line)
+        if not self._pending:
+            self._since = time.monotonic()
+        self._pending.append(line)
+        self._hash.update(line)
+        self.count += 1
+
+    def _write(self) -> None:
+        if self._fd is None:
+            self._fd = open_new(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC)
+        write_all(self._fd, [b"".join(self._pending)])
+        self._pending.clear()
+
+    def flush(self) -> None:
+        if self._pending and not self._closed and time.monotonic() - self._since >= self.hold_s:
+            self._write()
+
+    @property
+    def sha256(self) -> str:
+        """Hash of every line appended so far: what the file holds once closed."""
+        return self._hash.hexdigest()
+
+    def close(self) -> str:
+        """Writes what is left (creating the file even for a call without events) and closes.
+
+        Flushed, not fsynced: a killed process loses nothing; power loss is caught on resume by the hash."""
+        if not self._closed:
+            self._closed = True
+            try:
+                self._write()
+            finally:
+                if self._fd is not None:
+                    os.close(self._fd)
+        return self._hash.hexdigest()
+
+
+_CLASSES: dict[str, type[Any]] = {
+    cls.model_fields["type"].default: cls for cls in get_args(get_args(Event)[0])
+}
 """Event type -> its model: validating against the one model skips the union's dispatch."""
 
 

@@ -11,10 +11,10 @@ from harness.caller.policy import CallerPolicy, Say
 from harness.model.campaign import Patience
 from harness.model.events import Event
 from harness.model.outcome import judge_outcome
-from harness.rundir import EventLog
 from harness.runtime.calllog import CallLog
 from harness.runtime.clock import VirtualClock
 from harness.runtime.conversation import AgentTurn, Conversation
+from harness.runtime.eventlog import EventLog
 from harness.runtime.recorder import CallRecorder
 from harness.runtime.voice import Spoken
 from personas import CallerCondition

@@ -13,7 +13,8 @@ import pytest
 
 from harness import rundir
 from harness.model.events import EVENT_ADAPTER, CallStarted, HangUp
-from harness.rundir import EventLog, atomic_write_bytes
+from harness.rundir import atomic_write_bytes
+from harness.runtime.eventlog import EventLog
 from harness.runtime.voice import Spoken, SpokenCache
 
 

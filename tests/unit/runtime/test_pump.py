@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from harness.adapter import AudioFormat, AudioOut
-from harness.rundir import EventLog
 from harness.runtime.calllog import CallLog
 from harness.runtime.clock import RealClock
+from harness.runtime.eventlog import EventLog
 from harness.runtime.pump import FramePump, Utterance
 from harness.runtime.recorder import CallRecorder
 from harness.runtime.voice import Spoken
