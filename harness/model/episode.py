@@ -329,7 +329,7 @@ class AuditInstance(Frozen):
     """A = (S, C, R, L, T): what analysis consumes for one matched pair."""
 
     schema_version: int = Field(default=SCHEMA_VERSION, description="Version of the audit instance format.")
-    instance_id: str = Field(description="Id of the audit instance.")
+    instance_id: str = Field(description="Id of the audit instance.", examples=["c64fac3775c6"])
     scenario_id: str = Field(description="Scenario both calls ran (S).", examples=["refund_duplicate_charge"])
     scenario_sha256: str = Field(
         description="SHA-256 (hex) of the scenario's canonical JSON.",

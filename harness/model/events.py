@@ -123,10 +123,12 @@ class CallStarted(_Event):
     call_id: str | None = Field(
         default=None,
         description="Id the agent was given for the call (Twilio callSid, the call JSON's `call_id`); None when the protocol has none.",
+        examples=["CA597d5725137b5b96c898910f050ba030"],
     )
     agent_session_id: str | None = Field(
         default=None,
         description="Id the agent side gave the session (Realtime session id, HTTP/WS `session_id`, Twilio streamSid); None when it gave none.",
+        examples=["MZ18ad3ab5a668481ce02b83e7395059f0", "sess_8f2c"],
     )
 
 
@@ -163,6 +165,7 @@ class FactsProvisioned(_Event):
     disclosed_sha256: str | None = Field(
         default=None,
         description="SHA-256 (hex) of exactly the facts sent to the agent; None when not recorded.",
+        examples=["01db71a25c36ff90ab15aedeb61f9ab501036935a51a46c17e058d6e2d730171"],
     )
 
 
