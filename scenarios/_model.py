@@ -52,7 +52,9 @@ _DIGIT = re.compile(r"\d")
 
 
 class Account(Frozen):
-    account_id: str = Field(description="The account's id, as the agent's CRM knows it.")
+    account_id: str = Field(
+        description="The account's id, as the agent's CRM knows it.", examples=["ACC-40817"]
+    )
     holder_name: str = Field(
         description="Full name of the account holder (an identity fact the caller can give)."
     )
@@ -66,7 +68,9 @@ class Account(Frozen):
         min_length=3, max_length=3, description="ISO 4217 currency code of the fees and charges."
     )
     postcode: str = Field(description="Postal or zip code on the account (an identity fact).")
-    date_of_birth: dt.date = Field(description="Holder's date of birth, YYYY-MM-DD (an identity fact).")
+    date_of_birth: dt.date = Field(
+        description="Holder's date of birth, YYYY-MM-DD (an identity fact).", examples=["1988-03-04"]
+    )
     email: str = Field(description="E-mail address on the account (an identity fact).")
     phone: str = Field(description="Phone number on the account, E.164 (an identity fact).")
     card_last_four: str | None = Field(
@@ -80,7 +84,9 @@ class Account(Frozen):
 
 
 class PriorContact(Frozen):
-    date: dt.date = Field(description="When the earlier contact happened, YYYY-MM-DD.")
+    date: dt.date = Field(
+        description="When the earlier contact happened, YYYY-MM-DD.", examples=["2026-06-12"]
+    )
     channel: Literal["phone", "chat", "email", "store"] = Field(
         description="How the caller got in touch: phone, chat, email or store."
     )
@@ -93,7 +99,7 @@ class PriorContact(Frozen):
 class Charge(Frozen):
     amount: Decimal = Field(gt=0, description="Amount of the charge in question, a decimal string.")
     currency: str = Field(min_length=3, max_length=3, description="ISO 4217 currency code of the charge.")
-    date: dt.date = Field(description="Date the charge was made, YYYY-MM-DD.")
+    date: dt.date = Field(description="Date the charge was made, YYYY-MM-DD.", examples=["2026-11-24"])
     description: str = Field(description="Statement line of the charge.")
     kind: Literal["duplicate", "overcharge", "wrong_plan", "service_credit"] = Field(
         description="What is wrong with it: duplicate, overcharge, wrong_plan or service_credit."
@@ -101,7 +107,9 @@ class Charge(Frozen):
 
 
 class Policy(Frozen):
-    id: str = Field(description="Policy id the agent can cite (policy_lookup returns it).")
+    id: str = Field(
+        description="Policy id the agent can cite (policy_lookup returns it).", examples=["BILL-REF-7"]
+    )
     title: str = Field(description="Short policy title.")
     text: str = Field(
         min_length=20,
@@ -112,7 +120,7 @@ class Policy(Frozen):
 class Facts(Frozen):
     """What is true for the agent whatever the caller sounds like; identical across a pair."""
 
-    as_of: dt.date = Field(description="The date the call takes place, YYYY-MM-DD.")
+    as_of: dt.date = Field(description="The date the call takes place, YYYY-MM-DD.", examples=["2026-11-27"])
     account: Account = Field(description="The caller's account record.")
     prior_contacts: tuple[PriorContact, ...] = Field(
         description="Earlier contacts on the account, oldest first."
@@ -202,7 +210,11 @@ class Challenge(Frozen):
 class Anchor(Frozen):
     """One scripted caller turn, identical across conditions; `{slot}` placeholders carry facts."""
 
-    id: str = Field(pattern=r"^[a-z][a-z0-9_]*$", description="Anchor id, unique in the script.")
+    id: str = Field(
+        pattern=r"^[a-z][a-z0-9_]*$",
+        description="Anchor id, unique in the script.",
+        examples=["greeting", "ask_refund"],
+    )
     intent: AnchorIntent = Field(
         description="What the turn does: greeting, state_issue, request_resolution, provide_detail, request_human, confirm, decline or close."
     )
@@ -279,6 +291,7 @@ class Scenario(Frozen):
     id: str = Field(
         pattern=r"^[a-z][a-z0-9_]*$",
         description="Scenario id, lower case with underscores; campaigns name it.",
+        examples=["refund_duplicate_charge"],
     )
     version: int = Field(
         ge=1, description="Bump on any change of facts; the lock refuses an edit that keeps the version."

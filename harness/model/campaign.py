@@ -257,6 +257,7 @@ class ModelReaderSpec(Frozen):
         default=None,
         pattern=r"^[0-9a-f]{64}$",
         description='sha256 of model_path, checked when the model loads.',
+        examples=['0f3a9c1be4d27785a6e0c9b1d3f5a7c9e1b3d5f7a9c1e3b5d7f9a1c3e5b7d9f1'],
     )
     structured: Literal["json_schema", "json_object", "none"] = Field(
         default="json_schema",
