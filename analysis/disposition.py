@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.gates import GATES, GateReport
 from analysis.deltas import CELL_KEYS, cell_label
+from analysis.gates import GATES, GateReport
 from analysis.plan import AnalysisPlan
 
 LEVELS: tuple[str, ...] = (

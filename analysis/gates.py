@@ -24,7 +24,7 @@ import pandas as pd
 from pydantic import Field
 
 from analysis import missingness, observer_gate
-from analysis.metrics import acoustic
+from analysis.metrics import audio_measures
 from analysis.metrics.catalogue import QUALITY_LABELS
 from analysis.metrics.ingest import Ingested
 from analysis.metrics.quality import Labels
@@ -298,9 +298,9 @@ def persona_perceptibility(inp: GateInputs) -> tuple[GateResult, pd.Series]:
 # -- 4. acoustic validity -----------------------------------------------------------------------
 @dataclass
 class AudioPass:
-    """The one audio pass shared by the acoustic and codec gates (`acoustic.measure_files`)."""
+    """The one audio pass shared by the acoustic and codec gates (`audio_measures.measure_files`)."""
 
-    measures: dict[str, acoustic.FileMeasures]  # by episode id
+    measures: dict[str, audio_measures.FileMeasures]  # by episode id
     codec_sample: list[str]
     pair_sample: dict[str, list[str]]  # acoustic cell -> sampled episode ids
     files: dict[str, str]  # episode id -> run-relative audio path (recordings present)
@@ -350,8 +350,8 @@ def audio_pass(inp: GateInputs) -> AudioPass:
             )
     paired = {e for ids in pair_sample.values() for e in ids}
     praat = [str(e) for e in analysable["episode_id"]] if f0 else []
-    wanted = acoustic.requests_for(codec_sample, sorted(paired), praat)
-    params = acoustic.AudioParams(
+    wanted = audio_measures.requests_for(codec_sample, sorted(paired), praat)
+    params = audio_measures.AudioParams(
         rate=codec_th.sample_rate,
         channels=codec_th.channels,
         subtype=codec_th.subtype,
@@ -360,7 +360,7 @@ def audio_pass(inp: GateInputs) -> AudioPass:
         max_seconds=ac_th.max_seconds_per_file if f0 else 0.0,
         f0=f0,
     )
-    by_path, stats = acoustic.measure_files(
+    by_path, stats = audio_measures.measure_files(
         run, {files[e]: flags for e, flags in wanted.items()}, params, workers=inp.audio_workers
     )
     inp.audio_measured = AudioPass(
@@ -421,7 +421,7 @@ def acoustic_validity(inp: GateInputs) -> tuple[GateResult, pd.Series, pd.Series
         agree = cell_agreement(per_file, th.min_r)
         cells[key] = {
             "files": agree.files,
-            "min_r": acoustic.nan_to_none(agree.min_r),
+            "min_r": audio_measures.nan_to_none(agree.min_r),
             "min_voiced_both": agree.min_voiced_both,
             "verdict": "pass" if agree.passes else ("not-evaluable" if agree.files == 0 else "fail"),
         }
@@ -564,7 +564,7 @@ def artifact_completeness(inp: GateInputs) -> tuple[GateResult, pd.Series]:
             c_starts = sub.loc[sub["type"] == "caller_utterance_start", "t_ms"].astype(int).tolist()
             path = inp.ing.run_dir / str(ep.set_index("episode_id").at[e, "audio_file"])
             try:
-                offs = acoustic.sync_offsets(
+                offs = audio_measures.sync_offsets(
                     path, a_starts, c_starts, th.onset_search_ms, th.onset_threshold_db
                 )
             except (RuntimeError, OSError) as exc:

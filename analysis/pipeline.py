@@ -24,12 +24,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from analysis import disposition as disp
+from analysis.deltas import deltas as compute_deltas
 from analysis.gates import GateInputs, GateReport, evaluate, gates_json, library_for
 from analysis.metrics import quality
 from analysis.metrics.catalogue import CATALOGUE
 from analysis.metrics.extract import extract_metrics
 from analysis.metrics.ingest import Ingested, Problem, ingest
-from analysis.deltas import deltas as compute_deltas
 from analysis.metrics.voice_latency import COLUMNS as V2V_COLUMNS
 from analysis.metrics.voice_latency import voice_latency
 from analysis.pairs import build_pairs

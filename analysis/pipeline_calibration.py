@@ -46,8 +46,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.metrics.catalogue import CATALOGUE
 from analysis.deltas import CELL_KEYS, cell_label, deltas
+from analysis.metrics.catalogue import CATALOGUE
 from analysis.pipeline import AnalysisResult
 from analysis.plan import AnalysisPlan, FamilyPlan
 from analysis.stats import paired_mean_delta

@@ -5,7 +5,7 @@ minus the end of the utterance's audio clip (negative when the agent started bef
 finished); a caller turn that got no agent speech before the next caller utterance has none. The
 clip ends after its trailing silence, so this reads shorter than what the caller hears; the
 voice-to-voice latency on the recording is `analysis.metrics.voice_latency`. F0 comes from audio and
-lives in `analysis.metrics.acoustic`.
+lives in `analysis.metrics.audio_measures`.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ into gate verdicts through ``analysis.agreement``.
 """
 
 from analysis.rating.cli import rate_cmd, serve
-from analysis.rating.gates import RatingGates, perceptibility_frame, quality_frame, rating_gates
+from analysis.rating.rating_gates import RatingGates, perceptibility_frame, quality_frame, rating_gates
 from analysis.rating.scales import QUALITY_SCALES, Scale
 from analysis.rating.server import RatingServer
 from analysis.rating.session import RatingSession

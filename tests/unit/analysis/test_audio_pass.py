@@ -11,7 +11,7 @@ import pyloudnorm
 import pytest
 import soundfile as sf
 
-from analysis.metrics import acoustic
+from analysis.metrics import audio_measures
 from harness.audio.loudness import integrated_loudness
 
 
@@ -54,37 +54,37 @@ def test_measure_files_agrees_with_the_per_gate_functions_and_caches(tmp_path: P
     for seed, name in enumerate(("a", "b")):
         _call(run / "e" / f"{name}.wav", seed=10 * seed)
     (run / "e" / "bad.wav").write_bytes(b"not audio")
-    params = acoustic.AudioParams(
+    params = audio_measures.AudioParams(
         rate=16000, channels=2, subtype="PCM_16", target_lufs=-23.0, lufs_tolerance=0.5, max_seconds=2.0
     )
     wanted = {"e/a.wav": (True, True), "e/b.wav": (True, False), "e/bad.wav": (True, False)}
-    got, stats = acoustic.measure_files(run, wanted, params, workers=1)
+    got, stats = audio_measures.measure_files(run, wanted, params, workers=1)
     assert stats == {"files": 3, "from_cache": 0, "measured": 3, "workers": 1}
     for rel in ("e/a.wav", "e/b.wav"):
-        one = acoustic.codec_check(run / rel, 16000, 2, "PCM_16", -23.0, 0.5)
+        one = audio_measures.codec_check(run / rel, 16000, 2, "PCM_16", -23.0, 0.5)
         m = got[rel]
         assert m.codec_ok is one.ok is True and m.codec_detail == one.detail
         assert m.resampling_path == one.resampling_path and m.lufs_after == pytest.approx(one.lufs_after, abs=0.01)
-        audio = acoustic.agent_speech(run / rel, 2.0)
+        audio = audio_measures.agent_speech(run / rel, 2.0)
         assert audio is not None
-        assert m.praat_median_hz == pytest.approx(acoustic.praat_median(audio), rel=1e-3)
-    r, voiced, _ = acoustic.f0_pair_r(acoustic.agent_speech(run / "e/a.wav", 2.0))  # type: ignore[arg-type]
+        assert m.praat_median_hz == pytest.approx(audio_measures.praat_median(audio), rel=1e-3)
+    r, voiced, _ = audio_measures.f0_pair_r(audio_measures.agent_speech(run / "e/a.wav", 2.0))  # type: ignore[arg-type]
     assert got["e/a.wav"].pair_r == pytest.approx(r, abs=1e-3) and got["e/a.wav"].pair_voiced_both == voiced
     assert got["e/b.wav"].pair_r is None and not got["e/b.wav"].has_pair
     assert got["e/bad.wav"].codec_ok is False and "unreadable" in str(got["e/bad.wav"].codec_detail)
 
-    doc = json.loads((run / acoustic.AUDIO_CACHE).read_text())
-    assert doc["version"] == acoustic.MEASURE_VERSION and len(doc["files"]) == 3
-    again, stats2 = acoustic.measure_files(run, wanted, params, workers=1)
+    doc = json.loads((run / audio_measures.AUDIO_CACHE).read_text())
+    assert doc["version"] == audio_measures.MEASURE_VERSION and len(doc["files"]) == 3
+    again, stats2 = audio_measures.measure_files(run, wanted, params, workers=1)
     assert stats2["from_cache"] == 3 and again == got
     wider = {**wanted, "e/b.wav": (True, True)}  # a new measure on a cached file: only that file again
-    _, stats3 = acoustic.measure_files(run, wider, params, workers=1)
+    _, stats3 = audio_measures.measure_files(run, wider, params, workers=1)
     assert stats3["measured"] == 1
     _call(run / "e" / "a.wav", seconds=2.5)  # new bytes: new hash, measured again
-    _, stats4 = acoustic.measure_files(run, wanted, params, workers=1)
+    _, stats4 = audio_measures.measure_files(run, wanted, params, workers=1)
     assert stats4["measured"] == 1
     other = params.model_copy(update={"target_lufs": -20.0})
-    _, stats5 = acoustic.measure_files(run, wanted, other, workers=1)
+    _, stats5 = audio_measures.measure_files(run, wanted, other, workers=1)
     assert stats5["measured"] == 3
 
 
@@ -93,10 +93,10 @@ def test_measure_files_in_a_process_pool_equals_in_process(tmp_path: Path) -> No
     run.mkdir()
     for i in range(4):
         _call(run / f"{i}.wav", seconds=2.0 + 0.3 * i)
-    params = acoustic.AudioParams(
+    params = audio_measures.AudioParams(
         rate=16000, channels=2, subtype="PCM_16", target_lufs=-23.0, lufs_tolerance=0.5, max_seconds=2.0
     )
     wanted = {f"{i}.wav": (True, i % 2 == 0) for i in range(4)}
-    pooled, stats = acoustic.measure_files(run, wanted, params, workers=2, write_cache=False)
-    alone, _ = acoustic.measure_files(run, wanted, params, workers=1, write_cache=False)
+    pooled, stats = audio_measures.measure_files(run, wanted, params, workers=2, write_cache=False)
+    alone, _ = audio_measures.measure_files(run, wanted, params, workers=1, write_cache=False)
     assert stats["workers"] == 2 and pooled == alone

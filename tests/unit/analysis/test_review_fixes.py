@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.deltas import cell_deltas
 from analysis.metrics import tools
 from analysis.metrics.catalogue import CATALOGUE
 from analysis.metrics.extract import extract_metrics
 from analysis.metrics.ingest import ingest
-from analysis.deltas import cell_deltas
 from analysis.pairs import aligned_diff, build_pairs
 from analysis.pipeline import analyze
 from analysis.plan import load_plan

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.rating.gates import rating_gates
+from analysis.rating.rating_gates import rating_gates
 from analysis.rating.store import LabelRecord, LabelStore
 
 NAN = math.nan
