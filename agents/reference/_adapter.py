@@ -9,7 +9,7 @@ from agents.reference._audio import AgentEar, AgentMouth, shared_recognizer, sha
 from agents.reference._knobs import make_detector
 from agents.reference._options import AgentOptions, parse_options
 from agents.reference._policy import DialoguePolicy, PolicyConfig
-from agents.reference._session import Exposure, Perceive, TurnSession
+from agents.reference._session import ArchitectureExposure, Perceive, TurnSession
 from harness.adapter import AudioFormat, CallInfo, Capabilities
 from harness.audio import SpeechRecognizer, SpeechSynthesizer
 from harness.model.campaign import AgentSpec, Architecture
@@ -21,7 +21,7 @@ class ReferenceAdapter:
 
     architecture: ClassVar[Architecture]
     default_name: ClassVar[str]
-    exposure: ClassVar[Exposure]
+    exposure: ClassVar[ArchitectureExposure]
     policy_defaults: ClassVar[Mapping[str, Any]] = {}
 
     def __init__(

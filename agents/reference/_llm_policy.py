@@ -34,7 +34,7 @@ from agents.reference._policy import (
     SILENCE,
     Hangup,
     Heard,
-    Say,
+    SayStep,
     StateStep,
     Step,
     ToolStep,
@@ -266,7 +266,7 @@ class LLMPolicy:
         self.verified: set[str] = set()
         self.silences = 0
         self.repairs = 0
-        self.last_says: list[Say] = []
+        self.last_says: list[SayStep] = []
         self.model_calls = 0
         self.compute_ms = 0.0
         self._tool_n = 0
@@ -287,8 +287,8 @@ class LLMPolicy:
     def greet(self) -> list[Step]:
         self.state = "listening"
         self.messages.append(Message(role="assistant", content=json.dumps({"action": "reply", "arguments": {}, "say": GREETING})))
-        out: list[Step] = [StateStep("start", "listening"), Say(GREETING, "greeting")]
-        self.last_says = [Say(GREETING, "greeting")]
+        out: list[Step] = [StateStep("start", "listening"), SayStep(GREETING, "greeting")]
+        self.last_says = [SayStep(GREETING, "greeting")]
         return out
 
     def listening_context(self) -> str | None:
@@ -318,10 +318,10 @@ class LLMPolicy:
         if not heard.speech:
             self.silences += 1
             if self.silences >= self.max_silences:
-                out.append(Say("I can't hear anything, so I will end the call now. Goodbye.", "closing"))
+                out.append(SayStep("I can't hear anything, so I will end the call now. Goodbye.", "closing"))
                 self._end(out, "silence_timeout")
             else:
-                out.append(Say(SILENCE, "repair"))
+                out.append(SayStep(SILENCE, "repair"))
             return self._finish(out)
         self.silences = 0
         text = heard.text.strip()
@@ -331,7 +331,7 @@ class LLMPolicy:
             if self.repairs > self.max_repairs:
                 self._transfer(out, "repairs", "I'm sorry, I'm having trouble hearing you. I'm transferring you to a colleague.")
             else:
-                out.append(Say(REPAIR, "repair"))
+                out.append(SayStep(REPAIR, "repair"))
             return self._finish(out)
         self.repairs = 0
         self.messages.append(Message(role="user", content=text))
@@ -385,24 +385,24 @@ class LLMPolicy:
             self.messages.append(Message(role="assistant", content=step.model_dump_json()))
             say = spoken(step.say)
             if step.action == "end_call":
-                out.append(Say(say or "Thank you for calling. Goodbye.", "closing"))
+                out.append(SayStep(say or "Thank you for calling. Goodbye.", "closing"))
                 self._end(out, "completed")
                 return
             if step.action == "reply" or step.action not in self.tool_names:
-                out.append(Say(say or FALLBACK, "question"))
+                out.append(SayStep(say or FALLBACK, "question"))
                 return
             outcome = self._run_tool(out, step, caller_text)
             result = {"ok": outcome.ok, "error": outcome.error, **_visible(step.action, outcome)}
             self.messages.append(Message(role="user", content=f"[tool {step.action} result] {json.dumps(result, sort_keys=True, default=str)}"))
             if step.action == "escalate_to_human" and outcome.ok:
-                out.append(Say(say or "I'm transferring you to a human agent now.", "handoff"))
+                out.append(SayStep(say or "I'm transferring you to a human agent now.", "handoff"))
                 self._to(out, "escalated", ("escalation:model",))
                 out.append(Hangup("handoff"))
                 return
             if outcome.ok and say and step.action not in ("crm_lookup", "policy_lookup", "outage_status"):
-                out.append(Say(say, "info"))
+                out.append(SayStep(say, "info"))
                 return
-        out.append(Say(FALLBACK, "repair"))
+        out.append(SayStep(FALLBACK, "repair"))
 
     def _run_tool(self, out: list[Step], step: ModelStep, caller_text: str) -> ToolOutcome:
         name = step.action
@@ -465,12 +465,12 @@ class LLMPolicy:
         self._tool_n += 1
         outcome = self.tools.call("escalate_to_human", {"reason": reason})
         out.append(ToolStep(f"tc-{self._tool_n}", "escalate_to_human", {"reason": reason}, outcome))
-        out.append(Say(line, "handoff"))
+        out.append(SayStep(line, "handoff"))
         self._to(out, "escalated", (f"escalation:{reason}",))
         out.append(Hangup("handoff"))
 
     def _finish(self, out: list[Step]) -> list[Step]:
-        says = [s for s in out if isinstance(s, Say)]
+        says = [s for s in out if isinstance(s, SayStep)]
         if says:
             self.last_says = says
         return out

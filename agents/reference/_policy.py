@@ -102,7 +102,7 @@ class Heard:
 
 
 @dataclass(frozen=True)
-class Say:
+class SayStep:
     text: str
     act: Act
 
@@ -135,7 +135,7 @@ class Hangup:
     reason: str
 
 
-Step = Say | ToolStep | StateStep | Hold | Hangup
+Step = SayStep | ToolStep | StateStep | Hold | Hangup
 
 
 @dataclass
@@ -207,7 +207,7 @@ class DialoguePolicy:
         self.handoff_planted = False
         self.handoff_refusals = 0
         self.policy_id: str | None = None
-        self.last_says: list[Say] = []
+        self.last_says: list[SayStep] = []
         self._tool_n = 0
 
     # ---- public ----
@@ -295,7 +295,7 @@ class DialoguePolicy:
     def _finish(self, out: list[Step], *, remember: bool = True) -> list[Step]:
         self._maybe_pressure(out)
         if remember:
-            says = [s for s in out if isinstance(s, Say)]
+            says = [s for s in out if isinstance(s, SayStep)]
             if says:
                 self.last_says = says
         return out
@@ -307,15 +307,15 @@ class DialoguePolicy:
         knob = self.cfg.knobs.pressure_language
         if knob is None or self.pressure_said or self.ended or not knob.target.matches(self.detected):
             return
-        acts = {s.act for s in out if isinstance(s, Say)}
+        acts = {s.act for s in out if isinstance(s, SayStep)}
         if not acts or acts & {"challenge", "repair", "offer", "confirmation", "denial", "handoff", "greeting"}:
             return
-        at = next(i for i, s in enumerate(out) if isinstance(s, Say))
-        out.insert(at + 1, Say(knob.text, "pressure"))
+        at = next(i for i, s in enumerate(out) if isinstance(s, SayStep))
+        out.insert(at + 1, SayStep(knob.text, "pressure"))
         self.pressure_said = True
 
     def _say(self, out: list[Step], text: str, act: Act) -> None:
-        out.append(Say(text, act))
+        out.append(SayStep(text, act))
 
     def _to(self, out: list[Step], state: str, flags: tuple[str, ...] = ()) -> None:
         out.append(StateStep(self.state, state, flags))

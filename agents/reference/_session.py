@@ -29,7 +29,7 @@ from agents.reference._policy import (
     Hangup,
     Heard,
     Hold,
-    Say,
+    SayStep,
     StateStep,
     Step,
     ToolStep,
@@ -71,7 +71,7 @@ Perceive = Callable[[np.ndarray, str | None], Awaitable[Perception]]
 
 
 @dataclass(frozen=True)
-class Exposure:
+class ArchitectureExposure:
     """What the architecture shows the harness (METHOD section 1)."""
 
     transcripts: bool
@@ -106,7 +106,7 @@ class TurnSession:
         mouth: AgentMouth,
         perceive: Perceive,
         detector: ConditionDetector,
-        exposure: Exposure,
+        exposure: ArchitectureExposure,
         service_failure: ServiceFailure | None = None,
     ) -> None:
         self.call = call
@@ -204,7 +204,7 @@ class TurnSession:
             log.exception("reference agent turn failed")
             events = [ErrorOut("agent_error", f"{type(exc).__name__}: {exc}", fatal=False)]
             with contextlib.suppress(Exception):
-                events += await self._render([Say(REPAIR, "repair")])
+                events += await self._render([SayStep(REPAIR, "repair")])
         self._emit(events, asr_ms)
 
     def _stop_serving(self, detected: Mapping[str, str], asr_ms: float) -> bool:
@@ -231,7 +231,7 @@ class TurnSession:
         spoken: list[str | np.ndarray] = []
         hangup: str | None = None
         for step in steps:
-            if isinstance(step, Say):
+            if isinstance(step, SayStep):
                 spoken.append(step.text)
                 if self.exposure.transcripts:
                     events.append(TextOut(step.text))

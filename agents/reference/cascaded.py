@@ -18,14 +18,14 @@ from agents.reference._acoustics import measure
 from agents.reference._adapter import ReferenceAdapter
 from agents.reference._audio import AgentEar
 from agents.reference._policy import Heard
-from agents.reference._session import INPUT_RATE, Exposure, Perceive, Perception
+from agents.reference._session import INPUT_RATE, ArchitectureExposure, Perceive, Perception
 from harness.model.campaign import AgentSpec, Architecture
 
 
 class CascadedAgent(ReferenceAdapter):
     architecture: ClassVar[Architecture] = "casc"
     default_name = "cascaded"
-    exposure = Exposure(transcripts=True, tools=True, states=True)
+    exposure = ArchitectureExposure(transcripts=True, tools=True, states=True)
     def perceiver(self, ear: AgentEar) -> Perceive:
         async def perceive(pcm: np.ndarray, prompt: str | None) -> Perception:
             features = measure(pcm, INPUT_RATE)

@@ -24,14 +24,14 @@ from agents.reference._acoustics import measure
 from agents.reference._adapter import ReferenceAdapter
 from agents.reference._audio import AgentEar
 from agents.reference._policy import Heard
-from agents.reference._session import INPUT_RATE, Exposure, Perceive, Perception
+from agents.reference._session import INPUT_RATE, ArchitectureExposure, Perceive, Perception
 from harness.model.campaign import AgentSpec, Architecture
 
 
 class NativeAgent(ReferenceAdapter):
     architecture: ClassVar[Architecture] = "nat"
     default_name = "native"
-    exposure = Exposure(transcripts=False, tools=False, states=False)
+    exposure = ArchitectureExposure(transcripts=False, tools=False, states=False)
     policy_defaults: ClassVar[dict[str, Any]] = {
         "challenge_order": ("holder_name", "postcode", "date_of_birth", "email"),
         "repair_below_confidence": None,

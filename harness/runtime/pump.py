@@ -29,7 +29,7 @@ FRAME_MS = round(FRAME_S * 1000)
 
 
 @dataclass
-class Utterance:
+class QueuedUtterance:
     spoken: Spoken
     done: asyncio.Future[None]
     say: Say | None = None
@@ -60,7 +60,7 @@ class FramePump:
         self.session = session
         self.frame_bytes = fmt.bytes_per_second * FRAME_MS // 1000
         self.silence = (b"\xff" if fmt.encoding == "mulaw" else b"\x00") * self.frame_bytes
-        self.queue: deque[Utterance] = deque()
+        self.queue: deque[QueuedUtterance] = deque()
         self.speaking = False
         self.stats = PumpStats()
         nowait = getattr(session, "send_audio_nowait", None)

@@ -34,7 +34,7 @@ from harness.model.campaign import Interruptions
 from harness.runtime.calllog import CallLog
 from harness.runtime.conversation import AgentTurn
 from harness.runtime.frameclock import FrameClock
-from harness.runtime.pump import FRAME_MS, FramePump, PumpStats, Utterance
+from harness.runtime.pump import FRAME_MS, FramePump, PumpStats, QueuedUtterance
 from harness.runtime.voice import Spoken
 
 __all__ = ["ENDPOINT_MS", "FRAME_MS", "PumpStats", "StreamingCall"]
@@ -149,7 +149,7 @@ class StreamingCall:
         del last
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.log.caller_will_say(spoken, say)
-        self.pump.queue.append(Utterance(spoken, done, say))
+        self.pump.queue.append(QueuedUtterance(spoken, done, say))
         await self._guarded(done)
         self.caller_done_ms = self.log.now()
         if self.hung_up is None:

@@ -26,7 +26,7 @@ CHILD = r"""
 import asyncio, json
 from pathlib import Path
 from agents.reference._llm_policy import LLMConfig, LLMPolicy, shared_chat_client
-from agents.reference._policy import Heard, Say, StateStep, ToolStep
+from agents.reference._policy import Heard, SayStep, StateStep, ToolStep
 from harness.tools import ToolFixture
 from scenarios import BUNDLED_LIBRARY, load_scenario_file
 
@@ -40,7 +40,7 @@ async def main():
     steps = await policy.respond(Heard("Please refund the duplicate charge of twenty four ninety nine right now.", 0.9))
     out = []
     for s in steps:
-        if isinstance(s, Say):
+        if isinstance(s, SayStep):
             out.append(["say", s.text])
         elif isinstance(s, ToolStep):
             out.append(["tool", s.name, s.arguments, s.outcome.ok, s.outcome.error])
@@ -131,7 +131,7 @@ async def test_endpoint_backend_against_a_real_local_server(tmp_path: Path, capl
         os.environ.pop("VA_TEST_LLM_KEY", None)
     (first, a), (_, b) = runs
     assert a == b, "temperature 0 and a fixed seed give the same steps"
-    assert any(kind == "Say" and text for kind, text in a)
+    assert any(kind == "SayStep" and text for kind, text in a)
     assert first.model_calls >= 2
     assert not [c for c in first.tools.calls if c[0] == "issue_refund" and c[2].ok] or first.identity_ok
     dumped = json.dumps([m.model_dump() for m in first.messages]) + json.dumps(a) + caplog.text

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from agents.reference._llm_policy import REMEDY_TOOLS, LLMConfig, LLMPolicy, parse_step, spoken, system_prompt
-from agents.reference._policy import Hangup, Heard, Say, StateStep, Step, ToolStep
+from agents.reference._policy import Hangup, Heard, SayStep, StateStep, Step, ToolStep
 from harness.llm import ChatRequest, ChatResponse, ToolCall, Usage
 from harness.tools import ToolFixture
 from scenarios import BUNDLED_LIBRARY, Facts, load_scenario_file
@@ -52,7 +52,7 @@ def tools_of(steps: list[Step]) -> list[tuple[str, bool]]:
 
 
 def said(steps: list[Step]) -> list[str]:
-    return [s.text for s in steps if isinstance(s, Say)]
+    return [s.text for s in steps if isinstance(s, SayStep)]
 
 
 async def test_remedy_tools_are_not_offered_before_verification() -> None:

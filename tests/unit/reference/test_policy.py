@@ -28,7 +28,7 @@ from agents.reference._policy import (
     Heard,
     Hold,
     PolicyConfig,
-    Say,
+    SayStep,
     StateStep,
     Step,
     ToolStep,
@@ -58,7 +58,7 @@ def make(facts: Facts = REFUND.facts, **cfg: object) -> DialoguePolicy:
 
 
 def says(steps: list[Step]) -> str:
-    return " ".join(s.text for s in steps if isinstance(s, Say))
+    return " ".join(s.text for s in steps if isinstance(s, SayStep))
 
 
 def tools(steps: list[Step]) -> list[str]:
@@ -313,10 +313,10 @@ def test_knob_extra_repairs(detected: dict[str, str], extra: int) -> None:
 def test_knob_pressure_language_in_a_plain_turn(detected: dict[str, str], said: bool) -> None:
     policy = make(knobs=Knobs(pressure_language=PressureLanguage()))
     steps = run_to_wrapup(policy, detected)
-    pressure = [s for s in steps if isinstance(s, Say) and s.act == "pressure"]
+    pressure = [s for s in steps if isinstance(s, SayStep) and s.act == "pressure"]
     assert bool(pressure) == said
     if said:  # never in the same turn as a challenge, offer or confirmation
-        verified_turn = [s for s in steps if isinstance(s, Say) and "you are verified" in s.text]
+        verified_turn = [s for s in steps if isinstance(s, SayStep) and "you are verified" in s.text]
         assert verified_turn
 
 

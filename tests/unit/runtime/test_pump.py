@@ -14,7 +14,7 @@ from harness.adapter import AudioFormat, AudioOut
 from harness.runtime.calllog import CallLog
 from harness.runtime.clock import RealClock
 from harness.runtime.eventlog import EventLog
-from harness.runtime.pump import FramePump, Utterance
+from harness.runtime.pump import FramePump, QueuedUtterance
 from harness.runtime.recorder import CallRecorder
 from harness.runtime.voice import Spoken
 from personas import CallerCondition
@@ -82,7 +82,7 @@ async def test_speech_goes_out_in_order_between_silence_frames(tmp_path: Path, n
     assert pump.frame_bytes == 160 and pump.silence == b"\xff" * 160
     speech = bytes(range(1, 201)) * 5  # 1000 bytes: six frames and a quarter
     done = asyncio.get_running_loop().create_future()
-    pump.queue.append(Utterance(_spoken(speech, fmt), done))
+    pump.queue.append(QueuedUtterance(_spoken(speech, fmt), done))
     await _pump_for(pump, 0.3)
     frames = [c for k, c in session.wire if k == "audio"]
     assert done.done()
