@@ -124,12 +124,6 @@ class AnalysisPlan(Frozen):
     def sha256(self) -> str:
         return sha256_of(self)
 
-    def family_of(self, metric: str) -> str | None:
-        for fam, spec in self.families.items():
-            if metric in spec.metrics:
-                return fam
-        return None
-
 
 def load_plan(path: str | Path = DEFAULT_PLAN) -> AnalysisPlan:
     """Parse and validate a plan file; a newer plan_version is refused rather than misread."""

@@ -12,7 +12,7 @@ from agents.reference._policy import DialoguePolicy, PolicyConfig
 from agents.reference._session import ArchitectureExposure, Perceive, TurnSession
 from harness.adapter import AudioFormat, CallInfo, Capabilities
 from harness.audio import SpeechRecognizer, SpeechSynthesizer
-from harness.model.campaign import AgentSpec, Architecture
+from harness.model.campaign import Architecture
 from harness.tools import ToolFixture
 
 
@@ -49,10 +49,6 @@ class ReferenceAdapter:
             input_format=AudioFormat("pcm16", 16000),
             protocol="in-process",
         )
-
-    @classmethod
-    def from_spec(cls, spec: AgentSpec) -> ReferenceAdapter:
-        return cls(spec.options, name=spec.name)
 
     @property
     def synthesizer(self) -> SpeechSynthesizer:

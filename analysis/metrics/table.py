@@ -210,10 +210,6 @@ def _empty_frame() -> pd.DataFrame:
     return pd.DataFrame(data)
 
 
-def empty_table() -> EventTable:
-    return EventTable(episodes=pd.Index([], dtype=object, name="episode_id"), df=_empty_frame())
-
-
 def map_unique(values: pd.Series, fn: Callable[[str], T]) -> pd.Series:
     """Apply `fn` once per distinct string (agents repeat their lines; scripted ones always do);
     what `values.fillna("").astype(str).map(fn)` gives."""
