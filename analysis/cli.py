@@ -1,4 +1,4 @@
-"""`voice-audit analyze RUN`: the lead mounts `analyze_cmd` with `app.command("analyze")(analyze_cmd)`."""
+"""`voice-audit analyze RUN`: metrics, pairs, gates, paired deltas and disposition of one run folder."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
+from analysis.outputs import OUTPUTS
 from scenarios.errors import VoiceAuditError
 
 
@@ -29,9 +30,7 @@ def _line(result: Any) -> list[str]:
     lines.append(f"claim (campaign): {camp['claim']}")
     for cell in result.disposition["cells"]:
         lines.append(f"  {cell['label']}: {cell['claim']} ({cell['n_included']}/{cell['n_pairs']} pairs)")
-    lines.append(
-        "wrote metrics.parquet, pairs.parquet, gates.json, deltas.json, disposition.json, analysis.json"
-    )
+    lines.append("wrote " + ", ".join(OUTPUTS))
     return lines
 
 

@@ -39,15 +39,6 @@ from harness.rundir import atomic_write_bytes, atomic_write_json
 from scenarios import Scenario, ScenarioLibrary
 from scenarios.errors import VoiceAuditError
 
-OUTPUTS: tuple[str, ...] = (
-    "metrics.parquet",
-    "pairs.parquet",
-    "gates.json",
-    "deltas.json",
-    "disposition.json",
-    "analysis.json",
-)
-
 
 @dataclass
 class AnalysisResult:

@@ -30,12 +30,12 @@ def report_cmd(
     quiet: Annotated[bool, typer.Option(help="print nothing on success")] = False,
 ) -> None:
     """Matched-pair report of one run: HTML (self-contained, audio beside it), Markdown and JSON."""
+    from analysis.outputs import OUTPUTS
     from analysis.report.build import build_report
-    from analysis.report.loader import ANALYSIS_FILES
     from analysis.report.render import HTML_FILE, write_report
 
     try:
-        if analyze and not all((run_dir / f).exists() for f in ANALYSIS_FILES):
+        if analyze and not all((run_dir / f).exists() for f in OUTPUTS):
             from analysis.pipeline import analyze as run_analysis
 
             run_analysis(run_dir)

@@ -12,18 +12,10 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.outputs import OUTPUTS
 from harness.model import RunManifest
 from harness.rundir import EPISODES_JSONL, RunReader
 from scenarios.errors import VoiceAuditError
-
-ANALYSIS_FILES: tuple[str, ...] = (
-    "metrics.parquet",
-    "pairs.parquet",
-    "gates.json",
-    "deltas.json",
-    "disposition.json",
-    "analysis.json",
-)
 
 
 class ReportInputError(VoiceAuditError):
@@ -88,7 +80,7 @@ def consistency_warnings(out: RunOutputs) -> list[str]:
 def load(run_dir: str | Path) -> RunOutputs:
     run = Path(run_dir)
     reader = RunReader(run)
-    missing = [f for f in ANALYSIS_FILES if not (run / f).exists()]
+    missing = [f for f in OUTPUTS if not (run / f).exists()]
     if missing:
         raise ReportInputError(
             f"{run}: analysis outputs missing ({', '.join(missing)}); run: voice-audit analyze {run}"

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.pipeline import OUTPUTS, analyze
+from analysis.outputs import OUTPUTS
+from analysis.pipeline import analyze
 from harness.planning import load_campaign
 from harness.runtime import CampaignRunner
 

@@ -10,7 +10,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.pipeline import OUTPUTS, analyze
+from analysis.outputs import OUTPUTS
+from analysis.pipeline import analyze
 from analysis.plan import DEFAULT_PLAN, load_plan
 from scenarios import SchemaVersionError
 from scenarios.errors import ConfigError
