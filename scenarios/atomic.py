@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import BinaryIO
 
-__all__ = ["atomic_write_bytes", "atomic_write_text", "open_new", "write_all"]
+__all__ = ["atomic_open", "atomic_write_bytes", "atomic_write_text", "open_new", "write_all"]
 
 
 def write_all(fd: int, parts: Sequence[bytes | memoryview]) -> None:
@@ -35,6 +37,17 @@ def open_new(path: Path, flags: int) -> int:
         return os.open(path, flags, 0o644)
 
 
+def _open_temp(path: Path) -> tuple[Path, int]:
+    """A fresh temporary file beside `path` (created exclusively), open for writing."""
+    for _ in range(100):
+        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
+        try:
+            return tmp, open_new(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC)
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{path.parent}: no free temporary file name")
+
+
 def atomic_write_bytes(path: Path, data: bytes | Sequence[bytes | memoryview], *, fsync: bool = True) -> None:
     """Write to a temp file in the same folder, (fsync,) rename: readers never see half a file.
 
@@ -42,15 +55,7 @@ def atomic_write_bytes(path: Path, data: bytes | Sequence[bytes | memoryview], *
     Plain descriptors rather than file objects: episode files are written by the thousand, and
     every system call and lock hand-over counts there."""
     parts = [data] if isinstance(data, bytes) else data
-    for _ in range(100):
-        tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-        try:
-            fd = open_new(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC)
-            break
-        except FileExistsError:
-            continue
-    else:
-        raise FileExistsError(f"{path.parent}: no free temporary file name")
+    tmp, fd = _open_temp(path)
     try:
         try:
             os.fchmod(fd, 0o644)  # whatever the umask, like the files written in place
@@ -67,3 +72,23 @@ def atomic_write_bytes(path: Path, data: bytes | Sequence[bytes | memoryview], *
 
 def atomic_write_text(path: Path, text: str, *, fsync: bool = True) -> None:
     atomic_write_bytes(path, text.encode("utf-8"), fsync=fsync)
+
+
+@contextmanager
+def atomic_open(path: Path, *, fsync: bool = True) -> Iterator[BinaryIO]:
+    """A binary file that becomes `path` when the block ends without an exception.
+
+    For what is too large to hold in memory (copied recordings, model weights): an exception
+    inside the block (a failed checksum, say) leaves `path` as it was and removes the temporary."""
+    tmp, fd = _open_temp(path)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            os.fchmod(fd, 0o644)
+            yield out
+            out.flush()
+            if fsync:
+                os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

@@ -18,7 +18,7 @@ from markupsafe import Markup
 
 from analysis.report import wording
 from analysis.report.build import Built
-from harness.rundir import atomic_write_bytes
+from scenarios.atomic import atomic_open, atomic_write_bytes
 
 HTML_FILE = "index.html"
 MD_FILE = "report.md"
@@ -128,10 +128,8 @@ def write_report(built: Built, out_dir: str | Path) -> list[Path]:
     if not built.report.redaction.redacted:
         for rel, src in sorted(built.copies.items()):
             dest = out / rel
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            tmp = dest.with_name(f".{dest.name}.tmp")
-            shutil.copyfile(src, tmp)
-            tmp.replace(dest)
+            with open(src, "rb") as fh, atomic_open(dest, fsync=False) as copy:
+                shutil.copyfileobj(fh, copy)
             written.append(dest)
     put(JSON_FILE, render_json(built).encode())
     put(MD_FILE, render_markdown(built).encode())

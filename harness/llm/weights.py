@@ -15,6 +15,7 @@ from pathlib import Path
 from pydantic import Field
 
 from harness.llm.types import LLMError
+from scenarios.atomic import atomic_open
 from scenarios.base import Frozen
 
 CHUNK = 8 * 1024 * 1024
@@ -101,23 +102,15 @@ def _join(model: PackagedModel, files: list[Path]) -> Path:
     target = cache_dir() / f"{model.name}-{model.sha256[:16]}.gguf"
     if target.is_file() and target.stat().st_size == model.size:
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     h = hashlib.sha256()
-    try:
-        with open(tmp, "wb") as out:
-            for f in files:
-                with open(f, "rb") as fh:
-                    while chunk := fh.read(CHUNK):
-                        h.update(chunk)
-                        out.write(chunk)
-            out.flush()
-            os.fsync(out.fileno())
+    with atomic_open(target) as out:
+        for f in files:
+            with open(f, "rb") as fh:
+                while chunk := fh.read(CHUNK):
+                    h.update(chunk)
+                    out.write(chunk)
         if h.hexdigest() != model.sha256:
             raise LLMError("llm_model_error", f"joined parts of {model.name} have sha256 {h.hexdigest()}, pinned {model.sha256}")
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
     return target
 
 
