@@ -1,5 +1,7 @@
 """Subgroup discovery on run folders (METHOD.md section 7): attributes, mining, gaps, follow-up, CI narrowing.
 
+The mining engine itself, on any table, is `analysis.subgroups`; this package feeds it a run's episodes.
+
 `run_subgroups(run_dir)` writes into the run folder:
 
 * subgroups.parquet: one row per (itemset, metric): the engine's `Subgroups.table()` columns (itemset,
