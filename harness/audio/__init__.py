@@ -12,13 +12,18 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+# Names that are also submodule names are bound here, not lazily: importing the submodule
+# (`harness.audio.wer`, `harness.audio.loudness`) would otherwise leave the module object where
+# the function is expected. Both modules are pure and small.
+from harness.audio.dsp import loudness
+from harness.audio.wer import wer
+
 if TYPE_CHECKING:
     from harness.audio.cache import ContentCache, content_key
     from harness.audio.channel import ChannelOutput, ChannelReport, TelephoneChannel
     from harness.audio.dsp import (
         NormalisedAudio,
         check_pcm,
-        loudness,
         mulaw_decode,
         mulaw_encode,
         normalise,
@@ -47,7 +52,7 @@ if TYPE_CHECKING:
         TTSBackend,
         Word,
     )
-    from harness.audio.wer import normalise_words, wer
+    from harness.audio.wer import normalise_words
 
 _LAZY: dict[str, str] = {
     "ASRBackend": "harness.audio.types",
@@ -76,7 +81,6 @@ _LAZY: dict[str, str] = {
     "content_key": "harness.audio.cache",
     "create_asr": "harness.audio.registry",
     "create_tts": "harness.audio.registry",
-    "loudness": "harness.audio.dsp",
     "mulaw_decode": "harness.audio.dsp",
     "mulaw_encode": "harness.audio.dsp",
     "normalise": "harness.audio.dsp",
@@ -85,7 +89,6 @@ _LAZY: dict[str, str] = {
     "to_float": "harness.audio.dsp",
     "to_int16": "harness.audio.dsp",
     "tts_names": "harness.audio.registry",
-    "wer": "harness.audio.wer",
 }
 
 __all__ = [
