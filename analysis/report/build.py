@@ -44,7 +44,6 @@ from analysis.report.model import (
 )
 from analysis.report.redact import LEVEL_MASK_NOTE, TEXT_MASK, URL_MASK, Scrubber, is_real_system
 from analysis.report.wording import CONVENTION_TEXT, claim_words, direction, finding_sentence, reading
-from harness.model.events import NON_SERVICE_FLAGS
 from harness.model.secrets import SECRET_KEY, mask_options, secret_values
 
 MAX_FAILED_LISTED = 500
@@ -475,13 +474,7 @@ def _method_refs(node: Any) -> Any:
 def not_served(metrics: pd.DataFrame) -> pd.Series:
     """The non-service flag of each call the agent did not serve (None otherwise)."""
     flags = metrics["outcome_flags"] if "outcome_flags" in metrics.columns else pd.Series(None, index=metrics.index)
-
-    def first(f: object) -> str | None:
-        if not isinstance(f, str):
-            return None
-        return next((x for x in f.split(",") if x in NON_SERVICE_FLAGS), None)
-
-    return flags.map(first)
+    return flags.map(pairs_view.not_served_flag)
 
 
 def failed_mask(metrics: pd.DataFrame) -> pd.Series:

@@ -49,7 +49,8 @@ def _s(v: Any) -> str | None:
     return v if isinstance(v, str) and v else None
 
 
-def _not_served(flags: object) -> str | None:
+def not_served_flag(flags: object) -> str | None:
+    """The non-service flag among a call's comma-joined outcome flags (None: the agent served it)."""
     if not isinstance(flags, str):
         return None
     return next((f for f in flags.split(",") if f in NON_SERVICE_FLAGS), None)
@@ -68,7 +69,7 @@ def select(
     reasons = pd.Series("", index=p.index, dtype=object)
     rank = pd.Series(5, index=p.index)
     flags = ep["outcome_flags"] if "outcome_flags" in ep.columns else pd.Series(None, index=ep.index, dtype=object)
-    unserved = flags.map(_not_served).notna()
+    unserved = flags.map(not_served_flag).notna()
     side_a = p["episode_id_a"].map(unserved).fillna(False).astype(bool)
     not_served = side_a | p["episode_id_b"].map(unserved).fillna(False).astype(bool)
     for level, mask, why in (  # later rows win: the most telling reason is last
@@ -119,7 +120,7 @@ def _call(out: RunOutputs, ep: pd.Series, side: str, redact: bool, audio: dict[s
         voice_id=str(ep.get("voice_id") or ""),
         status=str(ep.get("status")),
         failure_kind=_s(ep.get("failure_kind")),
-        not_served=_not_served(ep.get("outcome_flags")),
+        not_served=not_served_flag(ep.get("outcome_flags")),
         termination=termination,
         outcome=_s(ep.get("outcome_terminal")),
         duration_ms=max(int(ep.get("duration_ms") or 0), tl.end_ms),
