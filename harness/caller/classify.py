@@ -9,6 +9,7 @@ reacts to) follows a fixed precedence (`reading.PRECEDENCE`).
 
 from __future__ import annotations
 
+import functools
 import re
 
 from harness.caller import acts as A
@@ -43,26 +44,33 @@ def read_text(text: str, cues: dict[str, tuple[str, ...]] | None = None) -> Read
     previous: list[tuple[str, str]] = []
     parts = sentences(clean)
     for i, sent in enumerate(parts):
-        found = _read_sentence(sent, cues, previous)
+        named = facts_named(sent, cues)
+        found = _read_sentence(sent, named, cues, previous)
         if 0 < i == len(parts) - 1 and not any(h.act == "greeting" for h in hits):
             # "That's everything from my side. Thanks for calling!": thanks at the end takes leave
-            found = [ActHit(act="closing", rule="closing_thanks") if h.rule == "greeting_thanks" else h for h in found]
+            found = [
+                ActHit(act="closing", rule="closing_thanks") if h.rule == "greeting_thanks" else h
+                for h in found
+            ]
         hits += found
-        previous = facts_named(sent, cues)
+        previous = named
     if any(h.act == "closing" for h in hits):
         hits = [h for h in hits if h.rule != "greeting_thanks"]  # "Thank you for calling. Goodbye."
     return make_reading(clean, hits)
 
 
 def _read_sentence(
-    sent: str, cues: dict[str, tuple[str, ...]] | None, previous: list[tuple[str, str]]
+    sent: str,
+    named: list[tuple[str, str]],
+    cues: dict[str, tuple[str, ...]] | None,
+    previous: list[tuple[str, str]],
 ) -> list[ActHit]:
-    """`previous`: facts the sentence before named, for a request that only points back at one
-    ("I can't find an account with that name. Could you spell it?")."""
+    """`named`: the facts this sentence names; `previous`: facts the sentence before named, for a
+    request that only points back at one ("I can't find an account with that name. Could you spell it?")."""
     found = A.acts_in(sent)
     names = {h.act for h in found}
     asking = A.is_asking(sent)
-    facts = facts_named(sent, cues) or (previous if _POINTS_BACK.search(sent) else [])
+    facts = named or (previous if _POINTS_BACK.search(sent) else [])
     repair = "repair_request" in names
     if facts and (asking or repair) and not names & {"offer", "confirmation", "denial", "closing"}:
         identity = tuple(f for f, _ in facts if f in IDENTITY_FACTS or f in (cues or {}))
@@ -82,7 +90,15 @@ def _read_sentence(
 
 def classify(text: str, challenges: tuple[Challenge, ...] = ()) -> Reading:
     """Read one agent turn; the challenges' cue phrases extend the shared fact ontology."""
-    return read_text(text, _cue_map(challenges))
+    cues = _cue_map(challenges)
+    return _read_cached(text, tuple((fact, tuple(c)) for fact, c in cues.items()))
+
+
+@functools.lru_cache(maxsize=8192)
+def _read_cached(text: str, cue_items: tuple[tuple[str, tuple[str, ...]], ...]) -> Reading:
+    """A reading depends only on the text and the cue phrases, and a `Reading` is frozen: agents
+    repeat their phrasings across calls, and the rules cost milliseconds per sentence."""
+    return read_text(text, dict(cue_items) or None)
 
 
 class RuleReader:
