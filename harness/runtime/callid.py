@@ -70,8 +70,12 @@ def run_salt(run_dir: Path) -> bytes:
     return _salt_at(run_dir.resolve() / SALT_FILE)
 
 
-def call_id(run_dir: Path, run_id: str, episode_id: str, attempt: int) -> str:
-    """`CA` + 32 hex digits: the shape of a Twilio CallSid, which every protocol can carry."""
+def call_id(run_dir: Path | bytes, run_id: str, episode_id: str, attempt: int) -> str:
+    """`CA` + 32 hex digits: the shape of a Twilio CallSid, which every protocol can carry.
+
+    `run_dir` may be the salt itself, read once per run by the executor (`run_salt`), so that a
+    call does not touch the file system for it."""
+    salt = run_dir if isinstance(run_dir, bytes) else run_salt(run_dir)
     msg = f"call|{run_id}|{episode_id}|{attempt}".encode()
-    return "CA" + hmac.new(run_salt(run_dir), msg, hashlib.sha256).hexdigest()[:32]
+    return "CA" + hmac.new(salt, msg, hashlib.sha256).hexdigest()[:32]
 

@@ -105,6 +105,8 @@ class EpisodeContext:
     """Where the episode's files are written (one writer thread per campaign); None: a default thread."""
     readers: ReaderSet | None = None
     """The campaign's readers of agent turns (rules, and a model reader beside them when configured)."""
+    salt: bytes | None = None
+    """The run folder's call-id salt, read once per run; None: read from the run folder."""
 
 
 class EpisodeRunner:
@@ -165,7 +167,7 @@ class EpisodeRunner:
             facts=ctx.scenario.facts,
             scenario_id=ctx.scenario.id,
             facts_sha256=ctx.scenario.facts_sha256,
-            call_id=call_id(ctx.episode_dir.parent.parent, ctx.run_id, ctx.planned.episode_id, ctx.attempt),
+            call_id=call_id(ctx.salt or ctx.episode_dir.parent.parent, ctx.run_id, ctx.planned.episode_id, ctx.attempt),
             oracle=self.oracle,
             disclosure=ctx.campaign.facts_disclosure,
         )

@@ -25,6 +25,7 @@ from harness.model.secrets import Redactor
 from harness.planning import LoadedCampaign, PlannedEpisode
 from harness.registry import AGENT_GROUP, load_object
 from harness.rundir import RunFolderError, RunWriter, storage_error
+from harness.runtime.callid import run_salt
 from harness.runtime.episode import EpisodeContext, EpisodeRunner
 from harness.runtime.progress import Progress, RunSummary
 from harness.runtime.voice import SpokenCache
@@ -198,6 +199,7 @@ class InProcessCalls:
         writer = self.writer
         sem = asyncio.Semaphore(c.concurrency if self.concurrency is None else self.concurrency)
         spoken_cache = SpokenCache()
+        salt = await asyncio.to_thread(run_salt, self.run_dir)
         in_flight = 0
         progress_cb = Progress(len(todo), enabled=self.progress)
 
@@ -227,6 +229,7 @@ class InProcessCalls:
                     redactor=self.redactor,
                     files=files,
                     readers=self.readers,
+                    salt=salt,
                 )
                 try:
                     record = await EpisodeRunner(ctx).run()
