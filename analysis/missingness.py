@@ -59,8 +59,10 @@ class CellMissingness:
 def harness_failed(status: pd.Series, kind: pd.Series) -> pd.Series:
     """A side that is missing data: no record, or not completed for a reason on the harness's side.
 
-    An agent-side kind on a record that did not complete (a run written before non-service became an
-    outcome) is the agent's doing, not missing data of the harness.
+    An agent-side kind on a record that did not complete is the agent's doing, not missing data of
+    the harness. The ingest already reads such a version 1 record as the completed non-service call
+    version 2 writes (`analysis.metrics.upgrade`), so it reaches the pairs and the deltas; this
+    guards frames built without the ingest.
     """
     done = status == "completed"
     agent = kind.isin(AGENT_SIDE)
@@ -78,8 +80,15 @@ def _fill_missing_keys(p: pd.DataFrame) -> pd.DataFrame:
         mode = known.groupby(["agent", "scenario_id", "contrast", have])[miss].agg(lambda s: s.mode().iat[0])
         hole = out[miss].isna() & out[have].notna()
         if hole.any():
-            keys = list(zip(out.loc[hole, "agent"], out.loc[hole, "scenario_id"], out.loc[hole, "contrast"],
-                            out.loc[hole, have], strict=True))
+            keys = list(
+                zip(
+                    out.loc[hole, "agent"],
+                    out.loc[hole, "scenario_id"],
+                    out.loc[hole, "contrast"],
+                    out.loc[hole, have],
+                    strict=True,
+                )
+            )
             out.loc[hole, miss] = [mode.get(k, np.nan) for k in keys]
     return out
 

@@ -9,6 +9,8 @@ availability is always known. A violation counts even when both calls ended the 
 
 A pair enters the deltas only when both sides exist, completed, and have a readable event log;
 every other pair stays in the table with `exclusion_reason`, so nothing is dropped silently.
+`upgraded_from_schema_a/_b` name a side whose older record was read as the current schema writes
+it (a version 1 call the agent did not serve, now the outcome it is).
 """
 
 from __future__ import annotations
@@ -112,9 +114,12 @@ def build_pairs(episodes: pd.DataFrame) -> pd.DataFrame:
         "tool_result_keys",
         "tool_success",
         "failure_kind",
+        "upgraded_from_schema",
     ]
     if "failure_kind" not in episodes.columns:  # frames built before failure kinds were recorded
         episodes = episodes.assign(failure_kind=None)
+    if "upgraded_from_schema" not in episodes.columns:  # frames not read from a run folder
+        episodes = episodes.assign(upgraded_from_schema=pd.array([None] * len(episodes), dtype="Int64"))
     sides = {
         s: episodes[episodes["side"] == s].drop_duplicates("pair_id", keep="last").set_index("pair_id")
         for s in ("a", "b")

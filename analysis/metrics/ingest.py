@@ -3,7 +3,10 @@
 Nothing is dropped silently: a torn or invalid episodes.jsonl line, a duplicate record, a missing
 or schema-invalid events.jsonl and an events file whose hash differs from its record each become
 a `Problem` with a category that the summary counts. A newer schema_version in run.json is refused
-by `RunReader` (SchemaVersionError) before anything is read.
+by `RunReader` (SchemaVersionError) before anything is read, and so is a newer episode record.
+
+A record of an older schema is read as the current one writes it (`upgrade`): a version 1 call the
+agent did not serve becomes the outcome it is, and its frame row says `upgraded_from_schema`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from analysis.metrics._episodes import ATTEMPT_AT, SHA256_AT, episode_frame, rec
 from analysis.metrics._readers import Readers
 from analysis.metrics.readlogs import LogBatches, gc_paused, small_pages, start_readers
 from analysis.metrics.table import EventTable, frame_from_columns
+from analysis.metrics.upgrade import NON_SERVICE_SCHEMA, upgrade_record
 from harness.model.episode import RunManifest
 from harness.rundir import EPISODES_DIR, EPISODES_JSONL, EVENTS_JSONL, RunReader
 from scenarios.base import Frozen
@@ -76,9 +80,11 @@ def _ingest(reader: RunReader, readers: Readers | None) -> Ingested:
     problems: list[Problem] = []
     rows: dict[str, tuple[Any, ...]] = {}  # record_row of the kept record, in order of first appearance
     paths: dict[str, str] = {}
+    upgraded: dict[str, int | None] = {}  # of the kept record
     base = str(reader.run_dir / EPISODES_DIR)
     logs = LogBatches(readers)
-    for rec in reader.records():
+    for read_rec in reader.records():
+        rec, upgraded_from = upgrade_record(read_rec)
         row = record_row(rec)
         eid = rec.header.episode_id
         if eid in rows:
@@ -92,8 +98,11 @@ def _ingest(reader: RunReader, readers: Readers | None) -> Ingested:
         else:  # read in the order of first appearance, the frame's order; the expected hash only
             # picks the fast validation path, the comparison below uses the kept record
             paths[eid] = _event_path(base, reader.run_dir, eid)
-            logs.add(paths[eid], row[SHA256_AT])
+            # a version 1 log is upgraded by what it holds (`upgrade_events`), so it matches the
+            # kept record even when a duplicate record came first
+            logs.add(paths[eid], row[SHA256_AT], upgrade=rec.schema_version < NON_SERVICE_SCHEMA)
         rows[eid] = row
+        upgraded[eid] = upgraded_from
     for msg in reader.problems.items:
         problems.append(
             Problem(category="torn_line" if "truncated" in msg else "invalid_record", message=msg)
@@ -135,6 +144,7 @@ def _ingest(reader: RunReader, readers: Readers | None) -> Ingested:
                     episode_id=eid,
                 )
             )
+    frame["upgraded_from_schema"] = pd.array([upgraded[eid] for eid in ids], dtype="Int64")
     frame["analysable"] = analysable
     frame["drop_reason"] = reasons
     frame["events_hash_ok"] = hash_ok

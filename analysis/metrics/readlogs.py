@@ -9,6 +9,9 @@ its full passes over millions of young models cost more than the validation itse
 A file whose sha256 matches its record was written by the harness one event per line, so the whole
 file is validated as one JSON array (and must yield one event per line). Any other file (edited,
 or failing that check) is validated line by line, so a bad line is reported by its number.
+
+An item may carry a third element, true for a log written before the non-service taxonomy: an
+agent-side failure in it is read as the outcome the current schema logs (`upgrade.upgrade_events`).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from analysis.metrics._readers import Readers, serve_batches
 from analysis.metrics.columns import Columns, concat_columns, raw_columns
+from analysis.metrics.upgrade import upgrade_events
 from harness.model.events import EVENT_ADAPTER, Event, check_monotonic
 
 _EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
@@ -99,15 +103,20 @@ def _by_line(path: str | Path, lines: list[bytes]) -> tuple[list[Event] | None, 
     return events, ""
 
 
-def read_events(path: str | Path, expected_sha256: str | None = None) -> tuple[list[Event] | None, LogRead]:
-    """One episode's events (None if missing or invalid) and its `LogRead`."""
-    events, read = _read(path, expected_sha256)
+def read_events(
+    path: str | Path, expected_sha256: str | None = None, upgrade: bool = False
+) -> tuple[list[Event] | None, LogRead]:
+    """One episode's events (None if missing or invalid) and its `LogRead`; `upgrade`: a version 1
+    log, read as version 2 logs it (`upgrade.upgrade_events`)."""
+    events, read = _read(path, expected_sha256, upgrade)
     if events is None:
         return None, read
     return events, read._replace(non_monotonic=check_monotonic(events))
 
 
-def _read(path: str | Path, expected_sha256: str | None) -> tuple[list[Event] | None, LogRead]:
+def _read(
+    path: str | Path, expected_sha256: str | None, upgrade: bool = False
+) -> tuple[list[Event] | None, LogRead]:
     """`read_events` without the clock check (a batch checks its clocks at once, `_first_backwards`).
     A path is used as given: a Path built per file cost ~10 us, a second over a 100k run."""
     try:
@@ -129,6 +138,8 @@ def _read(path: str | Path, expected_sha256: str | None) -> tuple[list[Event] | 
         events, message = _by_line(path, lines)
         if events is None:
             return None, LogRead(-1, "events_invalid", message, None)
+    if upgrade:
+        events = upgrade_events(events)
     return events, LogRead(len(events), None, sha, None)
 
 
@@ -155,7 +166,7 @@ def _first_backwards(reads: list[LogRead], t_ms: np.ndarray) -> list[LogRead]:
     return out
 
 
-def _read_batch(items: Sequence[tuple[str, str]]) -> tuple[list[LogRead], Columns]:
+def _read_batch(items: Sequence[tuple[str, str] | tuple[str, str, bool]]) -> tuple[list[LogRead], Columns]:
     """Models are turned into columns `_LIVE` episodes at a time: with a whole batch's 50k events
     alive, each batch took fresh memory from the kernel (CPython hands emptied arenas back), a
     fault per 4 kB page, 2-3 s of system time over a 100k run; a few hundred reuse the same pages."""
@@ -164,8 +175,8 @@ def _read_batch(items: Sequence[tuple[str, str]]) -> tuple[list[LogRead], Column
         parts: list[Columns] = []
         for start in range(0, max(len(items), 1), _LIVE):
             flat: list[Event] = []
-            for path, expected in items[start : start + _LIVE]:
-                events, read = _read(path, expected)
+            for path, expected, *upgrade in items[start : start + _LIVE]:
+                events, read = _read(path, expected, bool(upgrade and upgrade[0]))
                 reads.append(read)
                 if events:
                     flat.extend(events)
@@ -202,14 +213,16 @@ class LogBatches:
     def __init__(self, readers: Readers | None, batch: int = STREAM_BATCH) -> None:
         self._readers = readers
         self._batch = batch
-        self._pending: list[tuple[str, str]] = []
-        self._items: list[tuple[str, str]] = []
+        self._pending: list[tuple[str, str] | tuple[str, str, bool]] = []
+        self._items: list[tuple[str, str] | tuple[str, str, bool]] = []
 
-    def add(self, path: str, expected_sha256: str) -> None:
+    def add(self, path: str, expected_sha256: str, upgrade: bool = False) -> None:
+        """`upgrade`: a version 1 log, read as version 2 logs it (`upgrade.upgrade_events`)."""
+        item = (path, expected_sha256, True) if upgrade else (path, expected_sha256)
         if self._readers is None:
-            self._items.append((path, expected_sha256))
+            self._items.append(item)
             return
-        self._pending.append((path, expected_sha256))
+        self._pending.append(item)
         if len(self._pending) >= self._batch:
             self._readers.submit(self._pending)
             self._pending = []
