@@ -8,5 +8,6 @@ OUTPUTS: tuple[str, ...] = (
     "gates.json",
     "deltas.json",
     "disposition.json",
+    "audit_instances.jsonl",
     "analysis.json",
 )

@@ -2,8 +2,9 @@
 
 Outputs in the run folder (each carries the plan sha256; every delta states a - b):
 metrics.parquet (one row per episode record), pairs.parquet (one row per pair_id, parity and
-claim columns), gates.json, deltas.json, disposition.json, and analysis.json (the summary: what was
-read, what was dropped and why, stage timings).
+claim columns), gates.json, deltas.json, disposition.json, audit_instances.jsonl (each analysed
+pair as an audit instance, `analysis.instances`), and analysis.json (the summary: what was read,
+what was dropped and why, stage timings).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import pyarrow.parquet as pq
 from analysis import disposition as disp
 from analysis.deltas import deltas as compute_deltas
 from analysis.gates import GateInputs, GateReport, evaluate, gates_json, library_for
+from analysis.instances import write_instances
 from analysis.metrics import quality
 from analysis.metrics.catalogue import CATALOGUE
 from analysis.metrics.extract import extract_metrics
@@ -121,7 +123,9 @@ def episode_metrics(
 def _with_voice_latency(metrics: pd.DataFrame, ing: Ingested, audio: bool) -> pd.DataFrame:
     """Voice-to-voice latency from the recordings; missing (never zero) when audio is not analysed."""
     if audio and len(ing.table.episodes):
-        files = ing.episodes["audio_file"] if "audio_file" in ing.episodes.columns else pd.Series(dtype=object)
+        files = (
+            ing.episodes["audio_file"] if "audio_file" in ing.episodes.columns else pd.Series(dtype=object)
+        )
         v2v = voice_latency(ing.table, files, ing.run_dir, workers=os.cpu_count())
     else:
         v2v = pd.DataFrame(columns=list(V2V_COLUMNS), dtype=float)
@@ -273,6 +277,7 @@ def analyze_ingested(
             atomic_write_json(out / "gates.json", gates_json(report, the_plan.sha256))
             atomic_write_json(out / "deltas.json", delta)
             atomic_write_json(out / "disposition.json", dispo)
+            write_instances(out, pairs, metrics, the_plan)
     summary["timings_s"] = {k: round(v, 4) for k, v in timer.stages.items()}
     if write:
         atomic_write_json(ing.run_dir / "analysis.json", summary)

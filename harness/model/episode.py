@@ -298,41 +298,79 @@ class RunManifest(Frozen):
 
 
 class ArtifactRef(Frozen):
+    """L for one call of the pair: where its logs are, and the hash that shows they are untouched."""
+
     episode_id: str = Field(description="Id of the call.", examples=["eb62432d566c48fb"])
     events: str = Field(
         description="Path of the call's events.jsonl, relative to the run folder.",
         examples=["episodes/eb62432d566c48fb/events.jsonl"],
+    )
+    events_sha256: str = Field(
+        description="SHA-256 (hex) of the events.jsonl bytes, as the episode record gives it.",
+        examples=["6a1986ad7a046d1b1772286f72e77294f5a818f6ee65feaa8fed0f85a6cdd8dc"],
     )
     audio: str | None = Field(
         default=None,
         description="Path of the call recording, relative to the run folder; None when there is none.",
         examples=["episodes/eb62432d566c48fb/call.wav"],
     )
+    status: Status = Field(description="How the call ended, as analysed (see EpisodeOutcome.status).")
+    upgraded_from_schema: int | None = Field(
+        default=None,
+        description="Schema version of an older record that analysis read as the current schema writes it; None when read as written.",
+        examples=[1],
+    )
 
 
 class ClaimTemplate(Frozen):
+    """T: the comparison, the metric families it is analysed on and the claim it supports alone.
+
+    A single matched pair supports at most a construct-validation claim (METHOD section 6);
+    paired-disparity and architecture-comparison claims are made over many pairs, per cell, in
+    disposition.json."""
+
     comparison: str = Field(
         default="condition a minus condition b",
         description="Direction of every paired difference reported for the instance.",
     )
-    metric_families: tuple[str, ...] = Field(
-        default=("terminal_outcome", "path_burden", "tool_behaviour", "safety_events"),
-        description="Metric families the instance is analysed on.",
+    plan_sha256: str = Field(
+        description="SHA-256 (hex) of the frozen analysis plan that fixes the metrics, gates and thresholds.",
+        examples=["1f9a03a2c52f004df2391ed841eb406929ff799a78759108bc5ed611002e6192"],
     )
-    claim: Literal["construct_validation", "paired_disparity", "architecture_comparison"] = Field(
-        default="paired_disparity",
-        description="Kind of claim the instance supports: a construct check, a paired disparity, or an architecture comparison.",
+    metric_families: tuple[str, ...] = Field(
+        description="Metric families the plan analyses the instance on.",
+        examples=[["terminal_outcome", "path_burden", "tool_behaviour", "speech_behaviour", "safety_events"]],
+    )
+    supported_families: tuple[str, ...] = Field(
+        description="Those of `metric_families` whose every guarding gate passed for the pair; empty when the instance is diagnostics only.",
+        examples=[["terminal_outcome", "tool_behaviour"]],
+    )
+    claim: Literal["diagnostics_only", "construct_validation"] = Field(
+        description="`construct_validation` when the pair is in the deltas and some family passed every gate guarding it; otherwise `diagnostics_only`."
+    )
+    limited_by: tuple[str, ...] = Field(
+        default=(),
+        description="Gates that did not pass for the pair (gate=verdict), or why it left the deltas; empty when nothing limited it.",
+        examples=[["persona_perceptibility=not-evaluable"]],
     )
 
 
 class AuditInstance(Frozen):
-    """A = (S, C, R, L, T): what analysis consumes for one matched pair."""
+    """A = (S, C, R, L, T) for one matched pair of one agent: one line of audit_instances.jsonl."""
 
     schema_version: int = Field(default=SCHEMA_VERSION, description="Version of the audit instance format.")
-    instance_id: str = Field(description="Id of the audit instance.", examples=["c64fac3775c6"])
+    instance_id: str = Field(
+        description="Id of the audit instance: a hash of the run id, pair id and agent.",
+        examples=["4be0c8a1d2f37e65"],
+    )
+    run_id: str = Field(
+        description="Id of the run whose folder the artifact paths are relative to.",
+        examples=["demo-20261201T205301Z-3fa2c1"],
+    )
     scenario_id: str = Field(description="Scenario both calls ran (S).", examples=["refund_duplicate_charge"])
+    scenario_version: int = Field(description="Version of the scenario (S), from its file.")
     scenario_sha256: str = Field(
-        description="SHA-256 (hex) of the scenario's canonical JSON.",
+        description="SHA-256 (hex) of the scenario's canonical JSON, as locked (S).",
         examples=["a94d49770d1e1526c0550a617cac45193b6618564aa2d8d750af98605ce183d2"],
     )
     pair_id: str = Field(description="Id of the matched pair.", examples=["c64fac3775c6"])
@@ -342,6 +380,11 @@ class AuditInstance(Frozen):
         description="Persona axes on which the two conditions differ; empty for an A/A pair.",
         examples=[["accent"]],
     )
+    voice_index: int = Field(
+        description="Which realisation of the voice profile both sides used (0-based): the voice of the cell (C)."
+    )
+    replicate: int = Field(description="Replicate number of the pair (0-based).")
+    run_batch: str = Field(description="The campaign's batch label both calls ran in.", examples=["b1"])
     architecture: Architecture | None = Field(
         description="Architecture of the agent (R); None when not declared.", examples=["casc"]
     )
@@ -349,5 +392,5 @@ class AuditInstance(Frozen):
     artifact_a: ArtifactRef = Field(description="Logs of side a's call (L).")
     artifact_b: ArtifactRef = Field(description="Logs of side b's call (L).")
     claim_template: ClaimTemplate = Field(
-        default=ClaimTemplate(), description="What claim the instance supports and on which metrics (T)."
+        description="The comparison, metric families and claim the instance supports (T)."
     )

@@ -1,0 +1,186 @@
+"""audit_instances.jsonl: every analysed matched pair as METHOD's audit instance A = (S, C, R, L, T).
+
+One line per pair and agent (a pair id names both), built from the pairs table and the episode
+frame: the locked scenario (S), the two caller conditions and the voice (C), the architecture (R),
+the two calls' logs (L: paths relative to the run folder, so the folder can move, and the events
+hash) and the claim template (T: the a - b comparison, the plan's metric families, the ones whose
+gates passed and the claim the pair supports alone, with what limited it). An instance needs both
+calls' logs: a pair with a side never recorded or no readable events log has none and stays in
+pairs.parquet with its exclusion reason. A pair that left the deltas for another reason (a
+harness-side failure) is an instance with claim `diagnostics_only`.
+
+Every line carries `schema_version`; `read_instances` refuses a newer one with one line, like
+every reader of a run folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import pandas as pd
+from pydantic import TypeAdapter, ValidationError
+
+from analysis.plan import AnalysisPlan
+from harness.model import AuditInstance, check_schema_version
+from harness.rundir import EPISODES_DIR, EVENTS_JSONL, atomic_write_bytes
+from personas import AXES
+from scenarios.errors import VoiceAuditError
+
+AUDIT_INSTANCES = "audit_instances.jsonl"
+
+
+class InstanceFileError(VoiceAuditError):
+    """audit_instances.jsonl is missing or a line of it is not a valid audit instance."""
+
+
+def instance_id(run_id: str, pair_id: str, agent: str) -> str:
+    """Unique across runs, so instances of pooled runs do not collide."""
+    return hashlib.sha256(f"instance|{run_id}|{pair_id}|{agent}".encode()).hexdigest()[:16]
+
+
+_INSTANCES: TypeAdapter[list[AuditInstance]] = TypeAdapter(list[AuditInstance])
+_PAIR_LEVEL = (
+    "run_id",
+    "agent",
+    "scenario_id",
+    "scenario_version",
+    "scenario_sha256",
+    "contrast",
+    "voice_index",
+    "replicate",
+    "run_batch",
+    "architecture",
+)
+_SIDE = ("episode_id", "events_sha256", "audio_file", "status", "upgraded_from_schema", "analysable")
+
+
+def _relative_audio(run_dir: Path, value: object) -> str | None:
+    """The record's recording path when it is a path inside the run folder that exists."""
+    if not isinstance(value, str) or not value:
+        return None
+    path = PurePosixPath(value)
+    if path.is_absolute() or ".." in path.parts or not (run_dir / path).is_file():
+        return None
+    return str(path)
+
+
+def _split(value: object, sep: str) -> list[str]:
+    return [v.strip() for v in value.split(sep) if v.strip()] if isinstance(value, str) else []
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def audit_instances(
+    pairs: pd.DataFrame, episodes: pd.DataFrame, plan: AnalysisPlan, run_dir: Path
+) -> list[AuditInstance]:
+    """`pairs`: the pairs table with the disposition's per-pair columns (`claim`,
+    `supported_families`, `claim_drivers`); `episodes`: the episode frame with the metrics.
+    Built column-wise and validated in one pass: a large run has tens of thousands of pairs."""
+    eps = episodes.drop_duplicates("episode_id", keep="last").set_index("episode_id", drop=False)
+    conds = [f"cond_{a}" for a in AXES]
+    if "upgraded_from_schema" not in eps.columns:
+        eps = eps.assign(upgraded_from_schema=None)
+    side: dict[str, dict[str, list[Any]]] = {}
+    for s in ("a", "b"):
+        ids = pairs[f"episode_id_{s}"].astype(object)
+        part = eps.reindex(ids.where(ids.isin(eps.index), None))
+        wanted = (*_SIDE, *conds) if s == "b" else (*_SIDE, *conds, *_PAIR_LEVEL)
+        side[s] = {c: part[c].astype(object).tolist() for c in wanted}
+    cols = {
+        c: pairs[c].astype(object).tolist() if c in pairs.columns else [None] * len(pairs)
+        for c in ("pair_id", "claim", "supported_families", "claim_drivers")
+    }
+    families = list(plan.families)
+    found: list[dict[str, Any]] = []
+    for i in range(len(pairs)):
+        if not all(side[s]["analysable"][i] is True for s in ("a", "b")):
+            continue  # a side never recorded, or without a readable events log: no L for it
+        a = {c: v[i] for c, v in side["a"].items()}
+        refs = {}
+        for s in ("a", "b"):
+            eid = side[s]["episode_id"][i]
+            upgraded = side[s]["upgraded_from_schema"][i]
+            refs[s] = {
+                "episode_id": eid,
+                "events": f"{EPISODES_DIR}/{eid}/{EVENTS_JSONL}",
+                "events_sha256": side[s]["events_sha256"][i],
+                "audio": _relative_audio(run_dir, side[s]["audio_file"][i]),
+                "status": side[s]["status"][i],
+                "upgraded_from_schema": None if upgraded is None or pd.isna(upgraded) else int(upgraded),
+            }
+        found.append(
+            {
+                "instance_id": instance_id(str(a["run_id"]), str(cols["pair_id"][i]), str(a["agent"])),
+                "run_id": a["run_id"],
+                "scenario_id": a["scenario_id"],
+                "scenario_version": int(a["scenario_version"]),
+                "scenario_sha256": a["scenario_sha256"],
+                "pair_id": cols["pair_id"][i],
+                "condition_a": {ax: side["a"][f"cond_{ax}"][i] for ax in AXES},
+                "condition_b": {ax: side["b"][f"cond_{ax}"][i] for ax in AXES},
+                "contrast": _split(a["contrast"], ","),
+                "voice_index": int(a["voice_index"]),
+                "replicate": int(a["replicate"]),
+                "run_batch": a["run_batch"],
+                "architecture": _text(a["architecture"]),
+                "agent": a["agent"],
+                "artifact_a": refs["a"],
+                "artifact_b": refs["b"],
+                "claim_template": {
+                    "plan_sha256": plan.sha256,
+                    "metric_families": families,
+                    "supported_families": _split(cols["supported_families"][i], ","),
+                    "claim": "construct_validation"
+                    if cols["claim"][i] == "construct_validation"
+                    else "diagnostics_only",
+                    "limited_by": _split(cols["claim_drivers"][i], ";"),
+                },
+            }
+        )
+    return _INSTANCES.validate_python(found)
+
+
+def instances_jsonl(instances: Iterable[AuditInstance]) -> bytes:
+    return b"".join(i.model_dump_json().encode() + b"\n" for i in instances)
+
+
+def write_instances(run_dir: Path, pairs: pd.DataFrame, episodes: pd.DataFrame, plan: AnalysisPlan) -> int:
+    """Writes audit_instances.jsonl atomically (a reader never sees half of it); returns the count."""
+    found = audit_instances(pairs, episodes, plan, run_dir)
+    atomic_write_bytes(run_dir / AUDIT_INSTANCES, instances_jsonl(found))
+    return len(found)
+
+
+def read_instances(run_dir: str | Path) -> list[AuditInstance]:
+    """Every instance of an analysed run folder; a newer schema_version or an invalid line stops
+    with one line naming the file and line."""
+    path = Path(run_dir) / AUDIT_INSTANCES
+    try:
+        lines = path.read_bytes().splitlines()
+    except FileNotFoundError:
+        raise InstanceFileError(f"{path}: missing; run: voice-audit analyze {run_dir}") from None
+    out: list[AuditInstance] = []
+    for lineno, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            data: Any = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise InstanceFileError(f"{where}: invalid JSON ({exc.msg})") from None
+        check_schema_version(data.get("schema_version") if isinstance(data, dict) else None, where)
+        try:
+            out.append(AuditInstance.model_validate(data))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(x) for x in err["loc"])
+            raise InstanceFileError(
+                f"{where}: invalid audit instance ({field}: {err['msg']}); re-run: voice-audit analyze {run_dir}"
+            ) from None
+    return out
