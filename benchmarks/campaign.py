@@ -82,11 +82,16 @@ scenarios: [{scenarios}]
 agents:
 {agents}
 pairs:
-  - name: "General American calm fluent, two voice profiles"
+  - name: "General American calm fluent, adult voices"
     contrast: [voice_profile]
     base: {{accent: us_general, affect: calm, disfluency: none, wording: plain}}
     a: {{voice_profile: female_adult}}
     b: {{voice_profile: male_adult}}
+  - name: "General American calm fluent, older voices"
+    contrast: [voice_profile]
+    base: {{accent: us_general, affect: calm, disfluency: none, wording: plain}}
+    a: {{voice_profile: female_older}}
+    b: {{voice_profile: male_older}}
 voices: 3
 replicates: 1
 concurrency: {concurrency}
@@ -131,7 +136,11 @@ def _instrument() -> None:
 
     def owner(obj: object, kind: str) -> str:
         pool = _audio._synths if kind == "tts" else _audio._ears
-        return f"agent {kind}" if any(obj is v for v in pool.values()) else ("caller tts" if kind == "tts" else "harness asr")
+        return (
+            f"agent {kind}"
+            if any(obj is v for v in pool.values())
+            else ("caller tts" if kind == "tts" else "harness asr")
+        )
 
     speak, transcribe = SpeechSynthesizer.speak, SpeechRecognizer.transcribe
 
@@ -164,29 +173,67 @@ def _policy_value(text: str) -> Any:
 SCENARIOS = "refund_duplicate_charge,outage_support,plan_correction"
 
 
-def baseline_yaml(agents: list[str], policy: dict[str, Any], concurrency: int, scenarios: str = SCENARIOS) -> str:
+def baseline_yaml(
+    agents: list[str], policy: dict[str, Any], concurrency: int, scenarios: str = SCENARIOS
+) -> str:
     options = json.dumps({"policy": policy}) if policy else "{}"
     lines = "\n".join(f"  - {{name: {a}, adapter: {a}, options: {options}}}" for a in agents)
     return BASELINE.format(agents=lines, concurrency=concurrency, scenarios=", ".join(scenarios.split(",")))
 
 
 def baseline_table(reader: RunReader) -> list[str]:
-    """Per agent and scenario: calls the remedy resolved, escalations, other outcomes, the target."""
-    cells: dict[tuple[str, str], list[str]] = defaultdict(list)
+    """Per agent and scenario: calls the remedy resolved (adult / older voices), escalations, other
+    outcomes, the target; then the calls that missed, and how the native agent's calls compare with
+    the cascaded agent's calls of the same callers (a copy would have the same turns every time)."""
+    cells: dict[tuple[str, str], list[tuple[str, str, str]]] = defaultdict(list)
     arch: dict[str, str] = {}
+    by_caller: dict[tuple[str, str], dict[str, tuple[int, str, float]]] = defaultdict(dict)
+    missed: list[str] = []
     for rec in reader.records():
         h = rec.header
-        cells[(h.agent, h.scenario_id)].append(rec.outcome.terminal_outcome or rec.outcome.status)
+        outcome = rec.outcome.terminal_outcome or rec.outcome.status
+        group = "older" if h.condition.voice_profile.endswith("_older") else "adult"
+        cells[(h.agent, h.scenario_id)].append((outcome, group, h.speech.variant or ""))
         arch[h.agent] = h.architecture or ""
-    out = ["| agent | scenario | calls | resolved by the remedy | escalated | other | target |", "|---|---|---|---|---|---|---|"]
-    for (agent, scenario), outcomes in sorted(cells.items()):
-        n = len(outcomes)
-        good = sum(o in REMEDIES for o in outcomes)
-        esc = sum(o == "escalated" for o in outcomes)
-        other = ", ".join(sorted({o for o in outcomes if o not in REMEDIES and o != "escalated"})) or "-"
+        by_caller[(h.scenario_id, h.caller_id)][h.agent] = (
+            rec.outcome.turns,
+            outcome,
+            rec.outcome.duration_ms or 0.0,
+        )
+        if outcome not in REMEDIES:
+            missed.append(
+                f"{h.agent} {h.scenario_id} voice {h.speech.variant}: {outcome} ({rec.outcome.termination})"
+            )
+    out = [
+        "| agent | scenario | calls | resolved by the remedy | adult / older voices | escalated | other | target |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for (agent, scenario), rows in sorted(cells.items()):
+        n = len(rows)
+        good = sum(o in REMEDIES for o, _, _ in rows)
+        split = " / ".join(
+            f"{sum(o in REMEDIES for o, g2, _ in rows if g2 == g)}/{sum(g2 == g for _, g2, _ in rows)}"
+            for g in ("adult", "older")
+        )
+        esc = sum(o == "escalated" for o, _, _ in rows)
+        other = ", ".join(sorted({o for o, _, _ in rows if o not in REMEDIES and o != "escalated"})) or "-"
         target = TARGET.get(arch[agent], 0.9)
         verdict = "met" if good / n >= target else "MISSED"
-        out.append(f"| {agent} | {scenario} | {n} | {good}/{n} ({good / n:.0%}) | {esc} | {other} | >= {target:.0%} {verdict} |")
+        out.append(
+            f"| {agent} | {scenario} | {n} | {good}/{n} ({good / n:.0%}) | {split} | {esc} | {other} | >= {target:.0%} {verdict} |"
+        )
+    out += [f"missed: {m}" for m in sorted(missed)] or ["missed: none"]
+    nat = [a for a, k in arch.items() if k == "nat"]
+    casc = [a for a, k in arch.items() if k == "casc"]
+    if nat and casc:
+        both = [v for v in by_caller.values() if nat[0] in v and casc[0] in v]
+        turns = sum(v[nat[0]][0] != v[casc[0]][0] for v in both)
+        length = sum(v[nat[0]][2] != v[casc[0]][2] for v in both)
+        differ = sum(v[nat[0]][1] != v[casc[0]][1] for v in both)
+        out.append(
+            f"native vs cascaded, same callers ({len(both)}): turn count differs in {turns}, call length in {length}, "
+            f"outcome in {differ}"
+        )
     return out
 
 
@@ -194,9 +241,15 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--agents", default="cascaded,hybrid,native")
     ap.add_argument("--scenarios", default=SCENARIOS)
-    ap.add_argument("--keep", type=Path, default=None, help="write the run folder here (kept) instead of a temporary one")
-    ap.add_argument("--policy", nargs="*", default=[], metavar="KEY=VALUE", help="policy option for every agent")
-    ap.add_argument("--throughput", action="store_true", help="the throughput campaign instead of the baseline")
+    ap.add_argument(
+        "--keep", type=Path, default=None, help="write the run folder here (kept) instead of a temporary one"
+    )
+    ap.add_argument(
+        "--policy", nargs="*", default=[], metavar="KEY=VALUE", help="policy option for every agent"
+    )
+    ap.add_argument(
+        "--throughput", action="store_true", help="the throughput campaign instead of the baseline"
+    )
     ap.add_argument("--replicates", type=int, default=1)
     ap.add_argument("--concurrency", type=int, default=2)
     args = ap.parse_args()
@@ -204,7 +257,9 @@ def main() -> None:
     for item in args.policy:
         key, sep, value = item.partition("=")
         if not sep:
-            raise SystemExit(f"benchmarks/campaign.py: --policy {item!r}: expected KEY=VALUE (e.g. contextual_asr=false)")
+            raise SystemExit(
+                f"benchmarks/campaign.py: --policy {item!r}: expected KEY=VALUE (e.g. contextual_asr=false)"
+            )
         policy[key] = _policy_value(value)
     _instrument()
     with tempfile.TemporaryDirectory() as d:
@@ -233,14 +288,18 @@ def main() -> None:
     if table:
         print("baseline, every knob off" + (f", policy {policy}" if policy else "") + ":")
         print("\n".join(table))
-    print(f"{summary.ran} episodes ({summary.statuses.get('completed', 0)} completed), {turns} caller turns, "
-          f"concurrency {args.concurrency}, wall {wall:.1f} s, process CPU {cpu:.1f} s")
+    print(
+        f"{summary.ran} episodes ({summary.statuses.get('completed', 0)} completed), {turns} caller turns, "
+        f"concurrency {args.concurrency}, wall {wall:.1f} s, process CPU {cpu:.1f} s"
+    )
     print(f"episodes per hour: {3600 * summary.ran / wall:.0f} (target >= 600)")
     print("| component | busy s | share | requests |")
     print("|---|---|---|---|")
     for name in ("caller tts", "agent tts", "agent asr", "harness asr"):
         print(f"| {name} | {BUSY[name]:.1f} | {BUSY[name] / total:.0%} | {CALLS.get(name, '')} |")
-    print(f"| agent policies + harness (wall minus the above, per call slot) | {max(0.0, wall * args.concurrency - total):.1f} | | |")
+    print(
+        f"| agent policies + harness (wall minus the above, per call slot) | {max(0.0, wall * args.concurrency - total):.1f} | | |"
+    )
     print(f"agent compute reported to the virtual clock: {compute_ms / 1000:.1f} s")
 
 

@@ -12,7 +12,14 @@ import re
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 
-from agents.reference._spoken import edit_distance, parse_date, parse_email, spoken_digits
+from agents.reference._spoken import (
+    DateParts,
+    edit_distance,
+    parse_date,
+    parse_date_parts,
+    parse_email,
+    spoken_digits,
+)
 
 Topic = str  # "billing" | "outage" | "plan"
 
@@ -30,7 +37,9 @@ _RULES: dict[str, re.Pattern[str]] = {
         r"that would be great|absolutely|of course)\b"
     ),
     "no": re.compile(r"\b(no|nope|don'?t|do not|not now|never ?mind|no thanks)\b"),
-    "goodbye": re.compile(r"\b(good ?bye|bye|that'?s all|that is all|nothing else|that'?s everything|have a good)\b"),
+    "goodbye": re.compile(
+        r"\b(good ?bye|bye|that'?s all|that is all|nothing else|that'?s everything|have a good)\b"
+    ),
     "thanks": re.compile(r"\b(thanks?|thank you|cheers|appreciate)\b"),
     "request": re.compile(
         r"\b(refund|credit|money back|reimburse|compensat\w*|switch (me |it )?back|put me back|"
@@ -38,7 +47,9 @@ _RULES: dict[str, re.Pattern[str]] = {
     ),
 }
 _TOPICS: dict[Topic, re.Pattern[str]] = {
-    "billing": re.compile(r"\b(charge[ds]?|charging|billed|bill|refund\w*|duplicate|twice|double|payment|overcharged)\b"),
+    "billing": re.compile(
+        r"\b(charge[ds]?|charging|billed|bill|refund\w*|duplicate|twice|double|payment|overcharged)\b"
+    ),
     "outage": re.compile(
         r"\b(internet|outage|broadband|wi-?fi|router|connection|offline|(is|been|went|gone) down|"
         r"not working|stopped working|no service|without service)\b"
@@ -121,6 +132,11 @@ def postcode_matches(heard: str, record: str, *, max_edits: int = 1) -> bool:
 
 def parse_dob(text: str) -> dt.date | None:
     return parse_date(normalise(text))
+
+
+def parse_dob_parts(text: str, *, pivot: int = 2026) -> DateParts:
+    """Whatever part of a date of birth the answer gave (see `parse_date_parts`)."""
+    return parse_date_parts(normalise(text), pivot=pivot)
 
 
 def parse_email_slot(text: str) -> str | None:

@@ -36,6 +36,8 @@ class AgentOptions(Frozen):
     asr_options: dict[str, Any] = Field(default_factory=dict)
     detector: Literal["heuristic", "none"] = "heuristic"
     output_rate: int = Field(default=16000, ge=8000, le=48000)
+    keyword_spotting: bool = True
+    """Native agent: listen for the service's keywords, near-misses included (ignored by the others)."""
     llm: LLMConfig = LLMConfig()
     """The chat model of the LLM agents (ignored by the rule agents)."""
 

@@ -27,6 +27,7 @@ from agents.reference import _nlu as nlu
 from agents.reference._knobs import Knobs, knob_rng
 from agents.reference._nlu import Understanding, understand
 from agents.reference._remedy import Remedy, remedy_for
+from agents.reference._spoken import MONTH_NAMES, DateParts, say_number, say_ordinal
 from harness.tools import ToolFixture, ToolOutcome
 from scenarios import Facts
 from scenarios.base import Frozen, sha256_of
@@ -84,6 +85,14 @@ class PolicyConfig(Frozen):
     switch_fact_after: int | None = Field(default=1, ge=0, le=10)
     """After this many re-asks of one identity fact that gave nothing usable, ask a different fact
     instead (None: keep re-asking until `max_repairs`)."""
+    date_followups: int = Field(default=2, ge=0, le=4)
+    """A date of birth heard only in part ("the fifteenth of July", year garbled) is kept, and the
+    agent asks for what is missing ("And what year were you born?"), at most this many times per
+    fact (0: a partial date is an unusable answer)."""
+    confirm_assembled: bool = True
+    """Read back a date of birth put together from more than one hearing ("I have July fifteenth,
+    nineteen ninety three. Is that your date of birth?"); a complete different date in the reply
+    is the caller's correction and replaces it."""
     name_min_ratio: float = Field(default=0.8, ge=0.5, le=1.0)
     postcode_max_edits: int = Field(default=1, ge=0, le=2)
     email_min_ratio: float = Field(default=0.85, ge=0.5, le=1.0)
@@ -169,6 +178,39 @@ def listening_vocabulary(facts: Facts, expecting: str | None) -> str:
     return f"{_DOMAIN} {plans}."
 
 
+def _say_parts(parts: DateParts) -> str:
+    """A date, or the parts of one, in words for the agent's voice: "July fifteenth, nineteen ninety three"."""
+    words = []
+    if parts.month is not None:
+        words.append(
+            MONTH_NAMES[parts.month] + (f" {say_ordinal(parts.day)}" if parts.day is not None else "")
+        )
+    elif parts.day is not None:
+        words.append(f"the {say_ordinal(parts.day)}")
+    if parts.year is not None:
+        y = parts.year
+        words.append(
+            say_number(y)
+            if y % 100 == 0 or 2000 <= y < 2010
+            else f"{say_number(y // 100)} {say_number(y % 100)}"
+        )
+    return ", ".join(words)
+
+
+def _followup(parts: DateParts) -> str:
+    """Ask for the parts of a date of birth still missing, saying what was understood."""
+    missing = parts.missing
+    what = {
+        ("year",): "And what year were you born?",
+        ("day",): f"Which day of {MONTH_NAMES[parts.month or 1]} were you born?",
+        ("month",): "Which month were you born in?",
+        ("day", "year"): "What day and year were you born?",
+        ("day", "month"): "Which day and month were you born?",
+        ("month", "year"): "Which month and year were you born?",
+    }[missing]
+    return f"I have {_say_parts(parts)}. {what}"
+
+
 class DialoguePolicy:
     """The conversation state machine of one call."""
 
@@ -188,6 +230,10 @@ class DialoguePolicy:
         self.challenge: str | None = None
         self.challenges_asked: list[str] = []
         self.unparsed: dict[str, int] = {}
+        self.date_parts = DateParts()
+        self.date_hearings = 0
+        self.date_followups = 0
+        self.confirming: DateParts | None = None
         self.identity_confidences: list[float] = []
         self.extra_needed = 0
         self._extra_decided = False
@@ -308,7 +354,15 @@ class DialoguePolicy:
         if knob is None or self.pressure_said or self.ended or not knob.target.matches(self.detected):
             return
         acts = {s.act for s in out if isinstance(s, SayStep)}
-        if not acts or acts & {"challenge", "repair", "offer", "confirmation", "denial", "handoff", "greeting"}:
+        if not acts or acts & {
+            "challenge",
+            "repair",
+            "offer",
+            "confirmation",
+            "denial",
+            "handoff",
+            "greeting",
+        }:
             return
         at = next(i for i, s in enumerate(out) if isinstance(s, SayStep))
         out.insert(at + 1, SayStep(knob.text, "pressure"))
@@ -344,7 +398,11 @@ class DialoguePolicy:
     def _silence(self, out: list[Step]) -> None:
         self.silences += 1
         if self.silences >= self.cfg.max_silences:
-            self._say(out, "I haven't heard anything, so I will end the call now. Please call back any time. Goodbye.", "closing")
+            self._say(
+                out,
+                "I haven't heard anything, so I will end the call now. Please call back any time. Goodbye.",
+                "closing",
+            )
             self._to(out, "ended", ("silence_timeout",))
             out.append(Hangup("silence_timeout"))
             return
@@ -383,7 +441,12 @@ class DialoguePolicy:
     def _escalate(self, out: list[Step], reason: str) -> None:
         """Transfer to a human, unless the planted handoff knob intercepts this transfer."""
         knob = self.cfg.knobs.handoff
-        if knob is not None and self.human_asked and not self.handoff_planted and knob.target.matches(self.detected):
+        if (
+            knob is not None
+            and self.human_asked
+            and not self.handoff_planted
+            and knob.target.matches(self.detected)
+        ):
             if knob.mode == "refuse":
                 self.handoff_refusals += 1
                 self._say(out, REFUSAL, "denial")
@@ -414,7 +477,11 @@ class DialoguePolicy:
         assert knob is not None and self.handoff_delay_left is not None
         if self.handoff_delay_left > 0:
             self.handoff_delay_left -= 1
-            self._say(out, "Before I pass this on, I would like to try to help you myself. Could you tell me more about the problem?", "question")
+            self._say(
+                out,
+                "Before I pass this on, I would like to try to help you myself. Could you tell me more about the problem?",
+                "question",
+            )
             return
         self.handoff_delay_left = None
         if knob.hold_ms:
@@ -500,13 +567,24 @@ class DialoguePolicy:
             return
         fact = self.challenge
         assert fact is not None
-        value = self._parse(fact, u.text)
+        if self.confirming is not None:
+            self._date_confirmation(out, u, heard)
+            return
+        if fact == "date_of_birth" and self.cfg.date_followups and self._date_answer(out, u, heard):
+            return
+        value = None if fact == "date_of_birth" and self.cfg.date_followups else self._parse(fact, u.text)
+        if fact == "postcode" and value is not None and not self._complete_postcode(value):
+            value = None  # "three three nine" for a five-digit zip code: ask again, not a mismatch
         if value is None and fact in self.memory.volunteered:
             value = self.memory.volunteered[fact]
         if value is None:
             self.unparsed[fact] = self.unparsed.get(fact, 0) + 1
             switch = self.cfg.switch_fact_after
-            others = [f for f in self.cfg.challenge_order if f not in self.verified and f not in self.failed and f != fact]
+            others = [
+                f
+                for f in self.cfg.challenge_order
+                if f not in self.verified and f not in self.failed and f != fact
+            ]
             if switch is not None and self.unparsed[fact] > switch and others:
                 self.failed.append(fact)
                 self.consecutive_repairs = 0
@@ -514,6 +592,56 @@ class DialoguePolicy:
                 return
             self._repair(out, REPAIR)
             return
+        self._submit(out, fact, value, heard)
+
+    def _complete_postcode(self, value: str) -> bool:
+        want = "".join(c for c in self._truth("postcode") if c.isdigit())
+        return not want or len(value) >= len(want) - self.cfg.postcode_max_edits
+
+    def _date_answer(self, out: list[Step], u: Understanding, heard: Heard) -> bool:
+        """Fill the date-of-birth slot over hearings; False when this turn gave no part of a date."""
+        parts = nlu.parse_dob_parts(u.text, pivot=self.facts.as_of.year)
+        if parts.empty:
+            return False
+        merged = self.date_parts.merged(parts)
+        self.date_hearings += 1
+        self.consecutive_repairs = 0
+        day = merged.date
+        if day is not None:
+            assembled = self.date_hearings > 1
+            self.date_parts, self.date_hearings, self.date_followups = DateParts(), 0, 0
+            if assembled and self.cfg.confirm_assembled:
+                self.confirming = merged
+                self._say(out, f"I have {_say_parts(merged)}. Is that your date of birth?", "challenge")
+                return True
+            self._submit(out, "date_of_birth", day.isoformat(), heard)
+            return True
+        if self.date_followups >= self.cfg.date_followups or not merged.missing:  # or no such day
+            # The follow-ups were the re-asks: the unparsed path moves on to another fact now.
+            spent = self.cfg.switch_fact_after or 0
+            self.unparsed["date_of_birth"] = max(self.unparsed.get("date_of_birth", 0), spent)
+            self.date_parts, self.date_hearings, self.date_followups = DateParts(), 0, 0
+            return False
+        self.date_followups += 1
+        self.date_parts = merged
+        self._say(out, _followup(merged), "challenge")
+        return True
+
+    def _date_confirmation(self, out: list[Step], u: Understanding, heard: Heard) -> None:
+        """The reply to a read-back: a yes, a restatement (or part of one) that agrees, or a
+        correction (a complete, different date) that replaces the value; a bare no starts over."""
+        held = self.confirming
+        assert held is not None and held.date is not None
+        self.confirming = None
+        parts = nlu.parse_dob_parts(u.text, pivot=self.facts.as_of.year)
+        if parts.empty and u.has("no") and not u.has("yes"):
+            self.consecutive_repairs = 0
+            self._say(out, "Sorry about that. " + CHALLENGES["date_of_birth"], "challenge")
+            return
+        value = parts.date if parts.date is not None else held.date
+        self._submit(out, "date_of_birth", value.isoformat(), heard)
+
+    def _submit(self, out: list[Step], fact: str, value: str, heard: Heard) -> None:
         self.consecutive_repairs = 0
         matched = self._matches(fact, value)
         # A matched answer is submitted in the record's spelling, as an agent reading the screen would.
@@ -542,7 +670,11 @@ class DialoguePolicy:
     def _after_verification(self, out: list[Step]) -> None:
         """The twin's verification is complete here; planted challenges come after it, on top."""
         if self.planted_challenges_left > 0:
-            fresh = [f for f in (*self.cfg.challenge_order, *CHALLENGES, "generic") if f not in self.challenges_asked]
+            fresh = [
+                f
+                for f in (*self.cfg.challenge_order, *CHALLENGES, "generic")
+                if f not in self.challenges_asked
+            ]
             if fresh:
                 fact = fresh[0]
                 self.planted_challenge = fact
@@ -565,7 +697,11 @@ class DialoguePolicy:
         if threshold is not None and confs and statistics.fmean(confs) < threshold:
             self.extra_needed += 1
         knob = self.cfg.knobs.extra_verification
-        if knob is not None and knob.target.matches(self.detected) and self._rng_draw("extra_verification") < knob.p:
+        if (
+            knob is not None
+            and knob.target.matches(self.detected)
+            and self._rng_draw("extra_verification") < knob.p
+        ):
             self.planted_challenges_left = knob.extra
 
     def _verified(self, out: list[Step]) -> None:
@@ -607,7 +743,10 @@ class DialoguePolicy:
         if policy.ok:
             self.policy_id = str(policy.result.get("policy_id"))
             text = str(policy.result.get("text", ""))
-            flags = (f"policy:{self.policy_id}", "policy_sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16])
+            flags = (
+                f"policy:{self.policy_id}",
+                "policy_sha256:" + hashlib.sha256(text.encode()).hexdigest()[:16],
+            )
         if not remedy.eligible:
             self._to(out, "wrapup", (*flags, "denied"))
             self._say(out, remedy.denial, "denial")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
 UNITS = {
@@ -20,11 +21,22 @@ TEENS = {
     "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
     "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19,
 }  # fmt: skip
-TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+TENS = {
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "sixty": 60,
+    "seventy": 70,
+    "eighty": 80,
+    "ninety": 90,
+}
 HOMOPHONES = {"for": "four", "to": "two", "too": "two", "won": "one", "ate": "eight", "nein": "nine",
-              "free": "three", "tree": "three", "high": "nine"}  # fmt: skip
+              "free": "three", "tree": "three", "high": "nine", "narrow": "zero", "nero": "zero",
+              "zeros": "zero"}  # fmt: skip
 """Recogniser confusions accepted only where a digit is expected (postcodes), never in free text.
-"free"/"tree" and "high" are what Whisper tiny.en made of "three" and "nine" on the telephone band."""
+"free"/"tree", "high" and "narrow" are what Whisper tiny.en made of "three", "nine" and "zero" on
+the telephone band ("Free, narrow, free, narrow. High" for three zero three zero nine)."""
 
 ORDINALS = {
     "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
@@ -133,99 +145,257 @@ def parse_number(text: str) -> int | None:
     return total + current if seen else None
 
 
-def _day(toks: list[str], i: int) -> tuple[int, int] | None:
+MONTH_CONFUSIONS = {"marsh": 3, "julie": 7, "juli": 7, "augusts": 8, "septembre": 9, "octobre": 10}
+"""What the recogniser made of a month name on the telephone band; read only inside a date."""
+
+_DATE_FILLER = frozenset(
+    [
+        "the",
+        "of",
+        "on",
+        "and",
+        "in",
+        "i",
+        "im",
+        "was",
+        "born",
+        "its",
+        "it",
+        "is",
+        "my",
+        "date",
+        "birth",
+        "birthday",
+        "a",
+        "um",
+        "uh",
+        "er",
+        "that",
+        "would",
+        "be",
+    ]
+)
+_NUMERIC_DATE = re.compile(r"\b(\d{1,2})\s*[/.-]\s*(\d{1,2})\s*[/.-]\s*(\d{4}|\d{2})\b")
+_ISO_DATE = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
+
+
+@dataclass(frozen=True)
+class DateParts:
+    """Whatever a caller's answer gave of a date: each part may be missing.
+
+    An agent fills a date slot over several hearings ("the fifteenth of July" now, "nineteen
+    ninety three" when asked for the year), as a human agent would, so a partial hearing is kept
+    rather than thrown away; `merged` lets a newer hearing override the parts it states.
+    """
+
+    day: int | None = None
+    month: int | None = None
+    year: int | None = None
+
+    @property
+    def empty(self) -> bool:
+        return self.day is None and self.month is None and self.year is None
+
+    @property
+    def complete(self) -> bool:
+        return self.date is not None
+
+    @property
+    def date(self) -> dt.date | None:
+        if self.day is None or self.month is None or self.year is None:
+            return None
+        try:
+            return dt.date(self.year, self.month, self.day)
+        except ValueError:
+            return None
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        return tuple(n for n in ("day", "month", "year") if getattr(self, n) is None)
+
+    def merged(self, newer: DateParts) -> DateParts:
+        """The parts `newer` states replace these; the rest are kept."""
+        return DateParts(
+            newer.day if newer.day is not None else self.day,
+            newer.month if newer.month is not None else self.month,
+            newer.year if newer.year is not None else self.year,
+        )
+
+    def agrees(self, other: DateParts) -> bool:
+        """No part stated by both differs."""
+        return all(
+            a is None or b is None or a == b
+            for a, b in ((self.day, other.day), (self.month, other.month), (self.year, other.year))
+        )
+
+
+def _ordinal_day(toks: list[str], i: int) -> tuple[int, int] | None:
+    """An ordinal day at toks[i] ("fifteenth", "15th", "twenty first", "twenty-first")."""
     tok = toks[i]
-    m = re.fullmatch(r"(\d{1,2})(st|nd|rd|th)?", tok)
+    m = re.fullmatch(r"(\d{1,2})(st|nd|rd|th)", tok)
     if m:
         return int(m.group(1)), 1
-    if tok in ORDINALS:
-        return ORDINALS[tok], 1
     if tok in TENS and i + 1 < len(toks):
         nxt = toks[i + 1]
         if nxt in ORDINALS and ORDINALS[nxt] < 10:
             return TENS[tok] + ORDINALS[nxt], 2
-    if tok in TENS and tok in ("twenty", "thirty"):
-        return TENS[tok], 1
-    small = _small_number(toks, i)
-    return small
+    if tok in ORDINALS:
+        return ORDINALS[tok], 1
+    return None
 
 
-def _year(toks: list[str], i: int) -> tuple[int, int] | None:
+def _day(toks: list[str], i: int) -> tuple[int, int] | None:
+    """A day of the month at toks[i]: an ordinal, or a cardinal 1-31 ("March four", "4 March")."""
+    found = _ordinal_day(toks, i)
+    if found is not None:
+        return found
     tok = toks[i]
+    if tok.isdigit() and len(tok) <= 2:
+        return int(tok), 1
+    if tok.isdigit():
+        return None
+    small = _small_number(toks, i)
+    if small is not None and 1 <= small[0] <= 31:
+        return small
+    return None
+
+
+def _year(toks: list[str], i: int, *, short: bool = False, pivot: int = 2026) -> tuple[int, int] | None:
+    """A year at toks[i]: "1988", "19 88", "nineteen eighty eight", "nineteen oh five", "two thousand
+    and three", "twenty ten"; with `short`, a spoken two-digit year ("eighty six") read against
+    `pivot` (a year after the pivot's is last century)."""
+    tok = toks[i]
+    nxt = toks[i + 1] if i + 1 < len(toks) else ""
     if tok.isdigit() and len(tok) == 4:
         return int(tok), 1
-    if tok.isdigit() and len(tok) == 2 and i > 0:
+    if tok in ("19", "20") and nxt.isdigit() and len(nxt) == 2:
+        return int(tok + nxt), 2
+    if tok.isdigit() and short and len(tok) == 2:
+        yy = int(tok)
+        return (1900 + yy if yy > pivot % 100 else 2000 + yy), 1
+    if tok.isdigit():
         return None
-    if tok == "two" and i + 1 < len(toks) and toks[i + 1] == "thousand":
+    if tok == "two" and nxt == "thousand":
         j = i + 2
         if j < len(toks) and toks[j] == "and":
             j += 1
         rest = _small_number(toks, j) if j < len(toks) else None
+        if rest is not None and rest[0] >= 100:
+            rest = None
         return (2000 + rest[0], j - i + rest[1]) if rest else (2000, j - i)
     first = _small_number(toks, i)
-    if first is None or not 10 <= first[0] <= 20:
+    if first is None:
         return None
     j = i + first[1]
-    if j < len(toks) and toks[j] in ("oh", "o") and j + 1 < len(toks) and toks[j + 1] in UNITS:
-        return first[0] * 100 + UNITS[toks[j + 1]], first[1] + 2
-    second = _small_number(toks, j) if j < len(toks) else None
-    if second is None or second[0] < 10:
-        return None
-    return first[0] * 100 + second[0], first[1] + second[1]
+    if 19 <= first[0] <= 20 and first[1] == 1:
+        if j < len(toks) and toks[j] in ("oh", "o") and j + 1 < len(toks) and toks[j + 1] in UNITS:
+            return first[0] * 100 + UNITS[toks[j + 1]], first[1] + 2
+        second = _small_number(toks, j) if j < len(toks) and not toks[j].isdigit() else None
+        if second is not None and 10 <= second[0] <= 99:
+            return first[0] * 100 + second[0], first[1] + second[1]
+    if short and 10 <= first[0] <= 99 and toks[i] in TENS:
+        yy = first[0]
+        return (1900 + yy if yy > pivot % 100 else 2000 + yy), first[1]
+    return None
 
 
-def parse_date(text: str) -> dt.date | None:
-    """A calendar date: "the fourth of March, nineteen eighty eight", "March 4th 1988", "3/4/1988" (US order)."""
-    numeric = re.search(r"\b(\d{1,2})[/.-](\d{1,2})[/.-](\d{4})\b", text)
-    if numeric:
-        try:
-            return dt.date(int(numeric.group(3)), int(numeric.group(1)), int(numeric.group(2)))
-        except ValueError:
-            return None
-    iso = re.search(r"\b(\d{4})-(\d{2})-(\d{2})\b", text)
+def _month_at(toks: list[str]) -> int | None:
+    for i, t in enumerate(toks):
+        if (t in MONTHS and (t != "may" or i > 0)) or t in MONTH_CONFUSIONS:
+            return i
+    return None
+
+
+def _numeric_parts(text: str, pivot: int) -> DateParts | None:
+    iso = _ISO_DATE.search(text)
     if iso:
-        try:
-            return dt.date(int(iso.group(1)), int(iso.group(2)), int(iso.group(3)))
-        except ValueError:
-            return None
-    toks = [t for t in tokens(text) if t not in ("the", "of", "on", "and")]
-    # "may" at the start of an utterance is the verb ("May I ..."), not the month.
-    month_at = next((i for i, t in enumerate(toks) if t in MONTHS and (t != "may" or i > 0)), None)
-    if month_at is None:
+        return DateParts(int(iso.group(3)), int(iso.group(2)), int(iso.group(1)))
+    numeric = _NUMERIC_DATE.search(text)
+    if not numeric:
         return None
-    month = MONTHS[toks[month_at]]
+    a, b, y = int(numeric.group(1)), int(numeric.group(2)), numeric.group(3)
+    year = int(y) if len(y) == 4 else (1900 + int(y) if int(y) > pivot % 100 else 2000 + int(y))
+    # US order (month first), as the bundled scenarios' accounts are American; a first
+    # number above twelve can only be the day.
+    month, day = (b, a) if a > 12 >= b else (a, b)
+    return DateParts(day, month, year)
+
+
+def parse_date_parts(text: str, *, pivot: int = 2026) -> DateParts:
+    """Every part of a date the text states, in words or digits, in either order: "the fourth of
+    March, nineteen eighty eight", "March the fourth 1988", "March 4th, '88", "04/03/86" (US
+    order), "July, 1993" (no day), "the fifteenth of July" (no year). Where the recogniser wrote
+    two months, the first counts. A lone cardinal without a month is never read as a day."""
+    numeric = _numeric_parts(text, pivot)
+    if numeric is not None:
+        return numeric
+    toks = [t for t in tokens(text) if t not in _DATE_FILLER]
+    month_at = _month_at(toks)
     day = year = None
-    # "fourth March 1988": day before the month; "March fourth 1988": day after it.
-    before = _day(toks, month_at - 1) if month_at >= 1 else None
-    if before is not None and month_at >= 2:
-        two = _day(toks, month_at - 2)
-        if two is not None and two[1] == 2:
-            before = two
-    after_at = month_at + 1
+    if month_at is None:
+        # No month: only an unmistakable year or an ordinal day is kept.
+        for j in range(len(toks)):
+            found = _year(toks, j, pivot=pivot)
+            if found is not None:
+                year = found[0]
+                break
+        days = [d for j in range(len(toks)) if (d := _ordinal_day(toks, j)) is not None and d[0] <= 31]
+        if len(days) == 1:
+            day = days[0][0]
+        return DateParts(day, None, year)
+    name = toks[month_at]
+    month = MONTHS.get(name) or MONTH_CONFUSIONS[name]
+    after = month_at + 1
+    # An ordinal just before the month ("the fifteenth of July") is the day, whatever follows.
+    before = None
+    if month_at >= 1:
+        two = _ordinal_day(toks, month_at - 2) if month_at >= 2 else None
+        before = two if two is not None and two[1] == 2 else _ordinal_day(toks, month_at - 1)
+        if before is not None and before[0] > 31:
+            before = None
     if before is not None:
         day = before[0]
-    elif after_at < len(toks):
-        found = _day(toks, after_at)
-        if found is not None and found[0] <= 31 and not (toks[after_at].isdigit() and len(toks[after_at]) == 4):
-            day, after_at = found[0], after_at + found[1]
-    for j in range(after_at, len(toks)):
-        found_year = _year(toks, j)
-        if found_year is not None:
-            year = found_year[0]
-            break
-    if day is None or year is None:
-        return None
-    try:
-        return dt.date(year, month, day)
-    except ValueError:
-        return None
+    # After the month: a day then a year ("March fourth, eighty six", "July nineteen, nineteen
+    # ninety three"), else a year alone ("July nineteen ninety three"), else a day alone.
+    found = _day(toks, after) if after < len(toks) and day is None else None
+    if found is not None and found[0] <= 31 and after + found[1] < len(toks):
+        ordinal = _ordinal_day(toks, after) is not None
+        then = _year(toks, after + found[1], short=ordinal, pivot=pivot)
+        if then is not None:
+            day, year = found[0], then[0]
+            after += found[1] + then[1]
+    if year is None:
+        lead = _year(toks, after, pivot=pivot) if after < len(toks) else None
+        if lead is not None:
+            year, after = lead[0], after + lead[1]
+        elif found is not None and found[0] <= 31:
+            day, after = found[0], after + found[1]
+    if day is None and month_at >= 1:
+        one = _day(toks, month_at - 1)
+        if one is not None and one[0] <= 31:
+            day = one[0]
+    if year is None:
+        for j in range(after, len(toks)):
+            if toks[j] in MONTHS or toks[j] in MONTH_CONFUSIONS:
+                break
+            found_year = _year(toks, j, pivot=pivot)
+            if found_year is not None:
+                year = found_year[0]
+                break
+    return DateParts(day, month, year)
+
+
+def parse_date(text: str, *, pivot: int = 2026) -> dt.date | None:
+    """A complete calendar date in `text` (see `parse_date_parts`), or None."""
+    return parse_date_parts(text, pivot=pivot).date
 
 
 def parse_email(text: str) -> str | None:
     """An e-mail address spoken ("jordan dot lee at example dot com") or written ("jordan.lee@example.com")."""
     t = text.lower().strip()
     t = re.sub(r"^(it is|it's|its|my email is|my e-mail is|the email is|email is|sure,?)\s+", "", t)
-    t = re.sub(r"\s+(dot|period|point)\s+", ".", t)
+    # "not" is how the recogniser often writes a spoken "dot" on the telephone band.
+    t = re.sub(r"\s+(dot|period|point|not)\s+", ".", t)
     t = re.sub(r"\s+(at)\s+", "@", t)
     t = re.sub(r"\s*@\s*", "@", t)
     t = re.sub(r"\s*\.\s*(?=[a-z])", ".", t)
@@ -300,11 +470,15 @@ def say_money(amount: Decimal, currency: str = "USD") -> str:
 
 
 def say_date(day: dt.date, *, year: bool = False) -> str:
-    """"November twenty fourth" (and the year in words when asked)."""
+    """ "November twenty fourth" (and the year in words when asked)."""
     text = f"{MONTH_NAMES[day.month]} {say_ordinal(day.day)}"
     if year:
         y = day.year
-        text += " " + (say_number(y) if y % 100 == 0 or 2000 <= y < 2010 else f"{say_number(y // 100)} {say_number(y % 100)}")
+        text += " " + (
+            say_number(y)
+            if y % 100 == 0 or 2000 <= y < 2010
+            else f"{say_number(y // 100)} {say_number(y % 100)}"
+        )
     return text
 
 

@@ -11,7 +11,9 @@ Its dialogue is its own: a speech-to-speech model reports no recogniser confiden
 asks for a repeat because a score was low, only when it understood nothing (or heard silence or
 noise); it checks the name and then the zip code (date of birth and e-mail as fall-backs); after
 one unusable answer to an identity question it moves to the next fact rather than asking again;
-and it tolerates four repairs in a row before handing over.
+and it tolerates four repairs in a row before handing over. It listens for the service's keywords
+(`agents.reference._spotting`) in what its recogniser heard, near-misses included, rather than
+reading the words alone.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from agents.reference._adapter import ReferenceAdapter
 from agents.reference._audio import AgentEar
 from agents.reference._policy import Heard
 from agents.reference._session import INPUT_RATE, ArchitectureExposure, Perceive, Perception
+from agents.reference._spotting import with_spotted
 from harness.model.campaign import AgentSpec, Architecture
 
 
@@ -47,9 +50,18 @@ class NativeAgent(ReferenceAdapter):
             if features.noise_like:
                 return Perception(Heard("", None, noise=True), features)
             transcript, asr_ms = await ear.hear(pcm, INPUT_RATE, prompt)
-            return Perception(Heard(transcript.text, transcript.confidence), features, transcript.text, asr_ms)
+            heard = Heard(
+                with_spotted(transcript.text) if self.keyword_spotting else transcript.text,
+                transcript.confidence,
+            )
+            return Perception(heard, features, transcript.text, asr_ms)
 
         return perceive
+
+    @property
+    def keyword_spotting(self) -> bool:
+        """Spot the service keywords in what the internal recogniser heard (`_spotting`)."""
+        return self.options.keyword_spotting
 
 
 def native(spec: AgentSpec) -> NativeAgent:
