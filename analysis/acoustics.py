@@ -1,7 +1,7 @@
 """Acoustic measures for the acoustic-validity gate and for timing metrics.
 
-F0 comes from independent trackers (Praat autocorrelation via parselmouth, PYIN via librosa,
-CREPE via torchcrepe where installed). Their agreement is the Pearson r over frames both call
+F0 comes from independent trackers (Praat autocorrelation via parselmouth, PYIN as librosa
+computes it in `analysis.pyin`, CREPE via torchcrepe where installed). Their agreement is the Pearson r over frames both call
 voiced, reported with the voiced-frame count: judge the gate on the per-file minimum within a
 condition cell, because a pooled r is inflated by between-file pitch differences.
 
@@ -80,14 +80,18 @@ def praat_f0(
 def pyin_f0(
     pcm: np.ndarray, sr: int, fmin: float = 60.0, fmax: float = 400.0, hop_s: float = HOP_S
 ) -> F0Track:
-    """PYIN at 16 kHz over a restricted range: its cost grows with the rate and the candidate count."""
-    import librosa
+    """PYIN at 16 kHz over a restricted range: its cost grows with the rate and the candidate count.
+
+    `analysis.pyin.pyin` is librosa's PYIN with a compiled trough loop and a banded Viterbi
+    decoder (the same track as `librosa.pyin`, tested frame by frame); it shares nothing with
+    Praat's autocorrelation tracker, so the gate still compares two independent trackers."""
+    from analysis.pyin import pyin
 
     check_pcm(pcm, sr, allow_clipped=True)
     rate = 16000
     y, _ = resample(to_float(pcm), sr, rate)
     hop = round(hop_s * rate)
-    f0, voiced, _ = librosa.pyin(
+    f0, voiced, _ = pyin(
         y.astype(np.float32), fmin=fmin, fmax=fmax, sr=rate, frame_length=1024, hop_length=hop, resolution=0.2
     )
     f0 = np.where(voiced, f0, np.nan).astype(np.float64)
