@@ -204,7 +204,9 @@ def plan_campaign(
     """
     pairs = _resolve_pairs(doc, campaign, catalogue)
     episodes: list[PlannedEpisode] = []
-    for p_index, (name, contrast, cond_a, cond_b, only) in enumerate(pairs):
+    for p_index, ((name, contrast, cond_a, cond_b, only), spec) in enumerate(zip(pairs, campaign.pairs, strict=True)):
+        agents = [a for a in campaign.agents if spec.agents is None or a.name in spec.agents]
+        replicates = spec.replicates or campaign.replicates
         n_voices = min(
             len(catalogue.voice_profile[cond_a.voice_profile].realisations),
             len(catalogue.voice_profile[cond_b.voice_profile].realisations),
@@ -219,10 +221,10 @@ def plan_campaign(
             if only is not None and scenario_id not in only:
                 continue
             for voice in range(campaign.voices):
-                for rep in range(campaign.replicates):
+                for rep in range(replicates):
                     caller_key = _hex(campaign.seed, scenario_id, cond_a, cond_b, contrast, voice, rep, n=12)
                     seed = int(_hex("seed", campaign.seed, caller_key, n=8), 16)
-                    for agent in campaign.agents:
+                    for agent in agents:
                         pair = MatchedPair(
                             pair_id=_hex("pair", caller_key, agent.name, campaign.batch, n=12),
                             scenario_id=scenario_id,
@@ -330,6 +332,15 @@ def load_campaign(path: str | Path) -> LoadedCampaign:
                     ("pairs", i, "scenarios", j),
                     f"pair {i} names scenario '{sid}' that the campaign does not list",
                     fix="add it to the campaign's scenarios",
+                )
+    names = {a.name for a in campaign.agents}
+    for i, spec in enumerate(campaign.pairs):
+        for j, name in enumerate(spec.agents or ()):
+            if name not in names:
+                raise doc.error(
+                    ("pairs", i, "agents", j),
+                    f"pair {i} names agent '{name}' that the campaign does not list",
+                    fix=f"use one of the campaign's agent names ({', '.join(sorted(names))})",
                 )
     _check_agents(doc, campaign)
     _check_backends(doc, campaign)

@@ -223,6 +223,17 @@ class PairSpec(Frozen):
         default=False,
         description='Accept a and b voiced by different TTS backends (confounds the contrast with the engines).',
     )
+    agents: tuple[str, ...] | None = Field(
+        default=None,
+        min_length=1,
+        description='Names of the campaign agents this pair runs against; unset: every agent. '
+        'Lets a slow agent (a language model) get a smaller cell than the others.',
+    )
+    replicates: int | None = Field(
+        default=None,
+        ge=1,
+        description="Times this pair is called again with a new seed; unset: the campaign's replicates.",
+    )
 
     @field_validator("contrast")
     @classmethod
@@ -341,7 +352,7 @@ class Campaign(Frozen):
     scenarios: tuple[str, ...] = Field(min_length=1, description='Scenario ids to run (each must be locked).')
     agents: tuple[AgentSpec, ...] = Field(
         min_length=1,
-        description='Agents to call; every pair runs against every agent.',
+        description="Agents to call; every pair runs against every agent unless the pair names its own.",
     )
     pairs: tuple[PairSpec, ...] = Field(min_length=1, description='The matched-pair contrasts.')
     voices: int = Field(
