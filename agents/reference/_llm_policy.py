@@ -41,6 +41,7 @@ from agents.reference._policy import (
     listening_vocabulary,
 )
 from harness.llm import (
+    PACKAGED,
     ChatRequest,
     ChatResponse,
     LLMError,
@@ -64,7 +65,7 @@ class LLMConfig(Frozen):
     """Which model the agent talks to. The key is never here: `api_key_env` names its variable."""
 
     backend: Literal["local", "openai"] = "local"
-    model: str = "smollm2-135m"
+    model: str = "qwen2.5-coder-1.5b"
     """A packaged model (`harness.llm.PACKAGED`) for `local`, the endpoint's model name for `openai`."""
     base_url: str | None = None
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Z_][A-Z0-9_]{2,}$")
@@ -76,15 +77,18 @@ class LLMConfig(Frozen):
     """In-process threads; one by default (OpenMP threads busy-wait on a shared, loaded machine)."""
     seed: int = 0
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    max_tokens: int = Field(default=120, ge=16, le=2048)
+    max_tokens: int = Field(default=80, ge=16, le=2048)
+    """A step is compact JSON with a spoken line of at most `SAY_CHARS` characters (about 60 tokens)."""
     max_steps: int = Field(default=3, ge=1, le=8)
     """Model steps per caller turn (a tool call, its result, then a reply)."""
     timeout_s: float = Field(default=120.0, gt=0)
-    prompt_ms_per_token: float = Field(default=2.0, ge=0)
-    completion_ms_per_token: float = Field(default=12.0, ge=0)
-    """The in-process model's compute as reported to the virtual clock, per token (SmolLM2-135M on
-    two free cores), so a call's latency does not depend on a shared machine's load; an endpoint's
-    latency is its measured response time."""
+    """Per request to an endpoint (the in-process model is waited for: its thread cannot be stopped)."""
+    prompt_ms_per_token: float | None = Field(default=None, ge=0)
+    completion_ms_per_token: float | None = Field(default=None, ge=0)
+    """The in-process model's compute as reported to the virtual clock, per evaluated prompt token
+    (a cached prefix costs nothing) and per generated token; unset, the packaged model's measured
+    figures (`harness.llm.PackagedModel`), so a call's latency does not depend on a shared
+    machine's load. An endpoint's latency is its measured response time."""
 
     @property
     def label(self) -> str:
@@ -103,7 +107,19 @@ _clients: dict[str, ChatBackend] = {}
 
 def shared_chat_client(cfg: LLMConfig) -> ChatBackend:
     """One client (one loaded model) per configuration in this process."""
-    key = cfg.model_dump_json(include={"backend", "model", "base_url", "api_key_env", "structured", "model_path", "sha256", "threads", "timeout_s"})
+    key = cfg.model_dump_json(
+        include={
+            "backend",
+            "model",
+            "base_url",
+            "api_key_env",
+            "structured",
+            "model_path",
+            "sha256",
+            "threads",
+            "timeout_s",
+        }
+    )
     with _lock:
         if key not in _clients:
             _clients[key] = _make_client(cfg)
@@ -115,11 +131,30 @@ def _make_client(cfg: LLMConfig) -> ChatBackend:
         if not cfg.base_url:
             raise LLMError("llm_unreachable", "llm.base_url is required for the openai backend")
         return OpenAIChatClient(
-            cfg.base_url, cfg.model, api_key_env=cfg.api_key_env, timeout_s=cfg.timeout_s, structured=cfg.structured
+            cfg.base_url,
+            cfg.model,
+            api_key_env=cfg.api_key_env,
+            timeout_s=cfg.timeout_s,
+            structured=cfg.structured,
         )
     if cfg.model_path is not None:
         return LocalChatClient(Path(cfg.model_path), sha256=cfg.sha256, n_threads=cfg.threads)
     return LocalChatClient(packaged_model(cfg.model), n_threads=cfg.threads)
+
+
+def _token_costs(cfg: LLMConfig) -> tuple[float, float]:
+    known = PACKAGED.get(cfg.model) if cfg.backend == "local" and cfg.model_path is None else None
+    prompt = (
+        cfg.prompt_ms_per_token
+        if cfg.prompt_ms_per_token is not None
+        else (known.prompt_ms_per_token if known else 14.0)
+    )
+    completion = (
+        cfg.completion_ms_per_token
+        if cfg.completion_ms_per_token is not None
+        else (known.completion_ms_per_token if known else 77.0)
+    )
+    return prompt, completion
 
 
 def case_text(facts: Facts, *, with_record: bool) -> str:
@@ -130,7 +165,9 @@ def case_text(facts: Facts, *, with_record: bool) -> str:
         lines.append(f"Plan {acc.plan}, {acc.monthly_fee} {acc.currency} a month, standing {acc.standing}.")
         charge = facts.charge
         if charge is not None:
-            lines.append(f"Charge: {charge.kind}, {charge.amount} {charge.currency} on {charge.date}, {charge.description}.")
+            lines.append(
+                f"Charge: {charge.kind}, {charge.amount} {charge.currency} on {charge.date}, {charge.description}."
+            )
         for key, value in facts.service.items():
             lines.append(f"{key}: {value}.")
     lines.append(f"Policy {facts.policy.id}: {' '.join(facts.policy.text.split())}")
@@ -141,6 +178,24 @@ def case_text(facts: Facts, *, with_record: bool) -> str:
 
 def crm_text(record: Mapping[str, Any]) -> str:
     return json.dumps(record, sort_keys=True, default=str, separators=(",", ":"))
+
+
+EXAMPLE = (
+    "Example (another caller, another account):\n"
+    "Caller: I was charged twice this month.\n"
+    'You: {"action":"reply","arguments":{},"say":"I\'m sorry about that, I can help. What is your full name?"}\n'
+    "Caller: My name is Sam Park.\n"
+    'You: {"action":"verify_identity","arguments":{"holder_name":"Sam Park"},"say":"Thank you. And your date of birth?"}\n'
+    "Caller: June second, nineteen eighty.\n"
+    'You: {"action":"verify_identity","arguments":{"date_of_birth":"1980-06-02"},"say":"Thank you, you are verified."}\n'
+    'You: {"action":"reply","arguments":{},"say":"I can refund the duplicate charge of 10.00 dollars now. Shall I go ahead?"}\n'
+    "Caller: Yes please.\n"
+    'You: {"action":"issue_refund","arguments":{"amount":"10.00"},"say":"Done, the refund of 10.00 dollars is on its way."}\n'
+    "Caller: That's all, thanks.\n"
+    'You: {"action":"end_call","arguments":{},"say":"Thank you for calling. Goodbye."}\n'
+)
+"""One worked call in the system prompt (few-shot; a 1.5B model follows an example far better
+than rules). A fictitious caller; it names no condition and no scenario."""
 
 
 def system_prompt(facts: Facts, tools: tuple[str, ...], *, crm: bool, required: int) -> str:
@@ -154,7 +209,8 @@ def system_prompt(facts: Facts, tools: tuple[str, ...], *, crm: bool, required: 
         + "2. Then offer the remedy the policy allows; when the caller agrees, call the remedy tool with the amount.\n"
         "3. If the caller asks for a person, call escalate_to_human. 4. When the caller is done, end_call.\n"
         f"Tools:\n{tool_lines}\n- reply: only speak.\n- end_call: say goodbye and hang up.\n"
-        f"Case: {case_text(facts, with_record=not crm)}"
+        + EXAMPLE
+        + f"Case: {case_text(facts, with_record=not crm)}"
     )
 
 
@@ -172,6 +228,45 @@ def step_schema(actions: tuple[str, ...]) -> dict[str, Any]:
         },
         "required": ["action", "arguments", "say"],
     }
+
+
+SAY_CHARS = 160
+"""Longest spoken line the grammar lets the model write (two short sentences)."""
+
+
+def _gbnf_literal(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def step_grammar(facts: Facts, actions: tuple[str, ...]) -> str:
+    """The step as a GBNF grammar for the in-process model: compact JSON (no whitespace, so no
+    tokens are spent on layout), `action` one of `actions`, `arguments` only that tool's own
+    parameters, `say` at most `SAY_CHARS` characters. Same shape as `step_schema`."""
+    rules = [
+        'root ::= "{\\"action\\":\\"" step ",\\"say\\":\\"" say "\\"}"',
+        'str ::= "\\"" [^"\\\\\\x00-\\x1f]{0,48} "\\""',
+        'strs ::= "[" (str ("," str){0,3})? "]"',
+        f'say ::= [^"\\\\\\x00-\\x1f]{{0,{SAY_CHARS}}}',
+    ]
+    alts = []
+    for i, name in enumerate(actions):
+        props = (
+            {}
+            if name in ("reply", "end_call")
+            else tool_schema(facts, name).get("parameters", {}).get("properties", {})
+        )
+        pairs = [
+            f"{_gbnf_literal(json.dumps(key) + ':')} {'strs' if spec.get('type') == 'array' else 'str'}"
+            for key, spec in sorted(props.items())
+        ]
+        if pairs:
+            rules.append(f"pair{i} ::= " + " | ".join(pairs))
+            args = f'"{{" (pair{i} ("," pair{i}){{0,{len(pairs) - 1}}})? "}}"'
+        else:
+            args = '"{}"'
+        alts.append(f"{_gbnf_literal(name + chr(34) + ',' + chr(34) + 'arguments' + chr(34) + ':')} {args}")
+    rules.insert(1, "step ::= " + " | ".join(alts))
+    return "\n".join(rules) + "\n"
 
 
 class ModelStep(Frozen):
@@ -257,9 +352,14 @@ class LLMPolicy:
         self.contextual_asr = contextual_asr
         available = tools.available()
         self.tool_names = tuple(n for n in available if crm or n != "crm_lookup")
-        self.remedy_tools = REMEDY_TOOLS | {t.name for t in facts.tools if t.realises}  # and the scenario's own
+        self.remedy_tools = REMEDY_TOOLS | {
+            t.name for t in facts.tools if t.realises
+        }  # and the scenario's own
         self.messages: list[Message] = [
-            Message(role="system", content=system_prompt(facts, self.tool_names, crm=crm, required=required_challenges))
+            Message(
+                role="system",
+                content=system_prompt(facts, self.tool_names, crm=crm, required=required_challenges),
+            )
         ]
         self.state = "start"
         self.turn = 0
@@ -269,6 +369,7 @@ class LLMPolicy:
         self.last_says: list[SayStep] = []
         self.model_calls = 0
         self.compute_ms = 0.0
+        self._token_costs = _token_costs(cfg)
         self._tool_n = 0
 
     @property
@@ -281,26 +382,46 @@ class LLMPolicy:
 
     def actions(self) -> tuple[str, ...]:
         """What the model may choose now: remedy tools only once identity is verified."""
-        tools = [n for n in self.tool_names if self.identity_ok or (n not in self.remedy_tools and n != "crm_lookup")]
+        tools = [
+            n
+            for n in self.tool_names
+            if self.identity_ok or (n not in self.remedy_tools and n != "crm_lookup")
+        ]
         return (*tools, "reply", "end_call")
 
     def greet(self) -> list[Step]:
         self.state = "listening"
-        self.messages.append(Message(role="assistant", content=json.dumps({"action": "reply", "arguments": {}, "say": GREETING})))
+        self.messages.append(
+            Message(
+                role="assistant", content=json.dumps({"action": "reply", "arguments": {}, "say": GREETING})
+            )
+        )
         out: list[Step] = [StateStep("start", "listening"), SayStep(GREETING, "greeting")]
         self.last_says = [SayStep(GREETING, "greeting")]
         return out
+
+    def expecting(self) -> str | None:
+        """The identity fact the agent's last spoken line asked for, if any."""
+        low = " ".join(s.text for s in self.last_says).lower()
+        return next(
+            (
+                f
+                for f, w in (
+                    ("holder_name", "name"),
+                    ("date_of_birth", "birth"),
+                    ("postcode", "zip"),
+                    ("email", "email"),
+                )
+                if w in low
+            ),
+            None,
+        )
 
     def listening_context(self) -> str | None:
         if not self.contextual_asr:
             return None
         last = " ".join(s.text for s in self.last_says)
-        low = last.lower()
-        expecting = next(
-            (f for f, w in (("holder_name", "name"), ("date_of_birth", "birth"), ("postcode", "zip"), ("email", "email")) if w in low),
-            None,
-        )
-        return " ".join(p for p in (listening_vocabulary(self.facts, expecting), last) if p)
+        return " ".join(p for p in (listening_vocabulary(self.facts, self.expecting()), last) if p)
 
     async def respond(
         self, heard: Heard, detected: Mapping[str, str] | None = None, *, asks_for_human: bool | None = None
@@ -313,7 +434,9 @@ class LLMPolicy:
         self.turn += 1
         out: list[Step] = []
         if self.turn > self.max_turns:
-            self._transfer(out, "max_turns", "I'm sorry this is taking so long. I'm transferring you to a colleague.")
+            self._transfer(
+                out, "max_turns", "I'm sorry this is taking so long. I'm transferring you to a colleague."
+            )
             return self._finish(out)
         if not heard.speech:
             self.silences += 1
@@ -325,11 +448,19 @@ class LLMPolicy:
             return self._finish(out)
         self.silences = 0
         text = heard.text.strip()
-        low_conf = heard.confidence is not None and self.repair_below is not None and heard.confidence < self.repair_below
+        low_conf = (
+            heard.confidence is not None
+            and self.repair_below is not None
+            and heard.confidence < self.repair_below
+        )
         if heard.noise or nlu.understand(text).empty or low_conf:
             self.repairs += 1
             if self.repairs > self.max_repairs:
-                self._transfer(out, "repairs", "I'm sorry, I'm having trouble hearing you. I'm transferring you to a colleague.")
+                self._transfer(
+                    out,
+                    "repairs",
+                    "I'm sorry, I'm having trouble hearing you. I'm transferring you to a colleague.",
+                )
             else:
                 out.append(SayStep(REPAIR, "repair"))
             return self._finish(out)
@@ -338,8 +469,46 @@ class LLMPolicy:
         if nlu.understand(text).has("human"):
             self._transfer(out, "caller_request", "Of course. I'm transferring you to a human agent now.")
             return self._finish(out)
+        if self.crm:
+            self._code_steps(out, text)
         await self._steps(out, text)
         return self._finish(out)
+
+    # ---- the hybrid's code steps ----
+
+    def _code_steps(self, out: list[Step], caller_text: str) -> None:
+        """What the hybrid runs in code before asking the model (a deployment's slot-filling flow
+        beside the model): the identity fact the agent just asked for (or a name the caller
+        offers) goes to `verify_identity` from the caller's words, and once verified the account is
+        read with `crm_lookup`. Each call and result is in the
+        model's messages, as its own tool calls are."""
+        if not self.identity_ok:
+            asked = self.expecting()
+            said_name = "name" in caller_text.lower()
+            wanted = [
+                k
+                for k in IDENTITY_FIELDS
+                if k not in self.verified and (k == asked or (k == "holder_name" and said_name))
+            ]
+            args = self._identity_args({k: "?" for k in wanted}, caller_text) if wanted else {}
+            if args:
+                self._code_tool(out, "verify_identity", args, caller_text)
+        if self.identity_ok and not any(c[0] == "crm_lookup" for c in self.tools.calls):
+            self._code_tool(out, "crm_lookup", {"account_id": self.facts.account.account_id}, caller_text)
+
+    def _code_tool(self, out: list[Step], name: str, args: dict[str, Any], caller_text: str) -> None:
+        step = ModelStep(action=name, arguments=args)
+        self.messages.append(Message(role="assistant", content=step.model_dump_json()))
+        outcome = self._run_tool(out, step, caller_text)
+        self._tool_result(name, outcome)
+
+    def _tool_result(self, name: str, outcome: ToolOutcome) -> None:
+        result = {"ok": outcome.ok, "error": outcome.error, **_visible(name, outcome)}
+        self.messages.append(
+            Message(
+                role="user", content=f"[tool {name} result] {json.dumps(result, sort_keys=True, default=str)}"
+            )
+        )
 
     # ---- model steps ----
 
@@ -348,10 +517,16 @@ class LLMPolicy:
         (a deployment's dialogue state in the prompt): it guides, the guards still decide."""
         if not self.identity_ok:
             left = [f for f in ("holder_name", "date_of_birth", "postcode") if f not in self.verified]
-            ask = {"holder_name": "full name", "date_of_birth": "date of birth", "postcode": "zip code"}[left[0]]
+            ask = {"holder_name": "full name", "date_of_birth": "date of birth", "postcode": "zip code"}[
+                left[0]
+            ]
             return (f"Status: identity not verified ({len(self.verified)} of {self.required} checks). "
                     f"Ask for the caller's {ask}; when they say it, call verify_identity.")  # fmt: skip
-        first = " Call crm_lookup first." if self.crm and not any(c[0] == "crm_lookup" for c in self.tools.calls) else ""
+        first = (
+            " Call crm_lookup first."
+            if self.crm and not any(c[0] == "crm_lookup" for c in self.tools.calls)
+            else ""
+        )
         return ("Status: identity verified." + first + " Offer what the policy allows and ask for consent; "
                 "when the caller agrees, call the remedy tool. When they are done, end_call.")  # fmt: skip
 
@@ -363,12 +538,21 @@ class LLMPolicy:
             max_tokens=self.cfg.max_tokens,
             json_schema=step_schema(actions),
             schema_name="agent_step",
+            grammar=step_grammar(self.facts, actions) if self.cfg.backend == "local" else None,
         )
         self.model_calls += 1
-        resp = await asyncio.wait_for(self.client.chat(req), self.cfg.timeout_s)
+        if (
+            self.cfg.backend == "local"
+        ):  # a worker thread cannot be cancelled: waiting is the only honest choice
+            resp = await self.client.chat(req)
+        else:
+            resp = await asyncio.wait_for(self.client.chat(req), self.cfg.timeout_s)
         if self.cfg.backend == "local":
             u = resp.usage
-            self.compute_ms += u.prompt_tokens * self.cfg.prompt_ms_per_token + u.completion_tokens * self.cfg.completion_ms_per_token
+            prompt_ms, completion_ms = self._token_costs
+            self.compute_ms += (
+                u.prompt_tokens - u.cached_tokens
+            ) * prompt_ms + u.completion_tokens * completion_ms
         else:
             self.compute_ms += resp.elapsed_ms
         return parse_step(resp, actions)
@@ -392,8 +576,7 @@ class LLMPolicy:
                 out.append(SayStep(say or FALLBACK, "question"))
                 return
             outcome = self._run_tool(out, step, caller_text)
-            result = {"ok": outcome.ok, "error": outcome.error, **_visible(step.action, outcome)}
-            self.messages.append(Message(role="user", content=f"[tool {step.action} result] {json.dumps(result, sort_keys=True, default=str)}"))
+            self._tool_result(step.action, outcome)
             if step.action == "escalate_to_human" and outcome.ok:
                 out.append(SayStep(say or "I'm transferring you to a human agent now.", "handoff"))
                 self._to(out, "escalated", ("escalation:model",))
@@ -407,7 +590,9 @@ class LLMPolicy:
     def _run_tool(self, out: list[Step], step: ModelStep, caller_text: str) -> ToolOutcome:
         name = step.action
         args = dict(step.arguments)
-        if (name in self.remedy_tools and not self.identity_ok) or (name == "crm_lookup" and not self.identity_ok):
+        if (name in self.remedy_tools and not self.identity_ok) or (
+            name == "crm_lookup" and not self.identity_ok
+        ):
             outcome = ToolOutcome(False, {}, "identity_not_verified")
         elif name not in self.tool_names:
             outcome = ToolOutcome(False, {}, "permission_denied")

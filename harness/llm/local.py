@@ -1,28 +1,41 @@
 """The offline backend: a GGUF model from a registry package, run in-process by llama-cpp-python.
 
 The same chat vocabulary as the HTTP client. Calls are serialised on one model (llama.cpp contexts
-are not thread-safe) and run off the event loop. Every request starts from the same state: the
-saved KV state of its prefix (every message but the last, e.g. a reader's instructions), computed
-once the first time that prefix is seen, or an empty cache. So an answer depends only on its
-request, identical across processes and call orders, and a long shared prompt is evaluated once.
+are not thread-safe) and run off the event loop.
+
+Prefix reuse, as llama.cpp deployments do it, without giving up determinism. A request's prefix
+(every message but the last) is evaluated message by message on top of the saved KV state of the
+message before it, and the state after the last prefix message is kept (as is the state after the
+leading system message: an agent's prompt with its tools and facts, or a reader's instructions).
+The next request of the same conversation starts from that state and evaluates only its new
+messages. Because the chunks are always the messages themselves, a prefix's state is the same
+whether it came from the cache, from another conversation with the same start, or was recomputed
+after an eviction: an answer depends only on its own messages, identical across processes, call
+orders and interleaved conversations (re-using whatever the context last evaluated, as a bare
+llama.cpp context does, is not: batch boundaries change the floating-point sums).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import threading
 import time
 from collections import OrderedDict
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.llm.openai import parse_response, request_body
-from harness.llm.types import ChatRequest, ChatResponse, LLMError
+from harness.llm.types import ChatRequest, ChatResponse, LLMError, Usage
 from harness.llm.weights import PackagedModel, resolve_weights
 
-PREFIX_STATES = 8
+PREFIX_STATES = 48
+"""Saved prefix states kept (least recently used dropped): a few system prompts and the tails of
+the conversations in flight. A state holds only the KV cells of its tokens (about 28 KB a token
+for the 1.5B model), not the logits."""
 INSTALL_HINT = "pip install 'voice-audit[llm]' (llama-cpp-python, built portable: see the README)"
 
 
@@ -30,11 +43,23 @@ def _load_llama(path: Path, n_ctx: int, n_threads: int, seed: int) -> Any:
     try:
         from llama_cpp import Llama
     except ImportError:
-        raise LLMError("llm_model_error", f"the local model backend needs llama-cpp-python: {INSTALL_HINT}") from None
+        raise LLMError(
+            "llm_model_error", f"the local model backend needs llama-cpp-python: {INSTALL_HINT}"
+        ) from None
     try:
         return Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False)
     except (ValueError, RuntimeError) as exc:
         raise LLMError("llm_model_error", f"{path}: llama.cpp could not load the model ({exc})") from None
+
+
+@dataclass(frozen=True)
+class _Saved:
+    tokens: tuple[int, ...]
+    state: Any
+
+
+def _key(messages: list[dict[str, Any]]) -> str:
+    return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
 
 
 class LocalChatClient:
@@ -45,7 +70,7 @@ class LocalChatClient:
         model: PackagedModel | Path,
         *,
         sha256: str | None = None,
-        n_ctx: int = 2048,
+        n_ctx: int = 4096,
         n_threads: int | None = None,
     ) -> None:
         self.path, self.sha256 = resolve_weights(model, sha256)
@@ -54,7 +79,8 @@ class LocalChatClient:
         self.n_threads = n_threads or max(1, min(4, os.cpu_count() or 1))
         self._llm: Any = None
         self._lock = threading.Lock()
-        self._prefixes: OrderedDict[str, Any] = OrderedDict()
+        self._prefixes: OrderedDict[str, _Saved] = OrderedDict()
+        self._formatter: Any = None
 
     def __repr__(self) -> str:
         return f"LocalChatClient({self.name!r}, sha256={self.sha256[:12]}...)"
@@ -88,33 +114,79 @@ class LocalChatClient:
             kw["grammar"] = LlamaGrammar.from_string(grammar, verbose=False)
         return kw
 
-    def _prefix_state(self, llm: Any, messages: list[dict[str, Any]]) -> Any | None:
-        """The saved state after the chat template's rendering of all messages but the last."""
-        template = llm.metadata.get("tokenizer.chat_template")
-        if template is None or len(messages) < 2:
-            return None
-        key = json.dumps(messages[:-1], sort_keys=True)
-        if key in self._prefixes:
-            self._prefixes.move_to_end(key)
-            return self._prefixes[key]
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+    def _tokens(self, llm: Any, messages: list[dict[str, Any]]) -> tuple[int, ...] | None:
+        """The chat template's rendering of `messages` (no generation prompt), tokenized."""
+        if self._formatter is None:
+            template = llm.metadata.get("tokenizer.chat_template")
+            if template is None:
+                return None
+            from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-        def text(token: int) -> str:
-            return llm.detokenize([token], special=True).decode("utf-8", "replace") if token >= 0 else ""
+            def text(token: int) -> str:
+                return llm.detokenize([token], special=True).decode("utf-8", "replace") if token >= 0 else ""
 
-        fmt = Jinja2ChatFormatter(
-            template=template, eos_token=text(llm.token_eos()), bos_token=text(llm.token_bos()),
-            add_generation_prompt=False,
-        )  # fmt: skip
-        rendered = fmt(messages=messages[:-1])  # type: ignore[arg-type]
-        tokens = llm.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True)
-        llm.reset()
-        llm.eval(tokens)
-        state = llm.save_state()
-        self._prefixes[key] = state
+            self._formatter = Jinja2ChatFormatter(
+                template=template, eos_token=text(llm.token_eos()), bos_token=text(llm.token_bos()),
+                add_generation_prompt=False,
+            )  # fmt: skip
+        rendered = self._formatter(messages=messages)
+        return tuple(
+            llm.tokenize(rendered.prompt.encode("utf-8"), add_bos=not rendered.added_special, special=True)
+        )
+
+    def _save(self, llm: Any, key: str, tokens: tuple[int, ...]) -> _Saved:
+        """`Llama.save_state` without its copy of the logits rows (n_batch x vocabulary floats,
+        300 MB for a 150k vocabulary): the request's own suffix is evaluated before sampling."""
+        import ctypes
+
+        import llama_cpp
+        import numpy as np
+        from llama_cpp.llama import LlamaState
+
+        size = llama_cpp.llama_state_get_size(llm._ctx.ctx)
+        buf = (ctypes.c_uint8 * int(size))()
+        n = int(llama_cpp.llama_state_get_data(llm._ctx.ctx, buf, size))
+        if n > int(size):
+            raise RuntimeError("failed to copy the llama state")
+        scores = np.zeros((1, llm.n_vocab()), dtype=np.single)
+        state = LlamaState(llm.input_ids.copy(), scores, llm.n_tokens, bytes(buf)[:n], n, llm._seed)
+        saved = _Saved(tokens, state)
+        self._prefixes[key] = saved
         while len(self._prefixes) > PREFIX_STATES:
             self._prefixes.popitem(last=False)
-        return state
+        return saved
+
+    def _prefix(self, llm: Any, messages: list[dict[str, Any]]) -> tuple[_Saved | None, int]:
+        """The state after all messages but the last, computed message by message from the
+        deepest saved one (see the module docstring), and the number of tokens evaluated for it."""
+        prefix = messages[:-1]
+        if not prefix or self._tokens(llm, prefix[:1]) is None:
+            return None, 0
+        keys = [_key(prefix[: j + 1]) for j in range(len(prefix))]
+        start = next((j for j in range(len(prefix), 0, -1) if keys[j - 1] in self._prefixes), 0)
+        saved = self._prefixes[keys[start - 1]] if start else None
+        if saved is None:
+            llm.reset()
+            done: tuple[int, ...] = ()
+        else:
+            self._prefixes.move_to_end(keys[start - 1])
+            llm.load_state(saved.state)
+            done = saved.tokens
+        evaluated = 0
+        for j in range(start + 1, len(prefix) + 1):
+            tokens = self._tokens(llm, prefix[:j])
+            assert tokens is not None
+            if done and tokens[: len(done)] == done:
+                new = tokens[len(done) :]
+            else:  # a template that is not prefix-stable: this prefix from scratch, still canonical
+                llm.reset()
+                new = tokens
+            llm.eval(list(new))
+            evaluated += len(new)
+            done = tokens
+            if j == 1 or j == len(prefix):
+                saved = self._save(llm, keys[j - 1], tokens)
+        return saved, evaluated
 
     def chat_sync(self, req: ChatRequest) -> ChatResponse:
         """One completion; blocking (the async `chat` runs it in a worker thread)."""
@@ -123,17 +195,29 @@ class LocalChatClient:
             start = time.perf_counter()
             try:
                 kw = self._kwargs(req)
-                state = self._prefix_state(llm, kw["messages"])
-                if state is None:
+                saved, evaluated = self._prefix(llm, kw["messages"])
+                if saved is None:
                     llm.reset()
+                    reused = 0
                 else:
-                    llm.load_state(state)
+                    llm.load_state(saved.state)
+                    reused = len(saved.tokens)
                 llm.set_seed(req.seed)
                 out = llm.create_chat_completion(**kw)
             except (ValueError, RuntimeError) as exc:
                 raise LLMError("llm_model_error", f"{self.name}: {type(exc).__name__}: {exc}") from None
             elapsed = (time.perf_counter() - start) * 1000.0
-        return parse_response(out, elapsed)
+        resp = parse_response(out, elapsed)
+        u = resp.usage
+        # what this request had to evaluate: its new prefix messages and the tokens after the prefix
+        cached = max(0, min(u.prompt_tokens, reused) - evaluated)
+        return resp.model_copy(
+            update={
+                "usage": Usage(
+                    prompt_tokens=u.prompt_tokens, completion_tokens=u.completion_tokens, cached_tokens=cached
+                )
+            }
+        )
 
     async def chat(self, req: ChatRequest) -> ChatResponse:
         return await asyncio.to_thread(self.chat_sync, req)

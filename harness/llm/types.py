@@ -13,7 +13,9 @@ from pydantic import Field
 from scenarios.base import Frozen
 
 Role = Literal["system", "user", "assistant", "tool"]
-LLMFailure = Literal["llm_unreachable", "llm_timeout", "llm_http_error", "llm_bad_response", "llm_model_error"]
+LLMFailure = Literal[
+    "llm_unreachable", "llm_timeout", "llm_http_error", "llm_bad_response", "llm_model_error"
+]
 
 
 class ToolCall(Frozen):
@@ -61,6 +63,8 @@ class ChatRequest(Frozen):
 class Usage(Frozen):
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0
+    """Prompt tokens served from a reused prefix (not evaluated for this request)."""
 
 
 class ChatResponse(Frozen):

