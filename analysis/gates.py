@@ -176,9 +176,9 @@ def fact_invariance(inp: GateInputs) -> tuple[GateResult, pd.Series]:
 
     sent = prov[(prov["reported_by_agent"] != 1.0) & prov["disclosed_sha256"].notna()]
     disclosed = table.per_episode(
-        sent.drop_duplicates(["ep", "disclosed_sha256"]).groupby("ep")["disclosed_sha256"].agg(
-            lambda v: v.iat[0] if len(v) == 1 else "conflicting"
-        ),
+        sent.drop_duplicates(["ep", "disclosed_sha256"])
+        .groupby("ep")["disclosed_sha256"]
+        .agg(lambda v: v.iat[0] if len(v) == 1 else "conflicting"),
         None,
     )
     harness = one_hash(prov[prov["reported_by_agent"] != 1.0])
@@ -325,32 +325,41 @@ def _cell_key(agent: Any, condition: Any) -> str:
 
 
 def audio_pass(inp: GateInputs) -> AudioPass:
+    """The run's one audio pass (`measure_audio`), unless the pipeline measured it already."""
+    if inp.audio_measured is None:
+        inp.audio_measured = measure_audio(
+            inp.ing.run_dir, inp.episodes, inp.plan, inp.seed, workers=inp.audio_workers
+        )
+    return inp.audio_measured
+
+
+def measure_audio(
+    run: Path, episodes: pd.DataFrame, plan: AnalysisPlan, seed: int, *, workers: int | None = None
+) -> AudioPass:
     """Measure every recording once (cached in the run folder, a process pool over the cores): the
-    codec sample, the PYIN sample of each condition cell, and the Praat median of every analysable
-    recording. Computed by whichever audio gate runs first and kept on `inp`."""
-    if inp.audio_measured is not None:
-        return inp.audio_measured
-    ep = inp.episodes
-    run = inp.ing.run_dir
+    codec sample, the PYIN sample of each condition cell, the Praat median of every recording, and
+    the activity and onsets of both channels (voice-to-voice latency, the sync check).
+
+    `episodes`: one row per episode with episode_id, audio_file, analysable, agent, condition_key."""
+    ep = episodes
     base = str(run)
     files = {
         str(e): str(a)
         for e, a in zip(ep["episode_id"], ep["audio_file"], strict=True)
         if isinstance(a, str) and _exists(base, run, a)
     }
-    codec_th, ac_th = inp.plan.gates.codec, inp.plan.gates.acoustic
-    codec_sample = _sample(sorted(files), codec_th.max_files, inp.seed)
+    codec_th, ac_th = plan.gates.codec, plan.gates.acoustic
+    codec_sample = _sample(sorted(files), codec_th.max_files, seed)
     f0 = _trackers() is None
     analysable = ep[(ep["analysable"] == True) & ep["episode_id"].astype(str).isin(files)]  # noqa: E712
     pair_sample: dict[str, list[str]] = {}
     if f0:
         for (agent, cond), sub in analysable.groupby(["agent", "condition_key"]):
             pair_sample[_cell_key(agent, cond)] = _sample(
-                list(sub["episode_id"]), ac_th.max_files_per_cell, inp.seed
+                list(sub["episode_id"]), ac_th.max_files_per_cell, seed
             )
     paired = {e for ids in pair_sample.values() for e in ids}
-    praat = [str(e) for e in analysable["episode_id"]] if f0 else []
-    wanted = audio_measures.requests_for(codec_sample, sorted(paired), praat)
+    wanted = audio_measures.requests_for(codec_sample, sorted(paired), sorted(files))
     params = audio_measures.AudioParams(
         rate=codec_th.sample_rate,
         channels=codec_th.channels,
@@ -359,11 +368,12 @@ def audio_pass(inp: GateInputs) -> AudioPass:
         lufs_tolerance=codec_th.lufs_tolerance,
         max_seconds=ac_th.max_seconds_per_file if f0 else 0.0,
         f0=f0,
+        onset_threshold_db=plan.gates.completeness.onset_threshold_db,
     )
     by_path, stats = audio_measures.measure_files(
-        run, {files[e]: flags for e, flags in wanted.items()}, params, workers=inp.audio_workers
+        run, {files[e]: flags for e, flags in wanted.items()}, params, workers=workers
     )
-    inp.audio_measured = AudioPass(
+    return AudioPass(
         measures={e: by_path[files[e]] for e in wanted},
         codec_sample=codec_sample,
         pair_sample=pair_sample,
@@ -371,7 +381,6 @@ def audio_pass(inp: GateInputs) -> AudioPass:
         f0=f0,
         stats=stats,
     )
-    return inp.audio_measured
 
 
 def acoustic_validity(inp: GateInputs) -> tuple[GateResult, pd.Series, pd.Series]:
@@ -558,18 +567,17 @@ def artifact_completeness(inp: GateInputs) -> tuple[GateResult, pd.Series]:
         pos = {e: i for i, e in enumerate(table.episodes)}
         offsets_all: list[float] = []
         unsynced = 0
+        measured = audio_pass(inp)
         for e in sample:
             sub = df[df["ep"] == pos[e]]
             a_starts = sub.loc[sub["type"] == "agent_speech_start", "t_ms"].astype(int).tolist()
             c_starts = sub.loc[sub["type"] == "caller_utterance_start", "t_ms"].astype(int).tolist()
-            path = inp.ing.run_dir / str(ep.set_index("episode_id").at[e, "audio_file"])
-            try:
-                offs = audio_measures.sync_offsets(
-                    path, a_starts, c_starts, th.onset_search_ms, th.onset_threshold_db
-                )
-            except (RuntimeError, OSError) as exc:
-                problems[e].append(f"audio unreadable: {exc}")
+            m = measured.measures.get(e)
+            if m is None or not m.readable:
+                problems[e].append(f"audio unreadable: {m.read_error if m is not None else 'not measured'}")
                 continue
+            offs = audio_measures.nearest_onsets(m.onsets_ms("agent"), a_starts, th.onset_search_ms)
+            offs += audio_measures.nearest_onsets(m.onsets_ms("caller"), c_starts, th.onset_search_ms)
             found = [o for o in offs if o is not None]
             offsets_all += found
             early = [o for o in found if o < -th.sync_tolerance_ms]

@@ -10,7 +10,6 @@ what was dropped and why, stage timings).
 from __future__ import annotations
 
 import io
-import os
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -26,7 +25,7 @@ import pyarrow.parquet as pq
 
 from analysis import disposition as disp
 from analysis.deltas import deltas as compute_deltas
-from analysis.gates import GateInputs, GateReport, evaluate, gates_json, library_for
+from analysis.gates import AudioPass, GateInputs, GateReport, evaluate, gates_json, library_for, measure_audio
 from analysis.instances import write_instances
 from analysis.metrics import quality
 from analysis.metrics.catalogue import CATALOGUE
@@ -120,13 +119,14 @@ def episode_metrics(
     return frame
 
 
-def _with_voice_latency(metrics: pd.DataFrame, ing: Ingested, audio: bool) -> pd.DataFrame:
-    """Voice-to-voice latency from the recordings; missing (never zero) when audio is not analysed."""
-    if audio and len(ing.table.episodes):
+def _with_voice_latency(metrics: pd.DataFrame, ing: Ingested, measured: AudioPass | None) -> pd.DataFrame:
+    """Voice-to-voice latency from the run's audio pass; missing (never zero) when audio is not analysed."""
+    if measured is not None and len(ing.table.episodes):
         files = (
             ing.episodes["audio_file"] if "audio_file" in ing.episodes.columns else pd.Series(dtype=object)
         )
-        v2v = voice_latency(ing.table, files, ing.run_dir, workers=os.cpu_count())
+        by_path = {measured.files[e]: m for e, m in measured.measures.items()}
+        v2v = voice_latency(ing.table, files, ing.run_dir, measures=by_path)
     else:
         v2v = pd.DataFrame(columns=list(V2V_COLUMNS), dtype=float)
     out = metrics.drop(columns=[c for c in V2V_COLUMNS if c in metrics.columns])
@@ -237,8 +237,12 @@ def analyze_ingested(
     ]
     with timer.stage("metrics"):
         metrics = episode_metrics(ing, scenarios, the_plan, labels)
+    with timer.stage("audio pass"):  # every recording read once: gates, F0 and voice-to-voice latency
+        measured = (
+            measure_audio(ing.run_dir, metrics, the_plan, seed) if audio and len(ing.table.episodes) else None
+        )
     with timer.stage("voice latency"):
-        metrics = _with_voice_latency(metrics, ing, audio)
+        metrics = _with_voice_latency(metrics, ing, measured)
     with timer.stage("pairs"):
         pairs = build_pairs(metrics)
     with timer.stage("gates"):
@@ -253,6 +257,7 @@ def analyze_ingested(
                 plan=the_plan,
                 audio=audio,
                 seed=seed,
+                audio_measured=measured,
             )
         )
         metrics["speech_f0_median_hz"] = metrics["episode_id"].map(f0).astype(float)

@@ -25,7 +25,7 @@ from functools import cache
 
 import numpy as np
 
-__all__ = ["pyin"]
+__all__ = ["decode", "pyin", "warm"]
 
 _EPS = float(np.finfo(np.float64).tiny)
 
@@ -343,3 +343,18 @@ def pyin(
     voiced = states < n_pitch_bins
     f0[~voiced] = np.nan
     return f0, voiced, voiced_prob[0]
+
+
+def warm() -> None:
+    """Compile (or load from numba's disk cache) the loops and build the tables once, so a pool
+    worker pays for it when it starts rather than inside its first measurement."""
+    rng = np.random.default_rng(0)
+    pyin(
+        rng.normal(0, 0.1, 4096).astype(np.float32),
+        fmin=60.0,
+        fmax=400.0,
+        sr=16000,
+        frame_length=1024,
+        hop_length=160,
+        resolution=0.2,
+    )

@@ -33,7 +33,7 @@ ABS_TOL = 1e-9
 REL_TOL = 1e-9
 OUTPUTS = ("metrics.parquet", "pairs.parquet", "gates.json", "deltas.json", "disposition.json")
 _IGNORE_KEYS = {"timings_s", "audio_pass"}  # wall times and cache statistics differ by design
-_NUM = re.compile(r"-?\d+(?:\.\d+)?(?:e-?\d+)?")
+_NUM = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e-?\d+)?(?![\w.])")
 
 
 def dump(run: Path, out: Path) -> None:
@@ -77,6 +77,8 @@ def _json_diff(a: Any, b: Any, where: str, out: list[str]) -> None:
         if not _close(float(a), float(b)):
             out.append(f"{where}: {a!r} vs {b!r}")
     elif isinstance(a, str) and isinstance(b, str):
+        if a == b:
+            return
         if _NUM.sub("#", a) != _NUM.sub("#", b):
             out.append(f"{where}: text differs: {a[:120]!r} vs {b[:120]!r}")
         else:
@@ -87,9 +89,16 @@ def _json_diff(a: Any, b: Any, where: str, out: list[str]) -> None:
         out.append(f"{where}: {a!r} vs {b!r}")
 
 
+def _text(v: Any) -> str:
+    """A cell as text, every kind of missing value as one token."""
+    if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA:
+        return "<missing>"
+    return repr(v.tolist()) if isinstance(v, np.ndarray) else repr(v)
+
+
 def _frame_diff(a: pd.DataFrame, b: pd.DataFrame, name: str, key: str, out: list[str]) -> None:
-    if set(a.columns) != set(b.columns):
-        out.append(f"{name}: columns differ: {sorted(set(a.columns) ^ set(b.columns))}")
+    for c in sorted(set(a.columns) ^ set(b.columns)):
+        out.append(f"{name}: column {c} only in {'old' if c in a.columns else 'new'}")
     a, b = a.set_index(key).sort_index(), b.set_index(key).sort_index()
     if not a.index.equals(b.index):
         out.append(f"{name}: rows differ")
@@ -106,7 +115,10 @@ def _frame_diff(a: pd.DataFrame, b: pd.DataFrame, name: str, key: str, out: list
                     f"{name}.{c}: {int((~ok).sum())} rows differ, e.g. {a.index[i]}: {xv[i]!r} vs {yv[i]!r}"
                 )
         else:
-            xs, ys = x.astype(str).to_numpy(), y.astype(str).to_numpy()
+            xs, ys = (
+                np.array([_text(v) for v in x], dtype=object),
+                np.array([_text(v) for v in y], dtype=object),
+            )
             if not (xs == ys).all():
                 i = int(np.flatnonzero(xs != ys)[0])
                 out.append(

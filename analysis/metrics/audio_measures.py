@@ -6,18 +6,22 @@
   the cell passes on the per-file minimum r (`analysis.acoustics.cell_agreement`).
 * F0 metric: median Praat F0 of the agent channel, reported only for cells that passed.
 * sync: logged speech starts vs energy onsets (`analysis.metrics.onsets`).
+* voice-to-voice latency: energy activity on each channel (`analysis.metrics.voice_latency`).
 
-`measure_files` is the one audio pass of an analysis: each file is read once, its agent channel
-normalised once and shared by the codec check and the F0 trackers, files are spread over a process
-pool, and every result is cached in the run folder (AUDIO_CACHE) under the file's sha256, the
-measure version and the parameters, so a re-analysis reads the cache instead of the audio.
+`measure_files` is the one audio pass of an analysis: each file is read once (in
+`analysis.audio_file`, which pool workers import without pandas), its agent channel normalised
+once and shared by the codec check and the F0 trackers, the activity and onsets of both channels
+kept as compact frame lists, files spread over a process pool, and every result cached in the run
+folder (AUDIO_CACHE) under the file's sha256, the measure version and the parameters, so a
+re-analysis reads the cache instead of the audio. The per-gate functions below (`codec_check`,
+`agent_speech`, `f0_pair_r`, `sync_offsets`) measure one file on its own; the tests hold the pass
+to them.
 """
 
 from __future__ import annotations
 
 import concurrent.futures as cf
 import hashlib
-import io
 import json
 import math
 import multiprocessing
@@ -25,12 +29,13 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import soundfile as sf
 
+from analysis.audio_file import FRAME_MS, FileJob, VadParams, measure_file
 from analysis.metrics.onsets import onset_offsets
+from analysis.pyin import warm
 from harness.audio.dsp import NormalisedAudio
 from harness.rundir import atomic_write_json
 from scenarios.base import Frozen
@@ -38,7 +43,7 @@ from scenarios.errors import VoiceAuditError
 
 AUDIO_CACHE = "audio_measures.json"
 CACHE_SCHEMA = "voice-audit/audio-measures"
-MEASURE_VERSION = 1
+MEASURE_VERSION = 2  # 2: PYIN by analysis.pyin (the same track), activity and onsets of both channels
 AGENT_RATE = 16000
 POOL_MIN_FILES = 4
 
@@ -62,6 +67,14 @@ class AudioParams(Frozen):
     lufs_tolerance: float
     max_seconds: float
     f0: bool = True
+    vad_relative_db: float = VadParams.relative_db
+    vad_noise_margin_db: float = VadParams.noise_margin_db
+    vad_min_active_ms: int = VadParams.min_active_ms
+    onset_threshold_db: float = -45.0
+
+    @property
+    def vad(self) -> VadParams:
+        return VadParams(self.vad_relative_db, self.vad_noise_margin_db, self.vad_min_active_ms)
 
 
 class FileMeasures(Frozen):
@@ -77,10 +90,28 @@ class FileMeasures(Frozen):
     pair_r: float | None = None
     pair_voiced_both: int | None = None
     has_pair: bool = False
+    read_error: str | None = None
+    channels: int | None = None
+    frames: int | None = None  # FRAME_MS frames of each channel
+    caller_active: list[tuple[int, int]] | None = None  # [start, end) frames of voice activity
+    agent_active: list[tuple[int, int]] | None = None
+    caller_rising: list[int] | None = None  # frames where energy rises over the onset threshold
+    agent_rising: list[int] | None = None
+
+    @property
+    def readable(self) -> bool:
+        return self.read_error is None and self.channels is not None
+
+    def onsets_ms(self, side: str) -> np.ndarray:
+        return np.asarray(getattr(self, f"{side}_rising") or [], dtype=np.int64) * FRAME_MS
 
     def codec(self, path: str) -> CodecCheck:
         return CodecCheck(
-            path, bool(self.codec_ok), self.codec_detail or "not checked", self.resampling_path, self.lufs_after
+            path,
+            bool(self.codec_ok),
+            self.codec_detail or "not checked",
+            self.resampling_path,
+            self.lufs_after,
         )
 
 
@@ -94,7 +125,9 @@ def _normalise(pcm: np.ndarray, sr: int, rate: int, target: float) -> Normalised
     from harness.audio.dsp import normalise
 
     try:
-        return normalise(np.ascontiguousarray(pcm), sr, target_rate=rate, target_lufs=target, allow_clipped=True)
+        return normalise(
+            np.ascontiguousarray(pcm), sr, target_rate=rate, target_lufs=target, allow_clipped=True
+        )
     except (VoiceAuditError, ValueError) as exc:
         return str(exc)
 
@@ -125,56 +158,27 @@ def _codec_from(
     return not problems, detail, "; ".join(sorted(set(paths))) or None, min(lufs) if lufs else None
 
 
-def _cut(agent: NormalisedAudio | str, max_seconds: float) -> NormalisedAudio | None:
-    """The agent channel cut to `max_seconds` and normalised again (as the trackers measure it)."""
-    if isinstance(agent, str):
-        return None
-    n = int(max_seconds * agent.sample_rate)
-    if agent.pcm.size <= n:
-        return agent
-    cut = _normalise(agent.pcm[:n].copy(), agent.sample_rate, AGENT_RATE, -23.0)
-    return None if isinstance(cut, str) else cut
-
-
-def measure_file(path: str, params: AudioParams, codec: bool, pair: bool) -> FileMeasures:
-    """Read `path` once and make the measures asked for; an unreadable file is a failed codec check."""
-    from analysis.acoustics import agreement, praat_f0, pyin_f0
-
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        return FileMeasures(sha256="", codec_ok=False, codec_detail=f"unreadable: {exc}")
-    sha = hashlib.sha256(data).hexdigest()
-    try:
-        with sf.SoundFile(io.BytesIO(data)) as fh:
-            channels, subtype = fh.channels, fh.subtype
-            sr = int(fh.samplerate)
-            x = fh.read(dtype="int16", always_2d=True)
-    except (RuntimeError, OSError, sf.LibsndfileError) as exc:
-        return FileMeasures(sha256=sha, codec_ok=False, codec_detail=f"unreadable: {exc}")
-    shared = params.rate == AGENT_RATE and params.target_lufs == -23.0
-    agent_full = _normalise(x[:, -1], sr, AGENT_RATE, -23.0)
-    out: dict[str, Any] = {"sha256": sha}
-    if codec:
-        ok, detail, rpath, lufs = _codec_from(x, sr, channels, subtype, params, agent_full if shared else None)
-        out.update(codec_ok=ok, codec_detail=detail, resampling_path=rpath, lufs_after=lufs)
-    audio = _cut(agent_full, params.max_seconds) if params.f0 else None
-    if audio is not None:
-        praat = praat_f0(audio.pcm, audio.sample_rate)
-        med = praat.median_f0()
-        out.update(agent_usable=True, praat_median_hz=None if math.isnan(med) else med)
-        if pair:
-            ag = agreement(praat, pyin_f0(audio.pcm, audio.sample_rate))
-            out.update(pair_r=None if math.isnan(ag.r) else ag.r, pair_voiced_both=ag.voiced_both, has_pair=True)
-    return FileMeasures(**out)
-
-
-def _measure_job(job: tuple[str, AudioParams, bool, bool]) -> FileMeasures:
-    return measure_file(*job)
+def _job(path: str, params: AudioParams, codec: bool, pair: bool) -> FileJob:
+    return FileJob(
+        path=path,
+        codec=codec,
+        pair=pair,
+        rate=params.rate,
+        channels=params.channels,
+        subtype=params.subtype,
+        target_lufs=params.target_lufs,
+        lufs_tolerance=params.lufs_tolerance,
+        max_seconds=params.max_seconds,
+        f0=params.f0,
+        vad=params.vad,
+        onset_threshold_db=params.onset_threshold_db,
+    )
 
 
 def _params_key(params: AudioParams) -> str:
-    return hashlib.sha256(json.dumps(params.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()[:16]
+    return hashlib.sha256(json.dumps(params.model_dump(mode="json"), sort_keys=True).encode()).hexdigest()[
+        :16
+    ]
 
 
 def _read_cache(path: Path, key: str) -> dict[str, FileMeasures]:
@@ -182,7 +186,11 @@ def _read_cache(path: Path, key: str) -> dict[str, FileMeasures]:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    if not isinstance(doc, dict) or doc.get("schema") != CACHE_SCHEMA or doc.get("version") != MEASURE_VERSION:
+    if (
+        not isinstance(doc, dict)
+        or doc.get("schema") != CACHE_SCHEMA
+        or doc.get("version") != MEASURE_VERSION
+    ):
         return {}
     if doc.get("params_key") != key:
         return {}
@@ -251,14 +259,15 @@ def measure_files(
         else:
             todo.append((rel, codec, pair))
     todo.sort(key=lambda t: (not t[2], t[0]))
-    jobs = [(str(run_dir / rel), params, codec, pair) for rel, codec, pair in todo]
+    jobs = [_job(str(run_dir / rel), params, codec, pair) for rel, codec, pair in todo]
     n_workers = pool_workers(len(jobs), workers)
     if n_workers > 1:
         ctx = multiprocessing.get_context("spawn")
-        with cf.ProcessPoolExecutor(max_workers=n_workers, mp_context=ctx) as pool:
-            measured = list(pool.map(_measure_job, jobs, chunksize=1))
+        with cf.ProcessPoolExecutor(max_workers=n_workers, mp_context=ctx, initializer=warm) as pool:
+            raw = list(pool.map(measure_file, jobs, chunksize=1))
     else:
-        measured = [_measure_job(j) for j in jobs]
+        raw = [measure_file(j) for j in jobs]
+    measured = [FileMeasures.model_validate(r) for r in raw]
     for (rel, _, _), m in zip(todo, measured, strict=True):
         results[rel] = m
         if m.sha256:
@@ -274,7 +283,12 @@ def measure_files(
                 "files": {sha: m.model_dump(mode="json") for sha, m in sorted(cached.items())},
             },
         )
-    return results, {"files": len(requests), "from_cache": len(requests) - len(todo), "measured": len(todo), "workers": n_workers}
+    return results, {
+        "files": len(requests),
+        "from_cache": len(requests) - len(todo),
+        "measured": len(todo),
+        "workers": n_workers,
+    }
 
 
 def codec_check(path: Path, rate: int, channels: int, subtype: str, target: float, tol: float) -> CodecCheck:
@@ -329,11 +343,27 @@ def sync_offsets(
     return agent + caller
 
 
+def nearest_onsets(onsets_ms: np.ndarray, starts_ms: list[int], search_ms: int) -> list[float | None]:
+    """`analysis.metrics.onsets.onset_offsets` on cached onsets: for each logged start, the nearest
+    onset within +-search_ms as (onset - start) in ms, else None."""
+    out: list[float | None] = []
+    for t in starts_ms:
+        if onsets_ms.size == 0:
+            out.append(None)
+            continue
+        i = int(np.argmin(np.abs(onsets_ms - t)))
+        off = float(onsets_ms[i] - t)
+        out.append(off if abs(off) <= search_ms else None)
+    return out
+
+
 def nan_to_none(v: float | None) -> float | None:
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else v
 
 
-def requests_for(codec: Sequence[str], pair: Sequence[str], all_files: Sequence[str]) -> dict[str, tuple[bool, bool]]:
+def requests_for(
+    codec: Sequence[str], pair: Sequence[str], all_files: Sequence[str]
+) -> dict[str, tuple[bool, bool]]:
     """{path: (codec?, pair?)} for the codec sample, the PYIN sample and every file needing a Praat median."""
     c, p = set(codec), set(pair)
     return {f: (f in c, f in p) for f in dict.fromkeys([*all_files, *codec, *pair])}

@@ -11,24 +11,29 @@ recording shows.
 A frame is active when it is above both a level relative to the channel's loudest frame and a
 margin over the channel's noise floor (the telephone channel adds noise, so a fixed relative level
 alone would call line noise speech); a stretch must last `min_active_ms` to count.
+
+The activity is a measure of the run's one audio pass (`analysis.metrics.audio_measures`): each
+call.wav is read once per analysis, its active stretches are cached with the other audio measures
+under the file's hash, and the event log's windows are applied here. `measure_turns` measures a
+recording on its own (the tests hold the pass to it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import soundfile as sf
 
-from analysis.metrics.onsets import FRAME_MS, frame_db
+from analysis.audio_file import FRAME_MS, VadParams, active_from_db, frame_db
+from analysis.metrics import audio_measures
 from analysis.metrics.speech import response_windows
 from analysis.metrics.table import EventTable
 
-MEASURE_VERSION = 1
+MEASURE_VERSION = audio_measures.MEASURE_VERSION
+DEFAULT_VAD = VadParams()
 COLUMNS = (
     "speech_v2v_latency_ms_mean",
     "speech_v2v_latency_ms_median",
@@ -36,14 +41,6 @@ COLUMNS = (
     "speech_v2v_latency_n",
     "speech_v2v_event_offset_ms_max",
 )
-
-
-@dataclass(frozen=True)
-class VadParams:
-    relative_db: float = -45.0
-    noise_margin_db: float = 12.0
-    min_active_ms: int = 20
-    search_ms: int = 300
 
 
 @dataclass(frozen=True)
@@ -57,19 +54,7 @@ class TurnLatency:
 
 def active_frames(channel: np.ndarray, sr: int, p: VadParams) -> np.ndarray:
     """Boolean activity per FRAME_MS frame, short blips removed."""
-    db = frame_db(channel, sr)
-    if db.size == 0:
-        return np.zeros(0, dtype=bool)
-    floor = float(np.percentile(db, 10))
-    active = db > max(p.relative_db, floor + p.noise_margin_db)
-    need = max(1, p.min_active_ms // FRAME_MS)
-    if need > 1 and active.any():
-        edges = np.diff(np.concatenate(([0], active.astype(np.int8), [0])))
-        starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-        for s, e in zip(starts, ends, strict=True):
-            if e - s < need:
-                active[s:e] = False
-    return active
+    return active_from_db(frame_db(channel, sr), p)
 
 
 def _last_active_end(active: np.ndarray, t0: float, t1: float) -> float | None:
@@ -85,7 +70,7 @@ def _first_active_start(active: np.ndarray, t0: float, t1: float) -> float | Non
 
 
 def measure_turns(
-    stereo: np.ndarray, sr: int, windows: pd.DataFrame, p: VadParams = VadParams()
+    stereo: np.ndarray, sr: int, windows: pd.DataFrame, p: VadParams = DEFAULT_VAD
 ) -> list[TurnLatency]:
     """windows: one row per answered caller turn (caller_start, caller_end, agent_start, agent_end, turn)."""
     if stereo.ndim != 2 or stereo.shape[0] == 0 or stereo.shape[1] < 2:
@@ -104,12 +89,33 @@ def measure_turns(
     return out
 
 
-def _one(path: str, windows: pd.DataFrame, p: VadParams) -> list[TurnLatency]:
-    try:
-        x, sr = sf.read(path, dtype="int16", always_2d=True)
-    except (RuntimeError, OSError):
+def _window_frames(t0: float, t1: float, n: int) -> tuple[int, int]:
+    return max(0, int(t0 // FRAME_MS)), min(n, int(np.ceil(t1 / FRAME_MS)))
+
+
+def turns_from_activity(
+    m: audio_measures.FileMeasures, windows: pd.DataFrame, p: VadParams
+) -> list[TurnLatency]:
+    """`measure_turns` on a recording's cached activity (stretches of active frames per channel)."""
+    if not m.readable or (m.channels or 0) < 2 or not m.frames:
         return []
-    return measure_turns(x, int(sr), windows, p)
+    n = int(m.frames)
+    cs, ce = np.asarray(m.caller_active or [], dtype=np.int64).reshape(-1, 2).T
+    as_, ae = np.asarray(m.agent_active or [], dtype=np.int64).reshape(-1, 2).T
+    out: list[TurnLatency] = []
+    for w in windows.itertuples(index=False):
+        lo, hi = _window_frames(w.caller_start, w.caller_end, n)
+        hit = (cs < hi) & (ce > lo)
+        if lo >= hi or not hit.any():
+            continue
+        end = float(int(np.minimum(ce[hit], hi).max()) * FRAME_MS)  # end of the last active frame
+        lo, hi = _window_frames(max(w.caller_start, w.agent_start - p.search_ms), w.agent_end, n)
+        hit = (as_ < hi) & (ae > lo)
+        if lo >= hi or not hit.any():
+            continue
+        onset = float(int(np.maximum(as_[hit], lo).min()) * FRAME_MS)
+        out.append(TurnLatency(int(w.turn), end, onset, onset - end, onset - float(w.agent_start)))
+    return out
 
 
 def _aggregate(turns: list[TurnLatency]) -> dict[str, float]:
@@ -131,12 +137,16 @@ def voice_latency(
     audio_files: pd.Series,
     run_dir: Path,
     *,
-    params: VadParams = VadParams(),
+    params: VadParams = DEFAULT_VAD,
     workers: int | None = None,
+    measures: Mapping[str, audio_measures.FileMeasures] | None = None,
 ) -> pd.DataFrame:
-    """Per episode (index episode_id): the COLUMNS; NaN where a call has no recording or no answered turn.
+    """Per episode (index episode_id): the COLUMNS; NaN where a call has no recording or no answered
+    turn, and a count of 0 where its recording cannot be read.
 
-    audio_files: run-relative call.wav path per episode id."""
+    audio_files: run-relative call.wav path per episode id. measures: the run's audio pass by
+    run-relative path (`analysis.gates.measure_audio`); without it the recordings are measured
+    here, with `params`, in a pool of `workers` and without touching the run's audio cache."""
     windows = response_windows(table)
     by_ep = {ep: w for ep, w in windows.groupby("ep", sort=False)}
     ids = [str(e) for e in table.episodes]
@@ -145,16 +155,28 @@ def voice_latency(
         rel = audio_files.get(eid)
         w = by_ep.get(i)
         if isinstance(rel, str) and rel and w is not None and not w.empty:
-            jobs.append((eid, str(run_dir / rel), w))
-    results: dict[str, list[TurnLatency]] = {}
-    if workers and workers > 1 and len(jobs) > 8:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futs = [pool.submit(_one, path, w, params) for _, path, w in jobs]
-            for (eid, _, _), fut in zip(jobs, futs, strict=True):
-                results[eid] = fut.result()
-    else:
-        for eid, path, w in jobs:
-            results[eid] = _one(path, w, params)
+            jobs.append((eid, rel, w))
+    if measures is None:
+        measures, _ = audio_measures.measure_files(
+            run_dir,
+            {rel: (False, False) for _, rel, _ in jobs},
+            audio_measures.AudioParams(
+                rate=16000,
+                channels=2,
+                subtype="PCM_16",
+                target_lufs=-23.0,
+                lufs_tolerance=0.5,
+                max_seconds=0.0,
+                f0=False,
+                vad_relative_db=params.relative_db,
+                vad_noise_margin_db=params.noise_margin_db,
+                vad_min_active_ms=params.min_active_ms,
+            ),
+            workers=workers,
+            write_cache=False,
+        )
+    unread = audio_measures.FileMeasures(sha256="", read_error="not measured")
+    results = {eid: turns_from_activity(measures.get(rel, unread), w, params) for eid, rel, w in jobs}
     rows = {eid: _aggregate(results[eid]) if eid in results else {c: np.nan for c in COLUMNS} for eid in ids}
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(COLUMNS))
     frame.index.name = "episode_id"

@@ -1,0 +1,241 @@
+"""One recording's measures, for the audio pass of an analysis (`analysis.metrics.audio_measures`).
+
+This module is what a pool worker imports: numpy, soundfile, the signal code of
+`harness.audio.dsp`, Praat and the compiled PYIN, never pandas or the metrics package, so a
+worker is ready in a fraction of a second. `measure_file` reads the file once and returns plain
+JSON values (the parent validates them into `FileMeasures` and caches them):
+
+* the codec check: format, and each channel normalised to the target loudness at the target rate;
+* the agent F0 (Praat median) and, for files in the gate's sample, Praat-vs-PYIN agreement, on
+  the agent channel normalised and cut to the first `max_seconds`;
+* energy activity per 5 ms frame on each channel, kept as stretches [start, end) of active frames
+  (voice-to-voice latency, `analysis.metrics.voice_latency`) and as the frames where energy rises
+  over the sync threshold (the completeness gate's sync check). Both are functions of the
+  recording alone, so they are cached with it; the event log is applied afterwards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FRAME_MS = 5
+AGENT_RATE = 16000
+AGENT_LUFS = -23.0
+
+
+@dataclass(frozen=True)
+class VadParams:
+    """Voice activity on a channel: above both a level under the loudest frame and a margin over
+    the noise floor (the 10th percentile frame), for at least `min_active_ms`."""
+
+    relative_db: float = -45.0
+    noise_margin_db: float = 12.0
+    min_active_ms: int = 20
+    search_ms: int = 300
+
+
+@dataclass(frozen=True)
+class FileJob:
+    """What to measure in one file (the parameters are part of the cache key)."""
+
+    path: str
+    codec: bool
+    pair: bool
+    rate: int
+    channels: int
+    subtype: str
+    target_lufs: float
+    lufs_tolerance: float
+    max_seconds: float
+    f0: bool
+    vad: VadParams
+    onset_threshold_db: float
+
+
+def frame_db(x: np.ndarray, sr: int, frame_ms: int = FRAME_MS) -> np.ndarray:
+    """Power per frame in dB under the channel's loudest frame (`analysis.metrics.onsets.frame_db`)."""
+    hop = max(1, sr * frame_ms // 1000)
+    n = x.size // hop
+    if n == 0:
+        return np.zeros(0)
+    f = x[: n * hop].astype(np.float64).reshape(n, hop)
+    p = np.mean(f * f, axis=1) + 1e-12
+    out: np.ndarray = 10.0 * np.log10(p / p.max())
+    return out
+
+
+def active_from_db(db: np.ndarray, p: VadParams) -> np.ndarray:
+    """Boolean activity per frame from `frame_db`, stretches shorter than `min_active_ms` removed."""
+    if db.size == 0:
+        return np.zeros(0, dtype=bool)
+    floor = float(np.percentile(db, 10))
+    active = db > max(p.relative_db, floor + p.noise_margin_db)
+    need = max(1, p.min_active_ms // FRAME_MS)
+    if need > 1 and active.any():
+        starts, ends = stretches(active)
+        for s, e in zip(starts, ends, strict=True):
+            if e - s < need:
+                active[s:e] = False
+    return active
+
+
+def stretches(active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Start and end (exclusive) frame of each run of True."""
+    edges = np.diff(np.concatenate(([0], active.astype(np.int8), [0])))
+    return np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+
+
+def rising(db: np.ndarray, threshold_db: float) -> np.ndarray:
+    """Frames where the level crosses `threshold_db` upwards (`analysis.metrics.onsets.onset_offsets`)."""
+    above = db > threshold_db
+    return np.flatnonzero(above & ~np.concatenate(([False], above[:-1])))
+
+
+def _gained(resampled: np.ndarray, before: float, target: float) -> tuple[np.ndarray, int]:
+    """`harness.audio.dsp.normalise`'s gain step: int16 at `target` LUFS and the clipped count."""
+    from harness.audio.dsp import to_int16
+
+    scaled = resampled.astype(np.float64) * (10.0 ** ((target - before) / 20.0))
+    clipped = int(np.count_nonzero(np.abs(scaled) > 32767 / 32768))
+    return to_int16(scaled), clipped
+
+
+def _normalised(pcm: np.ndarray, sr: int, rate: int, target: float, *, after: bool) -> dict[str, Any] | str:
+    """`harness.audio.dsp.normalise` (the same samples), or why it cannot be done. `after=False`
+    skips measuring the result, which only the codec check reads."""
+    from harness.audio.dsp import MIN_LOUDNESS_SECONDS, check_pcm, loudness, resample, to_float
+    from harness.audio.errors import InvalidAudioError
+    from scenarios.errors import VoiceAuditError
+
+    try:
+        check_pcm(pcm, sr, min_seconds=MIN_LOUDNESS_SECONDS, allow_clipped=True)
+        resampled, path = resample(to_float(pcm), sr, rate)
+        before = loudness(resampled, rate)
+        if not math.isfinite(before):
+            raise InvalidAudioError(
+                "silent", "loudness is -inf (every 400 ms block is below the -70 LUFS gate)"
+            )
+        out, clipped = _gained(resampled, before, target)
+        lufs_after = loudness(out, rate) if after else None
+    except (VoiceAuditError, ValueError) as exc:
+        return str(exc)
+    return {"pcm": out, "path": path, "lufs_after": lufs_after, "clipped": clipped}
+
+
+def _codec(
+    x: np.ndarray, sr: int, channels: int, subtype: str, job: FileJob, last: dict[str, Any] | str | None
+) -> dict[str, Any]:
+    """`last`: the last (agent) channel already normalised the way the check wants, if it was."""
+    problems = []
+    if channels != job.channels:
+        problems.append(f"{channels} channels (want {job.channels})")
+    if subtype != job.subtype:
+        problems.append(f"subtype {subtype} (want {job.subtype})")
+    paths: list[str] = []
+    lufs: list[float] = []
+    for ch in range(x.shape[1]):
+        if ch == x.shape[1] - 1 and last is not None:
+            norm = last
+        else:
+            norm = _normalised(np.ascontiguousarray(x[:, ch]), sr, job.rate, job.target_lufs, after=True)
+        if isinstance(norm, str):
+            problems.append(f"channel {ch}: not normalisable ({norm})")
+            continue
+        paths.append(norm["path"])
+        lufs.append(norm["lufs_after"])
+        if abs(norm["lufs_after"] - job.target_lufs) > job.lufs_tolerance:
+            problems.append(
+                f"channel {ch}: {norm['lufs_after']:.2f} LUFS after normalisation "
+                f"(target {job.target_lufs} +- {job.lufs_tolerance})"
+            )
+    detail = "; ".join(problems) or f"{channels} ch {subtype} {sr} Hz; normalised to {job.target_lufs} LUFS"
+    return {
+        "codec_ok": not problems,
+        "codec_detail": detail,
+        "resampling_path": "; ".join(sorted(set(paths))) or None,
+        "lufs_after": min(lufs) if lufs else None,
+    }
+
+
+def agent_audio(full: dict[str, Any] | str, max_seconds: float) -> np.ndarray | None:
+    """The agent channel as the trackers measure it, from its normalisation (16 kHz, -23 LUFS):
+    cut to `max_seconds` and normalised again; None when silent or too short."""
+    if isinstance(full, str):
+        return None
+    pcm: np.ndarray = full["pcm"]
+    n = int(max_seconds * AGENT_RATE)
+    if pcm.size <= n:
+        return pcm
+    cut = _normalised(pcm[:n].copy(), AGENT_RATE, AGENT_RATE, AGENT_LUFS, after=False)
+    return None if isinstance(cut, str) else cut["pcm"]
+
+
+def _activity(x: np.ndarray, sr: int, job: FileJob) -> dict[str, Any]:
+    out: dict[str, Any] = {"channels": int(x.shape[1]), "frames": 0}
+    for name, ch in (("caller", 0), ("agent", x.shape[1] - 1)):
+        db = frame_db(np.ascontiguousarray(x[:, ch]), sr)
+        s, e = stretches(active_from_db(db, job.vad))
+        out["frames"] = int(db.size)
+        out[f"{name}_active"] = [[int(a), int(b)] for a, b in zip(s, e, strict=True)]
+        out[f"{name}_rising"] = [int(i) for i in rising(db, job.onset_threshold_db)]
+    return out
+
+
+def measure_file(job: FileJob) -> dict[str, Any]:
+    """Read `job.path` once and make the measures asked for; an unreadable file is a failed codec check."""
+    import soundfile as sf
+
+    try:
+        data = Path(job.path).read_bytes()
+    except OSError as exc:
+        return {"sha256": "", "codec_ok": False, "codec_detail": f"unreadable: {exc}", "read_error": str(exc)}
+    sha = hashlib.sha256(data).hexdigest()
+    try:
+        with sf.SoundFile(io.BytesIO(data)) as fh:
+            channels, subtype = fh.channels, fh.subtype
+            sr = int(fh.samplerate)
+            x = fh.read(dtype="int16", always_2d=True)
+    except (RuntimeError, OSError, sf.LibsndfileError) as exc:
+        return {
+            "sha256": sha,
+            "codec_ok": False,
+            "codec_detail": f"unreadable: {exc}",
+            "read_error": str(exc),
+        }
+    out: dict[str, Any] = {"sha256": sha, **_activity(x, sr, job)}
+    shared = job.rate == AGENT_RATE and job.target_lufs == AGENT_LUFS
+    agent = (
+        _normalised(np.ascontiguousarray(x[:, -1]), sr, AGENT_RATE, AGENT_LUFS, after=job.codec and shared)
+        if job.f0 or (job.codec and shared)
+        else None
+    )
+    if job.codec:
+        out.update(_codec(x, sr, channels, subtype, job, agent if shared else None))
+    audio = agent_audio(agent, job.max_seconds) if job.f0 and agent is not None else None
+    if audio is not None:
+        from analysis.acoustics import agreement, praat_f0, pyin_f0
+
+        praat = praat_f0(audio, AGENT_RATE)
+        med = praat.median_f0()
+        out.update(agent_usable=True, praat_median_hz=None if math.isnan(med) else med)
+        if job.pair:
+            ag = agreement(praat, pyin_f0(audio, AGENT_RATE))
+            out.update(
+                pair_r=None if math.isnan(ag.r) else ag.r, pair_voiced_both=ag.voiced_both, has_pair=True
+            )
+    return out
+
+
+def job_key(job: FileJob) -> dict[str, Any]:
+    """The parameters of a job that its measures depend on (everything but the path and the flags)."""
+    d = asdict(job)
+    for k in ("path", "codec", "pair"):
+        d.pop(k)
+    return d
