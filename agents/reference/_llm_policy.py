@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import threading
 from collections.abc import Mapping
@@ -53,6 +54,10 @@ from harness.llm import (
 from harness.tools import TOOL_SCHEMAS, ToolFixture, ToolOutcome, tool_schema
 from scenarios import Facts
 from scenarios.base import Frozen
+
+log = logging.getLogger("agents.reference.llm")
+"""Every model exchange at DEBUG: the messages new since the last request and the model's answer
+(no credential is ever in a message: an endpoint's key lives only in the client's header)."""
 
 GREETING = "Thank you for calling customer care. How can I help you today?"
 FALLBACK = "I'm sorry, could you say that again?"
@@ -208,6 +213,7 @@ def system_prompt(facts: Facts, tools: tuple[str, ...], *, crm: bool, required: 
         + ("Once verified, call crm_lookup to read the account.\n" if crm else "")
         + "2. Then offer the remedy the policy allows; when the caller agrees, call the remedy tool with the amount.\n"
         "3. If the caller asks for a person, call escalate_to_human. 4. When the caller is done, end_call.\n"
+        "Be warm and brief; never say you cannot help.\n"
         f"Tools:\n{tool_lines}\n- reply: only speak.\n- end_call: say goodbye and hang up.\n"
         + EXAMPLE
         + f"Case: {case_text(facts, with_record=not crm)}"
@@ -338,6 +344,7 @@ class LLMPolicy:
         max_turns: int = 30,
         repair_below_confidence: float | None = 0.3,
         contextual_asr: bool = True,
+        switch_fact_after: int | None = 1,
     ) -> None:
         self.facts = facts
         self.tools = tools
@@ -350,6 +357,9 @@ class LLMPolicy:
         self.max_turns = max_turns
         self.repair_below = repair_below_confidence
         self.contextual_asr = contextual_asr
+        self.switch_fact_after = switch_fact_after
+        self.misses: dict[str, int] = {}
+        """Answers to an asked identity fact that did not verify it (unheard, unparsed or mismatched)."""
         available = tools.available()
         self.tool_names = tuple(n for n in available if crm or n != "crm_lookup")
         self.remedy_tools = REMEDY_TOOLS | {
@@ -370,6 +380,7 @@ class LLMPolicy:
         self.model_calls = 0
         self.compute_ms = 0.0
         self._token_costs = _token_costs(cfg)
+        self._logged = 0
         self._tool_n = 0
 
     @property
@@ -469,9 +480,12 @@ class LLMPolicy:
         if nlu.understand(text).has("human"):
             self._transfer(out, "caller_request", "Of course. I'm transferring you to a human agent now.")
             return self._finish(out)
+        asked = self.expecting()
         if self.crm:
             self._code_steps(out, text)
         await self._steps(out, text)
+        if asked is not None and asked not in self.verified and not self.identity_ok:
+            self.misses[asked] = self.misses.get(asked, 0) + 1
         return self._finish(out)
 
     # ---- the hybrid's code steps ----
@@ -517,11 +531,13 @@ class LLMPolicy:
         (a deployment's dialogue state in the prompt): it guides, the guards still decide."""
         if not self.identity_ok:
             left = [f for f in ("holder_name", "date_of_birth", "postcode") if f not in self.verified]
-            ask = {"holder_name": "full name", "date_of_birth": "date of birth", "postcode": "zip code"}[
-                left[0]
-            ]
+            limit = self.switch_fact_after
+            fresh = [f for f in left if limit is None or self.misses.get(f, 0) <= limit]
+            fact = (fresh or sorted(left, key=lambda f: self.misses.get(f, 0)))[0]
+            ask = {"holder_name": "full name", "date_of_birth": "date of birth", "postcode": "zip code"}[fact]
+            instead = " instead (the earlier answers could not be used)" if fact != left[0] else ""
             return (f"Status: identity not verified ({len(self.verified)} of {self.required} checks). "
-                    f"Ask for the caller's {ask}; when they say it, call verify_identity.")  # fmt: skip
+                    f"Ask for the caller's {ask}{instead}; when they say it, call verify_identity.")  # fmt: skip
         first = (
             " Call crm_lookup first."
             if self.crm and not any(c[0] == "crm_lookup" for c in self.tools.calls)
@@ -541,6 +557,10 @@ class LLMPolicy:
             grammar=step_grammar(self.facts, actions) if self.cfg.backend == "local" else None,
         )
         self.model_calls += 1
+        if log.isEnabledFor(logging.DEBUG):
+            new = [m.model_dump(exclude_defaults=True) for m in req.messages[self._logged :]]
+            log.debug("llm %s request %d: %s", self.cfg.label, self.model_calls, json.dumps(new, default=str))
+        self._logged = len(self.messages)
         if (
             self.cfg.backend == "local"
         ):  # a worker thread cannot be cancelled: waiting is the only honest choice
@@ -555,6 +575,7 @@ class LLMPolicy:
             ) * prompt_ms + u.completion_tokens * completion_ms
         else:
             self.compute_ms += resp.elapsed_ms
+        log.debug("llm %s answer %d: %s", self.cfg.label, self.model_calls, resp.content)
         return parse_step(resp, actions)
 
     def take_compute_ms(self) -> float:

@@ -43,10 +43,13 @@ class LLMAgent(CascadedAgent):
             max_turns=cfg.max_turns,
             repair_below_confidence=cfg.repair_below_confidence,
             contextual_asr=cfg.contextual_asr,
+            switch_fact_after=cfg.switch_fact_after,
         )
         detector = make_detector({"detector": self.options.detector, **self._runtime}, call.oracle)
         mouth = AgentMouth(self.synthesizer, self.options.voice, self.options.output_rate)
-        session = TurnSession(call, policy, mouth, self.perceiver(AgentEar(self.recognizer)), detector, self.exposure)
+        session = TurnSession(
+            call, policy, mouth, self.perceiver(AgentEar(self.recognizer)), detector, self.exposure
+        )
         await session.start()
         return session
 

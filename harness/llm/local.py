@@ -172,7 +172,8 @@ class LocalChatClient:
             self._prefixes.move_to_end(keys[start - 1])
             llm.load_state(saved.state)
             done = saved.tokens
-        evaluated = 0
+        warm = len(self._tokens(llm, prefix[:1]) or ())
+        evaluated = 0  # beyond the leading system message, the warm prefix (see `chat_sync`)
         for j in range(start + 1, len(prefix) + 1):
             tokens = self._tokens(llm, prefix[:j])
             assert tokens is not None
@@ -180,9 +181,9 @@ class LocalChatClient:
                 new = tokens[len(done) :]
             else:  # a template that is not prefix-stable: this prefix from scratch, still canonical
                 llm.reset()
-                new = tokens
+                done, new = (), tokens
             llm.eval(list(new))
-            evaluated += len(new)
+            evaluated += max(0, len(tokens) - max(len(done), warm))
             done = tokens
             if j == 1 or j == len(prefix):
                 saved = self._save(llm, keys[j - 1], tokens)
@@ -209,7 +210,10 @@ class LocalChatClient:
             elapsed = (time.perf_counter() - start) * 1000.0
         resp = parse_response(out, elapsed)
         u = resp.usage
-        # what this request had to evaluate: its new prefix messages and the tokens after the prefix
+        # What this request evaluated: its new prefix messages and the tokens after the prefix. The
+        # leading system message (an agent's prompt with its tools and facts) counts as cached even
+        # on its first use, as a deployment evaluates it once at start-up: a call's reported compute
+        # then depends only on its own messages, never on whether it ran first in this process.
         cached = max(0, min(u.prompt_tokens, reused) - evaluated)
         return resp.model_copy(
             update={

