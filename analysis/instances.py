@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 from pydantic import TypeAdapter, ValidationError
 
+from analysis.metrics.readlogs import gc_paused
 from analysis.plan import AnalysisPlan
 from harness.model import AuditInstance, check_schema_version
 from harness.rundir import EPISODES_DIR, EVENTS_JSONL, atomic_write_bytes
@@ -58,14 +60,12 @@ _PAIR_LEVEL = (
 _SIDE = ("episode_id", "events_sha256", "audio_file", "status", "upgraded_from_schema", "analysable")
 
 
-def _relative_audio(run_dir: Path, value: object) -> str | None:
-    """The record's recording path when it is a path inside the run folder that exists."""
-    if not isinstance(value, str) or not value:
+def _relative_audio(base: str, value: object) -> str | None:
+    """The record's recording path when it is a path inside the run folder (`base`) that exists.
+    Plain strings: a Path per call costs tens of microseconds, seconds over a large run."""
+    if not isinstance(value, str) or not value or value.startswith("/") or ".." in value.split("/"):
         return None
-    path = PurePosixPath(value)
-    if path.is_absolute() or ".." in path.parts or not (run_dir / path).is_file():
-        return None
-    return str(path)
+    return value if os.path.isfile(f"{base}{os.sep}{value}") else None
 
 
 def _split(value: object, sep: str) -> list[str]:
@@ -81,27 +81,37 @@ def audit_instances(
 ) -> list[AuditInstance]:
     """`pairs`: the pairs table with the disposition's per-pair columns (`claim`,
     `supported_families`, `claim_drivers`); `episodes`: the episode frame with the metrics.
-    Built column-wise and validated in one pass: a large run has tens of thousands of pairs."""
-    eps = episodes.drop_duplicates("episode_id", keep="last").set_index("episode_id", drop=False)
+    Built column-wise and validated in one pass, the garbage collector paused (nothing here forms
+    cycles, and its full passes over a large run's heap cost seconds)."""
+    with gc_paused():
+        return _instances(pairs, episodes, plan, run_dir)
+
+
+def _instances(
+    pairs: pd.DataFrame, episodes: pd.DataFrame, plan: AnalysisPlan, run_dir: Path
+) -> list[AuditInstance]:
     conds = [f"cond_{a}" for a in AXES]
-    if "upgraded_from_schema" not in eps.columns:
-        eps = eps.assign(upgraded_from_schema=None)
+    if "upgraded_from_schema" not in episodes.columns:
+        episodes = episodes.assign(upgraded_from_schema=None)
+    narrow = list(dict.fromkeys((*_SIDE, *conds, *_PAIR_LEVEL)))
+    eps = episodes[narrow].drop_duplicates("episode_id", keep="last").set_index("episode_id", drop=False)
     side: dict[str, dict[str, list[Any]]] = {}
     for s in ("a", "b"):
         ids = pairs[f"episode_id_{s}"].astype(object)
         part = eps.reindex(ids.where(ids.isin(eps.index), None))
-        wanted = (*_SIDE, *conds) if s == "b" else (*_SIDE, *conds, *_PAIR_LEVEL)
-        side[s] = {c: part[c].astype(object).tolist() for c in wanted}
+        side[s] = {c: part[c].astype(object).tolist() for c in narrow}
     cols = {
         c: pairs[c].astype(object).tolist() if c in pairs.columns else [None] * len(pairs)
         for c in ("pair_id", "claim", "supported_families", "claim_drivers")
     }
     families = list(plan.families)
+    plan_sha = plan.sha256
+    base = str(run_dir)
     found: list[dict[str, Any]] = []
     for i in range(len(pairs)):
         if not all(side[s]["analysable"][i] is True for s in ("a", "b")):
             continue  # a side never recorded, or without a readable events log: no L for it
-        a = {c: v[i] for c, v in side["a"].items()}
+        a = {c: side["a"][c][i] for c in _PAIR_LEVEL}
         refs = {}
         for s in ("a", "b"):
             eid = side[s]["episode_id"][i]
@@ -110,7 +120,7 @@ def audit_instances(
                 "episode_id": eid,
                 "events": f"{EPISODES_DIR}/{eid}/{EVENTS_JSONL}",
                 "events_sha256": side[s]["events_sha256"][i],
-                "audio": _relative_audio(run_dir, side[s]["audio_file"][i]),
+                "audio": _relative_audio(base, side[s]["audio_file"][i]),
                 "status": side[s]["status"][i],
                 "upgraded_from_schema": None if upgraded is None or pd.isna(upgraded) else int(upgraded),
             }
@@ -133,7 +143,7 @@ def audit_instances(
                 "artifact_a": refs["a"],
                 "artifact_b": refs["b"],
                 "claim_template": {
-                    "plan_sha256": plan.sha256,
+                    "plan_sha256": plan_sha,
                     "metric_families": families,
                     "supported_families": _split(cols["supported_families"][i], ","),
                     "claim": "construct_validation"
@@ -147,7 +157,8 @@ def audit_instances(
 
 
 def instances_jsonl(instances: Iterable[AuditInstance]) -> bytes:
-    return b"".join(i.model_dump_json().encode() + b"\n" for i in instances)
+    with gc_paused():
+        return b"".join(i.model_dump_json().encode() + b"\n" for i in instances)
 
 
 def write_instances(run_dir: Path, pairs: pd.DataFrame, episodes: pd.DataFrame, plan: AnalysisPlan) -> int:
