@@ -198,17 +198,12 @@ def _say_parts(parts: DateParts) -> str:
 
 
 def _followup(parts: DateParts) -> str:
-    """Ask for the parts of a date of birth still missing, saying what was understood."""
-    missing = parts.missing
-    what = {
-        ("year",): "And what year were you born?",
-        ("day",): f"Which day of {MONTH_NAMES[parts.month or 1]} were you born?",
-        ("month",): "Which month were you born in?",
-        ("day", "year"): "What day and year were you born?",
-        ("day", "month"): "Which day and month were you born?",
-        ("month", "year"): "Which month and year were you born?",
-    }[missing]
-    return f"I have {_say_parts(parts)}. {what}"
+    """Ask for the parts of a date of birth still missing, saying what was understood; the
+    question ends with the fact's name said twice, as the first challenge does, because the
+    caller hears it through eSpeak and a recogniser ("And the year of your birthday, your date of
+    birth?" survives where "Which day and month were you born?" came back as "which they have done")."""
+    missing = " and ".join(parts.missing)
+    return f"I have {_say_parts(parts)}. And the {missing} of your birthday, your date of birth?"
 
 
 class DialoguePolicy:
@@ -612,7 +607,11 @@ class DialoguePolicy:
             self.date_parts, self.date_hearings, self.date_followups = DateParts(), 0, 0
             if assembled and self.cfg.confirm_assembled:
                 self.confirming = merged
-                self._say(out, f"I have {_say_parts(merged)}. Is that your date of birth?", "challenge")
+                self._say(
+                    out,
+                    f"I have {_say_parts(merged)}. Is that your birthday, your date of birth?",
+                    "challenge",
+                )
                 return True
             self._submit(out, "date_of_birth", day.isoformat(), heard)
             return True
@@ -623,8 +622,14 @@ class DialoguePolicy:
             self.date_parts, self.date_hearings, self.date_followups = DateParts(), 0, 0
             return False
         self.date_followups += 1
+        gained = merged != self.date_parts
         self.date_parts = merged
-        self._say(out, _followup(merged), "challenge")
+        # A follow-up that added nothing gets a plain repeat request: the caller says it again,
+        # more slowly, rather than the same words to the same question.
+        if gained:
+            self._say(out, _followup(merged), "challenge")
+        else:
+            self._repair(out, REPAIR)
         return True
 
     def _date_confirmation(self, out: list[Step], u: Understanding, heard: Heard) -> None:

@@ -32,11 +32,11 @@ TENS = {
     "ninety": 90,
 }
 HOMOPHONES = {"for": "four", "to": "two", "too": "two", "won": "one", "ate": "eight", "nein": "nine",
-              "free": "three", "tree": "three", "high": "nine", "narrow": "zero", "nero": "zero",
+              "free": "three", "tree": "three", "high": "nine", "narrow": "zero", "yellow": "zero", "nero": "zero",
               "zeros": "zero"}  # fmt: skip
 """Recogniser confusions accepted only where a digit is expected (postcodes), never in free text.
-"free"/"tree", "high" and "narrow" are what Whisper tiny.en made of "three", "nine" and "zero" on
-the telephone band ("Free, narrow, free, narrow. High" for three zero three zero nine)."""
+"free"/"tree", "high" and "narrow"/"yellow" are what Whisper tiny.en made of "three", "nine" and
+"zero" on the telephone band ("Free, narrow, free, narrow. High" for three zero three zero nine)."""
 
 ORDINALS = {
     "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7,
