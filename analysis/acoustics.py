@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from pydantic import ConfigDict
@@ -77,6 +78,10 @@ def praat_f0(
     return F0Track(tracker="praat", times=np.asarray(pitch.xs(), dtype=np.float64), f0=f0)
 
 
+PYIN_RATE = 16000
+PYIN_FRAME = 1024
+
+
 def pyin_f0(
     pcm: np.ndarray, sr: int, fmin: float = 60.0, fmax: float = 400.0, hop_s: float = HOP_S
 ) -> F0Track:
@@ -88,14 +93,40 @@ def pyin_f0(
     from analysis.pyin import pyin
 
     check_pcm(pcm, sr, allow_clipped=True)
-    rate = 16000
+    rate = PYIN_RATE
     y, _ = resample(to_float(pcm), sr, rate)
     hop = round(hop_s * rate)
     f0, voiced, _ = pyin(
-        y.astype(np.float32), fmin=fmin, fmax=fmax, sr=rate, frame_length=1024, hop_length=hop, resolution=0.2
+        y.astype(np.float32),
+        fmin=fmin,
+        fmax=fmax,
+        sr=rate,
+        frame_length=PYIN_FRAME,
+        hop_length=hop,
+        resolution=0.2,
     )
     f0 = np.where(voiced, f0, np.nan).astype(np.float64)
     return F0Track(tracker="pyin", times=np.arange(f0.size) * hop / rate, f0=f0)
+
+
+def pyin_tables() -> dict[Any, Any]:
+    """The PYIN prior tables `pyin_f0` uses, built here (scipy.stats) to hand to pool workers."""
+    from analysis import pyin
+
+    pyin.prepare(fmin=60.0, fmax=400.0, sr=PYIN_RATE, frame_length=PYIN_FRAME)
+    return pyin.tables()
+
+
+def warm_pyin(tables: dict[Any, Any] | None) -> None:
+    """A pool worker's start: install the parent's tables, then compile or load the PYIN loops
+    (nothing without tables: the worker's jobs need no PYIN)."""
+    from analysis import pyin
+
+    if tables is None:
+        return
+    pyin.install(tables)
+    t = np.arange(PYIN_RATE // 4) / PYIN_RATE
+    pyin_f0((3000 * np.sin(2 * np.pi * 150 * t)).astype(np.int16), PYIN_RATE)
 
 
 def crepe_f0(

@@ -98,39 +98,79 @@ def rising(db: np.ndarray, threshold_db: float) -> np.ndarray:
     return np.flatnonzero(above & ~np.concatenate(([False], above[:-1])))
 
 
-def _gained(resampled: np.ndarray, before: float, target: float) -> tuple[np.ndarray, int]:
-    """`harness.audio.dsp.normalise`'s gain step: int16 at `target` LUFS and the clipped count."""
-    from harness.audio.dsp import to_int16
-
-    scaled = resampled.astype(np.float64) * (10.0 ** ((target - before) / 20.0))
-    clipped = int(np.count_nonzero(np.abs(scaled) > 32767 / 32768))
-    return to_int16(scaled), clipped
+GATE_MARGIN_DB = 0.05
+"""A block this close to the relative gate could cross it through int16 rounding: measure instead."""
 
 
-def _normalised(pcm: np.ndarray, sr: int, rate: int, target: float, *, after: bool) -> dict[str, Any] | str:
-    """`harness.audio.dsp.normalise` (the same samples), or why it cannot be done. `after=False`
-    skips measuring the result, which only the codec check reads."""
-    from harness.audio.dsp import MIN_LOUDNESS_SECONDS, check_pcm, loudness, resample, to_float
+class _Prepared:
+    """A channel on its way through `harness.audio.dsp.normalise`: resampled, its K-weighted block
+    energies, its loudness and the gain to the target."""
+
+    def __init__(
+        self, resampled: np.ndarray, z: np.ndarray, before: float, target: float, rate: int, path: str
+    ):
+        self.resampled, self.z, self.before, self.rate, self.path = resampled, z, before, rate, path
+        self.gain = 10.0 ** ((target - before) / 20.0)
+
+    def pcm(self, n: int | None = None) -> np.ndarray:
+        """The first `n` samples of normalise's output (all without `n`): the same int16 values."""
+        from harness.audio.dsp import to_int16
+
+        r = self.resampled if n is None else self.resampled[:n]
+        return to_int16(r.astype(np.float64) * self.gain)
+
+    def lufs_after(self) -> float:
+        """The loudness of normalise's output. The K-weighting is linear, so the output's block
+        energies are the input's times gain**2, up to int16 rounding (under 2**-16 per sample, at
+        most 0.01 LU on a block at the relative gate, ~1e-6 LU on speech). Measured on the output
+        instead when a sample clips or a block lies within GATE_MARGIN_DB of the relative gate,
+        where rounding could move a block across it."""
+        from harness.audio.dsp import gated_loudness, loudness
+
+        peak = float(np.max(np.abs(self.resampled))) if self.resampled.size else 0.0
+        if peak * self.gain > 32767 / 32768:
+            return loudness(self.pcm(), self.rate)
+        z = self.z * (self.gain * self.gain)
+        with np.errstate(divide="ignore"):
+            block = -0.691 + 10.0 * np.log10(z)
+        above = block >= -70.0
+        if above.any():
+            rel = -0.691 + 10.0 * np.log10(float(np.mean(z[above]))) - 10.0
+            if np.any(np.abs(block[above] - rel) < GATE_MARGIN_DB):
+                return loudness(self.pcm(), self.rate)
+        return gated_loudness(z)
+
+
+def _prepare(pcm: np.ndarray, sr: int, rate: int, target: float) -> _Prepared | str:
+    """`harness.audio.dsp.normalise` up to its gain (the same checks, resampling and loudness), or
+    why it cannot be done."""
+    from harness.audio.dsp import (
+        MIN_LOUDNESS_SECONDS,
+        block_energies,
+        check_pcm,
+        gated_loudness,
+        resample,
+        to_float,
+    )
     from harness.audio.errors import InvalidAudioError
     from scenarios.errors import VoiceAuditError
 
     try:
         check_pcm(pcm, sr, min_seconds=MIN_LOUDNESS_SECONDS, allow_clipped=True)
         resampled, path = resample(to_float(pcm), sr, rate)
-        before = loudness(resampled, rate)
+        z = block_energies(to_float(resampled), rate)
+        before = gated_loudness(z)
         if not math.isfinite(before):
             raise InvalidAudioError(
                 "silent", "loudness is -inf (every 400 ms block is below the -70 LUFS gate)"
             )
-        out, clipped = _gained(resampled, before, target)
-        lufs_after = loudness(out, rate) if after else None
     except (VoiceAuditError, ValueError) as exc:
         return str(exc)
-    return {"pcm": out, "path": path, "lufs_after": lufs_after, "clipped": clipped}
+    return _Prepared(resampled, z, before, target, rate, path)
 
 
 def _codec(
-    x: np.ndarray, sr: int, channels: int, subtype: str, job: FileJob, last: dict[str, Any] | str | None
+    x: np.ndarray, sr: int, channels: int, subtype: str, job: FileJob, last: _Prepared | str | None
 ) -> dict[str, Any]:
     """`last`: the last (agent) channel already normalised the way the check wants, if it was."""
     problems = []
@@ -144,16 +184,16 @@ def _codec(
         if ch == x.shape[1] - 1 and last is not None:
             norm = last
         else:
-            norm = _normalised(np.ascontiguousarray(x[:, ch]), sr, job.rate, job.target_lufs, after=True)
+            norm = _prepare(np.ascontiguousarray(x[:, ch]), sr, job.rate, job.target_lufs)
         if isinstance(norm, str):
             problems.append(f"channel {ch}: not normalisable ({norm})")
             continue
-        paths.append(norm["path"])
-        lufs.append(norm["lufs_after"])
-        if abs(norm["lufs_after"] - job.target_lufs) > job.lufs_tolerance:
+        after = norm.lufs_after()
+        paths.append(norm.path)
+        lufs.append(after)
+        if abs(after - job.target_lufs) > job.lufs_tolerance:
             problems.append(
-                f"channel {ch}: {norm['lufs_after']:.2f} LUFS after normalisation "
-                f"(target {job.target_lufs} +- {job.lufs_tolerance})"
+                f"channel {ch}: {after:.2f} LUFS after normalisation (target {job.target_lufs} +- {job.lufs_tolerance})"
             )
     detail = "; ".join(problems) or f"{channels} ch {subtype} {sr} Hz; normalised to {job.target_lufs} LUFS"
     return {
@@ -164,17 +204,16 @@ def _codec(
     }
 
 
-def agent_audio(full: dict[str, Any] | str, max_seconds: float) -> np.ndarray | None:
+def agent_audio(full: _Prepared | str, max_seconds: float) -> np.ndarray | None:
     """The agent channel as the trackers measure it, from its normalisation (16 kHz, -23 LUFS):
     cut to `max_seconds` and normalised again; None when silent or too short."""
     if isinstance(full, str):
         return None
-    pcm: np.ndarray = full["pcm"]
     n = int(max_seconds * AGENT_RATE)
-    if pcm.size <= n:
-        return pcm
-    cut = _normalised(pcm[:n].copy(), AGENT_RATE, AGENT_RATE, AGENT_LUFS, after=False)
-    return None if isinstance(cut, str) else cut["pcm"]
+    if full.resampled.size <= n:
+        return full.pcm()
+    cut = _prepare(full.pcm(n), AGENT_RATE, AGENT_RATE, AGENT_LUFS)
+    return None if isinstance(cut, str) else cut.pcm()
 
 
 def _activity(x: np.ndarray, sr: int, job: FileJob) -> dict[str, Any]:
@@ -212,7 +251,7 @@ def measure_file(job: FileJob) -> dict[str, Any]:
     out: dict[str, Any] = {"sha256": sha, **_activity(x, sr, job)}
     shared = job.rate == AGENT_RATE and job.target_lufs == AGENT_LUFS
     agent = (
-        _normalised(np.ascontiguousarray(x[:, -1]), sr, AGENT_RATE, AGENT_LUFS, after=job.codec and shared)
+        _prepare(np.ascontiguousarray(x[:, -1]), sr, AGENT_RATE, AGENT_LUFS)
         if job.f0 or (job.codec and shared)
         else None
     )

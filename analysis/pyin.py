@@ -25,7 +25,7 @@ from functools import cache
 
 import numpy as np
 
-__all__ = ["decode", "pyin", "warm"]
+__all__ = ["decode", "install", "prepare", "pyin", "tables"]
 
 _EPS = float(np.finfo(np.float64).tiny)
 
@@ -169,12 +169,26 @@ def _kernels():  # type: ignore[no-untyped-def]
     return trough_probs, viterbi
 
 
-@cache
+_TABLES: dict[
+    tuple[int, float, float, float, int], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+] = {}
+
+
 def _tables(
     n_thresholds: int, beta_a: float, beta_b: float, boltzmann: float, max_troughs: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Thresholds, beta prior mass per threshold, its prefix sums and the boltzmann pmf table,
-    each computed by the same scipy/numpy calls as librosa.pyin."""
+    each computed by the same scipy/numpy calls as librosa.pyin (once per process, or handed to a
+    pool worker by `warm`, which then never imports scipy.stats)."""
+    key = (n_thresholds, beta_a, beta_b, boltzmann, max_troughs)
+    if key not in _TABLES:
+        _TABLES[key] = _compute_tables(*key)
+    return _TABLES[key]
+
+
+def _compute_tables(
+    n_thresholds: int, beta_a: float, beta_b: float, boltzmann: float, max_troughs: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     import scipy.stats
 
     thresholds = np.linspace(0, 1, n_thresholds + 1)
@@ -188,14 +202,41 @@ def _tables(
     return thresholds, beta_probs, below, np.ascontiguousarray(prior)
 
 
+def _transition_local(n_states: int, width: int) -> np.ndarray:
+    """`librosa.sequence.transition_local(n_states, width, window="triangle", wrap=False)`, with
+    scipy.signal's symmetric triangle window written out (a worker need not import scipy.signal)."""
+    k = np.arange(1, (width + 1) // 2 + 1)
+    if width % 2 == 0:
+        half = (2 * k - 1.0) / width
+        window = np.r_[half, half[::-1]]
+    else:
+        half = 2 * k / (width + 1.0)
+        window = np.r_[half, half[-2::-1]]
+    lpad = (n_states - width) // 2
+    row0 = np.pad(window, (lpad, n_states - width - lpad))
+    transition = np.zeros((n_states, n_states), dtype=np.float64)
+    for i in range(n_states):
+        row = np.roll(row0, n_states // 2 + i + 1)
+        row[min(n_states, i + width // 2 + 1) :] = 0
+        row[: max(0, i - width // 2)] = 0
+        transition[i] = row
+    transition /= transition.sum(axis=1, keepdims=True)
+    return transition
+
+
+def _transition_loop(prob: float) -> np.ndarray:
+    """`librosa.sequence.transition_loop(2, prob)`."""
+    transition = np.empty((2, 2))
+    transition.fill(1 - prob)
+    np.fill_diagonal(transition, prob)
+    return transition
+
+
 @cache
 def _transition(n_pitch_bins: int, transition_width: int, switch_prob: float) -> tuple[np.ndarray, ...]:
     """librosa's PYIN transition in log space, and for each target its band of sources per half:
     (log_trans,) alone when the matrix is not banded as expected (then librosa decodes)."""
-    import librosa
-
-    local = librosa.sequence.transition_local(n_pitch_bins, transition_width, window="triangle", wrap=False)
-    transition = np.kron(librosa.sequence.transition_loop(2, 1 - switch_prob), local)
+    transition = np.kron(_transition_loop(1 - switch_prob), _transition_local(n_pitch_bins, transition_width))
     log_trans = np.log(transition + _EPS)
     c = float(np.log(0.0 + _EPS))
     n = 2 * n_pitch_bins
@@ -224,12 +265,13 @@ def _cmnd(frames: np.ndarray, min_period: int, max_period: int) -> np.ndarray:
     row so each transform reads contiguous memory, and the energy sum stops at the longest lag
     (later rows of librosa's cumulative sum are never read). Same values, tested.
     """
-    import librosa
     import scipy.fft
 
     n = frames.shape[1]
     n_pad = scipy.fft.next_fast_len(2 * n - 1, real=True)
-    acf = scipy.fft.irfft(librosa.util.abs2(scipy.fft.rfft(frames, n=n_pad, axis=-1)), n=n_pad, axis=-1)
+    spectrum = scipy.fft.rfft(frames, n=n_pad, axis=-1)
+    power = np.square(spectrum.real) + np.square(spectrum.imag)  # librosa.util.abs2
+    acf = scipy.fft.irfft(power, n=n_pad, axis=-1)
     acf = acf[:, : min(max_period + 1, n)]
     energy = np.cumsum(np.square(frames[:, :max_period]), axis=-1)
     energy[:, 0] = 0  # librosa zeroes row 0 of its energy array before subtracting it
@@ -293,17 +335,19 @@ def pyin(
     no_trough_prob: float = 0.01,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(f0 with NaN where unvoiced, voiced flag, voiced probability) for mono `y`, as librosa.pyin."""
-    import librosa
-
     if fmin <= 0 or fmin >= fmax or fmax > sr / 2:
         raise ValueError(f"pyin needs 0 < fmin < fmax <= sr/2, got fmin={fmin}, fmax={fmax}, sr={sr}")
     hop = frame_length // 4 if hop_length is None else hop_length
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError(f"pyin needs mono audio, got shape {y.shape}")
-    librosa.util.valid_audio(y)
+    if not np.issubdtype(y.dtype, np.floating) or not np.isfinite(y).all():
+        raise ValueError("pyin needs finite floating-point samples")
     y = np.pad(y, (frame_length // 2, frame_length // 2), mode="constant")
-    frames = librosa.util.frame(y, frame_length=frame_length, hop_length=hop).T
+    n_frames = 1 + (y.size - frame_length) // hop
+    frames = np.lib.stride_tricks.as_strided(
+        y, shape=(n_frames, frame_length), strides=(hop * y.strides[0], y.strides[0]), writeable=False
+    )
     min_period = int(np.floor(sr / fmax))
     max_period = min(int(np.ceil(sr / fmin)), frame_length - 1)
     yin = _cmnd(frames, min_period, max_period)
@@ -345,16 +389,34 @@ def pyin(
     return f0, voiced, voiced_prob[0]
 
 
-def warm() -> None:
-    """Compile (or load from numba's disk cache) the loops and build the tables once, so a pool
-    worker pays for it when it starts rather than inside its first measurement."""
-    rng = np.random.default_rng(0)
-    pyin(
-        rng.normal(0, 0.1, 4096).astype(np.float32),
-        fmin=60.0,
-        fmax=400.0,
-        sr=16000,
-        frame_length=1024,
-        hop_length=160,
-        resolution=0.2,
+def tables() -> dict[
+    tuple[int, float, float, float, int], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+]:
+    """The prior tables this process has built (to `install` in a pool worker)."""
+    return dict(_TABLES)
+
+
+def install(
+    entries: dict[
+        tuple[int, float, float, float, int], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+    ],
+) -> None:
+    """Use prior tables built by another process (a pool worker then never imports scipy.stats)."""
+    _TABLES.update(entries)
+
+
+def prepare(
+    *,
+    fmin: float,
+    sr: int,
+    fmax: float,
+    frame_length: int,
+    n_thresholds: int = 100,
+    beta_parameters: tuple[float, float] = (2, 18),
+    boltzmann_parameter: float = 2,
+) -> None:
+    """Build the prior tables `pyin` needs for these arguments (see `tables`)."""
+    n_lags = min(int(np.ceil(sr / fmin)), frame_length - 1) - int(np.floor(sr / fmax)) + 1
+    _tables(
+        n_thresholds, float(beta_parameters[0]), float(beta_parameters[1]), float(boltzmann_parameter), n_lags
     )

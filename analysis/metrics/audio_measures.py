@@ -35,7 +35,6 @@ import soundfile as sf
 
 from analysis.audio_file import FRAME_MS, FileJob, VadParams, measure_file
 from analysis.metrics.onsets import onset_offsets
-from analysis.pyin import warm
 from harness.audio.dsp import NormalisedAudio
 from harness.rundir import atomic_write_json
 from scenarios.base import Frozen
@@ -263,7 +262,15 @@ def measure_files(
     n_workers = pool_workers(len(jobs), workers)
     if n_workers > 1:
         ctx = multiprocessing.get_context("spawn")
-        with cf.ProcessPoolExecutor(max_workers=n_workers, mp_context=ctx, initializer=warm) as pool:
+        from analysis.acoustics import pyin_tables, warm_pyin
+
+        tables = pyin_tables() if any(j.pair for j in jobs) else None
+        with cf.ProcessPoolExecutor(
+            max_workers=n_workers,
+            mp_context=ctx,
+            initializer=warm_pyin,
+            initargs=(tables,),
+        ) as pool:
             raw = list(pool.map(measure_file, jobs, chunksize=1))
     else:
         raw = [measure_file(j) for j in jobs]

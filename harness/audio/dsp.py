@@ -14,15 +14,17 @@ import numpy as np
 from pydantic import ConfigDict, field_validator
 
 from harness.audio.errors import InvalidAudioError
-from harness.audio.loudness import integrated_loudness
+from harness.audio.loudness import block_energies, gated_loudness, integrated_loudness
 from harness.audio.mulaw import mulaw_decode, mulaw_encode
 from scenarios.base import Frozen
 
 __all__ = [
     "MIN_LOUDNESS_SECONDS",
     "NormalisedAudio",
+    "block_energies",
     "check_pcm",
     "clipped_fraction",
+    "gated_loudness",
     "loudness",
     "mulaw_decode",
     "mulaw_encode",

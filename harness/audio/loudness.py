@@ -25,18 +25,16 @@ def _k_weighting(rate: int) -> np.ndarray:
 
         meter = pyloudnorm.Meter(rate)
         _K_SOS[rate] = np.vstack(
-            [np.concatenate([f.passband_gain * np.asarray(f.b), np.asarray(f.a)]) for f in meter._filters.values()]
+            [
+                np.concatenate([f.passband_gain * np.asarray(f.b), np.asarray(f.a)])
+                for f in meter._filters.values()
+            ]
         )
     return _K_SOS[rate]
 
 
-def integrated_loudness(x: np.ndarray, rate: int) -> float:
-    """Integrated loudness of mono float samples (LUFS, ITU-R BS.1770-4 as pyloudnorm measures it).
-
-    The same filters, block bounds (400 ms, 75 % overlap, pyloudnorm's integer rounding) and the
-    absolute and relative gates; both filter stages run as one second-order-section pass and the
-    block mean squares come from a cumulative sum. -inf when no block passes the gates.
-    """
+def block_energies(x: np.ndarray, rate: int) -> np.ndarray:
+    """Mean square of the K-weighted signal in each 400 ms block (75 % overlap, pyloudnorm's bounds)."""
     from scipy.signal import sosfilt
 
     y = np.asarray(x, dtype=np.float64)
@@ -50,7 +48,12 @@ def integrated_loudness(x: np.ndarray, rate: int) -> float:
     upper = np.minimum((_BLOCK_S * (j * _STEP + 1) * rate).astype(np.int64), n)
     lower = np.minimum(lower, n)
     csum = np.concatenate(([0.0], np.cumsum(y * y)))
-    z = np.maximum(csum[upper] - csum[lower], 0.0) * (1.0 / (_BLOCK_S * rate))
+    z: np.ndarray = np.maximum(csum[upper] - csum[lower], 0.0) * (1.0 / (_BLOCK_S * rate))
+    return z
+
+
+def gated_loudness(z: np.ndarray) -> float:
+    """Integrated loudness (LUFS) from `block_energies`: the absolute and relative gates of BS.1770-4."""
     with np.errstate(divide="ignore"):
         block = -0.691 + 10.0 * np.log10(z)
     above = block >= _ABS_GATE
@@ -62,3 +65,13 @@ def integrated_loudness(x: np.ndarray, rate: int) -> float:
         return -math.inf
     mean = float(np.mean(z[gated]))
     return -0.691 + 10.0 * math.log10(mean) if mean > 0 else -math.inf
+
+
+def integrated_loudness(x: np.ndarray, rate: int) -> float:
+    """Integrated loudness of mono float samples (LUFS, ITU-R BS.1770-4 as pyloudnorm measures it).
+
+    The same filters, block bounds (400 ms, 75 % overlap, pyloudnorm's integer rounding) and the
+    absolute and relative gates; both filter stages run as one second-order-section pass and the
+    block mean squares come from a cumulative sum. -inf when no block passes the gates.
+    """
+    return gated_loudness(block_energies(x, rate))

@@ -141,3 +141,38 @@ def test_analysis_reads_each_recording_once(tmp_path: Path, monkeypatch: pytest.
     reads.clear()
     again = measure_audio(tmp_path, pd.DataFrame(rows), plan, 0)
     assert reads == [] and again.measures == measured.measures
+
+
+@pytest.mark.parametrize("case", ["speech", "clipping", "quiet", "short"])
+def test_codec_loudness_after_gain_is_normalise_s(case: str) -> None:
+    """The pass's normalisation is `harness.audio.dsp.normalise`: the same samples, and the loudness
+    after the gain to 0.01 LU (computed from the input's block energies; measured when it clips)."""
+    from harness.audio.dsp import normalise
+
+    x = _bursts(4.0 if case != "short" else 0.6, 3, noise=5.0)[:, 1].astype(np.float64)
+    if case == "clipping":
+        x = x * 0.2
+        x[SR : SR + 40] = 32000.0  # a click: the gain to -23 LUFS pushes it past full scale
+    if case == "quiet":
+        x = x * 0.01
+    pcm = np.clip(x, -32768, 32767).astype(np.int16)
+    ref = normalise(pcm, SR, 16000, -23.0, allow_clipped=True)
+    prep = audio_file._prepare(pcm, SR, 16000, -23.0)
+    assert not isinstance(prep, str)
+    assert np.array_equal(prep.pcm(), ref.pcm) and prep.path == ref.resampling_path
+    assert np.array_equal(prep.pcm(1000), ref.pcm[:1000])
+    assert abs(prep.lufs_after() - ref.lufs_after) < 0.01
+    if case == "clipping":
+        assert ref.clipped_samples > 0 and prep.lufs_after() == ref.lufs_after  # measured, not computed
+    else:
+        assert abs(prep.lufs_after() - ref.lufs_after) < 1e-3
+
+
+def test_codec_refuses_what_normalise_refuses() -> None:
+    from harness.audio.dsp import normalise
+    from scenarios.errors import VoiceAuditError
+
+    for pcm in (np.zeros(SR * 2, dtype=np.int16), np.zeros(SR // 10, dtype=np.int16)):
+        with pytest.raises(VoiceAuditError) as err:
+            normalise(pcm, SR, 16000, -23.0, allow_clipped=True)
+        assert audio_file._prepare(pcm, SR, 16000, -23.0) == str(err.value)

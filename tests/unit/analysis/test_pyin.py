@@ -8,7 +8,7 @@ import pytest
 
 librosa = pytest.importorskip("librosa")
 
-from analysis.pyin import decode, pyin  # noqa: E402
+from analysis.pyin import _transition_local, decode, pyin  # noqa: E402
 
 RATE = 16000
 
@@ -91,3 +91,9 @@ def test_banded_decoder_equals_librosa_viterbi(seed: int) -> None:
 def test_bad_range_is_refused_with_the_values() -> None:
     with pytest.raises(ValueError, match="fmin=400"):
         pyin(np.zeros(RATE, dtype=np.float32), fmin=400.0, fmax=100.0, sr=RATE)
+
+
+@pytest.mark.parametrize(("n", "width"), [(37, 9), (165, 21), (10, 4), (11, 11)])
+def test_transition_matrix_is_librosa_s(n: int, width: int) -> None:
+    expected = librosa.sequence.transition_local(n, width, window="triangle", wrap=False)
+    assert np.array_equal(_transition_local(n, width), expected)
