@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import importlib.util
+import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -104,6 +105,7 @@ def run_aa(replicates: int, concurrency: int, patience: float, out: Path | None,
     )
     assert spec is not None and spec.loader is not None
     calib = importlib.util.module_from_spec(spec)
+    sys.modules["bench_calib"] = calib  # its dataclasses look their module up
     spec.loader.exec_module(calib)
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -119,6 +121,8 @@ def run_aa(replicates: int, concurrency: int, patience: float, out: Path | None,
             CampaignRunner(load_campaign(cfile), run_dir, cache_dir=tmp / "cache", progress=False).run()
         )
         wall = time.perf_counter() - t0
+        table = campaign.baseline_table(RunReader(run_dir))
+        calls = len(list(RunReader(run_dir).records()))
         res = analyze(run_dir)
         aa, per_metric = calib.aa_table(res, resamples, 20261202)
     alpha = res.plan.alpha
@@ -126,6 +130,8 @@ def run_aa(replicates: int, concurrency: int, patience: float, out: Path | None,
     with pd.option_context("display.width", 250, "display.max_rows", 200):
         print(f"A/A through llm_hybrid: {res.summary['pairs']['included']} included pairs, alpha {alpha}, "
               f"{resamples} replicates, campaign wall {wall:.0f} s")  # fmt: skip
+        print("\n".join(table))
+        _print_steps("llm_hybrid", STEPS, calls, wall, concurrency)
         print(aa.to_string(**calib.FMT))
         print(per_metric.sort_values(["cell", "metric"]).to_string(**calib.FMT))
 
@@ -144,10 +150,10 @@ def main() -> None:
     )
     ap.add_argument("--resamples", type=int, default=300, help="A/A replicate analyses")
     args = ap.parse_args()
+    _instrument()
     if args.aa:
         run_aa(args.aa, args.concurrency, args.patience_s, args.keep, args.resamples)
         return
-    _instrument()
     agents = args.agents.split(",")
     per_agent: dict[str, list[tuple[float, float, int, int, int]]] = defaultdict(list)
     walls: dict[str, float] = {}
@@ -179,18 +185,23 @@ def main() -> None:
         f"baseline through the LLM agents, model {args.model or 'default'}, voices {args.voices}, concurrency {args.concurrency}:"
     )
     print("\n".join(tables))
+    for agent in agents:
+        _print_steps(agent, per_agent[agent], int(walls[agent + ":calls"]), walls[agent], args.concurrency)
+
+
+def _print_steps(
+    agent: str, steps: list[tuple[float, float, int, int, int]], calls: int, wall: float, concurrency: int
+) -> None:
     print(
-        "| agent | calls | model steps / call | wall s / step | CPU s / step | evaluated prompt tokens / step | generated tokens / step | wall s / call |"
+        "| agent | calls | model steps / call | wall s / step | CPU s / step | evaluated prompt tokens / step "
+        "| generated tokens / step | wall s / call |"
     )
     print("|---|---|---|---|---|---|---|---|")
-    for agent in agents:
-        steps = per_agent[agent]
-        calls = int(walls[agent + ":calls"]) or 1
-        k = len(steps) or 1
-        print(
-            f"| {agent} | {calls} | {len(steps) / calls:.1f} | {sum(s[0] for s in steps) / k:.1f} | {sum(s[1] for s in steps) / k:.1f} | "
-            f"{sum(s[2] - s[3] for s in steps) / k:.0f} | {sum(s[4] for s in steps) / k:.0f} | {walls[agent] * args.concurrency / calls:.0f} |"
-        )
+    n, k = calls or 1, len(steps) or 1
+    print(
+        f"| {agent} | {calls} | {len(steps) / n:.1f} | {sum(s[0] for s in steps) / k:.1f} | {sum(s[1] for s in steps) / k:.1f} | "
+        f"{sum(s[2] - s[3] for s in steps) / k:.0f} | {sum(s[4] for s in steps) / k:.0f} | {wall * concurrency / n:.0f} |"
+    )
 
 
 if __name__ == "__main__":

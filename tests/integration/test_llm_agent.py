@@ -94,7 +94,7 @@ pairs:
     a: {{voice_profile: female_adult}}
     b: {{voice_profile: male_adult}}
 voices: 1
-concurrency: 1
+concurrency: 2
 pacing: realtime
 timeouts: {{turn_s: 240, call_s: 900}}
 """
@@ -162,15 +162,15 @@ def dump(steps):
     return out
 
 X = ["Please refund the duplicate charge of twenty four ninety nine right now.", "My name is Jordan Avery Lee."]
-Y = ["Hi, my internet has been down since this morning.", "My name is Sam Rivera."]
+Y = ["Hello, I have a question about my bill.", "My name is Sam Rivera."]
 
 async def main():
     x = policy("refund_duplicate_charge", crm=False)
-    y = policy("outage_support", crm=True) if sys.argv[1] == "interleaved" else None
+    y = policy("refund_duplicate_charge", crm=False) if sys.argv[1] == "interleaved" else None
     steps = []
     for i, text in enumerate(X):
         if y is not None:
-            await y.respond(Heard(Y[i], 0.9))  # another call's request before each of this call's
+            await y.respond(Heard(Y[i], 0.9))  # another call (same prompt) before each of this call's turns
         steps.append(dump(await x.respond(Heard(text, 0.9))))
     print(json.dumps({"steps": steps, "allowed": list(x.actions()), "calls": x.model_calls,
                       "refunds": [c[0] for c in x.tools.calls if c[0] == "issue_refund"], "verified": x.identity_ok}))
