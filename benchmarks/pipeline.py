@@ -13,10 +13,12 @@ read from the page cache, not from a cold disk.
     .venv/bin/python benchmarks/pipeline.py --audio-run RUN [--campaign-wall-s S]
 
 --run-dir keeps the folder (and reuses it on the next call when it holds the same N and seed).
---audio-run times `analyze` with audio on a copy of a real run folder (call.wav files and all):
-once cold (no audio cache) and once warm (the audio cache the first pass wrote), with CPU seconds
-per minute of call audio and, against the campaign's wall time (from run.json's created_at to the
-last recording written, or --campaign-wall-s), the share of it the analysis takes.
+--audio-run times `analyze` on a copy of a real run folder (call.wav files and all): once without
+audio, once cold (no audio cache) and once warm (the audio cache the cold pass wrote), with CPU
+milliseconds per minute of call audio (all of it, the audio pass's share, and that per core), the
+1-minute load average around each pass (other work on the machine inflates wall time, and CPU time
+less), and, against the campaign's wall time (from run.json's created_at to the last recording
+written, or --campaign-wall-s), the share of it the analysis takes.
 """
 
 from __future__ import annotations
@@ -88,9 +90,34 @@ def write_run(n: int, out: Path, seed: int = 0) -> None:
 
 
 def _cpu() -> tuple[float, float]:
-    """User+system CPU seconds of this process and of its finished children (the event readers)."""
+    """User+system CPU seconds of this process, and of its children: the finished ones and the
+    ones still running with everything they reaped (a fork server outlives each pool, and its
+    workers are its children, not ours)."""
     own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime
+    return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime + _live_descendants_cpu()
+
+
+def _live_descendants_cpu() -> float:
+    """CPU seconds (own and reaped children) of every live descendant, from /proc (0 elsewhere)."""
+    parents: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        pid = int(stat.parent.name)
+        parents[pid] = int(fields[1])
+        cpu[pid] = sum(int(v) for v in fields[11:15]) / tick  # utime stime cutime cstime
+    total, todo = 0.0, [os.getpid()]
+    while todo:
+        p = todo.pop()
+        for child, parent in parents.items():
+            if parent == p:
+                total += cpu[child]
+                todo.append(child)
+    return total
 
 
 def _prepared(run_dir: Path, n: int, seed: int) -> bool:
@@ -121,30 +148,53 @@ def audio_bench(source: Path, campaign_wall: float | None, workers: int | None) 
         for name in ("audio_measures.json", "metrics.parquet", "pairs.parquet", "gates.json", "deltas.json"):
             (run / name).unlink(missing_ok=True)
         rows = []
-        for label in ("cold (no audio cache)", "warm (audio cache)"):
+        for label, audio in (
+            ("no audio (--no-audio)", False),
+            ("cold (no audio cache)", True),
+            ("warm (audio cache)", True),
+        ):
+            load0 = os.getloadavg()[0]
             cpu0 = _cpu()
             t0 = time.perf_counter()
-            result = analyze(run, audio=True)
+            result = analyze(run, audio=audio)
             total = time.perf_counter() - t0
             cpu = sum(b - a for a, b in zip(cpu0, _cpu(), strict=True))
-            stats = result.gates.result("acoustic_validity").details.get("audio_pass", {})
-            rows.append((label, total, result.timings.get("gates", 0.0), cpu, stats))
+            stats = result.gates.result("acoustic_validity").details.get("audio_pass", {}) if audio else {}
+            rows.append(
+                (label, total, result.timings.get("audio pass", 0.0), cpu, (load0, os.getloadavg()[0]), stats)
+            )
     print(
         f"audio run {source}: {len(wavs)} recordings, {minutes:.1f} min of call audio, "
         f"campaign wall time {wall:.0f} s, {cores} core(s)"
     )
-    print(f"{'pass':<24}{'analyze s':>10}{'gates s':>9}{'CPU s':>8}{'% campaign':>11}{'CPU ms/audio min':>18}  audio files")
-    for label, total, gates_s, cpu, stats in rows:
+    base_cpu = rows[0][3]
+    print(
+        f"{'pass':<24}{'analyze s':>10}{'audio s':>9}{'CPU s':>8}{'% campaign':>11}{'CPU ms/audio min':>18}"
+        f"{'audio only':>12}{'per core':>10}{'load':>12}  audio files"
+    )
+    for label, total, audio_s, cpu, load, stats in rows:
+        audio_cpu = max(0.0, cpu - base_cpu) if stats else 0.0
         print(
-            f"{label:<24}{total:>10.1f}{gates_s:>9.1f}{cpu:>8.1f}{100 * total / wall:>10.1f}%"
-            f"{1000 * cpu / minutes:>18.0f}  {stats}"
+            f"{label:<24}{total:>10.1f}{audio_s:>9.1f}{cpu:>8.1f}{100 * total / wall:>10.1f}%"
+            f"{1000 * cpu / minutes:>18.0f}{1000 * audio_cpu / minutes:>12.0f}{1000 * audio_cpu / minutes / cores:>10.0f}"
+            f"{load[0]:>6.1f}-{load[1]:<5.1f}  {stats}"
         )
+    print(
+        "CPU: this process and its pool workers; 'audio only' is the pass's CPU less the no-audio "
+        "analysis, 'per core' that divided by the cores; load: 1-min load average before-after"
+    )
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--audio-run", type=Path, help="a real run folder with call.wav files: time analyze with audio")
-    ap.add_argument("--campaign-wall-s", type=float, help="the campaign's wall time, when run.json and file times cannot tell")
+    ap.add_argument(
+        "--audio-run", type=Path, help="a real run folder with call.wav files: time analyze with audio"
+    )
+    ap.add_argument(
+        "--campaign-wall-s",
+        type=float,
+        help="the campaign's wall time, when run.json and file times cannot tell",
+    )
     ap.add_argument("--episodes", type=int, default=100_000)
     ap.add_argument("--run-dir", type=Path, help="keep the generated run folder here and reuse it")
     ap.add_argument(
@@ -194,7 +244,9 @@ def main() -> None:
         f"(wall time on a shared machine grows with its load; CPU time much less)"
     )
     own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    print(f"peak RSS: this process {own.ru_maxrss / 2**20:.2f} GiB, largest reader {kids.ru_maxrss / 2**20:.2f} GiB")
+    print(
+        f"peak RSS: this process {own.ru_maxrss / 2**20:.2f} GiB, largest reader {kids.ru_maxrss / 2**20:.2f} GiB"
+    )
 
 
 if __name__ == "__main__":

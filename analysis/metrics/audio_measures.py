@@ -226,6 +226,29 @@ def _merge(old: FileMeasures | None, new: FileMeasures) -> FileMeasures:
     return FileMeasures.model_validate({**keep, **fresh, "has_pair": old.has_pair or new.has_pair})
 
 
+_PRELOAD = [
+    "analysis.audio_file",
+    "analysis.acoustics",
+    "analysis.pyin",
+    "parselmouth",
+    "soxr",
+    "scipy.signal",
+    "numba",
+]
+
+
+def pool_context() -> multiprocessing.context.BaseContext:
+    """A fork server that has imported the measuring code once (without the caller's main module,
+    which a spawned worker would import again: pandas and the whole CLI), so each worker starts
+    in milliseconds; spawn where there is no fork server. When this process already runs a fork
+    server (a campaign started it), that one is used and workers import what they need."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        ctx = multiprocessing.get_context("forkserver")
+        ctx.set_forkserver_preload(_PRELOAD)
+        return ctx
+    return multiprocessing.get_context("spawn")
+
+
 def pool_workers(n_files: int, workers: int | None) -> int:
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
     w = cpus if workers is None else workers
@@ -261,7 +284,7 @@ def measure_files(
     jobs = [_job(str(run_dir / rel), params, codec, pair) for rel, codec, pair in todo]
     n_workers = pool_workers(len(jobs), workers)
     if n_workers > 1:
-        ctx = multiprocessing.get_context("spawn")
+        ctx = pool_context()
         from analysis.acoustics import pyin_tables, warm_pyin
 
         tables = pyin_tables() if any(j.pair for j in jobs) else None
