@@ -1,46 +1,70 @@
 """The baseline the reference agents give, episodes per hour, and where the time goes.
 
     .venv/bin/python benchmarks/campaign.py [--agents cascaded,hybrid,native] [--policy key=value ...]
-                                            [--concurrency 2] [--throughput]
+                                            [--concurrency 2] [--keep DIR] [--throughput]
 
 Runs the baseline campaign in this process (the three locked scenarios, a General American calm
-fluent caller, the female and male adult voice profiles x three voices, accelerated pacing, offline
-stack, telephone channel, every knob off) and prints, per agent and scenario, the share of calls
-the remedy itself resolved (not an escalation) against the target (cascaded and hybrid >= 90%,
-native >= 80%), then episodes per hour and the busy time of each component: caller TTS, agent TTS,
-agent ASR, the harness's own ASR of audio-only agents, and the rest (dialogue policies, models and
-the harness). `--policy` overrides a policy option of every agent, which is how the table below was
-made; `--agents llm` adds the LLM agent with its default packaged model. `--throughput` runs the
-earlier throughput campaign (refund scenario, accent and affect pairs) instead.
+fluent caller, accelerated pacing, offline stack, telephone channel, every knob off) and prints,
+per agent and scenario, the share of calls the remedy itself resolved (not an escalation) against
+the target (cascaded and hybrid >= 90%, native >= 80%), split by adult and older voices, the calls
+that missed, how the native agent's calls compare with the cascaded agent's for the same callers,
+then episodes per hour and the busy time of each component: caller TTS, agent TTS, agent ASR, the
+harness's own ASR of audio-only agents, and the rest (dialogue policies, models and the harness).
+`--policy` overrides a policy option of every agent; `--agents llm` adds the LLM agent with its
+default packaged model. `--throughput` runs the earlier throughput campaign instead.
 
-Measured 2026-12-01 on the shared 2-core machine (load 7-11, niced; 54 calls in 750 s, about 260
-episodes per hour on that load), calls the remedy resolved out of 6 per cell, cascaded / hybrid /
-native; the rows are the agent options of each change, all other options at their defaults:
+Sample: 12 calls per agent and scenario, one per distinct voice: the adult female/male profiles
+(f1 f2 f4, m1 m3 m5) and the older ones (f3 f5 grandma, m2 m4 m6), all General American, calm,
+fluent. Replicates would not add information: a fluent caller's audio does not depend on the seed,
+so a replicate is the same call again. With 12 calls a cell meets 90% with at most one miss.
 
-| change | refund | outage | plan |
+Measured 2026-12-02 with this script's defaults (`--keep DIR` to read the calls), 108 calls, wall
+715 s at load 12 on the shared 2-core machine, 544 episodes per hour; agent ASR 93% of the busy
+time, harness ASR of the native agent 6%, caller TTS 1%. Calls the remedy resolved of 12,
+cascaded / hybrid / native, per code state:
+
+| code | refund | outage | plan |
 |---|---|---|---|
-| before: `contextual_asr=false switch_fact_after=null` [a] | 1/4 1/4 1/4 | - | - |
-| + per-turn recogniser prompt (`contextual_asr=true`, `switch_fact_after=null`) | 6 6 6 | 4 4 4 | 5 5 5 |
-| + another identity fact after two unusable answers (`switch_fact_after=1`, the default) | 6 6 6 | 6 6 6 | 6 6 6 |
-| native with its own dialogue (name then zip code, no confidence repairs, next fact at once) | - - 6 | - - 6 | - - 6 |
+| before (prompted recogniser, another fact after unusable answers; cascaded only measured) | 12 | 12 | 11 |
+| + date of birth filled over hearings, read back when assembled; numeric and two-digit-year dates; a zip code too short to be one asked again, not refused; "narrow" for zero, "not" for dot; native keyword spotting | 12 12 12 | 12 12 11 | 11 11 11 |
+| + date follow-ups naming the fact twice; a follow-up that added nothing is a plain repeat request; "yellow" for zero (final) | 12 12 12 | 12 12 11 | 12 12 12 |
 
-[a] stopped after the first 12 calls (the escalating calls are long); the issue's table for the
-same stack said cascaded ~50%, hybrid ~42%, native 42% acceptable. The name "Jordan Avery Lee"
-came back as "Norah Gohay, Merely" or "Jordan Aimee, where we leave", the zip code as "high in 41,
-0,000", the e-mail as "Lord of God, free and mental.com".
-Final code, this script with its defaults (`--keep` to read the calls; campaign `bench-baseline`,
-other seeds than the runs above; 54 calls, wall 310 s on a lighter moment of the machine, 626
-episodes per hour; agent ASR 91% of the busy time, harness ASR of the native agent 7%, caller TTS
-2%, agent TTS and everything else under 5%): refund 6 6 6, outage 6 6 6, plan 5 5 5, i.e. 52 of
-54. The one plan call that fails for every agent is the same voice (female f1): its date of birth
-comes back as "Good thing, have you lied? I'm thing I'm the free", its zip code "three zero three
-zero nine" as "Free, narrow, free, narrow. High" (read as 339 and refused), its e-mail as
-"patel@nmple.com"; the cascaded and hybrid plan cells are at 83%, under their 90% target, in
-this sample (6/6 in the two other samples). Whisper's output on the same turn varies between
-runs, so cells move by one call between samples.
+The one final miss is native, outage, voice m2: its zip code "six zero six one four" was unusable
+three times, its date of birth heard as another date, its e-mail unusable; it asked for a human.
+Whisper's output on the same audio varies between runs, so a cell can move by one call between
+samples: the row-to-row gains are small against that noise. What the changes buy turn by turn is
+cleaner: every distinct identity hearing of the three runs above, replayed through the old and the
+new slot parsers (right value within the agent's tolerance):
 
-With its own dialogue the native agent's calls differ from the cascaded agent's in all 18 cells'
-calls (turns, duration); before, every call had the same number of turns as the cascaded one.
+| fact | distinct hearings | right value, old parser | right value, new parser | a right part of the date, kept for a follow-up |
+|---|---|---|---|---|
+| date of birth | 109 | 50 | 52 | 30 |
+| zip code | 26 | 13 | 15 | - |
+| e-mail | 12 | 4 | 5 | - |
+
+The failing calls before: voice f1 on the plan scenario said "The fifteenth of July, nineteen
+ninety three" and was heard as "I am a 15th of July, 19th of April." and "I've been seeing some
+July, 1993." (each unusable alone, a whole date together), its zip code as "Free, narrow, free,
+narrow. High" (read as 339 and refused); voice grandma's as "Have you guys, 1993?" then, after the
+plain repeat request, "15 something you guys, 1993", its zip code "Free, yellow, free, yellow."
+and "Three, three, three" (now asked again, then heard right).
+Recogniser hints for dates: a prompt listing the month names gave 17 right dates of 19 against 17
+of 20 with the agent's own question only, and for one voice (m5) the recogniser returned the list
+itself ("November, November, September, ..."), so dates keep no hint beyond the question.
+The read-back of an assembled date is worded as a question naming the fact ("I have July fifteenth,
+nineteen ninety three. Is that your birthday, your date of birth?"): the scripted caller reads a
+bare "Is that right?" as a question that asks for nothing and goes on with its script, so it can
+restate the fact but never confirm or correct a read-back.
+
+Native: its calls differ from the cascaded agent's calls of the same 36 callers in turn count in
+20, in length in all 36; the outcome label differs in 12, all on the outage scenario, where the
+harness reads "credit_issued" from the native agent's audio and "partial_credit" from the other
+agents' tool trace (both a remedy here). Its keyword spotting was not measured on its own (no
+second run with `keyword_spotting: false`).
+
+Earlier, 6 calls per cell (adult voices only), the recogniser prompt took the refund cell from 1/4
+to 6/6 and asking another fact after unusable answers took outage from 4/6 to 6/6; before that the
+issue's table for the same stack said cascaded ~50%, hybrid ~42%, native 42% acceptable.
 
 What failed and what fixed it (read from events.jsonl, agent_heard against the caller's words):
 - names: Whisper tiny.en on 8 kHz mu-law cannot spell a name it has never seen; with the account's
