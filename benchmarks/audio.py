@@ -132,6 +132,21 @@ async def cache_hit_latency(name: str = "espeak", options: dict[str, Any] | None
     return (time.perf_counter() - t0) / n
 
 
+def _librosa_pyin_s_per_s(normed: list[Any]) -> float:
+    """librosa.pyin on the clips `pyin_f0` measures (analysis.pyin gives its track, cheaper)."""
+    import librosa
+    import numpy as np
+
+    total = audio = 0.0
+    for n in normed:
+        y = n.pcm.astype(np.float32) / 32768
+        t0 = time.perf_counter()
+        librosa.pyin(y, fmin=60.0, fmax=400.0, sr=16000, frame_length=1024, hop_length=160, resolution=0.2)
+        total += time.perf_counter() - t0
+        audio += n.duration_s
+    return total / audio
+
+
 def main() -> None:
     rows: list[tuple[str, str, str]] = []
     name, rtf, clips = bench_tts("espeak")
@@ -156,6 +171,8 @@ def main() -> None:
     rows.append(("F0 Praat", f"{praat_t:.4f} s/s", ""))
     rows.append(("normalise + F0 Praat", f"{norm_t + praat_t:.4f} s/s", "target <= 0.02"))
     rows.append(("F0 PYIN (60-400 Hz, 16 kHz)", f"{pyin_t:.4f} s/s", ""))
+    if importlib.util.find_spec("librosa") is not None:
+        rows.append(("F0 PYIN, librosa.pyin itself", f"{_librosa_pyin_s_per_s(normed):.4f} s/s", "same track"))
     if importlib.util.find_spec("torchcrepe"):
         from analysis.acoustics import crepe_f0
 
