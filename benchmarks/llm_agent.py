@@ -136,6 +136,47 @@ def run_aa(replicates: int, concurrency: int, patience: float, out: Path | None,
         print(per_metric.sort_values(["cell", "metric"]).to_string(**calib.FMT))
 
 
+async def text_call(agent: str, scenario_id: str, model: str | None) -> tuple[str, int, list[str]]:
+    """One call on text (the caller's words reach the agent exactly: no TTS, no ASR), with the
+    harness's own caller policy deciding and reading the agent: what the model decides, alone."""
+    from agents.reference._llm_policy import LLMConfig, LLMPolicy, shared_chat_client
+    from agents.reference._policy import Heard, SayStep
+    from harness.caller.policy import CallerPolicy
+    from harness.tools import ToolFixture
+    from personas import CallerCondition, load_catalogue, render_utterance
+    from scenarios import BUNDLED_LIBRARY, load_scenario_file
+
+    scen = load_scenario_file(Path(BUNDLED_LIBRARY) / f"{scenario_id}.yaml")
+    cfg = LLMConfig(**({"model": model} if model else {}))
+    policy = LLMPolicy(
+        scen.facts, ToolFixture(scen.facts), shared_chat_client(cfg), cfg, crm=agent == "llm_hybrid"
+    )
+    caller = CallerPolicy(scen)
+    cond = CallerCondition(
+        accent="us_general", voice_profile="male_adult", affect="calm", disfluency="none", wording="plain"
+    )
+    catalogue = load_catalogue()
+    steps = policy.greet()
+    said: dict[str, int] = {}
+    transcript: list[str] = []
+    terminal = "unresolved"
+    for _ in range(24):
+        text = " ".join(st.text for st in steps if isinstance(st, SayStep))
+        transcript.append(f"agent: {text}")
+        decision = caller.decide(text)
+        terminal = decision.terminal or terminal
+        if policy.ended or decision.say is None or decision.hang_up:
+            break
+        key = f"{decision.say.kind}:{decision.say.anchor_id or decision.say.template}"
+        n = said.get(key, 0)
+        said[key] = n + 1
+        utt = render_utterance(decision.say.template, scen.caller.slots, cond, catalogue, seed=7, key=f"{key}:{n}",
+                               framing=decision.say.framing and n == 0)  # fmt: skip
+        transcript.append(f"caller: {utt.text}")
+        steps = await policy.respond(Heard(utt.text, 0.95))
+    return terminal, policy.model_calls, transcript
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--agents", default="llm_hybrid,llm")
@@ -149,8 +190,24 @@ def main() -> None:
         "--aa", type=int, default=0, metavar="N", help="an A/A campaign of 3 voices x N replicates instead"
     )
     ap.add_argument("--resamples", type=int, default=300, help="A/A replicate analyses")
+    ap.add_argument(
+        "--text", action="store_true", help="calls on text (no speech): the model's decisions alone"
+    )
+    ap.add_argument("--verbose", action="store_true", help="print each text call's transcript")
     args = ap.parse_args()
     _instrument()
+    if args.text:
+        for agent in args.agents.split(","):
+            for sc in args.scenarios.split(","):
+                before, t0 = len(STEPS), time.perf_counter()
+                terminal, calls, transcript = asyncio.run(text_call(agent, sc, args.model))
+                steps = STEPS[before:]
+                cpu = sum(x[1] for x in steps)
+                print(f"| {agent} | {sc} | {terminal} | {calls} steps | CPU {cpu / max(1, len(steps)):.1f} s / step | "
+                      f"wall {time.perf_counter() - t0:.0f} s |", flush=True)  # fmt: skip
+                if args.verbose:
+                    print("\n".join("    " + line for line in transcript))
+        return
     if args.aa:
         run_aa(args.aa, args.concurrency, args.patience_s, args.keep, args.resamples)
         return

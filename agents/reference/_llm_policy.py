@@ -41,6 +41,7 @@ from agents.reference._policy import (
     ToolStep,
     listening_vocabulary,
 )
+from agents.reference._remedy import Remedy, remedy_for
 from harness.llm import (
     PACKAGED,
     ChatRequest,
@@ -358,6 +359,9 @@ class LLMPolicy:
         self.repair_below = repair_below_confidence
         self.contextual_asr = contextual_asr
         self.switch_fact_after = switch_fact_after
+        self.remedy: Remedy | None = remedy_for(facts) if crm else None
+        """The hybrid's remedy, from the facts (never the caller's words): run in code on consent."""
+        self.remedied = False
         self.misses: dict[str, int] = {}
         """Answers to an asked identity fact that did not verify it (unheard, unparsed or mismatched)."""
         available = tools.available()
@@ -483,6 +487,9 @@ class LLMPolicy:
         asked = self.expecting()
         if self.crm:
             self._code_steps(out, text)
+            if self._consented(text):
+                self._run_remedy(out, caller_text=text)
+                return self._finish(out)
         await self._steps(out, text)
         if asked is not None and asked not in self.verified and not self.identity_ok:
             self.misses[asked] = self.misses.get(asked, 0) + 1
@@ -509,6 +516,40 @@ class LLMPolicy:
                 self._code_tool(out, "verify_identity", args, caller_text)
         if self.identity_ok and not any(c[0] == "crm_lookup" for c in self.tools.calls):
             self._code_tool(out, "crm_lookup", {"account_id": self.facts.account.account_id}, caller_text)
+
+    def _consented(self, caller_text: str) -> bool:
+        """The caller said yes to the agent's own offer of this case's remedy (a question naming it)."""
+        r = self.remedy
+        if r is None or not r.eligible or self.remedied or not self.identity_ok:
+            return False
+        last = " ".join(s.text for s in self.last_says)
+        u = nlu.understand(caller_text)
+        stems = {*r.kind.split("_"), *(name.split("_")[-1] for name, _ in r.actions)}
+        names_it = r.named_in(last) or any(re.search(rf"\b{re.escape(w)}", last.lower()) for w in stems)
+        return "?" in last and names_it and u.has("yes") and not u.has("no")
+
+    def _run_remedy(self, out: list[Step], caller_text: str) -> None:
+        """The remedy the facts allow, its tools and arguments from the facts, then its confirmation."""
+        r = self.remedy
+        assert r is not None
+        self.remedied = True
+        for name, args in r.actions:
+            step = ModelStep(action=name, arguments=dict(args))
+            self.messages.append(Message(role="assistant", content=step.model_dump_json()))
+            outcome = self._run_tool(out, step, caller_text)
+            self._tool_result(name, outcome)
+            if not outcome.ok:
+                self._transfer(
+                    out,
+                    "tool_failure",
+                    "I'm sorry, I wasn't able to complete that. I'm transferring you to a colleague.",
+                )
+                return
+        done = ModelStep(action="reply", say=f"{r.done} Is there anything else I can help you with?")
+        self.messages.append(Message(role="assistant", content=done.model_dump_json()))
+        out.append(SayStep(r.done, "confirmation"))
+        self._to(out, "wrapup", r.done_flags)
+        out.append(SayStep("Is there anything else I can help you with?", "closing"))
 
     def _code_tool(self, out: list[Step], name: str, args: dict[str, Any], caller_text: str) -> None:
         step = ModelStep(action=name, arguments=args)

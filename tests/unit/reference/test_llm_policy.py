@@ -367,7 +367,7 @@ async def test_hybrid_verifies_the_asked_fact_in_code_then_reads_the_record() ->
     )
     # a turn that answers nothing asked is left to the model
     before = len(tools.calls)
-    await p.respond(Heard("Yes please.", 0.9))
+    await p.respond(Heard("When will I see the money on my card?", 0.9))
     assert len(tools.calls) == before
 
 
@@ -393,3 +393,25 @@ async def test_after_unusable_answers_the_status_asks_for_another_fact() -> None
     await p.respond(Heard("Eighty eight.", 0.9))
     status = client.requests[-1].messages[-1].content or ""
     assert "zip code instead" in status, status
+
+
+async def test_hybrid_runs_the_facts_remedy_in_code_when_the_caller_accepts_its_offer() -> None:
+    offer = {
+        "action": "reply",
+        "arguments": {},
+        "say": "I can refund the 24.99 dollars now. Shall I go ahead?",
+    }
+    p, client, tools = policy([offer], crm=True)
+    asked = await p.respond(Heard("Yes please, go ahead.", 0.9))  # not verified: no remedy, the model answers
+    assert not [c for c in tools.calls if c[0] == "issue_refund"] and said(asked) == [offer["say"]]
+    p.verified = {"holder_name", "date_of_birth"}
+    n = len(client.requests)
+    steps = await p.respond(Heard("Yes please, go ahead.", 0.9))
+    assert len(client.requests) == n, "the consent is handled in code"
+    assert [(c[0], c[1]) for c in tools.calls if c[0] == "issue_refund"] == [
+        ("issue_refund", {"amount": "24.99"})
+    ]
+    assert any(isinstance(s, StateStep) and s.to_state == "wrapup" for s in steps)
+    p.last_says = [SayStep("I can refund that. Shall I?", "offer")]
+    await p.respond(Heard("Yes.", 0.9))  # never twice
+    assert len([c for c in tools.calls if c[0] == "issue_refund"]) == 1
