@@ -29,7 +29,9 @@ pacing: realtime
 asr: {{name: pocketsphinx}}
 interruptions: {{at_ms: 500, reason: correction, turns: [1, 2]}}
 """
-TONE_MS = 3000
+# Long enough that the barge-in (at 0.5 s) lands well inside it and the rest plays on; shorter
+# tones keep the real-time calls short.
+TONE_MS = 2000
 
 
 async def _run(tmp_path: Path) -> RunReader:
