@@ -48,13 +48,17 @@ from harness.model.secrets import SECRET_KEY, mask_options, secret_values
 
 MAX_FAILED_LISTED = 500
 MAX_FINDINGS = 8
-FINDINGS_PER_CELL = 2
+FINDINGS_PER_CELL = 3
+FAMILY_PRIORITY = ("terminal_outcome", "safety_events", "path_burden", "tool_behaviour")
+"""What happened to the caller leads: the outcome, then safety, then the path it took; the other
+families follow in the plan's order."""
 METHOD_FILE = Path(__file__).parent / "templates" / "method.md"
 _METHOD_HEADING = re.compile(r"^## (\d+)\. (.+)$", re.MULTILINE)
 _METHOD_REF = re.compile(r"METHOD\.md section (\d+)")
 FINDINGS_RULE = (
-    "per cell (agent x scenario x contrast) the deltas ranked by |estimate| / half the interval width, "
-    "those whose interval excludes 0 first; at most two per cell, eight in all"
+    "per cell (agent x scenario x contrast) each family's largest delta (|estimate| / half the interval "
+    "width); those whose interval excludes 0 first, then by family (outcome, safety, burden, tool use, the "
+    "rest) and size; at most three per cell, eight in all"
 )
 
 
@@ -298,6 +302,10 @@ def _score(r: DeltaRow) -> float:
     return abs(r.estimate) / half if half > 0 else (math.inf if r.estimate else 0.0)
 
 
+def _family_rank(family: str) -> int:
+    return FAMILY_PRIORITY.index(family) if family in FAMILY_PRIORITY else len(FAMILY_PRIORITY)
+
+
 def _excludes_zero(r: DeltaRow) -> bool:
     return r.ci_low is not None and r.ci_high is not None and (r.ci_low > 0 or r.ci_high < 0)
 
@@ -314,6 +322,11 @@ def _status(claim: str, blocked: list[str], verdicts: Mapping[str, str]) -> str:
     if not blocked:
         return "diagnostic only"
     return "diagnostic only: " + ", ".join(f"{g} {verdicts.get(g, 'not passed')}" for g in blocked)
+
+
+def _finding_key(t: tuple[bool, float, CellBlock, FamilyBlock, DeltaRow]) -> tuple[bool, int, float]:
+    excludes, score, _, fam, _ = t
+    return (not excludes, _family_rank(fam.family), -score)
 
 
 def findings(blocks: list[CellBlock], dispo: Disposition, gate_rows: list[GateRow]) -> Findings:
@@ -351,8 +364,8 @@ def findings(blocks: list[CellBlock], dispo: Disposition, gate_rows: list[GateRo
                     text=_short(best.estimate),
                 )
             )
-            per_cell += [(_excludes_zero(r), _score(r), c, fam, r) for r in rows]
-        per_cell.sort(key=lambda t: (t[0], t[1]), reverse=True)
+            per_cell.append((_excludes_zero(best), _score(best), c, fam, best))
+        per_cell.sort(key=_finding_key)
         candidates += per_cell[:FINDINGS_PER_CELL]
         a, b = short_conditions(c.condition_a, c.condition_b)
         matrix.append(
@@ -365,7 +378,7 @@ def findings(blocks: list[CellBlock], dispo: Disposition, gate_rows: list[GateRo
                 entries=entries,
             )
         )
-    candidates.sort(key=lambda t: (t[0], t[1]), reverse=True)
+    candidates.sort(key=_finding_key)
     ranked: list[Finding] = []
     for rank, (excl, _, c, fam, r) in enumerate(candidates[:MAX_FINDINGS], start=1):
         spec = CATALOGUE.get(r.metric)
