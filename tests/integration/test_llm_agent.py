@@ -80,7 +80,8 @@ async def test_llm_hybrid_whole_call_refunds_the_baseline_caller(caplog: pytest.
     assert "crm_lookup" in log.tools()
     logged = [r.getMessage() for r in caplog.records if r.name == "agents.reference.llm"]
     assert any("request 1:" in m and "Account ACC-40817" in m for m in logged), "the system prompt is logged"
-    assert any("answer" in m and '"action":"issue_refund"' in m for m in logged)
+    assert any("[tool crm_lookup result]" in m for m in logged), "tool results reach the model and the log"
+    assert any(" answer " in m and '"say":' in m for m in logged), "the model's answers are logged"
 
 
 CAMPAIGN = """\
@@ -96,14 +97,16 @@ pairs:
 voices: 1
 concurrency: 2
 pacing: realtime
-timeouts: {{turn_s: 240, call_s: 900}}
+patience: {{hang_up_after_s: 300}}
+timeouts: {{turn_s: 360, call_s: 1200}}
 """
 
 
 @needs_default
 def test_llm_hybrid_over_websocket_streaming_refunds(tmp_path: Path) -> None:
     """The same agent served over the WebSocket streaming protocol and dialled by the harness:
-    both baseline callers (two voices) get the refund, and the tool trace says so."""
+    both baseline callers (two voices) get the refund, and the tool trace says so. The caller's
+    patience is raised so a slow shared machine's model latency cannot end a call."""
     from agents.reference import LLMHybridAgent
     from agents.serve import start_server
     from harness.planning import load_campaign
@@ -131,7 +134,7 @@ def test_llm_hybrid_over_websocket_streaming_refunds(tmp_path: Path) -> None:
             for e in events
             if e.type in ("agent_transcript", "caller_utterance_start")
         ]
-        assert rec.outcome.terminal_outcome == "refund_issued", said
+        assert rec.outcome.terminal_outcome == "refund_issued", (rec.outcome.status, rec.outcome.termination, said)
         assert any(e.type == "tool_result" and e.name == "issue_refund" and e.ok for e in events)
 
 
