@@ -42,6 +42,18 @@ def _clean(v: Any) -> Any:
     return v
 
 
+def distinct_pairs(long: pd.DataFrame) -> int | None:
+    """Pairs whose calls repeat no other pair of the cell (same voices, the same content on both
+    sides: `analysis.metrics.extract.call_content`); None when the content is not known. A replicate
+    that repeats another call for call (a deterministic agent, caller and line) adds no evidence,
+    yet a paired interval counts it as an independent pair."""
+    if "call_content_sha" not in long.columns:
+        return None
+    sides = long.sort_values(["pair_id", "side"])
+    keys = sides.groupby("pair_id", sort=False)[["voice_id", "call_content_sha"]].agg(tuple)
+    return len(keys.drop_duplicates())
+
+
 def cell_deltas(long: pd.DataFrame, plan: AnalysisPlan, n_excluded: int) -> dict[str, Any]:
     """Estimates for one cell; `long` holds the included episodes (pair_id, side, ... metrics)."""
     estimates: list[Estimate] = []
@@ -77,6 +89,15 @@ def cell_deltas(long: pd.DataFrame, plan: AnalysisPlan, n_excluded: int) -> dict
     estimates = adjust_within_families(estimates, {f: spec.correction for f, spec in plan.families.items()})
     models: list[dict[str, Any]] = []
     n_pairs = long["pair_id"].nunique()
+    n_distinct = distinct_pairs(long)
+    if n_distinct is not None and n_distinct < n_pairs:
+        notes.append(
+            f"{n_pairs - n_distinct} of {n_pairs} pairs repeat another pair of this cell call for call (same voices, "
+            "the same words and tool calls on both sides); where nothing varies between replicates (no line "
+            "noise, a deterministic agent) a repeat adds no evidence, and the intervals, which count every pair "
+            f"as independent, are narrower than the {n_distinct} distinct pairs support; a noisy line (channel "
+            "snr_db, packet_loss) or more voices give replicates their variation"
+        )
     mm = plan.mixed_models
     if not mm.enabled:
         notes.append("mixed models disabled by the plan")
@@ -106,6 +127,7 @@ def cell_deltas(long: pd.DataFrame, plan: AnalysisPlan, n_excluded: int) -> dict
     }
     return {
         "n_pairs": int(n_pairs),
+        "n_pairs_distinct": n_distinct,
         "convention": CONVENTION,
         "delta_B": {
             "components": burden,
@@ -132,6 +154,7 @@ def deltas(episodes: pd.DataFrame, pairs: pd.DataFrame, plan: AnalysisPlan) -> d
     p["contrast"] = p["contrast"].fillna("")
     cells: list[dict[str, Any]] = []
     side_cols = ["pair_id", "side", "scenario_id", "voice_id", "run_batch", "agent"]
+    side_cols += [c for c in ("call_content_sha",) if c in episodes.columns]
     metric_cols = sorted({m for f in plan.families.values() for m in f.metrics if m in episodes.columns})
     ep = episodes[[*side_cols, *metric_cols]]
     for key, sub in p.groupby(list(CELL_KEYS), dropna=False, sort=True):

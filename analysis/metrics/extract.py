@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
 from analysis.metrics import burden, outcome, safety, speech, tools
-from analysis.metrics.table import EventTable
+from analysis.metrics.table import EventTable, join_by_ep
 from scenarios import Scenario
 
 
@@ -39,5 +40,29 @@ def extract_metrics(
         ],
         axis=1,
     )
+    out["call_content_sha"] = call_content(table)
     out.index.name = "episode_id"
     return out
+
+
+def call_content(table: EventTable) -> pd.Series:
+    """A digest of what was said and done in each call, in order (the caller's lines, the agent's
+    words, the tools called): two calls with the same digest are the same call, whatever their
+    timings. Replicates that repeat each other add no evidence (`analysis.deltas.distinct_pairs`)."""
+    rows = table.of_type(
+        "caller_utterance_start", "agent_transcript", "tool_call", columns=["ep", "type", "text", "name"]
+    )
+    parts = (
+        rows["type"].astype(str)
+        + "\x1f"
+        + rows["text"].astype(object).fillna("").astype(str)
+        + "\x1f"
+        + rows["name"].astype(object).fillna("").astype(str)
+    )
+    joined = join_by_ep(rows["ep"].to_numpy(), parts.tolist(), "\x1e", table.n_episodes)
+    return pd.Series(
+        [hashlib.sha256(j.encode()).hexdigest()[:16] for j in joined],
+        index=table.episodes,
+        name="call_content_sha",
+        dtype=object,
+    )

@@ -247,6 +247,7 @@ def cells(out: RunOutputs, dispo: Disposition, figures: dict[str, str], plots: b
                 n_pairs=int(c.get("n_pairs", 0)),
                 n_pairs_total=int(c.get("n_pairs_total", 0)),
                 n_pairs_excluded=int(c.get("n_pairs_excluded", 0)),
+                n_pairs_distinct=None if c.get("n_pairs_distinct") is None else int(c["n_pairs_distinct"]),
                 delta_b={k: _num(v) for k, v in c.get("delta_B", {}).get("components", {}).items()},
                 families=fams,
                 notes=[str(n) for n in c.get("notes", [])],
@@ -322,6 +323,16 @@ def _status(claim: str, blocked: list[str], verdicts: Mapping[str, str]) -> str:
     if not blocked:
         return "diagnostic only"
     return "diagnostic only: " + ", ".join(f"{g} {verdicts.get(g, 'not passed')}" for g in blocked)
+
+
+def _repeats(c: CellBlock) -> str:
+    d = c.n_pairs_distinct
+    if d is None or 2 * d > c.n_pairs:  # a few repeats happen by chance on a noisy line
+        return ""
+    return (
+        f"; only {d} of {c.n_pairs} pairs are distinct calls (replicates repeated each other call for call), "
+        "so the interval is too narrow"
+    )
 
 
 def _finding_key(t: tuple[bool, float, CellBlock, FamilyBlock, DeltaRow]) -> tuple[bool, int, float]:
@@ -413,7 +424,7 @@ def findings(blocks: list[CellBlock], dispo: Disposition, gate_rows: list[GateRo
                 claim=fam.claim,
                 gated=fam.claim != "diagnostics_only",
                 blocked_by=blocked,
-                status=_status(fam.claim, blocked, verdicts),
+                status=_status(fam.claim, blocked, verdicts) + _repeats(c),
             )
         )
     n_all = sum(1 for c in blocks for f in c.families for r in f.rows if r.estimate is not None)

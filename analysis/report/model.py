@@ -132,6 +132,10 @@ class CellBlock(Frozen):
     n_pairs: int
     n_pairs_total: int
     n_pairs_excluded: int
+    n_pairs_distinct: int | None = Field(
+        default=None,
+        description="pairs whose calls repeat no other pair of the cell (unknown for older analyses)",
+    )
     delta_b: dict[str, float | None]
     families: list[FamilyBlock]
     notes: list[str]
