@@ -68,14 +68,14 @@ def _cells() -> tuple[Counter[tuple[str, ...]], dict[str, str]]:
     return cells, {s.name: s.adapter for s in loaded.campaign.agents}
 
 
-def test_every_rule_agent_cell_has_an_interval_and_one_runs_the_mixed_models() -> None:
-    """The LLM agent's cell is the exception, by design: its calls cost about ten times a rule
-    agent's, so it is the smallest cell that puts the agent in front of every voice."""
+def test_every_cell_has_an_interval_and_a_rule_agent_cell_runs_the_mixed_models() -> None:
+    """The LLM agent's cell is the smallest that gives every delta an interval (its calls cost
+    several times a rule agent's); a rule agent's cell is large enough for the mixed models."""
     plan = load_plan()
     cells, adapters = _cells()
     rule = {k: n for k, n in cells.items() if adapters[k[0]] not in LLM_ADAPTERS}
     need = _min_pairs_for_interval()
-    assert rule and min(rule.values()) >= need, (need, rule)
+    assert rule and min(cells.values()) >= need, (need, cells)
     mm = plan.mixed_models
     assert mm.enabled
     assert any(mm.min_pairs <= n and 2 * n <= mm.max_episodes for n in rule.values()), (mm, rule)
@@ -97,6 +97,19 @@ def test_demo_covers_an_llm_agent_whose_model_the_demo_target_installs() -> None
         extra = re.search(r"\[([a-z0-9-]+)\]", model.install)
         assert extra is not None, model.install
         assert f".[{extra.group(1)}]" in demo_block, f"the demo target does not install {model.install}"
+
+
+def test_replicates_are_calls_over_a_line_drawn_anew() -> None:
+    """Replicates of a deterministic agent and caller over a clean line are copies of the first
+    call; the demo's line has noise and loss, seeded per replicate, so each replicate is a new call."""
+    loaded = load_campaign(DEMO)
+    ch = loaded.campaign.channel
+    assert ch.telephone and ch.snr_db is not None and ch.packet_loss > 0, ch
+    seeds: dict[tuple[str, int], set[int]] = {}
+    for a, _b in loaded.plan.pairs():
+        seeds.setdefault((a.agent, a.pair.voice_index), set()).add(a.pair.seed)
+    assert all(len(s) == len({p.pair.replicate for p, _ in loaded.plan.pairs() if (p.agent, p.pair.voice_index) == k})
+               for k, s in seeds.items()), seeds
 
 
 def test_demo_scenarios_are_locked_and_runnable() -> None:
