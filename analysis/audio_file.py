@@ -125,11 +125,11 @@ class _Prepared:
         most 0.01 LU on a block at the relative gate, ~1e-6 LU on speech). Measured on the output
         instead when a sample clips or a block lies within GATE_MARGIN_DB of the relative gate,
         where rounding could move a block across it."""
-        from harness.audio.dsp import gated_loudness, loudness
+        from harness.audio.loudness import gated_loudness
 
         peak = float(np.max(np.abs(self.resampled))) if self.resampled.size else 0.0
         if peak * self.gain > 32767 / 32768:
-            return loudness(self.pcm(), self.rate)
+            return self.measured_after()
         z = self.z * (self.gain * self.gain)
         with np.errstate(divide="ignore"):
             block = -0.691 + 10.0 * np.log10(z)
@@ -137,42 +137,73 @@ class _Prepared:
         if above.any():
             rel = -0.691 + 10.0 * np.log10(float(np.mean(z[above]))) - 10.0
             if np.any(np.abs(block[above] - rel) < GATE_MARGIN_DB):
-                return loudness(self.pcm(), self.rate)
+                return self.measured_after()
         return gated_loudness(z)
+
+    def measured_after(self) -> float:
+        """The loudness of normalise's output measured on its int16 samples (`dsp.loudness`)."""
+        from harness.audio.loudness import block_energies_compiled, gated_loudness
+
+        return gated_loudness(block_energies_compiled([self.pcm()], self.rate)[0])
 
 
 def _prepare(pcm: np.ndarray, sr: int, rate: int, target: float) -> _Prepared | str:
     """`harness.audio.dsp.normalise` up to its gain (the same checks, resampling and loudness), or
     why it cannot be done."""
-    from harness.audio.dsp import (
-        MIN_LOUDNESS_SECONDS,
-        block_energies,
-        check_pcm,
-        gated_loudness,
-        resample,
-        to_float,
-    )
+    return _prepare_channels([pcm], sr, rate, target)[0]
+
+
+def _prepare_channels(pcms: list[np.ndarray], sr: int, rate: int, target: float) -> list[_Prepared | str]:
+    """`_prepare` of each of (at most two) channels of one recording; the K-weighted block
+    energies of both come from one compiled pass (`block_energies_compiled`)."""
+    from harness.audio.dsp import MIN_LOUDNESS_SECONDS, check_pcm, gated_loudness, resample, to_float
     from harness.audio.errors import InvalidAudioError
+    from harness.audio.loudness import block_energies_compiled
     from scenarios.errors import VoiceAuditError
 
-    try:
-        check_pcm(pcm, sr, min_seconds=MIN_LOUDNESS_SECONDS, allow_clipped=True)
-        resampled, path = resample(to_float(pcm), sr, rate)
-        z = block_energies(to_float(resampled), rate)
+    out: list[_Prepared | str] = []
+    ready: list[tuple[int, np.ndarray, str]] = []
+    for i, pcm in enumerate(pcms):
+        try:
+            check_pcm(pcm, sr, min_seconds=MIN_LOUDNESS_SECONDS, allow_clipped=True)
+            resampled, path = resample(to_float(pcm), sr, rate)
+            if resampled.shape[0] < MIN_LOUDNESS_SECONDS * rate:
+                raise ValueError("Audio must have length greater than the block size.")
+        except (VoiceAuditError, ValueError) as exc:
+            out.append(str(exc))
+            continue
+        out.append("")
+        ready.append((i, to_float(resampled), path))
+    energies = block_energies_compiled([r for _, r, _ in ready], rate) if ready else []
+    for (i, resampled, path), z in zip(ready, energies, strict=True):
         before = gated_loudness(z)
         if not math.isfinite(before):
-            raise InvalidAudioError(
-                "silent", "loudness is -inf (every 400 ms block is below the -70 LUFS gate)"
+            out[i] = str(
+                InvalidAudioError(
+                    "silent", "loudness is -inf (every 400 ms block is below the -70 LUFS gate)"
+                )
             )
-    except (VoiceAuditError, ValueError) as exc:
-        return str(exc)
-    return _Prepared(resampled, z, before, target, rate, path)
+        else:
+            out[i] = _Prepared(resampled, z, before, target, rate, path)
+    return out
+
+
+def _prepare_all(
+    x: np.ndarray, sr: int, chans: list[int], rate: int, target: float
+) -> dict[int, _Prepared | str]:
+    """`_prepare` of channels `chans` of `x`, two at a time."""
+    out: dict[int, _Prepared | str] = {}
+    for k in range(0, len(chans), 2):
+        group = chans[k : k + 2]
+        done = _prepare_channels([np.ascontiguousarray(x[:, ch]) for ch in group], sr, rate, target)
+        out.update(zip(group, done, strict=True))
+    return out
 
 
 def _codec(
-    x: np.ndarray, sr: int, channels: int, subtype: str, job: FileJob, last: _Prepared | str | None
+    x: np.ndarray, sr: int, channels: int, subtype: str, job: FileJob, ready: dict[int, _Prepared | str]
 ) -> dict[str, Any]:
-    """`last`: the last (agent) channel already normalised the way the check wants, if it was."""
+    """`ready`: channels already normalised the way the check wants."""
     problems = []
     if channels != job.channels:
         problems.append(f"{channels} channels (want {job.channels})")
@@ -180,11 +211,10 @@ def _codec(
         problems.append(f"subtype {subtype} (want {job.subtype})")
     paths: list[str] = []
     lufs: list[float] = []
+    todo = [ch for ch in range(x.shape[1]) if ch not in ready]
+    prepared = {**ready, **_prepare_all(x, sr, todo, job.rate, job.target_lufs)}
     for ch in range(x.shape[1]):
-        if ch == x.shape[1] - 1 and last is not None:
-            norm = last
-        else:
-            norm = _prepare(np.ascontiguousarray(x[:, ch]), sr, job.rate, job.target_lufs)
+        norm = prepared[ch]
         if isinstance(norm, str):
             problems.append(f"channel {ch}: not normalisable ({norm})")
             continue
@@ -250,13 +280,12 @@ def measure_file(job: FileJob) -> dict[str, Any]:
         }
     out: dict[str, Any] = {"sha256": sha, **_activity(x, sr, job)}
     shared = job.rate == AGENT_RATE and job.target_lufs == AGENT_LUFS
-    agent = (
-        _prepare(np.ascontiguousarray(x[:, -1]), sr, AGENT_RATE, AGENT_LUFS)
-        if job.f0 or (job.codec and shared)
-        else None
-    )
+    last = x.shape[1] - 1
+    chans = list(range(x.shape[1])) if job.codec and shared else [last] if job.f0 else []
+    ready = _prepare_all(x, sr, chans, AGENT_RATE, AGENT_LUFS)
+    agent = ready.get(last)
     if job.codec:
-        out.update(_codec(x, sr, channels, subtype, job, agent if shared else None))
+        out.update(_codec(x, sr, channels, subtype, job, ready if shared else {}))
     audio = agent_audio(agent, job.max_seconds) if job.f0 and agent is not None else None
     if audio is not None:
         from analysis.acoustics import agreement, praat_f0, pyin_f0
@@ -278,3 +307,4 @@ def job_key(job: FileJob) -> dict[str, Any]:
     for k in ("path", "codec", "pair"):
         d.pop(k)
     return d
+

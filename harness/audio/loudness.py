@@ -9,6 +9,8 @@ pass (equal to pyloudnorm to 1e-9 LU, tested).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from functools import cache
 
 import numpy as np
 
@@ -33,6 +35,15 @@ def _k_weighting(rate: int) -> np.ndarray:
     return _K_SOS[rate]
 
 
+def _block_bounds(n: int, rate: int) -> tuple[np.ndarray, np.ndarray]:
+    """First and one-past-last sample of each 400 ms block of `n` samples (pyloudnorm's rounding)."""
+    n_blocks = int(np.round((n / rate - _BLOCK_S) / (_BLOCK_S * _STEP))) + 1
+    j = np.arange(n_blocks, dtype=np.float64)
+    lower = (_BLOCK_S * (j * _STEP) * rate).astype(np.int64)
+    upper = np.minimum((_BLOCK_S * (j * _STEP + 1) * rate).astype(np.int64), n)
+    return np.minimum(lower, n), upper
+
+
 def block_energies(x: np.ndarray, rate: int) -> np.ndarray:
     """Mean square of the K-weighted signal in each 400 ms block (75 % overlap, pyloudnorm's bounds)."""
     from scipy.signal import sosfilt
@@ -41,15 +52,88 @@ def block_energies(x: np.ndarray, rate: int) -> np.ndarray:
     if y.ndim != 1 or y.shape[0] < _BLOCK_S * rate:
         raise ValueError("Audio must have length greater than the block size.")
     y = sosfilt(_k_weighting(rate), y)
-    n = y.shape[0]
-    n_blocks = int(np.round((n / rate - _BLOCK_S) / (_BLOCK_S * _STEP))) + 1
-    j = np.arange(n_blocks, dtype=np.float64)
-    lower = (_BLOCK_S * (j * _STEP) * rate).astype(np.int64)
-    upper = np.minimum((_BLOCK_S * (j * _STEP + 1) * rate).astype(np.int64), n)
-    lower = np.minimum(lower, n)
+    lower, upper = _block_bounds(y.shape[0], rate)
     csum = np.concatenate(([0.0], np.cumsum(y * y)))
     z: np.ndarray = np.maximum(csum[upper] - csum[lower], 0.0) * (1.0 / (_BLOCK_S * rate))
     return z
+
+
+@cache
+def _kernel():  # type: ignore[no-untyped-def]
+    """The compiled pass of `block_energies_compiled` (numba, machine code cached on disk)."""
+    import numba
+
+    @numba.njit(cache=True, nogil=True)
+    def energies(x0, x1, scale, sos, edges, lo, hi, out):  # type: ignore[no-untyped-def]
+        # scipy.signal.sosfilt's recursion over K-weighting's two sections (direct form II
+        # transposed, zero initial state, the same operations in the same order) on x0 and, when
+        # it has samples, x1 in the same loop; each squared output summed per stretch between
+        # consecutive edges, then each block's stretches.
+        b00, b01, b02, a01, a02 = sos[0, 0], sos[0, 1], sos[0, 2], sos[0, 4], sos[0, 5]
+        b10, b11, b12, a11, a12 = sos[1, 0], sos[1, 1], sos[1, 2], sos[1, 4], sos[1, 5]
+        pair = x1.size > 0
+        n_seg = edges.size - 1
+        seg = np.zeros((2, n_seg))
+        p0 = p1 = q0 = q1 = 0.0  # x0: section 0 state (p), section 1 state (q)
+        r0 = r1 = t0 = t1 = 0.0  # x1
+        for k in range(n_seg):
+            acc0 = 0.0
+            acc1 = 0.0
+            for i in range(edges[k], edges[k + 1]):
+                v = x0[i] * scale
+                u = b00 * v + p0
+                p0 = b01 * v - a01 * u + p1
+                p1 = b02 * v - a02 * u
+                w = b10 * u + q0
+                q0 = b11 * u - a11 * w + q1
+                q1 = b12 * u - a12 * w
+                acc0 += w * w
+                if pair:
+                    v = x1[i] * scale
+                    u = b00 * v + r0
+                    r0 = b01 * v - a01 * u + r1
+                    r1 = b02 * v - a02 * u
+                    w = b10 * u + t0
+                    t0 = b11 * u - a11 * w + t1
+                    t1 = b12 * u - a12 * w
+                    acc1 += w * w
+            seg[0, k] = acc0
+            seg[1, k] = acc1
+        for c in range(out.shape[0]):
+            for j in range(lo.size):
+                tot = 0.0
+                for k in range(lo[j], hi[j]):
+                    tot += seg[c, k]
+                out[c, j] = tot
+
+    return energies
+
+
+def block_energies_compiled(channels: Sequence[np.ndarray], rate: int) -> list[np.ndarray]:
+    """`block_energies` of one or two equally long channels (int16 or float samples) in one
+    compiled pass: the same K-weighting recursion as scipy's sosfilt, and each block's mean square
+    summed from its 100 ms stretches instead of differenced from a running sum over the whole call
+    (equal to `block_energies` to rounding, ~1e-12 relative). `block_energies` without numba."""
+    if len(channels) not in (1, 2) or len({c.shape for c in channels}) != 1:
+        raise ValueError("one or two channels of the same length")
+    if channels[0].ndim != 1 or channels[0].shape[0] < _BLOCK_S * rate:
+        raise ValueError("Audio must have length greater than the block size.")
+    try:
+        kernel = _kernel()
+    except ImportError:
+        return [block_energies(c if c.dtype != np.int16 else c / 32768.0, rate) for c in channels]
+    n = channels[0].shape[0]
+    lower, upper = _block_bounds(n, rate)
+    edges = np.unique(np.concatenate(([0], lower, upper)))
+    lo, hi = np.searchsorted(edges, lower), np.searchsorted(edges, upper)
+    xs = [c if c.dtype in (np.int16, np.float32, np.float64) else c.astype(np.float64) for c in channels]
+    if len({x.dtype for x in xs}) != 1:
+        xs = [x.astype(np.float64) for x in xs]
+    scale = 1.0 / 32768.0 if xs[0].dtype == np.int16 else 1.0
+    out = np.empty((len(xs), lower.size))
+    kernel(xs[0], xs[1] if len(xs) == 2 else xs[0][:0], scale, _k_weighting(rate), edges, lo, hi, out)
+    out *= 1.0 / (_BLOCK_S * rate)
+    return list(out)
 
 
 def gated_loudness(z: np.ndarray) -> float:

@@ -10,9 +10,17 @@ import numpy as np
 import pyloudnorm
 import pytest
 import soundfile as sf
+from scipy.signal import sosfilt
 
 from analysis.metrics import audio_measures
-from harness.audio.loudness import integrated_loudness
+from harness.audio.loudness import (
+    _block_bounds,
+    _k_weighting,
+    block_energies,
+    block_energies_compiled,
+    gated_loudness,
+    integrated_loudness,
+)
 
 
 def _speechlike(seconds: float, rate: int, seed: int) -> np.ndarray:
@@ -42,6 +50,33 @@ def test_integrated_loudness_of_silence_and_gated_quiet_is_minus_inf() -> None:
         integrated_loudness(np.zeros(100), 16000)
 
 
+@pytest.mark.parametrize("rate", [8000, 16000, 44100])
+@pytest.mark.parametrize("seconds", [0.4, 0.83, 7.3, 61.0])
+def test_compiled_block_energies_equal_block_energies_and_pyloudnorm(rate: int, seconds: float) -> None:
+    """Both channels in one compiled pass: each the blocks of `block_energies` (to rounding) and the
+    loudness of pyloudnorm; int16 samples measured as `dsp.loudness` measures them."""
+    a = _speechlike(seconds, rate, seed=int(seconds * 10))
+    b = np.roll(_speechlike(seconds, rate, seed=int(seconds * 10) + 1), rate // 3) * 0.1
+    for got, x in zip(block_energies_compiled([a, b], rate), (a, b), strict=True):
+        ref = block_energies(x, rate)  # its running sum over the whole call loses ~1e-12 on long ones
+        y = sosfilt(_k_weighting(rate), x)
+        lower, upper = _block_bounds(x.size, rate)
+        exact = np.array([np.sum(y[lo:hi] ** 2) for lo, hi in zip(lower, upper, strict=True)]) / (0.4 * rate)
+        assert got.shape == ref.shape == exact.shape
+        assert np.max(np.abs(got - exact)) <= 1e-13 * np.max(exact)
+        assert np.max(np.abs(got - ref)) <= 1e-10 * np.max(ref)
+        assert gated_loudness(got) == pytest.approx(pyloudnorm.Meter(rate).integrated_loudness(x), abs=1e-9)
+    (one,) = block_energies_compiled([a.astype(np.float32)], rate)
+    assert np.max(np.abs(one - block_energies(a.astype(np.float32), rate))) <= 1e-10 * np.max(one)
+    pcm = np.clip(np.rint(a * 32768), -32768, 32767).astype(np.int16)
+    (z,) = block_energies_compiled([pcm], rate)
+    assert np.max(np.abs(z - block_energies(pcm.astype(np.float32) / 32768.0, rate))) <= 1e-10 * np.max(z)
+    with pytest.raises(ValueError, match="block size"):
+        block_energies_compiled([np.zeros(100)], 16000)
+    with pytest.raises(ValueError, match="same length"):
+        block_energies_compiled([a, a[:-1]], rate)
+
+
 def _call(path: Path, seconds: float = 3.0, rate: int = 8000, seed: int = 1) -> None:
     caller = _speechlike(seconds, rate, seed=seed) * 0.5
     agent = np.roll(_speechlike(seconds, rate, seed=seed + 1), rate // 2)
@@ -64,7 +99,9 @@ def test_measure_files_agrees_with_the_per_gate_functions_and_caches(tmp_path: P
         one = audio_measures.codec_check(run / rel, 16000, 2, "PCM_16", -23.0, 0.5)
         m = got[rel]
         assert m.codec_ok is one.ok is True and m.codec_detail == one.detail
-        assert m.resampling_path == one.resampling_path and m.lufs_after == pytest.approx(one.lufs_after, abs=0.01)
+        assert m.resampling_path == one.resampling_path and m.lufs_after == pytest.approx(
+            one.lufs_after, abs=0.01
+        )
         audio = audio_measures.agent_speech(run / rel, 2.0)
         assert audio is not None
         assert m.praat_median_hz == pytest.approx(audio_measures.praat_median(audio), rel=1e-3)
