@@ -25,7 +25,7 @@ from functools import cache
 
 import numpy as np
 
-__all__ = ["decode", "install", "prepare", "pyin", "tables"]
+__all__ = ["decode", "install", "prepare", "pyin", "tables", "warm_kernels"]
 
 _EPS = float(np.finfo(np.float64).tiny)
 
@@ -420,3 +420,15 @@ def prepare(
     _tables(
         n_thresholds, float(beta_parameters[0]), float(beta_parameters[1]), float(boltzmann_parameter), n_lags
     )
+
+
+def warm_kernels() -> None:
+    """Load (or compile) both loops for the argument types `pyin` calls them with, on a few
+    dummy frames: a fork server that does this once hands them to every worker it forks."""
+    trough_probs, _ = _kernels()
+    yin = np.linspace(1.0, 0.0, 3 * 8).reshape(3, 8)
+    thresholds = np.linspace(0, 1, 5)
+    prior = np.ascontiguousarray(np.full((9, 9), 0.1))
+    trough_probs(yin, thresholds, prior, np.diff(thresholds), np.linspace(0, 1, 5), 0.01)
+    obs = np.full((2 * 12, 4), 1.0 / 24)
+    decode(obs, 12, 3, 0.01)

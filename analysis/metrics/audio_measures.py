@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from analysis.audio_file import FRAME_MS, FileJob, VadParams, measure_file
+from analysis.audio_file import FRAME_MS, FileJob, VadParams, lean_forkserver, measure_file
 from analysis.metrics.onsets import onset_offsets
 from harness.audio.dsp import NormalisedAudio
 from harness.rundir import atomic_write_json
@@ -232,18 +232,20 @@ _PRELOAD = [
     "analysis.pyin",
     "parselmouth",
     "soxr",
+    "soundfile",
     "scipy.signal",
     "numba",
+    "analysis.audio_warm",
 ]
 
 
 def pool_context() -> multiprocessing.context.BaseContext:
-    """A fork server that has imported the measuring code once (without the caller's main module,
-    which a spawned worker would import again: pandas and the whole CLI), so each worker starts
-    in milliseconds; spawn where there is no fork server. When this process already runs a fork
-    server (a campaign started it), that one is used and workers import what they need."""
+    """A fork server that has imported the measuring code once, whose workers start without the
+    caller's main module (`analysis.audio_file.lean_forkserver`), so each worker starts in milliseconds; spawn where
+    there is no fork server. When this process already runs a fork server (a campaign started
+    it), that one is used and workers import what they need."""
     if "forkserver" in multiprocessing.get_all_start_methods():
-        ctx = multiprocessing.get_context("forkserver")
+        ctx = lean_forkserver()
         ctx.set_forkserver_preload(_PRELOAD)
         return ctx
     return multiprocessing.get_context("spawn")

@@ -137,3 +137,25 @@ def test_measure_files_in_a_process_pool_equals_in_process(tmp_path: Path) -> No
     pooled, stats = audio_measures.measure_files(run, wanted, params, workers=2, write_cache=False)
     alone, _ = audio_measures.measure_files(run, wanted, params, workers=1, write_cache=False)
     assert stats["workers"] == 2 and pooled == alone
+
+
+def test_pool_workers_do_not_run_the_main_module_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """multiprocessing runs the parent's main script again in each worker (the CLI's imports all of
+    the analysis); the audio pass's workers need only the functions they are sent."""
+    import concurrent.futures as cf
+    import sys
+    import types
+
+    marker = tmp_path / "ran"
+    script = tmp_path / "main_script.py"
+    script.write_text(f"open({str(marker)!r}, 'w').close()\n")
+    fake = types.ModuleType("__main__")
+    fake.__file__ = str(script)
+    fake.__spec__ = None
+    monkeypatch.setitem(sys.modules, "__main__", fake)
+    ctx = audio_measures.pool_context()
+    with cf.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+        assert pool.submit(eval, "'analysis.audio_file' in __import__('sys').modules").result()
+    assert not marker.exists()
