@@ -316,13 +316,20 @@ def warm_compiled() -> None:
     PYIN's two loops) from numba's disk cache: done once in the fork server (`analysis.audio_warm`),
     every worker forked from it starts with them."""
     from analysis.pyin import warm_kernels
-    from harness.audio.loudness import block_energies_compiled
+    from harness.audio.loudness import warm_kernel
 
-    t = np.arange(AGENT_RATE // 2) / AGENT_RATE
-    x = (0.1 * np.sin(2 * np.pi * 150 * t)).astype(np.float32)
-    block_energies_compiled([x, x], AGENT_RATE)
-    block_energies_compiled([(x * 32767).astype(np.int16)], AGENT_RATE)
+    warm_kernel()
     warm_kernels()
+
+
+def start_worker(k_weighting: dict[int, np.ndarray], pyin_tables: dict[Any, Any] | None) -> None:
+    """A pool worker's start: the parent's K-weighting sections and PYIN tables (so it imports
+    neither pyloudnorm and scipy.signal nor scipy.stats), then `analysis.acoustics.warm_pyin`."""
+    from analysis.acoustics import warm_pyin
+    from harness.audio.loudness import install_k_weighting
+
+    install_k_weighting(k_weighting)
+    warm_pyin(pyin_tables)
 
 
 def lean_forkserver() -> multiprocessing.context.BaseContext:

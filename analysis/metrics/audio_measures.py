@@ -33,7 +33,14 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from analysis.audio_file import FRAME_MS, FileJob, VadParams, lean_forkserver, measure_file
+from analysis.audio_file import (
+    FRAME_MS,
+    FileJob,
+    VadParams,
+    lean_forkserver,
+    measure_file,
+    start_worker,
+)
 from analysis.metrics.onsets import onset_offsets
 from harness.audio.dsp import NormalisedAudio
 from harness.rundir import atomic_write_json
@@ -233,7 +240,7 @@ _PRELOAD = [
     "parselmouth",
     "soxr",
     "soundfile",
-    "scipy.signal",
+    "scipy.fft",
     "numba",
     "analysis.audio_warm",
 ]
@@ -287,14 +294,16 @@ def measure_files(
     n_workers = pool_workers(len(jobs), workers)
     if n_workers > 1:
         ctx = pool_context()
-        from analysis.acoustics import pyin_tables, warm_pyin
+        from analysis.acoustics import pyin_tables
+        from harness.audio.loudness import k_weighting_tables
 
         tables = pyin_tables() if any(j.pair for j in jobs) else None
+        k_weighting = k_weighting_tables(sorted({params.rate, AGENT_RATE}))
         with cf.ProcessPoolExecutor(
             max_workers=n_workers,
             mp_context=ctx,
-            initializer=warm_pyin,
-            initargs=(tables,),
+            initializer=start_worker,
+            initargs=(k_weighting, tables),
         ) as pool:
             raw = list(pool.map(measure_file, jobs, chunksize=1))
     else:

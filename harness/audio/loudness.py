@@ -109,6 +109,28 @@ def _kernel():  # type: ignore[no-untyped-def]
     return energies
 
 
+def k_weighting_tables(rates: Sequence[int]) -> dict[int, np.ndarray]:
+    """The K-weighting sections for `rates` (built with pyloudnorm, which imports scipy.signal),
+    to `install_k_weighting` in a process that should not import either."""
+    return {rate: _k_weighting(rate) for rate in rates}
+
+
+def install_k_weighting(tables: dict[int, np.ndarray]) -> None:
+    """Use K-weighting sections built by another process (`k_weighting_tables`)."""
+    _K_SOS.update(tables)
+
+
+def warm_kernel() -> None:
+    """Load (or compile) the pass of `block_energies_compiled` for float32 and int16 samples on
+    a few dummy samples (no K-weighting needed): a fork server that does this once hands it to
+    every worker it forks."""
+    kernel = _kernel()
+    sos = np.array([[1.0, 0.0, 0.0, 1.0, 0.0, 0.0]] * 2)
+    edges, lo, hi = np.array([0, 4, 8]), np.array([0]), np.array([2])
+    for x in (np.zeros(8, dtype=np.float32), np.zeros(8, dtype=np.int16)):
+        kernel(x, x, 1.0, sos, edges, lo, hi, np.empty((2, 1)))
+
+
 def block_energies_compiled(channels: Sequence[np.ndarray], rate: int) -> list[np.ndarray]:
     """`block_energies` of one or two equally long channels (int16 or float samples) in one
     compiled pass: the same K-weighting recursion as scipy's sosfilt, and each block's mean square
