@@ -146,7 +146,8 @@ class _Prepared:
         """The loudness of normalise's output measured on its int16 samples (`dsp.loudness`)."""
         from harness.audio.loudness import block_energies_compiled, gated_loudness
 
-        return gated_loudness(block_energies_compiled([self.pcm()], self.rate)[0])
+        (z,) = block_energies_compiled([self.resampled], self.rate, int16_gain=self.gain)
+        return gated_loudness(z)
 
 
 def _prepare(pcm: np.ndarray, sr: int, rate: int, target: float) -> _Prepared | str:
@@ -254,8 +255,8 @@ def _activity(x: np.ndarray, sr: int, job: FileJob) -> dict[str, Any]:
         db = frame_db(np.ascontiguousarray(x[:, ch]), sr)
         s, e = stretches(active_from_db(db, job.vad))
         out["frames"] = int(db.size)
-        out[f"{name}_active"] = [[int(a), int(b)] for a, b in zip(s, e, strict=True)]
-        out[f"{name}_rising"] = [int(i) for i in rising(db, job.onset_threshold_db)]
+        out[f"{name}_active"] = np.stack([s, e], axis=1).tolist()
+        out[f"{name}_rising"] = rising(db, job.onset_threshold_db).tolist()
     return out
 
 

@@ -64,11 +64,13 @@ def _kernel():  # type: ignore[no-untyped-def]
     import numba
 
     @numba.njit(cache=True, nogil=True)
-    def energies(x0, x1, scale, sos, edges, lo, hi, out):  # type: ignore[no-untyped-def]
+    def energies(x0, x1, scale, qgain, sos, edges, lo, hi, out):  # type: ignore[no-untyped-def]
         # scipy.signal.sosfilt's recursion over K-weighting's two sections (direct form II
         # transposed, zero initial state, the same operations in the same order) on x0 and, when
         # it has samples, x1 in the same loop; each squared output summed per stretch between
-        # consecutive edges, then each block's stretches.
+        # consecutive edges, then each block's stretches. qgain > 0: each sample first becomes
+        # dsp.to_int16(sample * qgain) / 32768 (rounded half to even, saturated), as normalise's
+        # output is measured.
         b00, b01, b02, a01, a02 = sos[0, 0], sos[0, 1], sos[0, 2], sos[0, 4], sos[0, 5]
         b10, b11, b12, a11, a12 = sos[1, 0], sos[1, 1], sos[1, 2], sos[1, 4], sos[1, 5]
         pair = x1.size > 0
@@ -81,6 +83,8 @@ def _kernel():  # type: ignore[no-untyped-def]
             acc1 = 0.0
             for i in range(edges[k], edges[k + 1]):
                 v = x0[i] * scale
+                if qgain > 0.0:
+                    v = min(max(np.rint(v * qgain * 32768.0), -32768.0), 32767.0) * (1.0 / 32768.0)
                 u = b00 * v + p0
                 p0 = b01 * v - a01 * u + p1
                 p1 = b02 * v - a02 * u
@@ -90,6 +94,8 @@ def _kernel():  # type: ignore[no-untyped-def]
                 acc0 += w * w
                 if pair:
                     v = x1[i] * scale
+                    if qgain > 0.0:
+                        v = min(max(np.rint(v * qgain * 32768.0), -32768.0), 32767.0) * (1.0 / 32768.0)
                     u = b00 * v + r0
                     r0 = b01 * v - a01 * u + r1
                     r1 = b02 * v - a02 * u
@@ -127,15 +133,22 @@ def warm_kernel() -> None:
     kernel = _kernel()
     sos = np.array([[1.0, 0.0, 0.0, 1.0, 0.0, 0.0]] * 2)
     edges, lo, hi = np.array([0, 4, 8]), np.array([0]), np.array([2])
-    for x in (np.zeros(8, dtype=np.float32), np.zeros(8, dtype=np.int16)):
-        kernel(x, x, 1.0, sos, edges, lo, hi, np.empty((2, 1)))
+    for x in (np.zeros(8, dtype=np.float32),):
+        kernel(x, x, 1.0, 0.0, sos, edges, lo, hi, np.empty((2, 1)))
 
 
-def block_energies_compiled(channels: Sequence[np.ndarray], rate: int) -> list[np.ndarray]:
+def block_energies_compiled(
+    channels: Sequence[np.ndarray], rate: int, *, int16_gain: float | None = None
+) -> list[np.ndarray]:
     """`block_energies` of one or two equally long channels (int16 or float samples) in one
     compiled pass: the same K-weighting recursion as scipy's sosfilt, and each block's mean square
     summed from its 100 ms stretches instead of differenced from a running sum over the whole call
-    (equal to `block_energies` to rounding, ~1e-12 relative). `block_energies` without numba."""
+    (equal to `block_energies` to rounding, ~1e-12 relative). `block_energies` without numba.
+
+    `int16_gain`: measure `dsp.to_int16(x * int16_gain)` of float samples instead, the samples
+    `normalise` writes, without making them."""
+    if int16_gain is not None and (int16_gain <= 0 or any(c.dtype == np.int16 for c in channels)):
+        raise ValueError("int16_gain applies a positive gain to float samples")
     if len(channels) not in (1, 2) or len({c.shape for c in channels}) != 1:
         raise ValueError("one or two channels of the same length")
     if channels[0].ndim != 1 or channels[0].shape[0] < _BLOCK_S * rate:
@@ -143,6 +156,10 @@ def block_energies_compiled(channels: Sequence[np.ndarray], rate: int) -> list[n
     try:
         kernel = _kernel()
     except ImportError:
+        if int16_gain is not None:
+            from harness.audio.dsp import to_float, to_int16
+
+            channels = [to_float(to_int16(c.astype(np.float64) * int16_gain)) for c in channels]
         return [block_energies(c if c.dtype != np.int16 else c / 32768.0, rate) for c in channels]
     n = channels[0].shape[0]
     lower, upper = _block_bounds(n, rate)
@@ -153,7 +170,9 @@ def block_energies_compiled(channels: Sequence[np.ndarray], rate: int) -> list[n
         xs = [x.astype(np.float64) for x in xs]
     scale = 1.0 / 32768.0 if xs[0].dtype == np.int16 else 1.0
     out = np.empty((len(xs), lower.size))
-    kernel(xs[0], xs[1] if len(xs) == 2 else xs[0][:0], scale, _k_weighting(rate), edges, lo, hi, out)
+    qgain = 0.0 if int16_gain is None else float(int16_gain)
+    x1 = xs[1] if len(xs) == 2 else xs[0][:0]
+    kernel(xs[0], x1, scale, qgain, _k_weighting(rate), edges, lo, hi, out)
     out *= 1.0 / (_BLOCK_S * rate)
     return list(out)
 

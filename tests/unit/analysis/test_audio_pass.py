@@ -13,6 +13,7 @@ import soundfile as sf
 from scipy.signal import sosfilt
 
 from analysis.metrics import audio_measures
+from harness.audio.dsp import to_int16
 from harness.audio.loudness import (
     _block_bounds,
     _k_weighting,
@@ -71,6 +72,11 @@ def test_compiled_block_energies_equal_block_energies_and_pyloudnorm(rate: int, 
     pcm = np.clip(np.rint(a * 32768), -32768, 32767).astype(np.int16)
     (z,) = block_energies_compiled([pcm], rate)
     assert np.max(np.abs(z - block_energies(pcm.astype(np.float32) / 32768.0, rate))) <= 1e-10 * np.max(z)
+    for gain in (0.7, 9.0, 60.0):  # 60: many samples saturate
+        out = to_int16(a.astype(np.float32).astype(np.float64) * gain)
+        (direct,) = block_energies_compiled([out], rate)
+        (fused,) = block_energies_compiled([a.astype(np.float32)], rate, int16_gain=gain)
+        assert np.array_equal(fused, direct)
     with pytest.raises(ValueError, match="block size"):
         block_energies_compiled([np.zeros(100)], 16000)
     with pytest.raises(ValueError, match="same length"):
