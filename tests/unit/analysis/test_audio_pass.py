@@ -83,6 +83,26 @@ def test_compiled_block_energies_equal_block_energies_and_pyloudnorm(rate: int, 
         block_energies_compiled([a, a[:-1]], rate)
 
 
+def test_compiled_block_energies_through_digital_silence() -> None:
+    """Seconds of exact zeros between bursts (a call's silent channel): the recursion's tiny states
+    are flushed there, and every block that holds sound keeps its value (to rounding)."""
+    rate = 16000
+    x = _speechlike(12.0, rate, seed=3)
+    x[2 * rate : 7 * rate] = 0.0
+    x[9 * rate :] = 0.0
+    (got,) = block_energies_compiled([x.astype(np.float32)], rate)
+    y = sosfilt(_k_weighting(rate), x.astype(np.float32).astype(np.float64))
+    lower, upper = _block_bounds(x.size, rate)
+    exact = np.array([np.sum(y[lo:hi] ** 2) for lo, hi in zip(lower, upper, strict=True)]) / (0.4 * rate)
+    sound = exact > 1e-200
+    assert (~sound).sum() > 5 and sound.sum() > 5
+    assert np.max(np.abs(got[sound] - exact[sound]) / exact[sound]) < 1e-12
+    assert np.all(got[~sound] < 1e-190)
+    assert gated_loudness(got) == pytest.approx(
+        pyloudnorm.Meter(rate).integrated_loudness(x.astype(np.float32).astype(np.float64)), abs=1e-9
+    )
+
+
 def _call(path: Path, seconds: float = 3.0, rate: int = 8000, seed: int = 1) -> None:
     caller = _speechlike(seconds, rate, seed=seed) * 0.5
     agent = np.roll(_speechlike(seconds, rate, seed=seed + 1), rate // 2)
