@@ -336,7 +336,17 @@ def start_worker(k_weighting: dict[int, np.ndarray], pyin_tables: dict[Any, Any]
 def lean_forkserver() -> multiprocessing.context.BaseContext:
     """The fork server start method with workers that do not run the parent's main module again
     (`_LeanPopen`). Its classes live here, in the module the fork server preloads, because a
-    worker unpickles its process object before anything else."""
+    worker unpickles its process object before anything else. The plain fork server where this
+    Python's multiprocessing lacks the internals `_LeanPopen._launch` calls."""
+    needed = (
+        (_forkserver, "connect_to_new_process"),
+        (_forkserver, "read_signed"),
+        (_mp_util, "close_fds"),
+        (_mp_context, "set_spawning_popen"),
+        (_popen_forkserver.Popen, "_launch"),
+    )
+    if not all(hasattr(mod, name) for mod, name in needed):
+        return multiprocessing.get_context("forkserver")
     return _LeanForkServer()
 
 
