@@ -127,7 +127,7 @@ class _Prepared:
         most 0.01 LU on a block at the relative gate, ~1e-6 LU on speech). Measured on the output
         instead when a sample clips or a block lies within GATE_MARGIN_DB of the relative gate,
         where rounding could move a block across it."""
-        from harness.audio.loudness import gated_loudness
+        from harness.audio.dsp import gated_loudness
 
         peak = float(np.max(np.abs(self.resampled))) if self.resampled.size else 0.0
         if peak * self.gain > 32767 / 32768:
@@ -144,7 +144,7 @@ class _Prepared:
 
     def measured_after(self) -> float:
         """The loudness of normalise's output measured on its int16 samples (`dsp.loudness`)."""
-        from harness.audio.loudness import block_energies_compiled, gated_loudness
+        from harness.audio.dsp import block_energies_compiled, gated_loudness
 
         (z,) = block_energies_compiled([self.resampled], self.rate, int16_gain=self.gain)
         return gated_loudness(z)
@@ -159,9 +159,15 @@ def _prepare(pcm: np.ndarray, sr: int, rate: int, target: float) -> _Prepared | 
 def _prepare_channels(pcms: list[np.ndarray], sr: int, rate: int, target: float) -> list[_Prepared | str]:
     """`_prepare` of each of (at most two) channels of one recording; the K-weighted block
     energies of both come from one compiled pass (`block_energies_compiled`)."""
-    from harness.audio.dsp import MIN_LOUDNESS_SECONDS, check_pcm, gated_loudness, resample, to_float
+    from harness.audio.dsp import (
+        MIN_LOUDNESS_SECONDS,
+        block_energies_compiled,
+        check_pcm,
+        gated_loudness,
+        resample,
+        to_float,
+    )
     from harness.audio.errors import InvalidAudioError
-    from harness.audio.loudness import block_energies_compiled
     from scenarios.errors import VoiceAuditError
 
     out: list[_Prepared | str] = []
@@ -317,7 +323,7 @@ def warm_compiled() -> None:
     PYIN's two loops) from numba's disk cache: done once in the fork server (`analysis.audio_warm`),
     every worker forked from it starts with them."""
     from analysis.pyin import warm_kernels
-    from harness.audio.loudness import warm_kernel
+    from harness.audio.dsp import warm_kernel
 
     warm_kernel()
     warm_kernels()
@@ -327,7 +333,7 @@ def start_worker(k_weighting: dict[int, np.ndarray], pyin_tables: dict[Any, Any]
     """A pool worker's start: the parent's K-weighting sections and PYIN tables (so it imports
     neither pyloudnorm and scipy.signal nor scipy.stats), then `analysis.acoustics.warm_pyin`."""
     from analysis.acoustics import warm_pyin
-    from harness.audio.loudness import install_k_weighting
+    from harness.audio.dsp import install_k_weighting
 
     install_k_weighting(k_weighting)
     warm_pyin(pyin_tables)

@@ -295,7 +295,7 @@ def measure_files(
     if n_workers > 1:
         ctx = pool_context()
         from analysis.acoustics import pyin_tables
-        from harness.audio.loudness import k_weighting_tables
+        from harness.audio.dsp import k_weighting_tables
 
         tables = pyin_tables() if any(j.pair for j in jobs) else None
         k_weighting = k_weighting_tables(sorted({params.rate, AGENT_RATE}))

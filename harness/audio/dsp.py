@@ -14,7 +14,15 @@ import numpy as np
 from pydantic import ConfigDict, field_validator
 
 from harness.audio.errors import InvalidAudioError
-from harness.audio.loudness import block_energies, gated_loudness, integrated_loudness
+from harness.audio.loudness import (
+    block_energies,
+    block_energies_compiled,
+    gated_loudness,
+    install_k_weighting,
+    integrated_loudness,
+    k_weighting_tables,
+    warm_kernel,
+)
 from harness.audio.mulaw import mulaw_decode, mulaw_encode
 from scenarios.base import Frozen
 
@@ -22,9 +30,12 @@ __all__ = [
     "MIN_LOUDNESS_SECONDS",
     "NormalisedAudio",
     "block_energies",
+    "block_energies_compiled",
     "check_pcm",
     "clipped_fraction",
     "gated_loudness",
+    "install_k_weighting",
+    "k_weighting_tables",
     "loudness",
     "mulaw_decode",
     "mulaw_encode",
@@ -34,6 +45,7 @@ __all__ = [
     "rms_dbfs",
     "to_float",
     "to_int16",
+    "warm_kernel",
 ]
 
 MIN_LOUDNESS_SECONDS = 0.4
