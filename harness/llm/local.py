@@ -18,11 +18,13 @@ llama.cpp context does, is not: batch boundaries change the floating-point sums)
 from __future__ import annotations
 
 import asyncio
+import atexit
 import hashlib
 import json
 import os
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +60,12 @@ class _Saved:
     state: Any
 
 
+def _unload_at_exit(ref: weakref.ref[LocalChatClient]) -> None:
+    client = ref()
+    if client is not None:
+        client.unload()
+
+
 def _key(messages: list[dict[str, Any]]) -> str:
     return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
 
@@ -88,6 +96,9 @@ class LocalChatClient:
     def _model(self, seed: int) -> Any:
         if self._llm is None:
             self._llm = _load_llama(self.path, self.n_ctx, self.n_threads, seed)
+            # freed before interpreter teardown: llama.cpp's own finaliser then finds its library
+            # functions already gone and prints a traceback at every exit
+            atexit.register(_unload_at_exit, weakref.ref(self))
         return self._llm
 
     def _kwargs(self, req: ChatRequest) -> dict[str, Any]:
