@@ -62,7 +62,8 @@ class FileJob:
 
 
 def frame_db(x: np.ndarray, sr: int, frame_ms: int = FRAME_MS) -> np.ndarray:
-    """Power per frame in dB under the channel's loudest frame (`analysis.metrics.onsets.frame_db`)."""
+    """Power per frame in dB under the channel's loudest frame (-inf-safe); `analysis.metrics.onsets`
+    uses it too."""
     hop = max(1, sr * frame_ms // 1000)
     n = x.size // hop
     if n == 0:
@@ -95,7 +96,8 @@ def stretches(active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def rising(db: np.ndarray, threshold_db: float) -> np.ndarray:
-    """Frames where the level crosses `threshold_db` upwards (`analysis.metrics.onsets.onset_offsets`)."""
+    """Frames where the level crosses `threshold_db` upwards (`analysis.metrics.onsets.onset_offsets`
+    uses it too)."""
     above = db > threshold_db
     return np.flatnonzero(above & ~np.concatenate(([False], above[:-1])))
 

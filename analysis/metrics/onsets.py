@@ -1,21 +1,13 @@
-"""Energy onsets in call.wav, to check that logged speech starts match the recorded audio."""
+"""Energy onsets in call.wav, to check that logged speech starts match the recorded audio.
+
+The frame levels and crossings are the audio pass's own (`analysis.audio_file`), so a file measured
+here and one measured by the pass agree by construction."""
 
 from __future__ import annotations
 
 import numpy as np
 
-FRAME_MS = 5
-
-
-def frame_db(x: np.ndarray, sr: int, frame_ms: int = FRAME_MS) -> np.ndarray:
-    """Power per frame in dB relative to the channel's loudest frame (-inf-safe)."""
-    hop = max(1, sr * frame_ms // 1000)
-    n = x.size // hop
-    if n == 0:
-        return np.zeros(0)
-    f = x[: n * hop].astype(np.float64).reshape(n, hop)
-    p = np.mean(f * f, axis=1) + 1e-12
-    return 10.0 * np.log10(p / p.max())
+from analysis.audio_file import FRAME_MS, frame_db, rising
 
 
 def onset_offsets(
@@ -23,10 +15,7 @@ def onset_offsets(
 ) -> list[float | None]:
     """For each logged start, the nearest rising crossing of `threshold_db` within +-search_ms,
     as (onset - start) in ms; None when the audio has no onset there."""
-    db = frame_db(channel, sr)
-    active = db > threshold_db
-    rising = np.flatnonzero(active & ~np.concatenate(([False], active[:-1])))
-    times = rising * FRAME_MS
+    times = rising(frame_db(channel, sr), threshold_db) * FRAME_MS
     out: list[float | None] = []
     for t in starts_ms:
         if times.size == 0:

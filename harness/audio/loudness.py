@@ -140,14 +140,14 @@ def install_k_weighting(tables: dict[int, np.ndarray]) -> None:
 
 
 def warm_kernel() -> None:
-    """Load (or compile) the pass of `block_energies_compiled` for float32 and int16 samples on
-    a few dummy samples (no K-weighting needed): a fork server that does this once hands it to
-    every worker it forks."""
+    """Load (or compile) the pass of `block_energies_compiled` for float32 samples, the ones the
+    audio pass gives it, on a few dummy samples (no K-weighting needed): a fork server that does
+    this once hands it to every worker it forks."""
     kernel = _kernel()
     sos = np.array([[1.0, 0.0, 0.0, 1.0, 0.0, 0.0]] * 2)
     edges, lo, hi = np.array([0, 4, 8]), np.array([0]), np.array([2])
-    for x in (np.zeros(8, dtype=np.float32),):
-        kernel(x, x, 1.0, 0.0, sos, edges, lo, hi, np.empty((2, 1)))
+    x = np.zeros(8, dtype=np.float32)
+    kernel(x, x, 1.0, 0.0, sos, edges, lo, hi, np.empty((2, 1)))
 
 
 def block_energies_compiled(
