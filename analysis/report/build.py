@@ -303,7 +303,8 @@ def _score(r: DeltaRow) -> float:
     return abs(r.estimate) / half if half > 0 else (math.inf if r.estimate else 0.0)
 
 
-def _family_rank(family: str) -> int:
+def family_rank(family: str) -> int:
+    """A family's place in the findings' order (`FAMILY_PRIORITY`, the rest after it)."""
     return FAMILY_PRIORITY.index(family) if family in FAMILY_PRIORITY else len(FAMILY_PRIORITY)
 
 
@@ -335,21 +336,21 @@ def _repeats(c: CellBlock) -> str:
     )
 
 
-def _finding_key(t: tuple[bool, float, CellBlock, FamilyBlock, DeltaRow]) -> tuple[bool, int, float]:
-    excludes, score, _, fam, _ = t
-    return (not excludes, _family_rank(fam.family), -score)
+def _finding_key(t: tuple[CellBlock, FamilyBlock, DeltaRow]) -> tuple[bool, int, float]:
+    _, fam, r = t
+    return (not _excludes_zero(r), family_rank(fam.family), -_score(r))
 
 
 def findings(blocks: list[CellBlock], dispo: Disposition, gate_rows: list[GateRow]) -> Findings:
     """The ranked findings list and the agents x contrasts x families matrix, from the same rows."""
     verdicts = {g.gate: g.verdict for g in gate_rows}
     families = list(dict.fromkeys(f.family for c in blocks for f in c.families))
-    candidates: list[tuple[bool, float, CellBlock, FamilyBlock, DeltaRow]] = []
+    candidates: list[tuple[CellBlock, FamilyBlock, DeltaRow]] = []
     matrix: list[MatrixRow] = []
     order = sorted(blocks, key=lambda c: (c.agent, c.contrast, c.scenario_id, c.index))
     for c in order:
         entries: list[MatrixEntry] = []
-        per_cell: list[tuple[bool, float, CellBlock, FamilyBlock, DeltaRow]] = []
+        per_cell: list[tuple[CellBlock, FamilyBlock, DeltaRow]] = []
         for fam_name in families:
             fam = next((f for f in c.families if f.family == fam_name), None)
             rows = [r for r in fam.rows if r.estimate is not None] if fam else []
@@ -375,7 +376,7 @@ def findings(blocks: list[CellBlock], dispo: Disposition, gate_rows: list[GateRo
                     text=_short(best.estimate),
                 )
             )
-            per_cell.append((_excludes_zero(best), _score(best), c, fam, best))
+            per_cell.append((c, fam, best))
         per_cell.sort(key=_finding_key)
         candidates += per_cell[:FINDINGS_PER_CELL]
         a, b = short_conditions(c.condition_a, c.condition_b)
@@ -391,7 +392,7 @@ def findings(blocks: list[CellBlock], dispo: Disposition, gate_rows: list[GateRo
         )
     candidates.sort(key=_finding_key)
     ranked: list[Finding] = []
-    for rank, (excl, _, c, fam, r) in enumerate(candidates[:MAX_FINDINGS], start=1):
+    for rank, (c, fam, r) in enumerate(candidates[:MAX_FINDINGS], start=1):
         spec = CATALOGUE.get(r.metric)
         blocked = _blocked(dispo, c.label, fam.family)
         ranked.append(
@@ -407,7 +408,7 @@ def findings(blocks: list[CellBlock], dispo: Disposition, gate_rows: list[GateRo
                 ci_low=r.ci_low,
                 ci_high=r.ci_high,
                 n_pairs=r.n_pairs,
-                excludes_zero=excl,
+                excludes_zero=_excludes_zero(r),
                 direction=direction(r.estimate, r.higher_is_worse),
                 sentence=finding_sentence(
                     r.metric,

@@ -9,12 +9,8 @@ from pathlib import Path
 
 from analysis.metrics.catalogue import CATALOGUE
 from analysis.report import Built
-from analysis.report.build import FAMILY_PRIORITY
+from analysis.report.build import family_rank
 from analysis.report.wording import direction, finding_sentence
-
-
-def _family_rank(family: str) -> int:
-    return FAMILY_PRIORITY.index(family) if family in FAMILY_PRIORITY else len(FAMILY_PRIORITY)
 
 
 def _rows(built: Built) -> dict[tuple[int, str], object]:
@@ -38,7 +34,7 @@ def test_findings_are_the_delta_rows_ranked_with_their_gates(full: tuple[Built, 
     flags = [f.excludes_zero for f in ranked]
     assert flags == sorted(flags, reverse=True)  # intervals excluding 0 come first
     # then what happened to the caller: outcome before safety before burden before the rest
-    keys = [(not f.excludes_zero, _family_rank(f.family)) for f in ranked]
+    keys = [(not f.excludes_zero, family_rank(f.family)) for f in ranked]
     assert keys == sorted(keys)
     per_cell = [(f.cell_index, f.family) for f in ranked]
     assert len(per_cell) == len(set(per_cell)), "one finding per family and cell"
