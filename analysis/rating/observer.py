@@ -4,7 +4,7 @@ Raters see the agent's words for one turn (the transcript the caller read) and h
 the agent channel. They never see the caller's condition, the caller's reading or where the turn
 sits in the call; items of both conditions are shuffled together. The choices are the logged act
 vocabulary (ordered so that "pick the first that applies" gives the caller's primary act) and the
-facts of the scenario. `analysis.observer_gate` compares the caller's readings with the majority.
+facts of the scenario. `analysis.gates.observer` compares the caller's readings with the majority.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import soundfile as sf
 
-from analysis.observer_gate import read_observer_labels
+from analysis.gates.observer_evidence import read_observer_labels
 from analysis.rating.clips import clip_wav
 from analysis.rating.observer import ACTS, OTHER_FACT
 from analysis.rating.session import LabelError, RatingSession

@@ -67,7 +67,9 @@ def read_observer_labels(run_dir: Path) -> tuple[pd.DataFrame, list[str]]:
                 if rec.get("task") != "observer":
                     continue
                 if int(rec.get("v", 1)) > LABELS_VERSION:
-                    skipped.append(f"{path}:{lineno}: label format v{rec['v']} is newer than this reader; skipped")
+                    skipped.append(
+                        f"{path}:{lineno}: label format v{rec['v']} is newer than this reader; skipped"
+                    )
                     continue
                 rows.append(
                     {
@@ -100,7 +102,15 @@ def majority(ratings: pd.DataFrame, min_raters: int) -> pd.DataFrame:
             fc = sub.loc[sub["act"] == "challenge", "facts"].value_counts()
             ftop = fc[fc == fc.max()]
             facts = str(ftop.index[0]) if len(ftop) == 1 else None
-        out.append({"episode_id": eid, "turn": int(turn), "raters": int(n), "majority_act": act, "majority_facts": facts})
+        out.append(
+            {
+                "episode_id": eid,
+                "turn": int(turn),
+                "raters": int(n),
+                "majority_act": act,
+                "majority_facts": facts,
+            }
+        )
     return pd.DataFrame(out, columns=["episode_id", "turn", "raters", "majority_act", "majority_facts"])
 
 
@@ -116,9 +126,12 @@ def compare(readings: pd.DataFrame, ratings: pd.DataFrame, min_raters: int) -> p
     maj = maj[maj["majority_act"].notna()]
     r = readings.drop_duplicates(["episode_id", "turn"], keep="last")
     m = maj.merge(r, on=["episode_id", "turn"], how="inner")
-    fact_miss = (m["majority_act"] == "challenge") & (m["classification"] == "challenge") & m[
-        "majority_facts"
-    ].notna() & (m["challenge_fact"].map(_facts) != m["majority_facts"].map(_facts))
+    fact_miss = (
+        (m["majority_act"] == "challenge")
+        & (m["classification"] == "challenge")
+        & m["majority_facts"].notna()
+        & (m["challenge_fact"].map(_facts) != m["majority_facts"].map(_facts))
+    )
     m["misread"] = (m["classification"] != m["majority_act"]) | fact_miss
     return m
 
@@ -141,7 +154,9 @@ def exact_signflip_p(diff: np.ndarray) -> float:
 
 
 def _cell_of(pairs: pd.DataFrame) -> pd.Series:
-    keys = [k for k in ("agent", "scenario_id", "contrast", "condition_key_a", "condition_key_b") if k in pairs]
+    keys = [
+        k for k in ("agent", "scenario_id", "contrast", "condition_key_a", "condition_key_b") if k in pairs
+    ]
     return pairs[keys].astype(str).agg(" / ".join, axis=1)
 
 
@@ -155,7 +170,11 @@ def differential(compared: pd.DataFrame, pairs: pd.DataFrame, alpha: float) -> d
     for cell, sub in p.groupby("cell", sort=True):
         both = sub.dropna(subset=["rate_a", "rate_b"])
         if both.empty:
-            cells[str(cell)] = {"verdict": "not-evaluable", "why": "no pair with rated turns on both calls", "pairs": 0}
+            cells[str(cell)] = {
+                "verdict": "not-evaluable",
+                "why": "no pair with rated turns on both calls",
+                "pairs": 0,
+            }
             continue
         diff = (both["rate_a"] - both["rate_b"]).to_numpy(dtype=float)
         pval = exact_signflip_p(diff)
@@ -211,7 +230,9 @@ def asr_word_error(reference: pd.DataFrame, heard: pd.DataFrame) -> dict[str, An
         "turns": len(df),
         "words": int(df["words"].sum()),
         "wer": float(df["errors"].sum() / df["words"].sum()),
-        "by_agent": {str(a): {"wer": float(r.errors / r.words), "words": int(r.words)} for a, r in by_agent.iterrows()},
+        "by_agent": {
+            str(a): {"wer": float(r.errors / r.words), "words": int(r.words)} for a, r in by_agent.iterrows()
+        },
     }
 
 
