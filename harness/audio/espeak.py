@@ -84,13 +84,14 @@ class _Engine:
     """The process's single eSpeak NG engine, loaded afresh for every utterance (see the module
     docstring)."""
 
+    lib: Any
+
     def __init__(self) -> None:
         self.lib_path, self.data_path = _paths()
         self._chunks: list[np.ndarray] = []
         self._callback = _CALLBACK(self._collect)
         self.lock = threading.Lock()
         self.reloads = 0
-        self.lib: Any = None
         self._load()
         self.version = (self.lib.espeak_Info(None) or b"unknown").decode()
 
@@ -110,7 +111,8 @@ class _Engine:
     def reset(self) -> None:
         """Unload the library and load it again, so no state of an earlier utterance survives."""
         self.lib.espeak_Terminate()
-        handle, self.lib = self.lib._handle, None
+        handle = self.lib._handle
+        del self.lib
         _ctypes.dlclose(handle)
         if _still_mapped(self.lib_path):
             raise SynthesisError(
