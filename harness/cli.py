@@ -157,6 +157,14 @@ def run_cmd(
         bool,
         typer.Option(help="before the first call, check that every agent URL accepts a connection"),
     ] = True,
+    stimulus_check: Annotated[
+        bool,
+        typer.Option(
+            help="before the first call, render and read every line of every voice (the stimulus pilot, cached) "
+            "and refuse a campaign whose stimuli fail the pre-screen; without it the run records its stimuli as "
+            "not screened"
+        ),
+    ] = True,
 ) -> None:
     """Place the campaign's calls and write a run folder (or resume one).
 
@@ -184,11 +192,61 @@ def run_cmd(
     if plan_only:
         _print_plan(loaded)
         return
+    pilot = None
+    if stimulus_check:
+        from harness.stimuli import refusal, run_pilot
+
+        pilot = asyncio.run(run_pilot(loaded))
+        problem = refusal(pilot.report, loaded.path)
+        if problem is not None:
+            raise problem
     runner = CampaignRunner(loaded, run_dir, progress=not quiet, check_agents=check_agents)
-    summary = asyncio.run(runner.run(resume=resume is not None, workers=workers, executor=chosen))
+    try:
+        summary = asyncio.run(runner.run(resume=resume is not None, workers=workers, executor=chosen))
+    finally:
+        if pilot is not None and (run_dir / "run.json").exists():
+            from harness.stimuli import write_pilot
+
+            write_pilot(pilot, run_dir / "stimuli")
     for line in summary.lines():
         typer.echo(line)
     if summary.statuses.get("completed", 0) == 0 and summary.ran:
+        raise typer.Exit(1)
+
+
+@app.command("stimuli")
+def stimuli_cmd(
+    campaign: Annotated[Path, typer.Argument(help="campaign YAML")],
+    out: Annotated[Path | None, typer.Option("-o", "--out", help="folder for stimuli.json, the audio and the page")] = None,
+) -> None:
+    """Render every line each voice of each cell can say, as the agent would receive it, and read it
+    with the reference recogniser: intelligibility, rate, F0, loudness and SNR per voice and
+    condition, and the pre-screen per cell. Exit 0 when every cell passes, 1 when any fails."""
+    import asyncio
+
+    from harness.planning import load_campaign
+    from harness.stimuli import run_pilot, write_pilot
+
+    loaded = load_campaign(campaign)
+    pilot = asyncio.run(run_pilot(loaded))
+    target = out or Path("stimuli") / loaded.campaign.name
+    write_pilot(pilot, target)
+    table = Table("pair", "a", "WER a", "b", "WER b", "gap [95%]", "pre-screen", title=f"stimuli of {loaded.campaign.name}")
+    for cell in pilot.report.cells:
+        gap = "" if cell.gap is None else f"{cell.gap:+.2f}" + (f" [{cell.gap_ci[0]:+.2f}, {cell.gap_ci[1]:+.2f}]" if cell.gap_ci else "")
+        table.add_row(
+            cell.pairs[0], cell.a.condition, "" if cell.a.wer is None else f"{cell.a.wer:.2f}", cell.b.condition,
+            "" if cell.b.wer is None else f"{cell.b.wer:.2f}", gap, cell.verdict + (" (overridden)" if cell.overridden else ""),
+        )  # fmt: skip
+    console.print(table)
+    for cell in pilot.report.failing:
+        for reason in cell.reasons:
+            typer.echo(f"{cell.pairs[0]}: {reason}", err=True)
+    typer.echo(
+        f"{len(pilot.report.lines)} lines, {pilot.synthesized} synthesised, {pilot.recognised} recognised "
+        f"(the rest from the cache); page: {(target / 'index.html').resolve()}"
+    )
+    if pilot.report.failing:
         raise typer.Exit(1)
 
 

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from harness.model.usage import Budget, PriceTable
 from personas import AXES, Axis, CallerCondition
 from scenarios.base import Frozen, sha256_of
 
@@ -38,6 +39,16 @@ class AgentSpec(Frozen):
     options: dict[str, Any] = Field(
         default_factory=dict,
         description='Adapter options (e.g. tool_trace / transcripts: true for an agent that cannot declare what it exposes).',
+    )
+    max_concurrent_calls: int | None = Field(
+        default=None,
+        ge=1,
+        description="The vendor's limit on calls in flight to this agent at once; unset: only the campaign's concurrency.",
+    )
+    calls_per_minute: float | None = Field(
+        default=None,
+        gt=0,
+        description="The vendor's limit on new calls (sessions) per minute to this agent; unset: none.",
     )
 
 
@@ -132,6 +143,14 @@ class Interruptions(Frozen):
         return turn in self.turns if self.turns else turn > 0
 
 
+OPERATIONAL_FIELDS: dict[str, Any] = {
+    "prices": True,
+    "budget": True,
+    "stimulus": True,
+    "agents": {"__all__": {"max_concurrent_calls", "calls_per_minute"}},
+}
+"""Campaign fields outside its hash: they change what a run costs or how fast it calls, not the calls."""
+
 PATIENCE_MARGIN_S = 5.0
 """How much longer than the caller's patience the harness timeouts must be: the longest patience
 line (a request for a human at a slow speaking rate) fits in it."""
@@ -142,8 +161,10 @@ class Patience(Frozen):
 
     After `prompt_after_s` of silence the caller says "Hello? Are you still there?"; after
     `prompts_before_human` unanswered prompts it asks for a human; once the agent has been silent
-    for `hang_up_after_s` in all, it hangs up and the call ends as `agent_unresponsive`. The
-    defaults are a patient real caller's.
+    for `hang_up_after_s` in all, it hangs up and the call ends as `agent_unresponsive`. A repair
+    loop wears it out too: after `repairs_before_human` consecutive unproductive exchanges it asks
+    for a human, after `repairs_after_human` more it hangs up (reason `repair_loop`). The
+    defaults are a patient real caller's (docs/safety-events.md gives the reasoning).
     """
 
     prompt_after_s: float = Field(
@@ -163,6 +184,21 @@ class Patience(Frozen):
         gt=0,
         le=3600,
         description='Seconds of agent silence in all before the caller hangs up (agent_unresponsive).',
+    )
+    repairs_before_human: int = Field(
+        default=3,
+        ge=1,
+        le=50,
+        description=(
+            "Consecutive unproductive exchanges (the agent asks to repeat, asks again for the same fact, "
+            "or answers without moving the call forward) before the caller asks for a human."
+        ),
+    )
+    repairs_after_human: int = Field(
+        default=2,
+        ge=1,
+        le=50,
+        description="Further unproductive exchanges, after asking for a human, before the caller hangs up (repair_loop).",
     )
 
     @model_validator(mode="after")
@@ -326,6 +362,22 @@ class ReaderSpec(Frozen):
         return self
 
 
+class StimulusSpec(Frozen):
+    """How `voice-audit stimuli` and the pre-screen before `run` read the campaign's stimuli."""
+
+    recogniser: BackendSpec = Field(
+        default=BackendSpec(name="faster-whisper"),
+        description="The reference recogniser, independent of the agents (default: the bundled Whisper tiny.en; "
+        "any ASR backend, a bigger local model, or an OpenAI-compatible transcription endpoint).",
+    )
+    override: tuple[str, ...] = Field(
+        default=(),
+        description="Pair names whose failing stimuli are accepted: their calls are placed and every finding of "
+        "their cells carries the stimulus failure and never ranks above a finding whose stimuli pass.",
+    )
+    reason: str = Field(default="", description="Why the override is declared (recorded with the run).")
+
+
 class Campaign(Frozen):
     name: str = Field(
         pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
@@ -406,6 +458,28 @@ class Campaign(Frozen):
         default=ReaderSpec(),
         description='Which reader of agent turns the caller acts on.',
     )
+    prices: PriceTable | None = Field(
+        default=None,
+        description="Your prices per meter (call minutes, tokens, TTS characters ...), or the path of a YAML file "
+        "holding them, relative to the campaign; no vendor price list is built in. Not part of the campaign's hash.",
+    )
+    stimulus: StimulusSpec = Field(
+        default_factory=lambda: StimulusSpec(),
+        description="The stimulus pilot run before any call: the reference recogniser, and the pairs whose failing "
+        "stimuli are accepted (`override`). Not part of the campaign's hash: it decides whether calls are placed, "
+        "never what they are.",
+    )
+    budget: Budget | None = Field(
+        default=None,
+        description="Limits (max_cost, max_calls, max_call_minutes): the run stops placing new pairs when the next "
+        "pair could exceed one; `run --resume` continues under a raised budget. Not part of the campaign's hash.",
+    )
+
+    @model_validator(mode="after")
+    def _cost_needs_prices(self) -> Campaign:
+        if self.budget is not None and self.budget.max_cost is not None and self.prices is None:
+            raise ValueError("budget.max_cost needs a price table (prices:) to compute a cost")
+        return self
 
     @model_validator(mode="after")
     def _interruptions_in_real_time(self) -> Campaign:
@@ -457,8 +531,10 @@ class Campaign(Frozen):
 
     @cached_property
     def sha256(self) -> str:
-        return sha256_of(self)
+        """Hash of what decides the calls: prices, budget and the vendor's pacing limits are left
+        out, so a resume may run under a raised budget or a slower pace (`OPERATIONAL_FIELDS`)."""
+        return sha256_of(self.model_dump(mode="json", exclude=OPERATIONAL_FIELDS))
 
 
 __all__ = ["AXES", "AgentSpec", "Architecture", "BackendSpec", "Campaign", "CellVoicing", "ChannelSpec", "FactsDisclosure", "Interruptions", "ModelReaderSpec", "Pacing", "PairSpec", "Patience",
-           "ReaderSpec", "Timeouts"]
+           "ReaderSpec", "StimulusSpec", "Timeouts"]

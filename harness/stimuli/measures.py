@@ -1,0 +1,85 @@
+"""Per-line acoustic measures of a rendered stimulus: speech time, rate, F0, loudness and SNR."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from harness.audio.dsp import loudness, to_float
+from harness.audio.errors import InvalidAudioError
+
+FRAME_S = 0.02
+SPEECH_ABOVE_FLOOR_DB = 15.0
+SPEECH_BELOW_PEAK_DB = 45.0
+
+
+@dataclass(frozen=True)
+class LineMeasures:
+    duration_s: float
+    speech_s: float
+    f0_median_hz: float | None
+    f0_range_st: float | None
+    lufs: float | None
+    snr_db: float | None
+
+
+def frame_db(x: np.ndarray, rate: int) -> np.ndarray:
+    n = max(1, int(rate * FRAME_S))
+    frames = x[: (x.size // n) * n].reshape(-1, n) if x.size >= n else x.reshape(1, -1)
+    power = np.mean(frames.astype(np.float64) ** 2, axis=1)
+    with np.errstate(divide="ignore"):
+        return 10.0 * np.log10(power)
+
+
+def speech_frames(db: np.ndarray) -> np.ndarray:
+    """Frames of speech: above the quiet floor by 15 dB and within 45 dB of the loudest frame
+    (the second bound is what remains when the pauses are digital silence)."""
+    finite = db[np.isfinite(db)]
+    if finite.size == 0:
+        return np.zeros(db.shape, dtype=bool)
+    floor = float(np.percentile(finite, 10))
+    threshold = max(floor + SPEECH_ABOVE_FLOOR_DB, float(finite.max()) - SPEECH_BELOW_PEAK_DB)
+    return np.isfinite(db) & (db >= threshold)
+
+
+def pitch(x: np.ndarray, rate: int) -> tuple[float | None, float | None]:
+    """Praat's F0 median and the 10th-90th percentile range in semitones; None without voicing."""
+    import parselmouth
+
+    values = (
+        parselmouth.Sound(x.astype(np.float64), sampling_frequency=rate)
+        .to_pitch()
+        .selected_array["frequency"]
+    )
+    voiced = values[values > 0]
+    if voiced.size < 5:
+        return None, None
+    p10, p90 = np.percentile(voiced, [10, 90])
+    return float(np.median(voiced)), float(12.0 * math.log2(p90 / p10))
+
+
+def measure(pcm: np.ndarray, rate: int) -> LineMeasures:
+    x = to_float(pcm)
+    db = frame_db(x, rate)
+    speech = speech_frames(db)
+    quiet = db[np.isfinite(db) & ~speech]
+    snr = None
+    if speech.any() and quiet.size:
+        noise = float(np.percentile(quiet, 50))
+        snr = float(np.mean(db[speech]) - noise)
+    try:
+        value = float(loudness(pcm, rate))
+        lufs: float | None = value if math.isfinite(value) else None
+    except InvalidAudioError:
+        lufs = None
+    f0, f0_range = pitch(x, rate)
+    return LineMeasures(
+        duration_s=x.size / rate,
+        speech_s=float(speech.sum()) * FRAME_S,
+        f0_median_hz=f0,
+        f0_range_st=f0_range,
+        lufs=lufs,
+        snr_db=snr,
+    )

@@ -1,0 +1,366 @@
+"""Render, read and screen a campaign's stimuli, before any call.
+
+Each line is synthesised by the backend that voices its condition, with that voice's persona
+parameters, and passed through the campaign's telephone channel: the audio an agent would receive.
+The channel's random draws are seeded by the line's words, so both conditions of a pair meet the
+same noise and frame loss. The reference recogniser reads the line at 16 kHz; its transcripts are
+cached by audio hash, so a second pilot (and the pre-screen of every `run`) costs synthesis-cache
+lookups only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import io
+import math
+import statistics
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import soundfile as sf
+
+from harness.audio import SpeechRecognizer, SpeechSynthesizer, TelephoneChannel
+from harness.audio.dsp import pcm_sha256
+from harness.audio.wer import normalise_words, word_errors
+from harness.caller.lines import VoiceLine, campaign_lines
+from harness.model.campaign import BackendSpec
+from harness.model.stimulus import (
+    STIMULI_FILE,
+    CellScreen,
+    ConditionStats,
+    LineResult,
+    StimulusReport,
+    StimulusThresholds,
+    screen,
+    worse_ratio,
+)
+from harness.planning import LoadedCampaign
+from harness.rundir import atomic_write_bytes
+from harness.runtime.recorder import RECORDING_RATE, to_recording_rate
+from harness.stimuli.measures import measure
+from harness.stimuli.page import render_page
+from harness.stimuli.stats import gap_interval, pooled, wer_interval
+from personas import CallerCondition, MatchedPair
+from scenarios import ConfigError
+from scenarios.base import canonical_json
+
+DEFAULT_CACHE = Path.home() / ".cache" / "voice-audit"
+AUDIO_DIR = "audio"
+
+
+@dataclass
+class _Rendered:
+    line: VoiceLine
+    backend: str
+    pcm16k: np.ndarray
+    line_pcm: np.ndarray
+    line_rate: int
+    key: str
+
+
+@dataclass
+class PilotResult:
+    report: StimulusReport
+    audio: dict[str, tuple[np.ndarray, int]] = field(default_factory=dict)
+    """Line audio by key, at the line's rate (what the page and the report play)."""
+    synthesized: int = 0
+    recognised: int = 0
+
+
+@dataclass(frozen=True)
+class _Cell:
+    scenario_id: str
+    contrast: tuple[str, ...]
+    pairs: tuple[MatchedPair, ...]
+    names: tuple[str, ...]
+
+
+def _cells(loaded: LoadedCampaign) -> list[_Cell]:
+    grouped: dict[tuple[str, str, str], tuple[list[MatchedPair], dict[str, None]]] = {}
+    for ep in loaded.plan.episodes:
+        p = ep.pair
+        key = (p.scenario_id, p.condition_a.label(), p.condition_b.label())
+        pairs, names = grouped.setdefault(key, ([], {}))
+        if ep.side == "a" and all(q.pair_id != p.pair_id for q in pairs):
+            pairs.append(p)
+        names[ep.pair_name] = None
+    return [
+        _Cell(scenario_id=k[0], contrast=tuple(ps[0].contrast), pairs=tuple(ps), names=tuple(ns))
+        for k, (ps, ns) in sorted(grouped.items())
+        if ps
+    ]
+
+
+def _same_as(condition: CallerCondition) -> Callable[[CallerCondition], bool]:
+    return lambda other: other == condition
+
+
+def _channel_seed(text: str, campaign_seed: int) -> int:
+    return int.from_bytes(hashlib.sha256(f"{campaign_seed}|{text}".encode()).digest()[:4], "big")
+
+
+def _wav(pcm: np.ndarray, rate: int) -> bytes:
+    buf = io.BytesIO()
+    sf.write(buf, np.asarray(pcm, dtype=np.int16), rate, format="WAV", subtype="PCM_16")
+    return buf.getvalue()
+
+
+def _median(values: Iterable[float | None]) -> float | None:
+    got = [v for v in values if v is not None and math.isfinite(v)]
+    return float(statistics.median(got)) if got else None
+
+
+class _Renderer:
+    def __init__(self, loaded: LoadedCampaign, cache_dir: Path | None, pool_size: int | None) -> None:
+        c = loaded.campaign
+        self.loaded = loaded
+        tts_dir = cache_dir / "tts" if cache_dir else None
+        self.specs = c.tts_backends()
+        self.synths = [
+            SpeechSynthesizer(s.name, options=s.options, pool_size=pool_size, cache_dir=tts_dir)
+            for s in self.specs
+        ]
+        ch = c.channel
+        self.channel = (
+            TelephoneChannel(snr_db=ch.snr_db, packet_loss=ch.packet_loss) if ch.telephone else None
+        )
+
+    def synth_for(self, spec: BackendSpec) -> SpeechSynthesizer:
+        return self.synths[self.specs.index(spec)]
+
+    async def render(self, line: VoiceLine, spec: BackendSpec) -> _Rendered:
+        synth = self.synth_for(spec)
+        out = await synth.speak(line.text, None, line.speech)
+        pcm, rate = np.asarray(out.pcm), out.sample_rate
+        if self.channel is not None:
+            ch = self.channel.apply(pcm, rate, seed=_channel_seed(line.text, self.loaded.campaign.seed))
+            pcm, rate = np.asarray(ch.pcm), ch.sample_rate
+        pcm16k = to_recording_rate(pcm, rate)
+        return _Rendered(
+            line, spec.name, pcm16k, np.asarray(pcm, dtype=np.int16), rate, pcm_sha256(pcm16k, RECORDING_RATE)
+        )
+
+    def close(self) -> None:
+        for s in self.synths:
+            s.close()
+
+
+async def run_pilot(
+    loaded: LoadedCampaign,
+    *,
+    thresholds: StimulusThresholds | None = None,
+    cache_dir: Path | None = DEFAULT_CACHE,
+    recogniser: SpeechRecognizer | None = None,
+    pool_size: int | None = None,
+    concurrency: int = 4,
+) -> PilotResult:
+    """Render and read every line of every cell; screen each cell under `thresholds`."""
+    c = loaded.campaign
+    th = thresholds or StimulusThresholds()
+    spec = c.stimulus.recogniser
+    asr = recogniser or SpeechRecognizer(
+        spec.name, options=spec.options, cache_dir=cache_dir / "stimuli-asr" if cache_dir else None
+    )
+    renderer = _Renderer(loaded, cache_dir, pool_size)
+    sem = asyncio.Semaphore(concurrency)
+    rendered: dict[tuple[str, str], asyncio.Task[_Rendered]] = {}
+    read: dict[str, asyncio.Task[tuple[str, Any]]] = {}
+
+    async def one(line: VoiceLine, tts: BackendSpec) -> _Rendered:
+        async with sem:
+            return await renderer.render(line, tts)
+
+    async def hear(r: _Rendered) -> tuple[str, Any]:
+        async with sem:
+            t = await asr.transcribe(r.pcm16k, RECORDING_RATE)
+        return t.text, measure(r.line_pcm, r.line_rate)
+
+    cell_lines: list[tuple[_Cell, dict[str, tuple[str, list[tuple[VoiceLine, BackendSpec]]]]]] = []
+    try:
+        async with asyncio.TaskGroup() as tg:
+            for cell in _cells(loaded):
+                sides: dict[str, tuple[str, list[tuple[VoiceLine, BackendSpec]]]] = {}
+                for side in ("a", "b"):
+                    cond = cell.pairs[0].condition_a if side == "a" else cell.pairs[0].condition_b
+                    sides[side] = (cond.label(), [])
+                    tts = c.tts_for(cond)
+                    lines = campaign_lines(
+                        cell.pairs,
+                        loaded.scenarios,
+                        loaded.catalogue,
+                        c.patience,
+                        c.interruptions,
+                        only=_same_as(cond),
+                    )
+                    for line in lines:
+                        sides[side][1].append((line, tts))
+                        k = (tts.name + canonical_json(tts.options), line.key)
+                        if k not in rendered:
+                            rendered[k] = tg.create_task(one(line, tts))
+                cell_lines.append((cell, sides))
+        async with asyncio.TaskGroup() as tg:
+            for task in rendered.values():
+                r = task.result()
+                if r.key not in read:
+                    read[r.key] = tg.create_task(hear(r))
+    finally:
+        renderer.close()
+        if recogniser is None:
+            asr.close()
+    result = PilotResult(
+        report=StimulusReport(
+            campaign=c.name,
+            campaign_sha256=c.sha256,
+            recogniser={},
+            channel={},
+            thresholds=th,
+            cells=(),
+            lines=(),
+        ),
+        synthesized=sum(s.synthesized for s in renderer.synths),
+        recognised=asr.recognised,
+    )
+    results: dict[tuple[str, str], LineResult] = {}
+    for k, task in rendered.items():
+        r = task.result()
+        heard, m = read[r.key].result()
+        ref, hyp = normalise_words(r.line.text), normalise_words(heard)
+        words = len(ref)
+        results[k] = LineResult(
+            key=r.key, voice=r.line.voice, condition="", realisation=r.line.realisation,
+            backend=r.backend, text=r.line.text, heard=heard, words=words, errors=word_errors(ref, hyp),
+            duration_s=m.duration_s, speech_s=m.speech_s,
+            rate_wps=(words / m.speech_s) if m.speech_s > 0 else None,
+            f0_median_hz=m.f0_median_hz, f0_range_st=m.f0_range_st, lufs=m.lufs, snr_db=m.snr_db,
+            file=f"{AUDIO_DIR}/{r.key[:24]}.wav",
+        )  # fmt: skip
+        result.audio[r.key] = (r.line_pcm, r.line_rate)
+    cells: list[CellScreen] = []
+    said: dict[tuple[str, str], LineResult] = {}
+    for i, (cell, sides) in enumerate(cell_lines):
+        per = {
+            side: [
+                results[(tts.name + canonical_json(tts.options), line.key)].model_copy(
+                    update={"condition": label}
+                )
+                for line, tts in items
+            ]
+            for side, (label, items) in sides.items()
+        }
+        for side_lines in per.values():
+            said.update({(r.key, r.condition): r for r in side_lines})
+        sa = _stats(per["a"], seed=c.seed + 2 * i)
+        sb = _stats(per["b"], seed=c.seed + 2 * i + 1)
+        verdict, reasons = screen(sa, sb, th)
+        gap = None if sa.wer is None or sb.wer is None else sb.wer - sa.wer
+        ratio = worse_ratio(sa.wer, sb.wer)
+        cells.append(
+            CellScreen(
+                pairs=cell.names,
+                scenario_id=cell.scenario_id,
+                contrast=cell.contrast,
+                a=sa,
+                b=sb,
+                gap=gap,
+                gap_ci=gap_interval(
+                    _by_realisation(per["a"]), _by_realisation(per["b"]), seed=c.seed + 7 * i
+                ),
+                ratio=ratio if ratio is None or math.isfinite(ratio) else None,
+                verdict=verdict,
+                reasons=reasons,
+                overridden=verdict == "fail" and any(n in c.stimulus.override for n in cell.names),
+            )
+        )
+    ch = c.channel
+    result.report = StimulusReport(
+        campaign=c.name,
+        campaign_sha256=c.sha256,
+        recogniser={"backend": asr.backend.name, "model": str(asr.backend.model)},
+        channel={"telephone": ch.telephone, "snr_db": ch.snr_db, "packet_loss": ch.packet_loss},
+        thresholds=th,
+        cells=tuple(cells),
+        lines=tuple(sorted(said.values(), key=lambda r: (r.condition, r.voice, r.text))),
+    )
+    return result
+
+
+def _by_voice(lines: list[LineResult]) -> dict[str, list[tuple[int, int]]]:
+    out: dict[str, list[tuple[int, int]]] = {}
+    for r in lines:
+        out.setdefault(r.voice, []).append((r.errors, r.words))
+    return out
+
+
+def _by_realisation(lines: list[LineResult]) -> dict[int, list[tuple[int, int]]]:
+    out: dict[int, list[tuple[int, int]]] = {}
+    for r in lines:
+        out.setdefault(r.realisation, []).append((r.errors, r.words))
+    return out
+
+
+def _stats(lines: list[LineResult], seed: int) -> ConditionStats:
+    return ConditionStats(
+        condition=lines[0].condition if lines else "",
+        backend=lines[0].backend if lines else "",
+        voices=tuple(sorted({r.voice for r in lines})),
+        lines=len(lines),
+        words=sum(r.words for r in lines),
+        wer=pooled([r.errors for r in lines], [r.words for r in lines]),
+        wer_ci=wer_interval(_by_voice(lines), seed),
+        rate_wps=_median(r.rate_wps for r in lines),
+        f0_median_hz=_median(r.f0_median_hz for r in lines),
+        f0_range_st=_median(r.f0_range_st for r in lines),
+        lufs=_median(r.lufs for r in lines),
+        snr_db=_median(r.snr_db for r in lines),
+        duration_s=float(sum(r.duration_s for r in lines)),
+    )
+
+
+def voice_wer(report: StimulusReport, condition: str) -> list[tuple[str, float]]:
+    """Each voice of a condition with its pooled WER, worst first."""
+    by: dict[str, list[LineResult]] = {}
+    for r in report.lines:
+        if r.condition == condition:
+            by.setdefault(r.voice, []).append(r)
+    out = [(v, pooled([r.errors for r in rs], [r.words for r in rs]) or 0.0) for v, rs in by.items()]
+    return sorted(out, key=lambda x: -x[1])
+
+
+def write_pilot(result: PilotResult, out_dir: Path, *, audio: bool = True) -> Path:
+    """The record (`stimuli.json`), the line audio and a page where every line can be heard."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    if audio:
+        (out_dir / AUDIO_DIR).mkdir(exist_ok=True)
+        for line in result.report.lines:
+            target = out_dir / line.file
+            if not target.exists():
+                pcm, rate = result.audio[line.key]
+                atomic_write_bytes(target, _wav(pcm, rate))
+    atomic_write_bytes(out_dir / "index.html", render_page(result.report, audio=audio).encode())
+    path = out_dir / STIMULI_FILE
+    atomic_write_bytes(path, result.report.model_dump_json(indent=2).encode())
+    return path
+
+
+def refusal(report: StimulusReport, campaign_path: Path) -> ConfigError | None:
+    """The error `run` stops on when a cell fails and is not overridden: one line per failing cell
+    naming the pair, the condition, the voice and the figures, with the fix."""
+    bad = [c for c in report.cells if c.verdict == "fail" and not c.overridden]
+    if not bad:
+        return None
+    parts = []
+    for cell in bad:
+        worst_side = cell.b if (cell.b.wer or 0) >= (cell.a.wer or 0) else cell.a
+        voices = voice_wer(report, worst_side.condition)
+        voice = f"voice {voices[0][0]} (WER {voices[0][1]:.2f})" if voices else "no voice"
+        parts.append(f"pair '{cell.pairs[0]}' ({cell.scenario_id}): {'; '.join(cell.reasons)}; worst {voice}")
+    return ConfigError(
+        "stimulus pre-screen failed: " + " | ".join(parts),
+        path=campaign_path,
+        fix="listen with `voice-audit stimuli CAMPAIGN`, choose another TTS backend or voice, or declare "
+        "`stimulus: {override: [PAIR NAME], reason: ...}` in the campaign",
+    )
