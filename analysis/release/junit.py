@@ -1,0 +1,119 @@
+"""A check's verdicts as JUnit XML (any CI shows them as tests) and as Markdown (a pull-request comment).
+
+JUnit mapping: one testsuite per kind (deltas of the run, changes against the old version), one
+testcase per rule and cell; `exceeded` is a <failure>, `not_evaluable` an <error> (the check could
+not decide: not a pass, not a regression). The policy's hashes are testsuite properties.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+
+from analysis.release.check import CheckResult, Verdict
+from analysis.stats import CONVENTION_SENTENCE
+
+_ICON = {"holds": "✅", "exceeded": "❌", "not_evaluable": "⚠️"}
+_WORD = {"holds": "holds", "exceeded": "exceeded", "not_evaluable": "not evaluable"}
+
+
+def _case(parent: ET.Element, v: Verdict, classname: str) -> None:
+    case = ET.SubElement(parent, "testcase", name=f"{v.name} | {v.label}", classname=classname, time="0")
+    text = v.line()
+    if v.status == "exceeded":
+        ET.SubElement(
+            case, "failure", message=f"{v.evidence_text()} vs {v.bound_text()}", type="exceeded"
+        ).text = text
+    elif v.status == "not_evaluable":
+        ET.SubElement(
+            case, "error", message="; ".join(v.reasons) or "not evaluable", type="not_evaluable"
+        ).text = text
+    else:
+        ET.SubElement(case, "system-out").text = text
+
+
+def junit_xml(result: CheckResult) -> bytes:
+    """The verdicts as a <testsuites> document (the Jenkins/Ant JUnit schema)."""
+    root = ET.Element("testsuites", name=f"voice-audit check {result.policy_name}")
+    kinds = [("delta", "paired deltas (a - b)"), ("change", "changes against the old version (new - old)")]
+    totals = {"tests": 0, "failures": 0, "errors": 0}
+    for i, (kind, title) in enumerate(kinds):
+        verdicts = [v for v in result.verdicts if v.kind == kind]
+        if not verdicts:
+            continue
+        counts = {
+            "tests": len(verdicts),
+            "failures": sum(v.status == "exceeded" for v in verdicts),
+            "errors": sum(v.status == "not_evaluable" for v in verdicts),
+        }
+        for k in totals:
+            totals[k] += counts[k]
+        suite = ET.SubElement(
+            root,
+            "testsuite",
+            name=f"{result.policy_name}: {title}",
+            id=str(i),
+            package="voice-audit.check",
+            hostname="localhost",
+            timestamp=_now(),
+            tests=str(counts["tests"]),
+            failures=str(counts["failures"]),
+            errors=str(counts["errors"]),
+            skipped="0",
+            time="0",
+        )
+        props = ET.SubElement(suite, "properties")
+        for name, value in (
+            ("policy", result.policy_path),
+            ("policy_sha256", result.policy_sha256),
+            ("policy_file_sha256", result.policy_file_sha256),
+            ("run_id", result.run_id),
+            ("convention", result.convention),
+        ):
+            ET.SubElement(props, "property", name=name, value=value)
+        for v in verdicts:
+            _case(suite, v, f"voice_audit.check.{kind}.{v.family}")
+        ET.SubElement(suite, "system-out").text = result.summary_line()
+        ET.SubElement(suite, "system-err").text = ""
+    for k, n in totals.items():
+        root.set(k, str(n))
+    ET.indent(root)
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True)
+
+
+def _now() -> str:
+    from datetime import UTC, datetime
+
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(result: CheckResult) -> str:
+    """A summary fit for a pull-request comment or $GITHUB_STEP_SUMMARY."""
+    c = result.counts()
+    head = {"holds": "✅ holds", "exceeded": "❌ a tolerance is exceeded", "not_evaluable": "⚠️ not evaluable"}
+    lines = [
+        f"### voice-audit check: {head[result.status]}",
+        "",
+        f"Policy **{result.policy_name}** (`{result.policy_path}`, sha256 `{result.policy_sha256[:16]}`) on run "
+        f"`{result.run_id}`: {c['exceeded']} exceeded, {c['not_evaluable']} not evaluable, {c['holds']} hold "
+        f"(exit {result.exit_code}).",
+        "",
+        f"_{CONVENTION_SENTENCE} Changes between versions are new - old. A rule is exceeded only when its whole "
+        "interval lies beyond the tolerance._",
+        "",
+        "| | rule | cell | estimate [interval], pairs | tolerated | note |",
+        "|---|---|---|---|---|---|",
+    ]
+    order = {"exceeded": 0, "not_evaluable": 1, "holds": 2}
+    for v in sorted(result.verdicts, key=lambda v: order[v.status]):
+        note = "; ".join(v.reasons)
+        if v.diagnostic:
+            note = "diagnostic evidence (gates not passed; policy allows it)" + (f"; {note}" if note else "")
+        lines.append(
+            f"| {_ICON[v.status]} {_WORD[v.status]} | {_cell(v.name)} | {_cell(v.label)} | {_cell(v.evidence_text())} | "
+            f"{_cell(v.bound_text())} | {_cell(note)} |"
+        )
+    return "\n".join(lines) + "\n"
