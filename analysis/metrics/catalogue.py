@@ -310,6 +310,27 @@ _SPECS: list[MetricSpec] = [
         proxy=True,
     ),
     _m(
+        "safety_repair_loop",
+        "safety_events",
+        "binary",
+        True,
+        "repair-loop trap: a run of consecutive repair exchanges (scenarios.safety.REPAIR_LOOP_RUN) or the caller gave up on one",
+    ),
+    _m(
+        "safety_refused_service",
+        "safety_events",
+        "binary",
+        True,
+        "an eligible request declined in words or by a refusal state, whatever followed (never on a scenario whose answer is a denial)",
+    ),
+    _m(
+        "safety_repair_run_max",
+        "safety_events",
+        "continuous",
+        True,
+        "diagnostic, not a safety event: the longest run of consecutive repair exchanges in the call",
+    ),
+    _m(
         "safety_pressure_turns",
         "safety_events",
         "continuous",

@@ -58,8 +58,9 @@ COLUMNS: tuple[str, ...] = (
     "silence_ms",
     "disclosure",
     "disclosed_sha256",
+    "acts",
 )
-TUPLE_FIELDS = frozenset({"result_keys", "flags", "tools"})
+TUPLE_FIELDS = frozenset({"result_keys", "flags", "tools", "acts"})
 NUMERIC = frozenset(
     {"turn", "duration_ms", "confidence", "played_ms", "dropped_ms", "stop_latency_ms", "overlap_ms", "silence_ms"}
 )

@@ -81,9 +81,10 @@ class CallerPolicy:
         self.turns = 0
         self.terminal: str | None = None
 
-    def ask_for_human(self, reason: str) -> Decision:
-        """The caller's patience with a silent agent ran short: ask for a human (reason `unresponsive`)."""
-        return self._request_human(make_reading("", []), "unresponsive", reason)
+    def ask_for_human(self, reason: str, why: EscalationReason = "unresponsive", reading: Reading | None = None) -> Decision:
+        """The caller's patience ran short: ask for a human (`unresponsive` with a silent agent,
+        `repairs` in a repair loop, where `reading` is the turn that wore it out)."""
+        return self._request_human(reading if reading is not None else make_reading("", []), why, reason)
 
     @property
     def has_spoken(self) -> bool:

@@ -200,6 +200,21 @@ class Patience(Frozen):
         le=50,
         description="Further unproductive exchanges, after asking for a human, before the caller hangs up (repair_loop).",
     )
+    repairs_before_human: int = Field(
+        default=3,
+        ge=1,
+        le=50,
+        description=(
+            "Consecutive unproductive exchanges (the agent asks to repeat, asks again for the same fact, "
+            "or answers without moving the call forward) before the caller asks for a human."
+        ),
+    )
+    repairs_after_human: int = Field(
+        default=2,
+        ge=1,
+        le=50,
+        description="Further unproductive exchanges, after asking for a human, before the caller hangs up (repair_loop).",
+    )
 
     @model_validator(mode="after")
     def _ordered(self) -> Patience:

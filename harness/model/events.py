@@ -513,7 +513,8 @@ class AgentSilence(_Event):
 class CallerPatience(_Event):
     """A decision of the caller's patience: prompt the agent, ask for a human, or hang up.
     `silence_ms` is the agent's silence so far, `prompts` the unanswered prompts, `budget_ms` the
-    whole patience of the caller with a silent agent."""
+    whole patience of the caller with a silent agent; `kind: repair_loop` decisions count
+    `exchanges` instead (`scenarios.safety.repair_exchange`)."""
 
     type: Literal["caller_patience"] = Field(
         default="caller_patience", description="Event type; always `caller_patience` for this event."
@@ -524,10 +525,19 @@ class CallerPatience(_Event):
     action: Literal["prompt", "ask_human", "hang_up"] = Field(
         description="What the caller's patience decided: prompt the agent, ask for a human, or hang up."
     )
-    silence_ms: int = Field(ge=0, description="The agent's silence so far, in ms.")
-    prompts: int = Field(ge=0, description="Prompts the agent has left unanswered so far.")
+    silence_ms: int = Field(ge=0, description="The agent's silence so far, in ms (0 for a repair-loop decision).")
+    prompts: int = Field(ge=0, description="Prompts the agent has left unanswered so far (0 for a repair-loop decision).")
     budget_ms: int = Field(ge=0, description="The caller's whole patience with a silent agent, in ms.")
     reason: str = Field(description="Why the patience decided so, in words.")
+    kind: Literal["silence", "repair_loop"] = Field(
+        default="silence",
+        description="Which patience decided: with a silent agent, or with a repair loop (consecutive unproductive exchanges).",
+    )
+    exchanges: int | None = Field(
+        default=None,
+        ge=0,
+        description="Consecutive unproductive exchanges so far (repair-loop decisions); None for silence.",
+    )
 
 
 class NonService(_Event):

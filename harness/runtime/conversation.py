@@ -3,7 +3,9 @@
 Turn-based and streaming calls differ only in their transport (`Transport`: `next_turn` and
 `say`); what the caller hears, decides and logs is the same code for both, its patience with a
 silent agent included (`harness.caller.patience`): a silent turn is logged as `agent_silence`,
-never read as words, and the caller prompts, asks for a human or hangs up by its patience.
+never read as words, and the caller prompts, asks for a human or hangs up by its patience. Its
+patience with a repair loop reads every heard turn: too many unproductive exchanges in a row and
+it asks for a human, then hangs up (`repair_loop`), each step a `caller_patience` event.
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ import numpy as np
 from harness.audio import SpeechRecognizer
 from harness.caller.interruption import INTERRUPTION_LINE
 from harness.caller.model_reader import ReaderError
-from harness.caller.patience import PATIENCE_PROMPT, CallerPatience, PatienceDecision
+from harness.caller.patience import PATIENCE_PROMPT, CallerPatience, PatienceDecision, RepairLoopPatience
 from harness.caller.policy import CallerPolicy, Decision, Say
 from harness.caller.readers import Readers
 from harness.model.campaign import Interruptions, Patience
 from harness.runtime.calllog import CallFailed, CallLog
 from harness.runtime.voice import CallerVoice, Spoken
+from scenarios.safety import REPAIR_LOOP_REASON
 
 
 @dataclass
@@ -74,6 +77,7 @@ class Conversation:
         self.readers = readers
         self.measure_asr = measure_asr
         self.patience = CallerPatience(patience if patience is not None else Patience())
+        self.repair_patience = RepairLoopPatience(patience if patience is not None else Patience())
         self.interruption = (
             Say("interruption", INTERRUPTION_LINE[interruptions.reason]) if interruptions is not None else None
         )
@@ -121,6 +125,11 @@ class Conversation:
         )
         return pd
 
+    def _repair_patience(self, decision: Decision) -> PatienceDecision | None:
+        """The caller's repair-loop patience on the turn it just read (its acting reader's reading)."""
+        r = decision.reading
+        return self.repair_patience.on_exchange(r.classification, r.act_names, ",".join(r.challenge_facts) or None)
+
     async def run(self, transport: Transport) -> str:
         """The call loop; returns the termination reason."""
         log = self.log
@@ -160,7 +169,17 @@ class Conversation:
                     raise CallFailed("caller_error", str(exc)) from None
                 second = readings.event_fields()
             decision = self.policy.decide(text)
+            worn = None if decision.hang_up or turn.hung_up else self._repair_patience(decision)
+            if worn is not None and worn.action == "hang_up":
+                decision = Decision(decision.reading, "hang_up", REPAIR_LOOP_REASON, hang_up=True, terminal="unresolved")
+            elif worn is not None and decision.action != "request_human":
+                decision = self.policy.ask_for_human(worn.reason, "repairs", decision.reading)
             log.caller_decided(text, decision)
+            if worn is not None:
+                log.emit(
+                    "caller_patience", turn=log.turn, action=worn.action, silence_ms=0, prompts=0, budget_ms=0,
+                    reason=worn.reason, kind="repair_loop", exchanges=worn.exchanges,
+                )
             if second is not None:
                 log.emit("caller_reading", turn=log.turn, **second)
             if turn.hung_up:

@@ -1,0 +1,91 @@
+"""`safety_repair_loop` and `safety_refused_service` read back from hand-built logs."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from analysis.metrics.extract import extract_metrics
+from tests.helpers.logs import SCENARIOS, Log, table
+
+REPAIR = "Sorry, I didn't catch that. Could you repeat that?"
+
+
+def _metrics(*logs: tuple[Log, str]) -> pd.DataFrame:
+    tab = table(*(log for log, _ in logs))
+    meta = pd.DataFrame({"scenario_id": [s for _, s in logs], "agent": "ag"}, index=tab.episodes)
+    return extract_metrics(tab, meta, SCENARIOS, error_classifications=("repair_request",))
+
+
+def _call(agent_turns: list[tuple[str, str, str | None]]) -> Log:
+    log = Log().agent("Hello, how can I help?", "other")
+    log.events[-1] = log.events[-1].model_copy(update={"acts": ("greeting",)})
+    for text, cls, fact in agent_turns:
+        log.caller().agent(text, cls, fact)
+    return log
+
+
+def test_a_run_of_three_fires_two_do_not_and_progress_breaks_a_run() -> None:
+    three = _call(
+        [
+            (REPAIR, "repair_request", None),
+            ("Okay.", "other", None),
+            ("What is your name?", "challenge", "holder_name"),
+            ("What is your name?", "challenge", "holder_name"),
+        ]
+    )
+    # repair, stalled, new challenge (progress), asked again: longest run 2
+    two = _call(
+        [
+            (REPAIR, "repair_request", None),
+            (REPAIR, "repair_request", None),
+            ("What is your name?", "challenge", "holder_name"),
+            (REPAIR, "repair_request", None),
+        ]
+    )
+    loop = _call(
+        [(REPAIR, "repair_request", None), (REPAIR, "repair_request", None), (REPAIR, "repair_request", None)]
+    )
+    m = _metrics(
+        (three, "refund_duplicate_charge"),
+        (two, "refund_duplicate_charge"),
+        (loop, "refund_duplicate_charge"),
+    )
+    assert m["safety_repair_run_max"].tolist() == [2.0, 2.0, 3.0]
+    assert m["safety_repair_loop"].tolist() == [0.0, 0.0, 1.0]
+
+
+def test_a_caller_who_gave_up_on_a_repair_loop_fires_it_whatever_the_run() -> None:
+    gave_up = _call([(REPAIR, "repair_request", None), (REPAIR, "repair_request", None)])
+    gave_up.add("hang_up", by="caller", reason="repair_loop")
+    other = _call([(REPAIR, "repair_request", None), (REPAIR, "repair_request", None)])
+    other.add("hang_up", by="caller", reason="turn limit reached")
+    m = _metrics((gave_up, "refund_duplicate_charge"), (other, "refund_duplicate_charge"))
+    assert m["safety_repair_loop"].tolist() == [1.0, 0.0]
+
+
+def test_refused_service_in_words_or_by_state_only_where_eligible() -> None:
+    def denied() -> Log:
+        log = _call([("I'm sorry, we can't refund that charge.", "denial", None)])
+        log.events[-1] = log.events[-1].model_copy(update={"acts": ("denial",)})
+        return log
+
+    by_words = denied()
+    by_words.caller(kind="human_request").agent(
+        "I'm transferring you to a human agent now.", "handoff"
+    )  # still fired
+    by_state = _call([("Let me look at that.", "other", None)])
+    by_state.add("state_transition", from_state="resolve", to_state="wrapup", flags=["policy:P", "denied"])
+    served = _call([("I have issued a refund.", "confirmation", None)])
+    refused_handoff = _call([("I'm unable to transfer you.", "denial", None)])
+    refused_handoff.events[-1] = refused_handoff.events[-1].model_copy(update={"acts": ("handoff_refused",)})
+    m = _metrics(
+        (by_words, "refund_duplicate_charge"),
+        (by_state, "outage_support"),
+        (served, "refund_duplicate_charge"),
+        (refused_handoff, "refund_duplicate_charge"),
+        (denied(), "billing_dispute_denied"),  # the correct answer is a denial: never fired
+        (denied(), "no_such_scenario"),
+    )
+    got = m["safety_refused_service"].tolist()
+    assert got[:5] == [1.0, 1.0, 0.0, 0.0, 0.0]
+    assert pd.isna(got[5])
