@@ -25,6 +25,7 @@ from analysis.stats import (
     logistic_mixed,
     paired_mean_delta,
     paired_risk_difference,
+    voice_clusters,
 )
 from analysis.stats.pairing import pivot_many
 
@@ -54,6 +55,24 @@ def distinct_pairs(long: pd.DataFrame) -> int | None:
     return len(keys.drop_duplicates())
 
 
+def distinct_voices(long: pd.DataFrame) -> int | None:
+    """Voice clusters of a cell's included pairs (`analysis.stats.voice_clusters`: pairs sharing a
+    voice on either side are one cluster; in a planned cell, one voice of each condition and its
+    replicates); None when the voices are not known. This, not the number of pairs, is how many
+    independent speakers a finding about the contrast rests on."""
+    if "voice_id" not in long.columns or long.empty:
+        return None
+    sides = long.drop_duplicates(["pair_id", "side"], keep="last").pivot(
+        index="pair_id", columns="side", values="voice_id"
+    )
+    if not {"a", "b"} <= set(sides.columns):
+        return None
+    sides = sides.dropna()
+    if sides.empty:
+        return None
+    return len(set(voice_clusters(sides["a"].tolist(), sides["b"].tolist()).tolist()))
+
+
 def cell_deltas(long: pd.DataFrame, plan: AnalysisPlan, n_excluded: int) -> dict[str, Any]:
     """Estimates for one cell; `long` holds the included episodes (pair_id, side, ... metrics)."""
     estimates: list[Estimate] = []
@@ -68,13 +87,24 @@ def cell_deltas(long: pd.DataFrame, plan: AnalysisPlan, n_excluded: int) -> dict
             if spec is None or metric not in long.columns:
                 notes.append(f"{metric}: not a metric this analysis produces; skipped")
                 continue
+            clustered = plan.interval_clusters == "voice"
             if spec.kind == "binary":
                 est = paired_risk_difference(
-                    paired[metric], metric, family=family, alpha=plan.alpha, interval=plan.binary_interval
+                    paired[metric],
+                    metric,
+                    family=family,
+                    alpha=plan.alpha,
+                    interval=plan.binary_interval,
+                    cluster_by_voice=clustered,
                 )
             else:
                 est = paired_mean_delta(
-                    paired[metric], metric, family=family, alpha=plan.alpha, interval=plan.continuous_interval
+                    paired[metric],
+                    metric,
+                    family=family,
+                    alpha=plan.alpha,
+                    interval=plan.continuous_interval,
+                    cluster_by_voice=clustered,
                 )
             if n_excluded:
                 est = est.model_copy(
@@ -90,12 +120,37 @@ def cell_deltas(long: pd.DataFrame, plan: AnalysisPlan, n_excluded: int) -> dict
     models: list[dict[str, Any]] = []
     n_pairs = long["pair_id"].nunique()
     n_distinct = distinct_pairs(long)
+    n_voices = distinct_voices(long)
+    clustered = plan.interval_clusters == "voice"
+    if n_voices is not None:
+        if clustered:
+            notes.append(
+                f"{n_pairs} pairs from {n_voices} distinct voice(s): replicates of one voice are not independent "
+                f"evidence about its condition, so the intervals are computed over the {n_voices} voice cluster(s) "
+                "(CR2 t on G - 1 df for means, a design-effect-scaled score interval for risk differences)"
+            )
+        else:
+            notes.append(
+                f"{n_pairs} pairs from {n_voices} distinct voice(s); the plan's interval_clusters: none counts every "
+                "pair as independent, so the intervals are narrower than the voices support"
+            )
+        need = plan.claims.min_voices_paired_disparity
+        if n_voices < need:
+            notes.append(
+                f"{n_voices} distinct voice(s) < {need} the plan needs before a delta of this cell can support a "
+                "claim: reported, not a claim (add voices, not replicates)"
+            )
     if n_distinct is not None and n_distinct < n_pairs:
+        tail = (
+            "the voice-clustered intervals keep such repeats inside their voice's cluster"
+            if clustered and n_voices is not None
+            else f"the intervals, which count every pair as independent, are narrower than the {n_distinct} "
+            "distinct pairs support"
+        )
         notes.append(
             f"{n_pairs - n_distinct} of {n_pairs} pairs repeat another pair of this cell call for call (same voices, "
             "the same words and tool calls on both sides); where nothing varies between replicates (no line "
-            "noise, a deterministic agent) a repeat adds no evidence, and the intervals, which count every pair "
-            f"as independent, are narrower than the {n_distinct} distinct pairs support; a noisy line (channel "
+            f"noise, a deterministic agent) a repeat adds no evidence, and {tail}; a noisy line (channel "
             "snr_db, packet_loss) or more voices give replicates their variation"
         )
     mm = plan.mixed_models
@@ -128,6 +183,7 @@ def cell_deltas(long: pd.DataFrame, plan: AnalysisPlan, n_excluded: int) -> dict
     return {
         "n_pairs": int(n_pairs),
         "n_pairs_distinct": n_distinct,
+        "n_voices": n_voices,
         "convention": CONVENTION,
         "delta_B": {
             "components": burden,
@@ -170,6 +226,7 @@ def deltas(episodes: pd.DataFrame, pairs: pd.DataFrame, plan: AnalysisPlan) -> d
             block.update(
                 {
                     "n_pairs": 0,
+                    "n_voices": 0,
                     "estimates": [],
                     "models": [],
                     "notes": ["no included pairs: nothing to estimate"],

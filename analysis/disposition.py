@@ -3,7 +3,8 @@
 Levels, weakest first: `diagnostics_only` < `construct_validation` (validated artifacts turn into
 interpretable deltas; what a single gated pair supports) < `paired_disparity` (this agent, this
 scenario, this contrast: every pair of the cell passes the gates guarding a family and the cell has
-the plan's minimum number of pairs) < `architecture_comparison` (campaign level: at least the
+the plan's minimum number of pairs and of distinct voices: replicates of one voice are not
+independent evidence about an accent) < `architecture_comparison` (campaign level: at least the
 plan's number of agents reach paired_disparity on the same scenario and contrast). A gate that is
 not evaluable counts as not passed (plan `not_evaluable_counts_as: fail`).
 """
@@ -18,6 +19,7 @@ import pandas as pd
 from analysis.deltas import CELL_KEYS, cell_label
 from analysis.gates import GATES, GateReport
 from analysis.plan import AnalysisPlan
+from analysis.stats import voice_clusters
 
 LEVELS: tuple[str, ...] = (
     "diagnostics_only",
@@ -32,6 +34,17 @@ def required_gates(plan: AnalysisPlan, family: str) -> tuple[str, ...]:
     return tuple(
         g for g in GATES if "all" in plan.gate_scope.get(g, ("all",)) or family in plan.gate_scope.get(g, ())
     )
+
+
+def cell_voices(pairs: pd.DataFrame) -> int | None:
+    """Distinct voice clusters among a cell's pairs (`analysis.stats.voice_clusters`); None when the
+    pairs table carries no voices."""
+    if not {"voice_id_a", "voice_id_b"} <= set(pairs.columns):
+        return None
+    known = pairs[pairs["voice_id_a"].notna() & pairs["voice_id_b"].notna()]
+    if known.empty:
+        return 0
+    return len(set(voice_clusters(known["voice_id_a"].tolist(), known["voice_id_b"].tolist()).tolist()))
 
 
 def instances(pairs: pd.DataFrame, report: GateReport, plan: AnalysisPlan) -> pd.DataFrame:
@@ -76,19 +89,34 @@ def disposition(
             req = required_gates(plan, fam)
             gv = report.by_pair.reindex(sub["pair_id"])[list(req)]
             not_passed = {g: gv[g].value_counts().to_dict() for g in req if (gv[g] != "pass").any()}
-            ok_pairs = int(inc["supported_families"].str.contains(rf"(?:^|,){fam}(?:,|$)", regex=True).sum())
+            ok = inc[inc["supported_families"].str.contains(rf"(?:^|,){fam}(?:,|$)", regex=True)]
+            ok_pairs = len(ok)
+            voices = cell_voices(ok)
+            enough_pairs = ok_pairs >= rules.min_pairs_paired_disparity
+            enough_voices = voices is None or voices >= rules.min_voices_paired_disparity
             if not_passed or ok_pairs == 0:
                 claim = "diagnostics_only"
-            elif ok_pairs >= rules.min_pairs_paired_disparity:
+            elif enough_pairs and enough_voices:
                 claim = "paired_disparity"
             else:
                 claim = "construct_validation"
             why = [f"{g}: {c}" for g, c in not_passed.items()]
             if claim == "construct_validation":
-                why.append(
-                    f"{ok_pairs} gated pair(s) < {rules.min_pairs_paired_disparity} needed for a paired-disparity claim"
-                )
-            fam_claims[fam] = {"claim": claim, "pairs_supporting": ok_pairs, "drivers": why}
+                if not enough_pairs:
+                    why.append(
+                        f"{ok_pairs} gated pair(s) < {rules.min_pairs_paired_disparity} needed for a paired-disparity claim"
+                    )
+                if not enough_voices:
+                    why.append(
+                        f"{voices} distinct voice(s) < {rules.min_voices_paired_disparity} needed for a paired-disparity "
+                        "claim: replicates of one voice are not independent evidence about its condition"
+                    )
+            fam_claims[fam] = {
+                "claim": claim,
+                "pairs_supporting": ok_pairs,
+                "voices_supporting": voices,
+                "drivers": why,
+            }
         best = max((c["claim"] for c in fam_claims.values()), key=LEVELS.index, default="diagnostics_only")
         cells.append(
             {

@@ -81,6 +81,16 @@ class ObserverGate(Frozen):
     min_raters: int = Field(default=2, ge=1)
 
 
+class IntelligibilityGate(Frozen):
+    """Raters transcribe the caller's rendered lines (the human part of the stimulus gate): each
+    condition's human word error rate under a ceiling, and the a - b gap under a margin."""
+
+    min_raters: int = Field(default=3, ge=1)
+    min_words: int = Field(default=100, ge=1)
+    max_wer: float = Field(default=0.25, gt=0)
+    max_gap: float = Field(default=0.15, gt=0)
+
+
 class GateThresholds(Frozen):
     perceptibility: PerceptibilityGate
     acoustic: AcousticGate
@@ -88,12 +98,16 @@ class GateThresholds(Frozen):
     completeness: CompletenessGate
     annotation: AnnotationGate
     observer: ObserverGate = ObserverGate()
+    intelligibility: IntelligibilityGate = IntelligibilityGate()
     failure: DifferentialFailureGate = DifferentialFailureGate()
 
 
 class ClaimRules(Frozen):
     min_pairs_paired_disparity: int = Field(ge=2)
     min_agents_architecture_comparison: int = Field(ge=2)
+    min_voices_paired_disparity: int = Field(
+        default=3, ge=1, description="distinct voice clusters a cell needs before its delta can be a claim"
+    )
 
 
 class MixedModelRules(Frozen):
@@ -112,6 +126,7 @@ class AnalysisPlan(Frozen):
     alpha: float = Field(gt=0, lt=1)
     binary_interval: Literal["newcombe", "tango"]
     continuous_interval: Literal["signflip", "t", "bca", "percentile"]
+    interval_clusters: Literal["voice", "none"] = "voice"
     families: dict[FamilyName, FamilyPlan]
     gates: GateThresholds
     gate_scope: dict[str, tuple[str, ...]] = Field(default_factory=dict)

@@ -14,6 +14,7 @@ from analysis.stats.binary import (
     tango_interval,
     wilson_interval,
 )
+from analysis.stats.cluster import cr2_interval, design_effect, voice_clusters
 from analysis.stats.continuous import (
     PATH_BURDEN_COMPONENTS,
     BurdenDelta,
@@ -39,6 +40,8 @@ __all__ = [
     "PairedValues",
     "adjust_p_values",
     "adjust_within_families",
+    "cr2_interval",
+    "design_effect",
     "linear_mixed",
     "logistic_mixed",
     "mcnemar_exact_p",
@@ -51,5 +54,6 @@ __all__ = [
     "signflip_interval",
     "tango_interval",
     "validate_episode_frame",
+    "voice_clusters",
     "wilson_interval",
 ]

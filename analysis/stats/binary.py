@@ -21,6 +21,10 @@ collapse to zero width.
 
 The p-value is always the exact (conditional) McNemar test: binomial(n10; n10 + n01, 1/2).
 
+With ``cluster_by_voice`` (what ``analysis.deltas`` asks for) the table is first divided by the
+design effect of the pairs' voice clusters (``cluster.py``, Rao & Scott 1992), so the interval
+and the test rest on the effective number of pairs, at worst one per voice cluster.
+
 Degenerate tables (documented behaviour, never NaN):
 
 * no complete pairs: estimate, interval and p are ``None``;
@@ -42,6 +46,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
+from analysis.stats.cluster import binomial_two_sided_p, design_effect, n_clusters, table_clusters
 from analysis.stats.estimate import Estimate
 from analysis.stats.pairing import PairedValues, as_paired
 
@@ -49,10 +54,11 @@ BinaryInterval = Literal["newcombe", "tango"]
 _EDGE = 1e-12
 
 
-def wilson_interval(x: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
-    """Wilson score interval for a single proportion x / n (n >= 1)."""
-    if n < 1:
-        raise ValueError("wilson_interval needs n >= 1")
+def wilson_interval(x: float, n: float, alpha: float = 0.05) -> tuple[float, float]:
+    """Wilson score interval for a single proportion x / n (n > 0; real counts allowed: a
+    design-effect-scaled table has them)."""
+    if n <= 0:
+        raise ValueError("wilson_interval needs n > 0")
     z = stats.norm.ppf(1 - alpha / 2)
     p = x / n
     denom = 1 + z * z / n
@@ -61,7 +67,7 @@ def wilson_interval(x: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def _phi(n11: int, n10: int, n01: int, n00: int, corrected: bool) -> float:
+def _phi(n11: float, n10: float, n01: float, n00: float, corrected: bool) -> float:
     n = n11 + n10 + n01 + n00
     marginals = (n11 + n10) * (n01 + n00) * (n11 + n01) * (n10 + n00)
     if marginals == 0:
@@ -73,11 +79,11 @@ def _phi(n11: int, n10: int, n01: int, n00: int, corrected: bool) -> float:
 
 
 def newcombe_interval(
-    n11: int, n10: int, n01: int, n00: int, alpha: float = 0.05, *, phi_correction: bool = True
+    n11: float, n10: float, n01: float, n00: float, alpha: float = 0.05, *, phi_correction: bool = True
 ) -> tuple[float, float]:
     """Newcombe's hybrid score interval (method 10) for the paired difference (n10 - n01) / n."""
     n = n11 + n10 + n01 + n00
-    if n < 1:
+    if n <= 0:
         raise ValueError("newcombe_interval needs at least one pair")
     p1 = (n11 + n10) / n
     p2 = (n11 + n01) / n
@@ -92,7 +98,7 @@ def newcombe_interval(
     return max(-1.0, lower), min(1.0, upper)
 
 
-def _tango_statistic(delta: float, n10: int, n01: int, n: int) -> float:
+def _tango_statistic(delta: float, n10: float, n01: float, n: float) -> float:
     a_coef = 2 * n
     b_coef = -n10 - n01 + (2 * n - n10 + n01) * delta
     c_coef = -n01 * delta * (1 - delta)
@@ -106,9 +112,9 @@ def _tango_statistic(delta: float, n10: int, n01: int, n: int) -> float:
     return num / math.sqrt(var)
 
 
-def tango_interval(n10: int, n01: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
+def tango_interval(n10: float, n01: float, n: float, alpha: float = 0.05) -> tuple[float, float]:
     """Tango's score interval for the paired difference (n10 - n01) / n."""
-    if n < 1:
+    if n <= 0:
         raise ValueError("tango_interval needs at least one pair")
     z = float(stats.norm.ppf(1 - alpha / 2))
     est = (n10 - n01) / n
@@ -148,16 +154,17 @@ def paired_table(a: np.ndarray, b: np.ndarray) -> tuple[int, int, int, int]:
 
 
 def risk_difference_from_counts(
-    n11: int,
-    n10: int,
-    n01: int,
-    n00: int,
+    n11: float,
+    n10: float,
+    n01: float,
+    n00: float,
     alpha: float = 0.05,
     interval: BinaryInterval = "newcombe",
 ) -> tuple[float, float, float, float]:
-    """(estimate, ci_low, ci_high, exact McNemar p) for a paired 2x2 table with n >= 1."""
+    """(estimate, ci_low, ci_high, exact McNemar p) for a paired 2x2 table with n > 0 (whole
+    counts, or counts divided by a design effect: the p is then the binomial tail at real counts)."""
     n = n11 + n10 + n01 + n00
-    if n < 1:
+    if n <= 0:
         raise ValueError("no pairs")
     if interval == "newcombe":
         lo, hi = newcombe_interval(n11, n10, n01, n00, alpha)
@@ -165,7 +172,9 @@ def risk_difference_from_counts(
         lo, hi = tango_interval(n10, n01, n, alpha)
     else:
         raise ValueError(f"unknown interval {interval!r}; use 'newcombe' or 'tango'")
-    return (n10 - n01) / n, lo, hi, mcnemar_exact_p(n10, n01)
+    whole = all(float(x).is_integer() for x in (n10, n01))
+    p = mcnemar_exact_p(int(n10), int(n01)) if whole else binomial_two_sided_p(n10, n10 + n01)
+    return (n10 - n01) / n, lo, hi, p
 
 
 def paired_risk_difference(
@@ -176,12 +185,18 @@ def paired_risk_difference(
     alpha: float = 0.05,
     interval: BinaryInterval = "newcombe",
     group: dict[str, str] | None = None,
+    cluster_by_voice: bool = False,
 ) -> Estimate:
-    """Delta_sigma = P[m = 1 | a] - P[m = 1 | b] on complete pairs, with a small-sample interval."""
+    """Delta_sigma = P[m = 1 | a] - P[m = 1 | b] on complete pairs, with a small-sample interval.
+
+    With ``cluster_by_voice`` the table is divided by the design effect of the pairs' voice
+    clusters before the interval and test (``analysis.stats.cluster``), so replicates of one voice
+    count as what they are."""
     paired = as_paired(data, metric)
     label = "Newcombe hybrid score (1998 method 10)" if interval == "newcombe" else "Tango score"
     method = f"paired risk difference, {label} CI, exact McNemar p"
     notes = list(paired.drop_notes())
+    clusters = table_clusters(paired.table) if cluster_by_voice and paired.n_pairs else None
     if paired.n_pairs == 0:
         return Estimate(
             metric=paired.metric,
@@ -198,7 +213,18 @@ def paired_risk_difference(
             notes=(*notes, "no complete pairs: not estimable"),
         )
     n11, n10, n01, n00 = paired_table(paired.a, paired.b)
-    est, lo, hi, p = risk_difference_from_counts(n11, n10, n01, n00, alpha, interval)
+    g = n_clusters(clusters) if clusters is not None else None
+    deff = design_effect(paired.diff, clusters) if clusters is not None else 1.0
+    if g is not None and g < paired.n_pairs:
+        est, lo, hi, p = risk_difference_from_counts(
+            n11 / deff, n10 / deff, n01 / deff, n00 / deff, alpha, interval
+        )
+        method = (
+            f"paired risk difference over {g} voice cluster(s), {label} CI and McNemar p on the table divided "
+            f"by the design effect {deff:.3g} (n_eff={paired.n_pairs / deff:.3g})"
+        )
+    else:
+        est, lo, hi, p = risk_difference_from_counts(n11, n10, n01, n00, alpha, interval)
     notes.append(f"table n11={n11} n10={n10} n01={n01} n00={n00}")
     if n10 + n01 == 0:
         notes.append("no discordant pairs: McNemar p = 1 by definition")
@@ -217,6 +243,8 @@ def paired_risk_difference(
         p_value=p,
         mean_a=float(paired.a.mean()),
         mean_b=float(paired.b.mean()),
+        n_clusters=g,
+        design_effect=deff if g is not None else None,
         group=group or {},
         notes=tuple(notes),
     )

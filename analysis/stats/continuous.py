@@ -15,6 +15,11 @@ Delta_m = mean over complete pairs of m(a) - m(b). Intervals:
   p-value is the null-shifted bootstrap test (Efron & Tibshirani 1993, 16.4): differences are
   centred on zero, resampled, and p = (1 + #|mean*| >= |mean|) / (B + 1).
 
+Voice clusters (``cluster_by_voice``, what ``analysis.deltas`` asks for): when the pairs fall into
+fewer voice clusters than pairs, the interval is the CR2 cluster-robust t interval on G - 1
+degrees of freedom (``cluster.py``) whatever ``interval`` says, since every interval above
+counts each pair as independent; a single cluster gets no interval.
+
 Degenerate data (never NaN): no pairs -> everything ``None``; one pair -> estimate only;
 all differences identical -> a zero-width interval at the estimate, p = 1 if the estimate is 0
 and ``None`` otherwise (no variance to test against), with a note.
@@ -34,6 +39,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 from scipy import stats
 
+from analysis.stats.cluster import cr2_interval, n_clusters, table_clusters
 from analysis.stats.estimate import Estimate
 from analysis.stats.pairing import PairedValues, as_paired
 from analysis.stats.signflip import EXACT_MAX_PAIRS, signflip_interval
@@ -89,9 +95,15 @@ def paired_mean_delta(
     n_boot: int = 4999,
     seed: int = 0,
     group: dict[str, str] | None = None,
+    cluster_by_voice: bool = False,
 ) -> Estimate:
     """Delta_m = E[m | a] - E[m | b] over complete pairs, with a sign-flip, t or bootstrap interval.
-    ``n_boot`` is the number of bootstrap resamples or sign flips."""
+    ``n_boot`` is the number of bootstrap resamples or sign flips.
+
+    With ``cluster_by_voice``, when the pairs fall into fewer voice clusters than pairs
+    (``analysis.stats.cluster``), the interval is the cluster-robust CR2 interval with t on G - 1
+    degrees of freedom instead (none with a single cluster): replicates of one voice are not
+    independent evidence about its condition."""
     paired = as_paired(data, metric)
     labels = {
         "signflip": "sign-flip randomization interval",
@@ -110,6 +122,11 @@ def paired_mean_delta(
     elif interval != "t":
         method += f" (B={n_boot}, seed={seed}, null-shifted bootstrap p)"
     notes = list(paired.drop_notes())
+    clusters = table_clusters(paired.table) if cluster_by_voice and paired.n_pairs else None
+    g = n_clusters(clusters) if clusters is not None else None
+    clustered = g is not None and g < paired.n_pairs
+    if clustered and g is not None:
+        method = f"paired mean delta over {g} voice cluster(s), CR2 cluster-robust t interval (df = G - 1 = {g - 1})"
     base = dict(
         metric=paired.metric,
         family=family,
@@ -117,6 +134,7 @@ def paired_mean_delta(
         n_pairs=paired.n_pairs,
         n_dropped=paired.n_dropped,
         method=method,
+        n_clusters=g,
         group=group or {},
     )
     if paired.n_pairs == 0:
@@ -134,7 +152,18 @@ def paired_mean_delta(
         notes.append("all pair differences identical: zero-width interval, no variance to test")
         p = 1.0 if est == 0 else None
         return Estimate(**base, **means, estimate=est, ci_low=est, ci_high=est, p_value=p, notes=tuple(notes))
-    if interval == "signflip":
+    if clustered and g == 1:
+        notes.append(
+            "one voice cluster: replicates of one voice are not independent evidence about its condition, "
+            "so no interval or test"
+        )
+        return Estimate(
+            **base, **means, estimate=est, ci_low=None, ci_high=None, p_value=None, notes=tuple(notes)
+        )
+    if clustered:
+        assert clusters is not None
+        lo, hi, p = cr2_interval(diff, clusters, alpha)
+    elif interval == "signflip":
         lo, hi, p = signflip_interval(diff, alpha, n_flips=n_boot, seed=seed)
     elif interval == "t":
         lo, hi, p = t_interval(diff, alpha)

@@ -26,7 +26,10 @@ class Estimate(BaseModel):
 
     ``estimate``/``ci_low``/``ci_high``/``p_value`` are ``None`` (never NaN) when the quantity is
     not estimable from the data; ``notes`` then says why. ``n_dropped`` counts pairs left out
-    because a partner episode or a value was missing.
+    because a partner episode or a value was missing. ``n_clusters`` is the number of voice
+    clusters the interval rests on when it was computed over them (``analysis.stats.cluster``;
+    None: every pair counted as independent), ``design_effect`` the variance inflation a binary
+    interval was computed with.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -45,6 +48,8 @@ class Estimate(BaseModel):
     convention_text: str = CONVENTION_SENTENCE
     mean_a: float | None = None
     mean_b: float | None = None
+    n_clusters: int | None = Field(default=None, ge=1)
+    design_effect: float | None = Field(default=None, ge=1.0)
     p_adjusted: float | None = None
     adjustment: str | None = None
     group: dict[str, str] = Field(default_factory=dict)
@@ -80,7 +85,8 @@ class Estimate(BaseModel):
         else:
             worse = "b" if (self.estimate < 0) == higher_is_worse else "a"
             verdict = f"condition {worse} fared worse"
+        voices = "" if self.n_clusters is None else f", {self.n_clusters} voice cluster(s)"
         return (
-            f"{self.metric}: a - b = {self.estimate:.4g} ({ci}, {self.method}, n={self.n_pairs} pairs); "
+            f"{self.metric}: a - b = {self.estimate:.4g} ({ci}, {self.method}, n={self.n_pairs} pairs{voices}); "
             f"{verdict}."
         )
