@@ -31,11 +31,15 @@ $(STAMP): pyproject.toml Makefile
 
 install: $(STAMP)
 
-# Browser tests drive Debian's Chromium (never a browser downloaded by a test tool).
+# Browser tests drive Debian's Chromium (never a browser downloaded by a test tool); the Flite TTS
+# backend is Debian's flite (libflite and its recorded voices).
 system-deps:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; fi; }
+	@command -v flite >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq flite >/dev/null; \
+	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq flite >/dev/null; fi; }
 
 DEMO_RUN ?= runs/demo-$(shell date -u +%Y%m%dT%H%M%SZ)
 # The demo's LLM agent runs Qwen2.5-Coder-1.5B in process: the opt-in `llm-qwen15b` extra (22 wheels,
