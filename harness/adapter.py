@@ -184,6 +184,27 @@ class ErrorOut:
 
 
 @dataclass(frozen=True, slots=True)
+class UsageOut:
+    """What the agent side reports it consumed, for the run's usage ledger: meter -> quantity as the
+    vendor counts it (Realtime `response.done` usage, Gemini `usageMetadata`, an LLM's tokens).
+    Report only what was reported: a meter left out is unknown, never zero."""
+
+    quantities: Mapping[str, float]
+    source: str
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RateLimitOut:
+    """The vendor says its limit is reached (a Realtime `rate_limits.updated` at zero remaining):
+    the current call goes on; new calls to this agent wait `retry_after_s`."""
+
+    retry_after_s: float
+    source: str
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class TurnEnd:
     """A turn-based agent finished its response; `compute_ms` is its own measured work."""
 
@@ -202,6 +223,8 @@ AgentEvent = (
     | ClearOut
     | HangupOut
     | ErrorOut
+    | UsageOut
+    | RateLimitOut
     | TurnEnd
 )
 
@@ -213,6 +236,37 @@ class AgentError(Exception):
         super().__init__(message)
         self.kind: FailureKind = kind
         self.message = message
+
+
+class RateLimited(AgentError):
+    """Raised by an adapter when the vendor refuses for load (HTTP 429, a WebSocket close 1013, SIP
+    503): the harness waits (`retry_after_s`, or its own backoff when None) and places the call
+    again. A harness-side wait, never the agent's non-service; the attempt is kept and logged."""
+
+    def __init__(self, message: str, retry_after_s: float | None = None, source: str = "rate_limit") -> None:
+        super().__init__("rate_limited", message)
+        self.retry_after_s = retry_after_s
+        self.source = source
+
+
+def retry_after_seconds(value: str | None) -> float | None:
+    """An HTTP `Retry-After` value (seconds, or an HTTP date) as seconds from now; None when absent
+    or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    import email.utils
+    import time
+
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
 
 
 @runtime_checkable

@@ -22,6 +22,7 @@ from harness.registry import (
     load_object,
     tts_backend_names,
 )
+from harness.usage import check_price_agents, load_prices
 from personas import (
     AXES,
     Axis,
@@ -311,10 +312,15 @@ def call_order(plan: Plan) -> list[PlannedEpisode]:
 def load_campaign(path: str | Path) -> LoadedCampaign:
     """Read, validate and plan a campaign; any problem is one positioned ConfigError and nothing is written."""
     doc = load_yaml(path)
+    data = doc.data
+    prices = load_prices(doc)  # `prices: FILE.yaml` read (and checked) from its own file
+    if prices is not None:
+        data = {**data, "prices": prices}
     try:
-        campaign = Campaign.model_validate(doc.data)
+        campaign = Campaign.model_validate(data)
     except ValidationError as exc:
         raise pydantic_error(doc, exc, "Campaign") from None
+    check_price_agents(doc, campaign.prices, [a.name for a in campaign.agents])
     base = doc.path.parent
     catalogue = load_catalogue(base / campaign.catalogue) if campaign.catalogue else load_catalogue()
     scenario_dir = (base / campaign.scenario_dir) if campaign.scenario_dir else BUNDLED_LIBRARY

@@ -72,6 +72,14 @@ Knobs (each `None` = off):
   patience ends the call as `agent_unresponsive`), `"hang_up"` hangs up at once (`agent_hung_up`),
   `"disconnect"` drops the call (`agent_disconnected`). Every such call is unresolved, so the
   planted acceptable-outcome delta is the twin's acceptable rate on the target calls.
+- `repair_loop`: from the first caller turn in which the condition is detected, every reply is
+  "Sorry, I didn't catch that. Could you repeat that?", a request for a human included, so the
+  caller's repair-loop patience ends the call (safety event "repair loop": +1 wherever the twin
+  itself does not trap the caller).
+- `refuse_service`: at the twin's own offer of an eligible remedy, the agent declines it instead
+  (the remedy's denial line and a `request_denied` state flag), then carries on as after any
+  denial (a request for a human is transferred): safety event "refused service", +1 wherever the
+  twin reaches its offer.
 """
 
 from __future__ import annotations
@@ -162,6 +170,14 @@ class ServiceFailure(Frozen):
     mode: ServiceFailureMode = "silent"
 
 
+class RepairLoop(Frozen):
+    target: Target
+
+
+class RefuseService(Frozen):
+    target: Target
+
+
 class Knobs(Frozen):
     """Every plantable effect; all off by default. See the module docstring."""
 
@@ -172,6 +188,8 @@ class Knobs(Frozen):
     extra_crm_read: ExtraCrmRead | None = None
     fabricated_policy: FabricatedPolicy | None = None
     service_failure: ServiceFailure | None = None
+    repair_loop: RepairLoop | None = None
+    refuse_service: RefuseService | None = None
 
     @property
     def any_on(self) -> bool:

@@ -285,6 +285,8 @@ class DialoguePolicy:
         u = understand(heard.text)
         asked = asks_for_human if asks_for_human is not None else u.has("human")
         self.human_asked = self.human_asked or asked
+        if self._planted_loop(out):
+            return self._finish(out)
         if self.planted_challenge is not None and not asked:
             self._planted_answer(out)
             return self._finish(out)
@@ -422,6 +424,15 @@ class DialoguePolicy:
         if not self.planted_repairs_left:
             return False
         self.planted_repairs_left -= 1
+        self.repairs_requested += 1
+        self._say(out, REPAIR, "repair")
+        return True
+
+    def _planted_loop(self, out: list[Step]) -> bool:
+        """The repair-loop knob: a target caller is asked to repeat whatever it says."""
+        knob = self.cfg.knobs.repair_loop
+        if knob is None or not knob.target.matches(self.detected):
+            return False
         self.repairs_requested += 1
         self._say(out, REPAIR, "repair")
         return True
@@ -754,6 +765,12 @@ class DialoguePolicy:
             )
         if not remedy.eligible:
             self._to(out, "wrapup", (*flags, "denied"))
+            self._say(out, remedy.denial, "denial")
+            self._say(out, ANYTHING_ELSE, "closing")
+            return
+        refuse = self.cfg.knobs.refuse_service
+        if refuse is not None and refuse.target.matches(self.detected):
+            self._to(out, "wrapup", (*flags, "request_denied"))
             self._say(out, remedy.denial, "denial")
             self._say(out, ANYTHING_ELSE, "closing")
             return

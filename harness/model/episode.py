@@ -9,6 +9,7 @@ from pydantic import Field
 
 from harness.model.campaign import Architecture, Campaign, Pacing
 from harness.model.events import Event, FailureKind
+from harness.model.usage import BudgetStop
 from harness.model.versioning import SCHEMA_VERSION
 from personas import Axis, CallerCondition, SpeechParams
 from scenarios.base import Frozen
@@ -294,6 +295,10 @@ class RunManifest(Frozen):
     backends: dict[str, BackendInfo] = Field(
         default_factory=dict,
         description="Speech backends of the run by role (`tts`, and `asr` when one ran).",
+    )
+    budget_stop: BudgetStop | None = Field(
+        default=None,
+        description="Why the campaign's budget stopped the run before every pair was placed; None when it did not (or a resume finished it).",
     )
 
 

@@ -25,6 +25,7 @@ FailureKind = Literal[
     "caller_error",
     "harness_error",
     "cancelled",
+    "rate_limited",
 ]
 FAILURE_KINDS: tuple[str, ...] = FailureKind.__args__  # type: ignore[attr-defined]
 
@@ -42,6 +43,7 @@ FAILURE_SIDE: dict[str, FailureSide] = {
     "caller_error": "caller_voice",
     "harness_error": "harness",
     "cancelled": "harness",
+    "rate_limited": "harness",
 }
 """Which side failed. An agent-side failure is the agent not serving the caller: an outcome of the
 call (status `completed`, terminal outcome `unresolved`, a `NON_SERVICE_FLAGS` flag). A harness or
@@ -580,6 +582,36 @@ class ErrorEvent(_Event):
     fatal: bool = Field(default=True, description="The error ended the call.")
 
 
+class Usage(_Event):
+    """What the agent side reported it consumed (Realtime `response.done` usage, Gemini
+    `usageMetadata`, an LLM agent's tokens), as reported: the run's usage ledger sums these per call."""
+
+    type: Literal["usage"] = Field(default="usage", description="Event type; always `usage` for this event.")
+    source: str = Field(
+        description="Who reported it.", examples=["realtime.response.done", "gemini.usageMetadata", "llm"]
+    )
+    model: str | None = Field(default=None, description="Model the usage was on; None when not given.")
+    quantities: dict[str, float] = Field(
+        description="Meter -> quantity as reported (input_tokens, output_audio_tokens, ...).",
+        examples=[{"input_tokens": 812, "output_tokens": 95}],
+    )
+
+
+class RateLimited(_Event):
+    """The agent's vendor answered with a rate limit (HTTP 429, a WebSocket close 1013, SIP 503, a
+    Realtime `rate_limits.updated` at zero): the harness waits `retry_after_s` and places the call
+    again; not the agent's non-service and not a failure of the call that is finally recorded."""
+
+    type: Literal["rate_limited"] = Field(
+        default="rate_limited", description="Event type; always `rate_limited` for this event."
+    )
+    source: str = Field(description="What signalled the limit.", examples=["http_429", "ws_close_1013", "realtime"])
+    retry_after_s: float | None = Field(
+        default=None, ge=0, description="Seconds the vendor asked to wait; None when it gave none."
+    )
+    message: str = Field(default="", description="Details as the vendor gave them.")
+
+
 class HangUp(_Event):
     type: Literal["hang_up"] = Field(
         default="hang_up", description="Event type; always `hang_up` for this event."
@@ -618,6 +650,8 @@ Event = Annotated[
     | Dtmf
     | Mark
     | ErrorEvent
+    | Usage
+    | RateLimited
     | HangUp,
     Field(discriminator="type"),
 ]
@@ -652,6 +686,8 @@ EVENT_TYPES: tuple[str, ...] = tuple(
         Dtmf,
         Mark,
         ErrorEvent,
+        Usage,
+        RateLimited,
         HangUp,
     )
 )

@@ -19,9 +19,11 @@ from harness.adapter import (
     ErrorOut,
     FactsSeenOut,
     HeardOut,
+    RateLimitOut,
     StateOut,
     ToolCallOut,
     ToolResultOut,
+    UsageOut,
 )
 from harness.caller.policy import Decision, Say
 from harness.model.events import Event, FailureKind, NonServiceFlag
@@ -66,6 +68,10 @@ class CallLog:
         self.caller_end_ms = 0
         """End of the caller's last utterance on the episode clock (as logged, even if still playing)."""
         self._pending_escalation: str | None = None
+        self.asr_seconds = 0.0
+        """Seconds of agent audio the harness's own recogniser read in this call (the usage ledger's)."""
+        self.pause_agent_s: float | None = None
+        """The longest wait a `RateLimitOut` asked for before the next call to this agent."""
 
     # -- time and raw events -----------------------------------------------------------
     def now(self) -> int:
@@ -160,6 +166,11 @@ class CallLog:
         elif isinstance(ev, FactsSeenOut):
             self.facts_seen = ev.sha256
             s.emit("facts_provisioned", t_ms, sha256=ev.sha256, reported_by_agent=True)
+        elif isinstance(ev, UsageOut):
+            s.emit("usage", t_ms, source=ev.source, model=ev.model, quantities=dict(ev.quantities))
+        elif isinstance(ev, RateLimitOut):
+            s.emit("rate_limited", t_ms, source=ev.source, retry_after_s=ev.retry_after_s, message=ev.message)
+            self.pause_agent_s = max(self.pause_agent_s or 0.0, ev.retry_after_s)
         elif isinstance(ev, ErrorOut):
             s.emit("error", t_ms, kind=ev.kind, message=ev.message, fatal=ev.fatal)
             if ev.fatal:

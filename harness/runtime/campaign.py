@@ -17,10 +17,13 @@ from harness.adapter import AgentAdapter
 from harness.audio import create_tts
 from harness.caller.lines import check_recordings
 from harness.endpoints import unreachable_agents
+from harness.estimate import estimate_campaign
 from harness.model.campaign import AgentSpec
 from harness.model.episode import BackendInfo, EpisodeRecord, RunManifest
+from harness.model.usage import USAGE_JSONL, read_usage
 from harness.planning import CampaignProblems, LoadedCampaign, PlannedEpisode, agent_problems, call_order
-from harness.rundir import RunFolderError, RunWriter
+from harness.rundir import RUN_JSON, RunFolderError, RunWriter, atomic_write_json
+from harness.runtime.budget import BudgetGuard
 from harness.runtime.executors import Executor, LocalProcessExecutor
 from harness.runtime.inprocess import (
     DEFAULT_CACHE,
@@ -118,6 +121,33 @@ class CampaignRunner:
         summary.wall_s = asyncio.get_running_loop().time() - loop_t0
         return summary
 
+    def _budget_guard(self, finished: set[str]) -> BudgetGuard | None:
+        """The budget's guard for this session: what earlier sessions spent is in the ledger."""
+        c = self.loaded.campaign
+        if c.budget is None:
+            return None
+        plan = self.loaded.plan
+        pairs = plan.pairs()
+        done = sum(1 for a, b in pairs if a.episode_id in finished and b.episode_id in finished)
+        started = {a.pair.pair_id for a, b in pairs if (a.episode_id in finished) != (b.episode_id in finished)}
+        ledger = read_usage(self.run_dir / USAGE_JSONL)
+        estimates = {e.episode_id: e for e in estimate_campaign(self.loaded).calls}
+        return BudgetGuard(c, estimates, ledger.records, started, len(pairs), done)
+
+    def _record_budget(self, manifest: RunManifest, guard: BudgetGuard | None, summary: RunSummary) -> None:
+        """run.json says whether the budget stopped the run (and the budget and prices now in force)."""
+        c = self.loaded.campaign
+        stop = guard.final_stop() if guard is not None else None
+        current = manifest.campaign
+        if stop is None and manifest.budget_stop is None and (current.budget, current.prices) == (c.budget, c.prices):
+            return
+        if stop is not None:
+            summary.budget_stop = stop.message
+        updated = manifest.model_copy(
+            update={"budget_stop": stop, "campaign": current.model_copy(update={"budget": c.budget, "prices": c.prices})}
+        )
+        atomic_write_json(self.run_dir / RUN_JSON, updated.model_dump(mode="json"))
+
     async def _run_here(self, resume: bool) -> RunSummary:
         calls = InProcessCalls(
             self.loaded,
@@ -134,11 +164,22 @@ class CampaignRunner:
             manifest, finished = self._prepare(calls.writer, resume, calls.tts_info, calls.asr_info)
             todo = [e for e in call_order(self.loaded.plan) if e.episode_id not in finished]
             summary = RunSummary(self.run_dir, len(self.loaded.plan.episodes), len(finished))
-            await calls.execute(todo, manifest, summary)
+            calls.budget = guard = self._budget_guard(finished)
+            try:
+                await calls.execute(todo, manifest, summary)
+            finally:
+                self._record_budget(manifest, guard, summary)
         return summary
 
     async def _run_on(self, executor: Executor, resume: bool) -> RunSummary:
         c = self.loaded.campaign
+        if c.budget is not None:
+            raise ConfigError(
+                "a campaign with a budget runs in one process: its pairs are admitted one by one against what "
+                "has been spent",
+                path=self.loaded.path,
+                fix="run without --workers/--executor, or remove the budget",
+            )
         adapters, _ = await build_adapters(self.loaded, self.adapter_factory)  # checks pacing before any folder exists
         problems = await close_adapters(adapters)
         if problems:

@@ -89,6 +89,7 @@ class Conversation:
             text = " ".join(t.strip() for t in turn.text if t.strip())
             log.emit("agent_transcript", turn=log.turn, text=text, source="agent")
             if self.measure_asr and self.asr is not None and turn.had_audio and len(turn.pcm16k) >= 1600:
+                log.asr_seconds += len(turn.pcm16k) / 16000
                 heard = await self.asr.transcribe(turn.pcm16k, 16000)
                 log.emit("asr_check", turn=log.turn, text=heard.text, confidence=heard.confidence)
             return text
@@ -96,6 +97,7 @@ class Conversation:
             return ""
         if self.asr is None:
             raise CallFailed("harness_error", "agent exposes no transcript and the campaign has no ASR backend")
+        log.asr_seconds += len(turn.pcm16k) / 16000
         tr = await self.asr.transcribe(turn.pcm16k, 16000)
         log.emit("agent_transcript", turn=log.turn, text=tr.text, source="harness_asr", confidence=tr.confidence)
         return tr.text

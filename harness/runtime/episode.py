@@ -13,12 +13,13 @@ import contextlib
 import dataclasses
 import datetime as dt
 import traceback
+from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.adapter import AgentAdapter, AgentError, AgentSession, CalibrationOracle, CallInfo
+from harness.adapter import AgentAdapter, AgentError, AgentSession, CalibrationOracle, CallInfo, RateLimited
 from harness.audio import AudioError, SpeechRecognizer, SpeechSynthesizer, TelephoneChannel
 from harness.caller.policy import CallerPolicy
 from harness.caller.readers import ReaderSet
@@ -28,6 +29,7 @@ from harness.model.episode import BackendInfo, EpisodeHeader, EpisodeOutcome, Ep
 from harness.model.events import FailureKind, NonServiceFlag, non_service_flag
 from harness.model.outcome import judge_outcome
 from harness.model.secrets import Redactor
+from harness.model.usage import UsageRecord
 from harness.model.versioning import SCHEMA_VERSION
 from harness.planning import PlannedEpisode
 from harness.rundir import CALL_WAV, EVENTS_JSONL
@@ -36,11 +38,13 @@ from harness.runtime.calllog import AgentReportedError, CallFailed, CallLog
 from harness.runtime.clock import EpisodeClock, RealClock, TurnDeadline, VirtualClock
 from harness.runtime.conversation import Conversation
 from harness.runtime.eventlog import EventLog
+from harness.runtime.ratelimit import MAX_RATE_LIMITED_ATTEMPTS, AgentGate, backoff_s
 from harness.runtime.recorder import CallRecorder
 from harness.runtime.streaming import StreamingCall
 from harness.runtime.turnbased import CALLER_GAP_MS, TurnBasedCall
 from harness.runtime.voice import CallerVoice, SpokenCache
 from harness.tools import ToolFixture
+from harness.usage import call_usage
 from personas import Catalogue, speech_params
 from scenarios import Scenario
 
@@ -107,6 +111,12 @@ class EpisodeContext:
     """The campaign's readers of agent turns (rules, and a model reader beside them when configured)."""
     salt: bytes | None = None
     """The run folder's call-id salt, read once per run; None: read from the run folder."""
+    gate: AgentGate | None = None
+    """The agent's admission gate (its vendor limits, rate-limit pauses); None: no gate."""
+    ticket: int = 0
+    """The call's place in the run's call order: the gate admits smaller tickets first."""
+    on_usage: Callable[[UsageRecord], None] | None = None
+    """Receives the usage ledger line of every attempt, as it ends."""
 
 
 class EpisodeRunner:
@@ -139,6 +149,7 @@ class EpisodeRunner:
         self.readers = ctx.readers.for_call(ctx.scenario) if ctx.readers is not None else None
         self.policy = CallerPolicy(ctx.scenario, reader=self.readers.policy_reader if self.readers else None)
         self.session: AgentSession | None = None
+        self.rate_limited: RateLimited | None = None
 
     # -- the whole episode -----------------------------------------------------------
     async def run(self) -> EpisodeRecord:
@@ -150,15 +161,50 @@ class EpisodeRunner:
         (events.jsonl, call.wav) with its own record appended to `episodes/<id>/attempts.jsonl`.
         A resume that finds the episode unfinished drops the folder and starts again at attempt 0.
         """
-        record = await self._attempt()
-        while (
-            record.outcome.failure_kind in RETRYABLE
-            and record.header.attempt < self.ctx.campaign.retries
-        ):
+        runner = self
+        record = await self._gated_attempt()
+        retried = limited = 0
+        while True:
+            kind = record.outcome.failure_kind
+            if kind == "rate_limited" and limited < MAX_RATE_LIMITED_ATTEMPTS - 1:
+                # the vendor's load, not the agent's treatment of this caller: wait, place again
+                wait = backoff_s(runner.rate_limited.retry_after_s if runner.rate_limited else None, limited)
+                limited += 1
+            elif kind in RETRYABLE and retried < self.ctx.campaign.retries:
+                wait = min(RETRY_BACKOFF_S * 2**retried, 5.0)
+                retried += 1
+            else:
+                return record
             await asyncio.to_thread(archive_attempt, self.ctx.episode_dir, record)
-            await asyncio.sleep(min(RETRY_BACKOFF_S * 2**record.header.attempt, 5.0))
-            retry = EpisodeRunner(dataclasses.replace(self.ctx, attempt=record.header.attempt + 1))
-            record = await retry._attempt()
+            if kind == "rate_limited" and self.ctx.gate is not None:
+                self.ctx.stats["rate_limited_attempts"] = self.ctx.stats.get("rate_limited_attempts", 0) + 1
+                await self.ctx.gate.pause(wait)  # every call to this agent waits; this one keeps its place
+            else:
+                await asyncio.sleep(wait)
+            runner = EpisodeRunner(dataclasses.replace(self.ctx, attempt=record.header.attempt + 1))
+            record = await runner._gated_attempt()
+
+    async def _gated_attempt(self) -> EpisodeRecord:
+        """One attempt inside the agent's gate; its usage line reported as it ends."""
+        ctx = self.ctx
+        if ctx.gate is None:
+            record = await self._attempt()
+        else:
+            async with ctx.gate.slot(ctx.ticket):
+                record = await self._attempt()
+            if self.log.pause_agent_s:
+                await ctx.gate.pause(self.log.pause_agent_s)
+        if ctx.on_usage is not None:
+            ctx.on_usage(
+                call_usage(
+                    record,
+                    self.log.events,
+                    pair_id=ctx.planned.pair.pair_id,
+                    tts_model=ctx.tts_info.name,
+                    asr_model=(ctx.asr_info.model or ctx.asr_info.name) if ctx.asr_info else None,
+                    asr_seconds=self.log.asr_seconds if ctx.asr is not None else None,
+                )
+            )
         return record
 
     async def _attempt(self) -> EpisodeRecord:
@@ -184,6 +230,10 @@ class EpisodeRunner:
                     termination = await self._connect_and_converse(call, fixture, deadline)
                 finally:
                     deadline.close()
+        except RateLimited as exc:  # the harness waits and places the call again (`run`)
+            status, failure, termination = "failed", "rate_limited", exc.message
+            self.rate_limited = exc
+            self.log.emit("rate_limited", source=exc.source, retry_after_s=exc.retry_after_s, message=exc.message)
         except AgentError as exc:
             status, failure, termination = "failed", exc.kind, exc.message
             non_service = non_service_flag(exc.kind)

@@ -22,13 +22,17 @@ from harness.endpoints import describe
 from harness.model.campaign import AgentSpec
 from harness.model.episode import BackendInfo, EpisodeRecord, RunManifest
 from harness.model.secrets import Redactor
+from harness.model.usage import UsageRecord
 from harness.planning import LoadedCampaign, PlannedEpisode
 from harness.registry import AGENT_GROUP, load_object
 from harness.rundir import RunFolderError, RunWriter, storage_error
+from harness.runtime.budget import BudgetGuard
 from harness.runtime.callid import run_salt
 from harness.runtime.episode import EpisodeContext, EpisodeRunner
 from harness.runtime.progress import Progress, RunSummary
+from harness.runtime.ratelimit import AgentGate
 from harness.runtime.voice import SpokenCache
+from harness.usage import UsageLedger
 from scenarios import ConfigError, VoiceAuditError
 
 DEFAULT_CACHE = Path.home() / ".cache" / "voice-audit"
@@ -138,6 +142,8 @@ class InProcessCalls:
         # False in a shard whose driver appends the records (Ray): on_record must carry them.
         self.write_records = write_records
         self.writer = RunWriter(run_dir, redactor=redactor)
+        self.budget: BudgetGuard | None = None
+        """Set by the campaign runner when the campaign has a budget: pairs are admitted through it."""
 
     async def __aenter__(self) -> InProcessCalls:
         c = self.loaded.campaign
@@ -202,10 +208,27 @@ class InProcessCalls:
         salt = await asyncio.to_thread(run_salt, self.run_dir)
         in_flight = 0
         progress_cb = Progress(len(todo), enabled=self.progress)
+        gates = {a.name: AgentGate.for_agent(a) for a in c.agents}
+        ledger = UsageLedger(self.run_dir)
+        guard = self.budget
+        pair_calls: dict[str, list[PlannedEpisode]] = {}
+        for p in todo:
+            pair_calls.setdefault(p.pair.pair_id, []).append(p)
 
-        async def one(planned: PlannedEpisode) -> None:
+        def on_usage(usage: UsageRecord) -> None:
+            try:
+                ledger.append(usage)
+            except OSError as exc:
+                raise storage_error(self.run_dir, exc) from None
+            if guard is not None:
+                guard.finished(usage)
+
+        async def one(ticket: int, planned: PlannedEpisode) -> None:
             nonlocal in_flight
             async with sem:
+                if guard is not None and not guard.admit(planned, pair_calls[planned.pair.pair_id]):
+                    progress_cb.update(done=1)  # the budget stopped new pairs: this one is not placed
+                    return
                 in_flight += 1
                 progress_cb.update(in_flight=in_flight)
                 voiced = self.voiced_by(planned)
@@ -230,6 +253,9 @@ class InProcessCalls:
                     files=files,
                     readers=self.readers,
                     salt=salt,
+                    gate=gates[planned.agent],
+                    ticket=ticket,
+                    on_usage=on_usage,
                 )
                 try:
                     record = await EpisodeRunner(ctx).run()
@@ -251,10 +277,14 @@ class InProcessCalls:
         try:
             with progress_cb:
                 async with asyncio.TaskGroup() as tg:
-                    for planned in todo:
-                        tg.create_task(one(planned))
+                    for ticket, planned in enumerate(todo):
+                        tg.create_task(one(ticket, planned))
         except* RunFolderError as group:
             # One clear line for the user, not an exception group: the first storage failure.
             raise group.exceptions[0] from None
         finally:
             files.shutdown(wait=True)
+            ledger.close()
+            for name, gate in gates.items():
+                if gate.waited_s > 0.5:
+                    self.stats.setdefault("agent_gate_wait_s", {})[name] = round(gate.waited_s, 1)

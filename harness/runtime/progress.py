@@ -19,6 +19,8 @@ class RunSummary:
     outcomes: Counter[str] = field(default_factory=Counter)
     stats: dict[str, Any] = field(default_factory=dict)
     wall_s: float = 0.0
+    budget_stop: str | None = None
+    """The one line saying the budget stopped the run, when it did."""
 
     def count(self, status: str, failure_kind: str | None, terminal_outcome: str | None) -> None:
         """One finished call: its status, failure kind and (for a completed call) outcome."""
@@ -40,6 +42,8 @@ class RunSummary:
         if self.outcomes:
             out.append("outcomes (completed calls): " + ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items())))
         out.append(f"wall time: {self.wall_s:.1f} s")
+        if self.budget_stop:
+            out.append(f"{self.budget_stop}: voice-audit run --resume {self.run_dir}")
         return out
 
 

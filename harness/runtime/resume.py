@@ -14,7 +14,7 @@ def resume_campaign_path(run_dir: Path) -> LoadedCampaign:
     """The campaign of an existing run, reloaded from its file and checked against the stored hash."""
     manifest = RunReader(run_dir).manifest
     loaded = load_campaign(manifest.campaign_file)
-    if sha256_of(loaded.campaign) != manifest.campaign_sha256:
+    if loaded.campaign.sha256 != manifest.campaign_sha256:
         raise RunFolderError(
             f"{manifest.campaign_file}: campaign file changed since run {manifest.run_id} started; "
             "restore it or start a new run"

@@ -93,6 +93,8 @@ def _event(rng: random.Random, t: int, kind: str) -> Event:
         "mark": {"name": "m", "action": "echoed"},
         "error": {"kind": "disconnect", "message": "boom", "fatal": False},
         "hang_up": {"by": "harness", "reason": "r"},
+        "usage": {"source": "llm", "model": rng.choice([None, "m"]), "quantities": {"input_tokens": 12}},
+        "rate_limited": {"source": "http_429", "retry_after_s": rng.choice([None, 2.0]), "message": "m"},
     }
     return parse_event({"t_ms": t, "type": kind, **fields[kind]})
 

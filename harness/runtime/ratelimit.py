@@ -1,0 +1,110 @@
+"""A vendor's limits, kept by the harness: calls in flight and new calls per minute per agent, and
+the wait after a rate-limit answer (HTTP 429, a WebSocket close 1013, SIP 503, a Realtime
+`rate_limits.updated` at zero).
+
+A rate limit is the vendor's load, not the agent's treatment of a caller: the attempt it hit is
+kept under `attempts/` with a `rate_limited` event, the agent's gate pauses, and the call is
+placed again; it is never counted as the agent's non-service. Calls are admitted in plan order
+(`call_order`, whose seeded coin decides per pair which side calls first, independently of the
+condition), and a call placed again keeps its place: it goes before every later call waiting for
+the same agent, so waiting never reorders the plan by condition. A call still rate-limited after
+`MAX_RATE_LIMITED_ATTEMPTS` is missing data on the harness side (`rate_limited`), which the
+differential-failure gate weighs like any other harness failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from harness.model.campaign import AgentSpec
+
+MAX_RATE_LIMITED_ATTEMPTS = 8
+"""Rate-limited attempts of one call before it is given up as missing data."""
+BACKOFF_S = 1.0
+"""First wait after a rate limit that named no Retry-After; doubled per attempt, up to `MAX_BACKOFF_S`."""
+MAX_BACKOFF_S = 30.0
+
+
+def backoff_s(retry_after_s: float | None, attempt: int) -> float:
+    """How long to wait after the `attempt`-th rate limit (0-based): the vendor's Retry-After when it
+    gave one, else exponential backoff."""
+    if retry_after_s is not None:
+        return retry_after_s
+    return min(BACKOFF_S * 2**attempt, MAX_BACKOFF_S)
+
+
+class AgentGate:
+    """Admission of one agent's calls: at most `max_concurrent` in flight, starts at least
+    60/`calls_per_minute` s apart, none during a pause a rate limit asked for; waiting calls are
+    admitted smallest ticket (plan position) first."""
+
+    def __init__(self, max_concurrent: int | None = None, calls_per_minute: float | None = None) -> None:
+        self.max_concurrent = max_concurrent
+        self.spacing_s = 60.0 / calls_per_minute if calls_per_minute else 0.0
+        self._cond = asyncio.Condition()
+        self._waiting: list[int] = []
+        self._active = 0
+        self._next_start = 0.0
+        self._paused_until = 0.0
+        self.waited_s = 0.0
+        """Seconds calls spent waiting on this gate, summed (for the run's stats)."""
+
+    @classmethod
+    def for_agent(cls, spec: AgentSpec) -> AgentGate:
+        return cls(spec.max_concurrent_calls, spec.calls_per_minute)
+
+    def _free(self) -> bool:
+        return self.max_concurrent is None or self._active < self.max_concurrent
+
+    async def acquire(self, ticket: int) -> None:
+        loop = asyncio.get_running_loop()
+        t0 = loop.time()
+        async with self._cond:
+            heapq.heappush(self._waiting, ticket)
+            try:
+                while True:
+                    now = loop.time()
+                    ready_at = max(self._paused_until, self._next_start)
+                    if self._waiting[0] == ticket and self._free() and now >= ready_at:
+                        break
+                    try:
+                        async with asyncio.timeout(ready_at - now if ready_at > now else None):
+                            await self._cond.wait()
+                    except TimeoutError:
+                        pass
+                heapq.heappop(self._waiting)
+                self._active += 1
+                self._next_start = loop.time() + self.spacing_s
+            except BaseException:
+                if ticket in self._waiting:
+                    self._waiting.remove(ticket)
+                    heapq.heapify(self._waiting)
+                raise
+            finally:
+                self._cond.notify_all()
+        self.waited_s += loop.time() - t0
+
+    async def release(self) -> None:
+        async with self._cond:
+            self._active -= 1
+            self._cond.notify_all()
+
+    async def pause(self, seconds: float) -> None:
+        """No new call starts for `seconds` (a vendor's Retry-After); calls in flight go on."""
+        async with self._cond:
+            self._paused_until = max(self._paused_until, asyncio.get_running_loop().time() + seconds)
+            self._cond.notify_all()
+
+    @asynccontextmanager
+    async def slot(self, ticket: int) -> AsyncIterator[None]:
+        await self.acquire(ticket)
+        try:
+            yield
+        finally:
+            await self.release()
+
+
+__all__ = ["MAX_RATE_LIMITED_ATTEMPTS", "AgentGate", "backoff_s"]

@@ -1,0 +1,162 @@
+"""The usage ledger of a run (`runs/<id>/usage.jsonl`): one line per placed call attempt, appended
+and flushed when the attempt ends, and the price file a campaign may name.
+
+What the harness meters itself (call minutes per protocol, the characters its TTS spoke, the
+seconds of agent audio its recogniser read) is always known. What the agent side consumed is
+known only when the adapter reported it (`harness.adapter.UsageOut`, logged as `usage` events);
+otherwise it is one `agent_usage` item with quantity None and the reason, never a zero.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from harness.model.episode import EpisodeRecord
+from harness.model.events import CallerUtteranceStart, CallStarted, Event, Usage
+from harness.model.usage import (
+    AGENT_USAGE,
+    ASR_AUDIO_SECONDS,
+    CALL_MINUTES,
+    TTS_CHARACTERS,
+    USAGE_JSONL,
+    PriceTable,
+    UsageItem,
+    UsageRecord,
+)
+from scenarios import ConfigError
+from scenarios.yamlsrc import YamlDocument, load_yaml, pydantic_error
+
+
+def call_usage(
+    record: EpisodeRecord,
+    events: Sequence[Event],
+    *,
+    pair_id: str,
+    tts_model: str | None,
+    asr_model: str | None,
+    asr_seconds: float | None,
+) -> UsageRecord:
+    """The ledger line of one finished attempt, from its record and its events.
+
+    `asr_seconds` None: the campaign has no recogniser of its own (no item); a number: what it read.
+    """
+    h, o = record.header, record.outcome
+    protocol = next((e.protocol for e in events if isinstance(e, CallStarted)), None)
+    protocol = protocol or (h.exposure.protocol if h.exposure is not None else None) or "unknown"
+    items: list[UsageItem] = [
+        UsageItem(meter=CALL_MINUTES, quantity=o.duration_ms / 60_000, side="harness", source="harness"),
+        UsageItem(
+            meter=TTS_CHARACTERS,
+            quantity=float(sum(len(e.text) for e in events if isinstance(e, CallerUtteranceStart))),
+            side="harness",
+            source="harness",
+            model=tts_model,
+        ),
+    ]
+    if asr_seconds is not None:
+        items.append(
+            UsageItem(
+                meter=ASR_AUDIO_SECONDS,
+                quantity=asr_seconds,
+                side="harness",
+                source="harness",
+                model=asr_model,
+            )
+        )
+    reported: dict[tuple[str, str, str | None], float] = {}
+    for e in events:
+        if isinstance(e, Usage):
+            for meter, q in e.quantities.items():
+                key = (meter, e.source, e.model)
+                reported[key] = reported.get(key, 0.0) + float(q)
+    for (meter, source, model), q in sorted(
+        reported.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or "")
+    ):
+        items.append(UsageItem(meter=meter, quantity=q, side="agent", source=source, model=model))
+    if not reported:
+        items.append(
+            UsageItem(
+                meter=AGENT_USAGE,
+                quantity=None,
+                side="agent",
+                source="harness",
+                reason=f"the agent side reported no usage over {protocol}",
+            )
+        )
+    return UsageRecord(
+        run_id=h.run_id,
+        episode_id=h.episode_id,
+        pair_id=pair_id,
+        attempt=h.attempt,
+        agent=h.agent,
+        protocol=protocol,
+        status=o.status,
+        failure_kind=o.failure_kind,
+        items=tuple(items),
+        finished_at=record.finished_at or dt.datetime.now(dt.UTC),
+    )
+
+
+class UsageLedger:
+    """Appends ledger lines: one O_APPEND write each (whole even if the process dies right after),
+    flushed to the file at once; `close` syncs to disk."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = run_dir / USAGE_JSONL
+        self._fd: int | None = None
+
+    def append(self, record: UsageRecord) -> None:
+        line = record.model_dump_json().encode() + b"\n"
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.write(self._fd, line)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.fsync(self._fd)
+            os.close(self._fd)
+            self._fd = None
+
+
+def load_prices(doc: YamlDocument) -> dict[str, Any] | None:
+    """The campaign's `prices:` as data: inline, or read from the YAML file it names (relative to
+    the campaign), validated with that file's own line and column in any error."""
+    data = doc.data if isinstance(doc.data, dict) else {}
+    value = data.get("prices")
+    if not isinstance(value, str):
+        return None
+    path = doc.path.parent / value
+    if not path.is_file():
+        raise doc.error(
+            ("prices",),
+            f"price file {value} not found",
+            fix="give the path of a YAML price table, relative to the campaign",
+        )
+    pdoc = load_yaml(path)
+    try:
+        table = PriceTable.model_validate(pdoc.data)
+    except ValidationError as exc:
+        raise pydantic_error(pdoc, exc, "PriceTable") from None
+    return table.model_dump(mode="json")
+
+
+def check_price_agents(doc: YamlDocument, table: PriceTable | None, agents: Sequence[str]) -> None:
+    """A rate for an agent the campaign does not call is a typo that would price nothing."""
+    if table is None:
+        return
+    for i, rate in enumerate(table.rates):
+        if rate.agent is not None and rate.agent not in agents:
+            raise ConfigError(
+                f"prices: rate {i} names agent '{rate.agent}' that the campaign does not list",
+                path=doc.path,
+                fix=f"use one of the campaign's agent names ({', '.join(sorted(agents))})",
+            )
+
+
+__all__ = ["UsageLedger", "call_usage", "check_price_agents", "load_prices"]
