@@ -9,7 +9,6 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from harness.model.usage import Budget, PriceTable
 from personas import AXES, Axis, CallerCondition
-from harness.model.usage import Budget, PriceTable
 from scenarios.base import Frozen, sha256_of
 
 Pacing = Literal["realtime", "accelerated"]
@@ -152,13 +151,6 @@ OPERATIONAL_FIELDS: dict[str, Any] = {
 }
 """Campaign fields outside its hash: they change what a run costs or how fast it calls, not the calls."""
 
-OPERATIONAL_FIELDS: dict[str, Any] = {
-    "prices": True,
-    "budget": True,
-    "agents": {"__all__": {"max_concurrent_calls", "calls_per_minute"}},
-}
-"""Campaign fields outside its hash: they change what a run costs or how fast it calls, not the calls."""
-
 PATIENCE_MARGIN_S = 5.0
 """How much longer than the caller's patience the harness timeouts must be: the longest patience
 line (a request for a human at a slow speaking rate) fits in it."""
@@ -192,21 +184,6 @@ class Patience(Frozen):
         gt=0,
         le=3600,
         description='Seconds of agent silence in all before the caller hangs up (agent_unresponsive).',
-    )
-    repairs_before_human: int = Field(
-        default=3,
-        ge=1,
-        le=50,
-        description=(
-            "Consecutive unproductive exchanges (the agent asks to repeat, asks again for the same fact, "
-            "or answers without moving the call forward) before the caller asks for a human."
-        ),
-    )
-    repairs_after_human: int = Field(
-        default=2,
-        ge=1,
-        le=50,
-        description="Further unproductive exchanges, after asking for a human, before the caller hangs up (repair_loop).",
     )
     repairs_before_human: int = Field(
         default=3,
@@ -481,22 +458,6 @@ class Campaign(Frozen):
         default=ReaderSpec(),
         description='Which reader of agent turns the caller acts on.',
     )
-    prices: PriceTable | None = Field(
-        default=None,
-        description="Your prices per meter (call minutes, tokens, TTS characters ...), or the path of a YAML file "
-        "holding them, relative to the campaign; no vendor price list is built in. Not part of the campaign's hash.",
-    )
-    budget: Budget | None = Field(
-        default=None,
-        description="Limits (max_cost, max_calls, max_call_minutes): the run stops placing new pairs when the next "
-        "pair could exceed one; `run --resume` continues under a raised budget. Not part of the campaign's hash.",
-    )
-
-    @model_validator(mode="after")
-    def _cost_needs_prices(self) -> Campaign:
-        if self.budget is not None and self.budget.max_cost is not None and self.prices is None:
-            raise ValueError("budget.max_cost needs a price table (prices:) to compute a cost")
-        return self
     prices: PriceTable | None = Field(
         default=None,
         description="Your prices per meter (call minutes, tokens, TTS characters ...), or the path of a YAML file "
