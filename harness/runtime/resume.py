@@ -7,7 +7,6 @@ from pathlib import Path
 from harness.model.episode import RunManifest
 from harness.planning import LoadedCampaign, load_campaign
 from harness.rundir import RunFolderError, RunReader
-from scenarios import sha256_of
 
 
 def resume_campaign_path(run_dir: Path) -> LoadedCampaign:
