@@ -13,6 +13,7 @@ from typing import Literal
 import yaml
 from pydantic import Field, ValidationError
 
+from harness.model.stimulus import StimulusThresholds
 from scenarios.base import Frozen, sha256_of
 from scenarios.errors import ConfigError
 
@@ -99,6 +100,7 @@ class GateThresholds(Frozen):
     annotation: AnnotationGate
     observer: ObserverGate = ObserverGate()
     intelligibility: IntelligibilityGate = IntelligibilityGate()
+    stimulus: StimulusThresholds = StimulusThresholds()
     failure: DifferentialFailureGate = DifferentialFailureGate()
 
 

@@ -26,6 +26,7 @@ from analysis.gates.fact_invariance import fact_invariance
 from analysis.gates.observer import observer_validity
 from analysis.gates.perceptibility import persona_perceptibility, separability
 from analysis.gates.scenario_lock import scenario_lock
+from analysis.gates.stimulus import read_stimuli, stimulus_prescreen
 from analysis.metrics.ingest import Ingested
 from scenarios import ScenarioLibrary
 from scenarios.errors import VoiceAuditError
@@ -51,8 +52,10 @@ __all__ = [
     "measure_audio",
     "observer_validity",
     "persona_perceptibility",
+    "read_stimuli",
     "scenario_lock",
     "separability",
+    "stimulus_prescreen",
     "worst",
 ]
 
@@ -72,6 +75,7 @@ def evaluate(inp: GateInputs) -> tuple[GateReport, pd.Series]:
         annotation_reliability(inp),
         differential_failure(inp),
         observer_validity(inp),
+        stimulus_prescreen(inp),
     ]
     by_pair = (
         pd.DataFrame({res.gate: s for res, s in pieces}).reindex(inp.pairs["pair_id"]).fillna("not-evaluable")

@@ -27,6 +27,7 @@ GATES: tuple[str, ...] = (
     "annotation_reliability",
     "differential_failure",
     "observer_validity",
+    "stimulus_prescreen",
 )
 _RANK = {"pass": 0, "not-evaluable": 1, "fail": 2}
 

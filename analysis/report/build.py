@@ -18,7 +18,7 @@ from urllib.parse import parse_qsl, urlsplit
 import pandas as pd
 
 from analysis.metrics.catalogue import CATALOGUE
-from analysis.report import forest, pairs_view, subgroups_view
+from analysis.report import comparison_view, forest, pairs_view, stimuli_view, subgroups_view
 from analysis.report.loader import RunOutputs, load
 from analysis.report.model import (
     AgentRow,
@@ -42,9 +42,11 @@ from analysis.report.model import (
     Report,
     SafetyRow,
 )
-from analysis.report.redact import LEVEL_MASK_NOTE, TEXT_MASK, URL_MASK, Scrubber, is_real_system
+from analysis.report.redact import LEVEL_MASK_NOTE, TEXT_MASK, URL_MASK, Scrubber, is_real_system, level_terms
 from analysis.report.wording import CONVENTION_TEXT, claim_words, direction, finding_sentence, reading
 from harness.model.secrets import SECRET_KEY, mask_options, secret_values
+from personas import Catalogue, load_catalogue
+from scenarios.errors import VoiceAuditError
 
 MAX_FAILED_LISTED = 500
 MAX_FINDINGS = 8
@@ -57,7 +59,7 @@ _METHOD_HEADING = re.compile(r"^## (\d+)\. (.+)$", re.MULTILINE)
 _METHOD_REF = re.compile(r"METHOD\.md section (\d+)")
 FINDINGS_RULE = (
     "per cell (agent x scenario x contrast) each family's largest delta (|estimate| / half the interval "
-    "width); those whose interval excludes 0 first, then by family (outcome, safety, burden, tool use, the "
+    "width); findings of cells whose stimuli failed the pre-screen after all others; those whose interval excludes 0 first, then by family (outcome, safety, burden, tool use, the "
     "rest) and size; at most three per cell, eight in all"
 )
 
@@ -218,6 +220,7 @@ def model_row(m: Mapping[str, Any]) -> ModelRow:
 
 def cells(out: RunOutputs, dispo: Disposition, figures: dict[str, str], plots: bool) -> list[CellBlock]:
     claims = {c.label: {f.family: f.claim for f in c.families} for c in dispo.cells}
+    stimulus = stimuli_view.cell_verdicts(out.gates.get("gates", []))
     blocks: list[CellBlock] = []
     for i, c in enumerate(out.deltas.get("cells", [])):
         rows = [delta_row(e) for e in c.get("estimates", [])]
@@ -235,6 +238,13 @@ def cells(out: RunOutputs, dispo: Disposition, figures: dict[str, str], plots: b
                 )
             )
         cell = c["cell"]
+        stim = stimulus.get(
+            (
+                str(cell.get("scenario_id", "")),
+                str(cell.get("condition_key_a", "")),
+                str(cell.get("condition_key_b", "")),
+            )
+        )
         blocks.append(
             CellBlock(
                 index=i,
@@ -252,6 +262,8 @@ def cells(out: RunOutputs, dispo: Disposition, figures: dict[str, str], plots: b
                 families=fams,
                 notes=[str(n) for n in c.get("notes", [])],
                 convention=str(c.get("convention", "a - b")),
+                stimulus=stim[0] if stim else None,
+                stimulus_reasons=stim[1] if stim else "",
             )
         )
     return blocks
@@ -283,7 +295,9 @@ def family_forests(blocks: list[CellBlock], figures: dict[str, str]) -> list[Cel
             names[fam] = f"forest-{fam}.svg"
             figures[names[fam]] = svg
     return [
-        c.model_copy(update={"families": [f.model_copy(update={"forest": names.get(f.family)}) for f in c.families]})
+        c.model_copy(
+            update={"families": [f.model_copy(update={"forest": names.get(f.family)}) for f in c.families]}
+        )
         for c in blocks
     ]
 
@@ -336,9 +350,22 @@ def _repeats(c: CellBlock) -> str:
     )
 
 
-def _finding_key(t: tuple[CellBlock, FamilyBlock, DeltaRow]) -> tuple[bool, int, float]:
-    _, fam, r = t
-    return (not _excludes_zero(r), family_rank(fam.family), -_score(r))
+def _stimulus_failed(c: CellBlock) -> bool:
+    return c.stimulus == "fail"
+
+
+def _stimulus_note(c: CellBlock) -> str:
+    if not _stimulus_failed(c):
+        return ""
+    return (
+        f"; STIMULUS FAILED the pre-screen ({c.stimulus_reasons}): the calls were placed under the campaign's "
+        "override, so this gap may measure the text-to-speech engine, not the agent"
+    )
+
+
+def _finding_key(t: tuple[CellBlock, FamilyBlock, DeltaRow]) -> tuple[bool, bool, int, float]:
+    c, fam, r = t
+    return (_stimulus_failed(c), not _excludes_zero(r), family_rank(fam.family), -_score(r))
 
 
 def findings(blocks: list[CellBlock], dispo: Disposition, gate_rows: list[GateRow]) -> Findings:
@@ -357,8 +384,15 @@ def findings(blocks: list[CellBlock], dispo: Disposition, gate_rows: list[GateRo
             if fam is None or not rows:
                 entries.append(
                     MatrixEntry(
-                        family=fam_name, metric=None, estimate=None, ci_low=None, ci_high=None,
-                        excludes_zero=False, direction="none", gated=False, text="—",
+                        family=fam_name,
+                        metric=None,
+                        estimate=None,
+                        ci_low=None,
+                        ci_high=None,
+                        excludes_zero=False,
+                        direction="none",
+                        gated=False,
+                        text="—",
                     )
                 )
                 continue
@@ -425,13 +459,17 @@ def findings(blocks: list[CellBlock], dispo: Disposition, gate_rows: list[GateRo
                 claim=fam.claim,
                 gated=fam.claim != "diagnostics_only",
                 blocked_by=blocked,
-                status=_status(fam.claim, blocked, verdicts) + _repeats(c),
+                status=_status(fam.claim, blocked, verdicts) + _repeats(c) + _stimulus_note(c),
             )
         )
     n_all = sum(1 for c in blocks for f in c.families for r in f.rows if r.estimate is not None)
     n_excl = sum(1 for c in blocks for f in c.families for r in f.rows if _excludes_zero(r))
     n_gated = sum(
-        1 for c in blocks for f in c.families for r in f.rows if _excludes_zero(r) and f.claim != "diagnostics_only"
+        1
+        for c in blocks
+        for f in c.families
+        for r in f.rows
+        if _excludes_zero(r) and f.claim != "diagnostics_only"
     )
     headline = (
         f"{n_excl} of {n_all} paired deltas have an interval that excludes 0; {n_gated} of them are in a family "
@@ -498,7 +536,11 @@ def _method_refs(node: Any) -> Any:
 
 def not_served(metrics: pd.DataFrame) -> pd.Series:
     """The non-service flag of each call the agent did not serve (None otherwise)."""
-    flags = metrics["outcome_flags"] if "outcome_flags" in metrics.columns else pd.Series(None, index=metrics.index)
+    flags = (
+        metrics["outcome_flags"]
+        if "outcome_flags" in metrics.columns
+        else pd.Series(None, index=metrics.index)
+    )
     return flags.map(pairs_view.not_served_flag)
 
 
@@ -531,7 +573,8 @@ def calls(metrics: pd.DataFrame) -> tuple[list[CallCounts], list[FailedCall]]:
                 cancelled=int((status == "cancelled").sum()),
                 failure_kinds={str(k): int(v) for k, v in kinds.items()},
                 not_served_reasons={
-                    str(k): int(v) for k, v in flag[served_not].fillna("agent_error_event").value_counts().items()
+                    str(k): int(v)
+                    for k, v in flag[served_not].fillna("agent_error_event").value_counts().items()
                 },
                 acceptable=int(passed.sum()),
                 acceptable_rate=float(passed.sum()) / len(sub) if len(sub) else None,
@@ -546,7 +589,9 @@ def calls(metrics: pd.DataFrame) -> tuple[list[CallCounts], list[FailedCall]]:
             agent=str(r.agent),
             side=str(r.side),
             status="not served" if str(r.status) == "completed" else str(r.status),
-            failure_kind=r.failure_kind if isinstance(r.failure_kind, str) else (f if isinstance(f, str) else None),
+            failure_kind=r.failure_kind
+            if isinstance(r.failure_kind, str)
+            else (f if isinstance(f, str) else None),
             termination=str(r.termination or ""),
         )
         for r, f in zip(bad.head(MAX_FAILED_LISTED).itertuples(), flags.head(MAX_FAILED_LISTED), strict=True)
@@ -561,6 +606,17 @@ def _mask_real_terminations(failed: list[FailedCall], metrics: pd.DataFrame) -> 
         if is_real_system(str(a))
     }
     return [f.model_copy(update={"termination": TEXT_MASK}) if f.episode_id in real else f for f in failed]
+
+
+def _catalogue(out: RunOutputs) -> Catalogue | None:
+    """The campaign's persona catalogue (for level labels), or the bundled one; None if unreadable."""
+    c = out.manifest.campaign
+    try:
+        if c.catalogue:
+            return load_catalogue(Path(out.manifest.campaign_file).parent / c.catalogue)
+        return load_catalogue()
+    except (OSError, VoiceAuditError):
+        return None
 
 
 def build_report(
@@ -582,6 +638,7 @@ def build_report(
         failed = _mask_real_terminations(failed, out.metrics)
     shown = pairs_view.build(out, max_pairs, pairs, redact)
     sub, sub_figs = subgroups_view.load(out.run_dir)
+    compared, compare_warnings = comparison_view.load(out.run_dir)
     dropped = [
         "credential values (options named *key*/*token*/*secret*/*password*/*auth*, and env vars they name)"
     ]
@@ -593,8 +650,13 @@ def build_report(
             LEVEL_MASK_NOTE,
         ]
     summary = out.summary
-    blocks = family_forests(cells(out, dispo, figures, plots), figures) if plots else cells(out, dispo, figures, plots)
+    blocks = (
+        family_forests(cells(out, dispo, figures, plots), figures)
+        if plots
+        else cells(out, dispo, figures, plots)
+    )
     gate_rows = gates(out)
+    stim, stim_copies = stimuli_view.build(out.run_dir, out.gates.get("gates", []), redact)
     in_plan = {r.metric for c in blocks for f in c.families for r in f.rows}
     report = Report(
         run_id=man.run_id,
@@ -622,7 +684,7 @@ def build_report(
             "problems_by_category": summary.get("dropped", {}).get("problems_by_category", {}),
             "metrics_all_missing": summary.get("metrics_all_missing", []),
         },
-        warnings=out.warnings,
+        warnings=[*out.warnings, *compare_warnings],
         gates=gate_rows,
         disposition=dispo,
         cells=blocks,
@@ -632,16 +694,27 @@ def build_report(
         pairs_shown=shown.views,
         pair_selection=pairs_view.SELECTION_RULE,
         subgroups=sub,
+        comparison=compared,
         redaction=Redaction(redacted=redact, dropped=dropped, secrets_masked=0),
         findings=findings(blocks, dispo, gate_rows),
         safety=safety(out.metrics, in_plan),
         method=method_sections(),
+        stimuli=stim,
     )
-    scrub = Scrubber(secrets, drop_urls=redact, mask_levels=redact)
+    scrub = Scrubber(
+        secrets,
+        drop_urls=redact,
+        mask_levels=redact,
+        level_terms=level_terms(man.campaign, _catalogue(out)) if redact else (),
+    )
     data = _method_refs(scrub.tree(report.model_dump(mode="json", by_alias=True)))
     figures = {k: scrub.text(v) for k, v in figures.items()}
     data["redaction"]["secrets_masked"] = scrub.hits
-    built = Built(report=Report.model_validate(data), figures=figures, copies=dict(shown.audio))
+    built = Built(
+        report=Report.model_validate(data),
+        figures=figures,
+        copies={**dict(shown.audio), **({} if redact else stim_copies)},
+    )
     for name, src in sub_figs.items():
         try:
             figures[name] = scrub.text(src.read_text(encoding="utf-8"))

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
+from analysis.report.comparison_view import Comparison
 from scenarios.base import Frozen
 
 REPORT_SCHEMA = "voice-audit-report/1"
@@ -140,6 +141,10 @@ class CellBlock(Frozen):
     families: list[FamilyBlock]
     notes: list[str]
     convention: str
+    stimulus: str | None = Field(
+        default=None, description="the cell's stimulus pre-screen verdict; a failing cell's findings never lead"
+    )
+    stimulus_reasons: str = ""
 
 
 class CallCounts(Frozen):
@@ -323,6 +328,50 @@ class Redaction(Frozen):
     secrets_masked: int
 
 
+class StimulusLine(Frozen):
+    voice: str
+    text: str
+    heard: str
+    errors: int
+    words: int
+    audio: str | None = Field(description="report-relative audio file (none in a redacted report)")
+
+
+class StimulusCondition(Frozen):
+    condition: str
+    backend: str
+    voices: int
+    lines: int
+    wer: float | None
+    wer_ci: list[float] | None
+    rate_wps: float | None
+    f0_median_hz: float | None
+    f0_range_st: float | None
+    snr_db: float | None
+    examples: list[StimulusLine]
+
+
+class StimulusCell(Frozen):
+    pairs: list[str]
+    scenario_id: str
+    verdict: str
+    reasons: str
+    overridden: bool = Field(description="calls were placed although the stimuli failed (the campaign's override)")
+    gap: float | None
+    gap_ci: list[float] | None
+    a: StimulusCondition
+    b: StimulusCondition
+
+
+class Stimuli(Frozen):
+    """The stimulus pilot of the run: what each condition's audio was, before any call."""
+
+    screened: bool
+    note: str
+    recogniser: str
+    cells: list[StimulusCell]
+
+
 class Report(Frozen):
     schema_: str = Field(default=REPORT_SCHEMA, alias="schema")
     run_id: str
@@ -345,9 +394,11 @@ class Report(Frozen):
     pairs_shown: list[PairView]
     pair_selection: str
     subgroups: Subgroups
+    comparison: Comparison | None = None
     redaction: Redaction
     findings: Findings
     safety: list[SafetyRow]
     method: list[MethodSection]
+    stimuli: Stimuli | None = None
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)

@@ -59,7 +59,7 @@ def pristine_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (parent / "c.yaml").write_text(CAMPAIGN)
     exe = Path(sys.executable).with_name("voice-audit")
     subprocess.run(
-        [str(exe), "run", str(parent / "c.yaml"), "--out", str(parent), "--run-id", "rate-run", "--quiet"],
+        [str(exe), "run", str(parent / "c.yaml"), "--out", str(parent), "--run-id", "rate-run", "--quiet", "--no-stimulus-check"],
         check=True,
         capture_output=True,
         timeout=300,

@@ -69,7 +69,7 @@ def _wait_then_kill(proc: subprocess.Popen[bytes], run_dir: Path, rng: random.Ra
 
 
 def _cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "harness.cli", "run", *args, "--quiet"]
+    return [sys.executable, "-m", "harness.cli", "run", *args, "--quiet", "--no-stimulus-check"]
 
 
 def test_kill9_at_random_points_then_resume(tmp_path: Path) -> None:

@@ -39,7 +39,7 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (parent / "c.yaml").write_text(CAMPAIGN)
     exe = Path(sys.executable).with_name("voice-audit")
     subprocess.run(
-        [str(exe), "run", str(parent / "c.yaml"), "--out", str(parent), "--run-id", "obs", "--quiet"],
+        [str(exe), "run", str(parent / "c.yaml"), "--out", str(parent), "--run-id", "obs", "--quiet", "--no-stimulus-check"],
         check=True, capture_output=True, timeout=600,
     )  # fmt: skip
     return parent / "obs"

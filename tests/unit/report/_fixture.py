@@ -94,7 +94,7 @@ def analysed_run() -> Path:
     with socket.create_server(("127.0.0.1", 0)) as endpoint:
         (parent / "c.yaml").write_text(campaign(endpoint.getsockname()[1]))
         subprocess.run(
-            [str(exe), "run", str(parent / "c.yaml"), "--out", str(parent), "--run-id", "rep", "--quiet"],
+            [str(exe), "run", str(parent / "c.yaml"), "--out", str(parent), "--run-id", "rep", "--quiet", "--no-stimulus-check"],
             check=True,
             capture_output=True,
             timeout=300,
