@@ -205,6 +205,16 @@ class RateLimitOut:
 
 
 @dataclass(frozen=True, slots=True)
+class SignalOut:
+    """A protocol signal the agent side sent that is neither audio, words nor flow control the
+    runtime acts on (Gemini Live's `turnComplete`, `interrupted`, `goAway`, a session resumed): logged
+    as `agent_signal` on the call clock, so a call can be joined with the vendor's own timeline."""
+
+    name: str
+    detail: Mapping[str, str | int | float | bool | None] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class TurnEnd:
     """A turn-based agent finished its response; `compute_ms` is its own measured work."""
 
@@ -223,6 +233,7 @@ AgentEvent = (
     | ClearOut
     | HangupOut
     | ErrorOut
+    | SignalOut
     | UsageOut
     | RateLimitOut
     | TurnEnd

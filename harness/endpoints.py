@@ -19,6 +19,11 @@ from harness.model.campaign import AgentSpec
 from harness.model.secrets import mask_url
 
 DEFAULT_PORTS: dict[str, int] = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+DEFAULT_URLS: dict[str, str] = {
+    "gemini-live": "wss://generativelanguage.googleapis.com/ws/"
+    "google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent",
+}
+"""Where an adapter with a vendor's public endpoint calls when the campaign gives no `url`."""
 PROBE_TIMEOUT_S = 5.0
 
 
@@ -72,13 +77,24 @@ async def probe(url: str, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
     return None
 
 
+def default_url(adapter: str) -> str | None:
+    """The public endpoint an adapter calls without a `url` (None: the adapter needs one)."""
+    return DEFAULT_URLS.get(adapter)
+
+
+def agent_url(agent: AgentSpec) -> str | None:
+    """The URL a call to `agent` goes to: its own, else its adapter's public endpoint."""
+    return agent.url or default_url(agent.adapter)
+
+
 def describe(agent: AgentSpec) -> str:
     """How a message names an agent: its name and its URL with credentials masked."""
-    return f"agent '{agent.name}' at {mask_url(agent.url)}" if agent.url else f"agent '{agent.name}'"
+    url = agent_url(agent)
+    return f"agent '{agent.name}' at {mask_url(url)}" if url else f"agent '{agent.name}'"
 
 
 async def unreachable_agents(agents: Sequence[AgentSpec], timeout_s: float = PROBE_TIMEOUT_S) -> list[str]:
     """One line per agent with a URL that nothing answers at (all probed at once)."""
-    with_url = [a for a in agents if a.url and url_problem(a.url) is None]
-    reasons = await asyncio.gather(*(probe(a.url or "", timeout_s) for a in with_url))
+    with_url = [a for a in agents if (u := agent_url(a)) and url_problem(u) is None]
+    reasons = await asyncio.gather(*(probe(agent_url(a) or "", timeout_s) for a in with_url))
     return [f"cannot connect to {describe(a)} ({why})" for a, why in zip(with_url, reasons, strict=True) if why]

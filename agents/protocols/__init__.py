@@ -1,12 +1,13 @@
 """Harness-side protocol adapters: each turns an `AgentSpec` with a URL into an `AgentAdapter`.
 
-Entry points (group `voice_audit.agents`): `http`, `ws`, `twilio`, `realtime`. Each module's
+Entry points (group `voice_audit.agents`): `http`, `ws`, `twilio`, `realtime`, `gemini-live`. Each module's
 docstring is its wire contract. The message shapes are written once per protocol and shared with
 the serving front ends (`agents.serve`): `wire` (the HTTP turn API and WebSocket contract),
-`twilio_wire` (Twilio Media Streams), `realtime_wire` (OpenAI Realtime, GA and beta names). The
+`twilio_wire` (Twilio Media Streams), `realtime_wire` (OpenAI Realtime, GA and beta names), `gemini_live_wire` (the Gemini Live API). The
 streaming sessions share one base, `ws_session.WsSession`.
 """
 
+from agents.protocols.gemini_live import GeminiLiveAdapter, gemini_live_adapter
 from agents.protocols.http_turn import HttpTurnAdapter, http_adapter
 from agents.protocols.realtime import RealtimeAdapter, realtime_adapter
 from agents.protocols.twilio import TWILIO_FORMAT, TwilioAdapter, twilio_adapter
@@ -14,10 +15,12 @@ from agents.protocols.ws_stream import WsStreamAdapter, ws_adapter
 
 __all__ = [
     "TWILIO_FORMAT",
+    "GeminiLiveAdapter",
     "HttpTurnAdapter",
     "RealtimeAdapter",
     "TwilioAdapter",
     "WsStreamAdapter",
+    "gemini_live_adapter",
     "http_adapter",
     "realtime_adapter",
     "twilio_adapter",

@@ -66,7 +66,13 @@ from harness.model.campaign import AgentSpec
 from harness.tools import ToolFixture
 from scenarios import canonical_json
 
-__all__ = ["RealtimeAdapter", "RealtimeSession", "realtime_adapter", "session_config"]
+__all__ = [
+    "RealtimeAdapter",
+    "RealtimeSession",
+    "disclosed_instructions",
+    "realtime_adapter",
+    "session_config",
+]
 
 log = logging.getLogger(__name__)
 
@@ -253,6 +259,20 @@ class RealtimeSession(WsSession):
         await self._send({"type": "response.create"})
 
 
+def disclosed_instructions(text: str, call: CallInfo) -> str:
+    """Instructions plus what the campaign discloses of the facts: a `<facts>` block (`full`), a
+    `<call account_id=.. policy_id=../>` line (`ids`), or nothing (`none`). Speech-to-speech APIs
+    (Realtime, Gemini Live) carry call data only in their instructions."""
+    sent = disclose(call.facts, call.disclosure)
+    if sent.facts is not None:
+        facts = canonical_json(sent.facts)
+        text += f'\n\n<facts scenario="{call.scenario_id}" call_id="{call.call_id}">{facts}</facts>'
+    elif sent.ids is not None:
+        attrs = " ".join(f'{k}="{v}"' for k, v in sorted(sent.ids.items()))
+        text += f"\n\n<call {attrs}/>"
+    return text
+
+
 class RealtimeAdapter:
     """Options: `model` ("gpt-realtime"), `api` ("ga" | "beta"), `openai_beta_header` (default: api
     == "beta"), `api_key_env` (name of the env var holding the key), `audio_format` ("pcm16" at
@@ -315,17 +335,11 @@ class RealtimeAdapter:
         return headers
 
     def instructions(self, call: CallInfo) -> str:
-        """The configured instructions plus what the campaign discloses of the facts: a `<facts>`
-        block (`full`), a `<call account_id=.. policy_id=../>` line (`ids`), or nothing (`none`)."""
-        text = str(self.options.get("instructions", "You are a customer-care voice agent."))
-        sent = disclose(call.facts, call.disclosure)
-        if sent.facts is not None:
-            facts = canonical_json(sent.facts)
-            text += f'\n\n<facts scenario="{call.scenario_id}" call_id="{call.call_id}">{facts}</facts>'
-        elif sent.ids is not None:
-            attrs = " ".join(f'{k}="{v}"' for k, v in sorted(sent.ids.items()))
-            text += f"\n\n<call {attrs}/>"
-        return text
+        """The configured instructions plus what the campaign discloses of the facts
+        (`disclosed_instructions`)."""
+        return disclosed_instructions(
+            str(self.options.get("instructions", "You are a customer-care voice agent.")), call
+        )
 
     async def connect(self, call: CallInfo) -> RealtimeSession:
         ws = await open_ws(self.url, self._headers(), float(self.options.get("connect_timeout_s", 10.0)))

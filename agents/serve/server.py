@@ -14,6 +14,7 @@ from websockets.asyncio.server import serve as ws_serve
 
 from agents.protocols._secrets import install_log_redaction
 from agents.serve.config import ServeConfig
+from agents.serve.gemini_live_server import gemini_live_handler
 from agents.serve.http_server import build_http_app
 from agents.serve.realtime_server import realtime_handler
 from agents.serve.twilio_server import twilio_handler
@@ -24,9 +25,16 @@ __all__ = ["PROTOCOLS", "Protocol", "ServerHandle", "serve", "start_server"]
 
 log = logging.getLogger(__name__)
 
-Protocol = Literal["http", "ws", "twilio", "realtime"]
-PROTOCOLS: tuple[Protocol, ...] = ("http", "ws", "twilio", "realtime")
-_PATHS = {"http": "", "ws": "/ws", "twilio": "/ws", "realtime": "/v1/realtime"}
+Protocol = Literal["http", "ws", "twilio", "realtime", "gemini-live", "sip"]
+PROTOCOLS: tuple[Protocol, ...] = ("http", "ws", "twilio", "realtime", "gemini-live", "sip")
+_PATHS = {
+    "http": "",
+    "ws": "/ws",
+    "twilio": "/ws",
+    "realtime": "/v1/realtime",
+    "gemini-live": "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent",
+    "sip": "",
+}
 
 
 @dataclass(frozen=True)
@@ -37,6 +45,8 @@ class ServerHandle:
 
     @property
     def url(self) -> str:
+        if self.protocol == "sip":
+            return f"sip:agent@{self.host}:{self.port}"
         scheme = "http" if self.protocol == "http" else "ws"
         return f"{scheme}://{self.host}:{self.port}{_PATHS[self.protocol]}"
 
@@ -55,6 +65,12 @@ async def start_server(
     install_log_redaction()  # clients' credentials arrive in handshake headers that websockets logs
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r} (one of {', '.join(PROTOCOLS)})")
+    if protocol == "sip":  # PJSUA2 (the `sip` extra), imported only when asked for
+        from agents.serve.sip_server import start_sip_server
+
+        async with start_sip_server(adapter, host, port, cfg) as bound:
+            yield ServerHandle(protocol, host, bound)
+        return
     if protocol == "http":
         # A client that gave up on a turn (its own timeout) cancels that turn's handler here.
         runner = web.AppRunner(build_http_app(adapter, cfg), handle_signals=False, handler_cancellation=True)
@@ -67,9 +83,12 @@ async def start_server(
         finally:
             await runner.cleanup()
         return
-    handler = {"ws": ws_handler, "twilio": twilio_handler, "realtime": realtime_handler}[protocol](
-        adapter, cfg
-    )
+    handler = {
+        "ws": ws_handler,
+        "twilio": twilio_handler,
+        "realtime": realtime_handler,
+        "gemini-live": gemini_live_handler,
+    }[protocol](adapter, cfg)
     async with ws_serve(handler, host, port, max_size=32 * 2**20) as server:
         bound = next(iter(server.sockets)).getsockname()[1]
         try:

@@ -612,6 +612,24 @@ class RateLimited(_Event):
     message: str = Field(default="", description="Details as the vendor gave them.")
 
 
+class AgentSignal(_Event):
+    """A protocol signal from the agent side, logged as it came: Gemini Live's `turn_complete`,
+    `generation_complete`, `interrupted`, `go_away` (with `time_left_s`), `session_resumed`,
+    `tool_call_cancellation`. Not a speech or outcome measure; the key to the vendor's own timeline."""
+
+    type: Literal["agent_signal"] = Field(
+        default="agent_signal", description="Event type; always `agent_signal` for this event."
+    )
+    name: str = Field(
+        description="The signal, in snake case.", examples=["turn_complete", "interrupted", "go_away"]
+    )
+    detail: dict[str, str | int | float | bool | None] = Field(
+        default_factory=dict,
+        description="What the signal carried (e.g. `time_left_s` of a go_away); empty when nothing.",
+        examples=[{"time_left_s": 10.0, "resumable": True}],
+    )
+
+
 class HangUp(_Event):
     type: Literal["hang_up"] = Field(
         default="hang_up", description="Event type; always `hang_up` for this event."
@@ -652,6 +670,7 @@ Event = Annotated[
     | ErrorEvent
     | Usage
     | RateLimited
+    | AgentSignal
     | HangUp,
     Field(discriminator="type"),
 ]
@@ -688,6 +707,7 @@ EVENT_TYPES: tuple[str, ...] = tuple(
         ErrorEvent,
         Usage,
         RateLimited,
+        AgentSignal,
         HangUp,
     )
 )

@@ -19,6 +19,7 @@ from harness.adapter import (
     ErrorOut,
     FactsSeenOut,
     HeardOut,
+    SignalOut,
     RateLimitOut,
     StateOut,
     ToolCallOut,
@@ -171,6 +172,8 @@ class CallLog:
         elif isinstance(ev, RateLimitOut):
             s.emit("rate_limited", t_ms, source=ev.source, retry_after_s=ev.retry_after_s, message=ev.message)
             self.pause_agent_s = max(self.pause_agent_s or 0.0, ev.retry_after_s)
+        elif isinstance(ev, SignalOut):
+            s.emit("agent_signal", t_ms, name=ev.name, detail=dict(ev.detail))
         elif isinstance(ev, ErrorOut):
             s.emit("error", t_ms, kind=ev.kind, message=ev.message, fatal=ev.fatal)
             if ev.fatal:
