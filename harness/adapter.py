@@ -165,10 +165,10 @@ class MarkOut:
 
 @dataclass(frozen=True, slots=True)
 class ClearOut:
-    """Drop agent audio queued but not yet played (barge-in): a Twilio `clear`, or a Realtime
-    response cancelled or truncated (`source`)."""
+    """Drop agent audio queued but not yet played (barge-in): a Twilio `clear`, a Realtime
+    response cancelled or truncated, or a WebRTC bot's RTVI `bot-interrupted` (`source`)."""
 
-    source: Literal["twilio_clear", "response_cancel", "truncate"] = "twilio_clear"
+    source: Literal["twilio_clear", "response_cancel", "truncate", "bot_interrupted"] = "twilio_clear"
 
 
 @dataclass(frozen=True, slots=True)

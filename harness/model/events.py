@@ -467,8 +467,8 @@ class AgentClear(_Event):
     type: Literal["agent_clear"] = Field(
         default="agent_clear", description="Event type; always `agent_clear` for this event."
     )
-    source: Literal["twilio_clear", "response_cancel", "truncate"] = Field(
-        description="How the agent dropped its audio: a Twilio `clear`, a Realtime response cancel, or a truncation."
+    source: Literal["twilio_clear", "response_cancel", "truncate", "bot_interrupted"] = Field(
+        description="How the agent dropped its audio: a Twilio `clear`, a Realtime response cancel, a truncation, or a WebRTC bot's RTVI `bot-interrupted`."
     )
     dropped_ms: int = Field(ge=0, description="Queued agent audio dropped, in ms.")
 
