@@ -86,6 +86,14 @@ def plan_cmd(
     check_agents: Annotated[
         bool, typer.Option(help="also check that every agent URL accepts a connection (places no call)")
     ] = False,
+    estimate: Annotated[
+        bool,
+        typer.Option(help="also print the expected call minutes and the cost under the campaign's prices"),
+    ] = False,
+    agent_turn_s: Annotated[
+        float,
+        typer.Option(min=0.5, help="--estimate: seconds of one agent turn (speech and time to answer)"),
+    ] = 6.5,
 ) -> None:
     """Validate a campaign (every adapter imported, every agent URL well-formed) and print its
     planned matched pairs; places no call."""
@@ -102,6 +110,11 @@ def plan_cmd(
     if problems:
         raise CampaignProblems(problems)
     _print_plan(loaded)
+    if estimate:
+        from harness.estimate import estimate_campaign, estimate_lines
+
+        for line in estimate_lines(estimate_campaign(loaded, agent_turn_s=agent_turn_s), loaded.campaign):
+            typer.echo(line)
 
 
 def _print_plan(loaded: object) -> None:

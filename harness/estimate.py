@@ -170,6 +170,44 @@ def estimate_campaign(
     return out
 
 
+def money(amount: float, currency: str | None, lower_bound: bool) -> str:
+    """A cost as the report and the CLI print it; a lower bound says so."""
+    text = f"{amount:.4f} {currency or ''}".strip()
+    return f"at least {text}" if lower_bound else text
+
+
+def estimate_lines(est: Estimate, campaign: Campaign) -> list[str]:
+    """What `voice-audit plan --estimate` prints, one fact a line."""
+    out = [
+        f"estimate: {len(est.calls)} calls in {est.pairs} pairs, {est.minutes:.1f} expected call minutes "
+        f"(each call at most {campaign.timeouts.call_s / 60:g} min: timeouts.call_s)",
+    ]
+    for agent, (n, minutes) in sorted(est.by_agent().items()):
+        out.append(
+            f"  {agent}: {n} calls, {minutes:.1f} call minutes, {60 * minutes / max(n, 1):.0f} s a call"
+        )
+    out.append(
+        f"  model: the scenario's anchors and {EXPECTED_CHALLENGES} verification answers at the persona's "
+        f"speaking rate, one agent turn of {est.agent_turn_s:g} s per caller line and a greeting (--agent-turn-s)"
+    )
+    if est.cost is None:
+        out.append("cost: no price table (add prices: to the campaign)")
+    else:
+        c = est.cost
+        out.append(f"cost: {money(c.amount, est.currency, c.lower_bound)}")
+        for meter, amount in sorted(c.by_meter.items()):
+            out.append(f"  {meter}: {amount:.4f}")
+        if c.unknown:
+            out.append(f"  unknown before calling: {', '.join(sorted(c.unknown))} (a lower bound)")
+        if c.unpriced:
+            out.append(f"  no price declared for: {', '.join(sorted(c.unpriced))}")
+    if campaign.budget is not None:
+        b = campaign.budget
+        limits = [f"{k} {v:g}" for k, v in b.model_dump().items() if v is not None]
+        out.append(f"budget: {', '.join(limits)}")
+    return out
+
+
 __all__ = [
     "DEFAULT_AGENT_TURN_S",
     "EXPECTED_CHALLENGES",
@@ -177,6 +215,8 @@ __all__ = [
     "Estimate",
     "estimate_call",
     "estimate_campaign",
+    "estimate_lines",
     "estimated_items",
+    "money",
     "protocol_of",
 ]

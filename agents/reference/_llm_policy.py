@@ -383,6 +383,9 @@ class LLMPolicy:
         self.last_says: list[SayStep] = []
         self.model_calls = 0
         self.compute_ms = 0.0
+        self.usage: dict[str, float] = {}
+        """Tokens the model reported since the last `take_usage` (for the run's usage ledger)."""
+        self.usage_unknown = False
         self._token_costs = _token_costs(cfg)
         self._logged = 0
         self._tool_n = 0
@@ -608,6 +611,16 @@ class LLMPolicy:
             resp = await self.client.chat(req)
         else:
             resp = await asyncio.wait_for(self.client.chat(req), self.cfg.timeout_s)
+        if resp.usage.reported:
+            u = resp.usage
+            for meter, n in (
+                ("input_tokens", u.prompt_tokens),
+                ("output_tokens", u.completion_tokens),
+                ("cached_input_tokens", u.cached_tokens),
+            ):
+                self.usage[meter] = self.usage.get(meter, 0.0) + n
+        else:
+            self.usage_unknown = True
         if self.cfg.backend == "local":
             u = resp.usage
             prompt_ms, completion_ms = self._token_costs
@@ -618,6 +631,14 @@ class LLMPolicy:
             self.compute_ms += resp.elapsed_ms
         log.debug("llm %s answer %d: %s", self.cfg.label, self.model_calls, resp.content)
         return parse_step(resp, actions)
+
+    def take_usage(self) -> dict[str, float] | None:
+        """Tokens since the last call, for a `UsageOut`; None when there were none to report or the
+        endpoint left any answer's usage out (then the call's usage stays unknown, never zero)."""
+        usage, self.usage = self.usage, {}
+        if self.usage_unknown:
+            return None
+        return usage or None
 
     def take_compute_ms(self) -> float:
         """Model compute since the last call (added to the turn's `TurnEnd.compute_ms`)."""

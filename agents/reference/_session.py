@@ -48,6 +48,7 @@ from harness.adapter import (
     ToolCallOut,
     ToolResultOut,
     TurnEnd,
+    UsageOut,
 )
 
 log = logging.getLogger(__name__)
@@ -265,10 +266,15 @@ class TurnSession:
         take_model_ms = getattr(self.policy, "take_compute_ms", None)
         if callable(take_model_ms):
             compute += float(take_model_ms())
+        take_usage = getattr(self.policy, "take_usage", None)
+        usage = take_usage() if callable(take_usage) else None
         if self._over:
             return
         for ev in events:
             self._queue.put_nowait(ev)
+        if usage:
+            model = getattr(getattr(self.policy, "cfg", None), "label", None)
+            self._queue.put_nowait(UsageOut(usage, source="llm", model=model if isinstance(model, str) else None))
         self._queue.put_nowait(TurnEnd(compute_ms=compute))
         if self.policy.ended or any(isinstance(ev, HangupOut) for ev in events):
             self._queue.put_nowait(None)

@@ -17,6 +17,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pandas as pd
 
+from analysis.cost import cost_report
 from analysis.metrics.catalogue import CATALOGUE
 from analysis.report import comparison_view, forest, pairs_view, stimuli_view, subgroups_view
 from analysis.report.loader import RunOutputs, load
@@ -700,6 +701,9 @@ def build_report(
         safety=safety(out.metrics, in_plan),
         method=method_sections(),
         stimuli=stim,
+        cost=cost_report(
+            out.run_dir, man.campaign.prices, out.metrics, man.budget_stop.message if man.budget_stop else None
+        ),
     )
     scrub = Scrubber(
         secrets,

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
+from analysis.cost import CostReport
 from analysis.report.comparison_view import Comparison
 from scenarios.base import Frozen
 
@@ -400,5 +401,6 @@ class Report(Frozen):
     safety: list[SafetyRow]
     method: list[MethodSection]
     stimuli: Stimuli | None = None
+    cost: CostReport | None = None
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)

@@ -229,7 +229,10 @@ class LocalChatClient:
         return resp.model_copy(
             update={
                 "usage": Usage(
-                    prompt_tokens=u.prompt_tokens, completion_tokens=u.completion_tokens, cached_tokens=cached
+                    prompt_tokens=u.prompt_tokens,
+                    completion_tokens=u.completion_tokens,
+                    cached_tokens=cached,
+                    reported=u.reported,
                 )
             }
         )

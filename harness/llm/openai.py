@@ -92,6 +92,7 @@ def parse_response(data: Any, elapsed_ms: float = 0.0) -> ChatResponse:
             usage=Usage(
                 prompt_tokens=int(usage.get("prompt_tokens") or 0),
                 completion_tokens=int(usage.get("completion_tokens") or 0),
+                reported=bool(usage),
             ),
             elapsed_ms=elapsed_ms,
         )

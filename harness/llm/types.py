@@ -65,6 +65,8 @@ class Usage(Frozen):
     completion_tokens: int = 0
     cached_tokens: int = 0
     """Prompt tokens served from a reused prefix (not evaluated for this request)."""
+    reported: bool = True
+    """False when the endpoint's answer carried no usage: the counts above are then unknown, not zero."""
 
 
 class ChatResponse(Frozen):
