@@ -19,7 +19,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.protocol import State
 
 from agents.protocols._secrets import install_log_redaction
-from harness.adapter import AgentError, AgentEvent, ErrorOut, HangupOut
+from harness.adapter import AgentError, AgentEvent, ErrorOut, HangupOut, RateLimited, retry_after_seconds
 from harness.model.events import FailureKind
 
 log = logging.getLogger(__name__)
@@ -81,6 +81,8 @@ def closed_event(ws: ClientConnection, exc: ConnectionClosed | None) -> AgentEve
         return HangupOut(f"agent closed the socket ({rcvd.code}{': ' + rcvd.reason if rcvd.reason else ''})")
     if rcvd is None:
         return ErrorOut("disconnect", "socket dropped without a close frame")
+    if rcvd.code == 1013:  # "try again later": the vendor's load, a harness-side wait (never non-service)
+        return ErrorOut("rate_limited", f"agent closed the socket with code 1013 {rcvd.reason}".strip())
     if rcvd.code == 1011:  # "internal error": the agent side failed, and said so
         return ErrorOut("agent_error", f"agent closed the socket with code 1011 {rcvd.reason}".strip())
     return ErrorOut("disconnect", f"agent closed the socket with code {rcvd.code} {rcvd.reason}".strip())
@@ -167,7 +169,7 @@ async def open_ws(
 ) -> ClientConnection:
     """Open a client WebSocket; every way that can fail is `connect_failed`."""
     from websockets.asyncio.client import connect
-    from websockets.exceptions import InvalidHandshake, InvalidURI
+    from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
 
     install_log_redaction()
     try:
@@ -175,6 +177,14 @@ async def open_ws(
         return await connect(
             url, additional_headers=headers, open_timeout=timeout_s, max_size=max_size, compression=None
         )
+    except InvalidStatus as exc:
+        if exc.response.status_code == 429:  # the vendor's rate limit on new sessions
+            raise RateLimited(
+                f"cannot open {url}: HTTP 429",
+                retry_after_seconds(exc.response.headers.get("Retry-After")),
+                source="ws_handshake_429",
+            ) from None
+        raise AgentError("connect_failed", f"cannot open {url}: {type(exc).__name__}: {exc}") from None
     except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
         raise AgentError("connect_failed", f"cannot open {url}: {type(exc).__name__}: {exc}") from None
 

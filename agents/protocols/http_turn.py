@@ -63,6 +63,8 @@ from harness.adapter import (
     Capabilities,
     ErrorOut,
     HangupOut,
+    RateLimited,
+    retry_after_seconds,
 )
 from harness.model.campaign import AgentSpec
 from harness.model.events import FailureKind
@@ -195,6 +197,12 @@ class HttpTurnAdapter:
         try:
             async with self._client().request(method, url, json=body, params=params, timeout=timeout) as resp:
                 text = await resp.text()
+                if resp.status == 429:  # the vendor's rate limit: the harness waits and calls again
+                    raise RateLimited(
+                        f"{method} {url}: HTTP 429 {text[:200]}".strip(),
+                        retry_after_seconds(resp.headers.get("Retry-After")),
+                        source="http_429",
+                    )
                 if resp.status >= 400:
                     raise _status_error(resp.status, text)
                 if resp.status == 204 or not text:

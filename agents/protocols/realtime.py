@@ -56,10 +56,12 @@ from harness.adapter import (
     ClearOut,
     ErrorOut,
     HeardOut,
+    RateLimitOut,
     TextOut,
     ToolCallOut,
     ToolResultOut,
     TurnEnd,
+    UsageOut,
 )
 from harness.disclosure import disclose
 from harness.model.campaign import AgentSpec
@@ -108,6 +110,8 @@ class RealtimeSession(WsSession):
         self._handled_calls: set[str] = set()
         self.session_id = ""
         """The server's session id (`session.created`), the key to the vendor's own logs."""
+        self.model: str | None = None
+        """The model the server says it runs (`session.created`), named on usage reports."""
         self.first_event = asyncio.Event()
 
     def start(self) -> None:
@@ -202,7 +206,16 @@ class RealtimeSession(WsSession):
                 str(m.get("arguments") or "{}"),
             )
         elif t == "response.done":
+            usage = rw.usage_quantities((m.get("response") or {}).get("usage"))
+            if usage:
+                await self._chan.put(UsageOut(usage, source="realtime.response.done", model=self.model))
             await self._response_done(m.get("response") or {})
+        elif t == "rate_limits.updated":
+            wait = rw.exhausted_wait_s(m.get("rate_limits"))
+            if wait is not None:
+                await self._chan.put(
+                    RateLimitOut(wait, source="realtime.rate_limits", message=str(m.get("rate_limits"))[:200])
+                )
         elif t == "conversation.item.input_audio_transcription.completed":
             await self._chan.put(HeardOut(str(m.get("transcript") or "")))
         elif t == "input_audio_buffer.speech_started":
@@ -212,6 +225,7 @@ class RealtimeSession(WsSession):
             self._turn_items.clear()
         elif t == "session.created":
             self.session_id = str((m.get("session") or {}).get("id") or "")
+            self.model = str((m.get("session") or {}).get("model") or "") or self.model
         elif t == "error":
             err = m.get("error") or {}
             detail = " ".join(str(err.get(k)) for k in ("type", "code", "message") if err.get(k))

@@ -26,6 +26,43 @@ from typing import Any, Literal
 from agents.protocols.wire import b64encode
 from harness.adapter import AgentError, AudioFormat
 
+_USAGE_DETAILS: tuple[tuple[str, str, str], ...] = (
+    ("input_token_details", "text_tokens", "input_text_tokens"),
+    ("input_token_details", "audio_tokens", "input_audio_tokens"),
+    ("input_token_details", "cached_tokens", "cached_input_tokens"),
+    ("output_token_details", "text_tokens", "output_text_tokens"),
+    ("output_token_details", "audio_tokens", "output_audio_tokens"),
+)
+
+
+def usage_quantities(usage: Any) -> dict[str, float]:
+    """A `response.done` usage object as meters (input/output tokens, their text and audio parts,
+    cached input tokens); only what it carries: an absent count is left out (unknown), never 0."""
+    if not isinstance(usage, dict):
+        return {}
+    out: dict[str, float] = {}
+    for key in ("input_tokens", "output_tokens"):
+        if isinstance(usage.get(key), int | float):
+            out[key] = float(usage[key])
+    for group, key, meter in _USAGE_DETAILS:
+        details = usage.get(group)
+        if isinstance(details, dict) and isinstance(details.get(key), int | float):
+            out[meter] = float(details[key])
+    return out
+
+
+def exhausted_wait_s(rate_limits: Any) -> float | None:
+    """From a `rate_limits.updated` list: seconds until the first exhausted limit (remaining 0)
+    resets, or None when none is exhausted."""
+    if not isinstance(rate_limits, list):
+        return None
+    waits = [
+        float(r.get("reset_seconds") or 0.0)
+        for r in rate_limits
+        if isinstance(r, dict) and isinstance(r.get("remaining"), int | float) and r["remaining"] <= 0
+    ]
+    return max(waits) if waits else None
+
 __all__ = [
     "BETA_NAMES",
     "MULAW",
@@ -34,6 +71,7 @@ __all__ = [
     "ServerWire",
     "append_message",
     "assistant_item",
+    "exhausted_wait_s",
     "format_from_session",
     "function_call_item",
     "join_transcript",
@@ -42,6 +80,7 @@ __all__ = [
     "session_config",
     "session_format",
     "to_ga",
+    "usage_quantities",
     "user_audio_item",
 ]
 

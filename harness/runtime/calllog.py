@@ -19,8 +19,9 @@ from harness.adapter import (
     ErrorOut,
     FactsSeenOut,
     HeardOut,
-    SignalOut,
+    RateLimited,
     RateLimitOut,
+    SignalOut,
     StateOut,
     ToolCallOut,
     ToolResultOut,
@@ -176,6 +177,8 @@ class CallLog:
             s.emit("agent_signal", t_ms, name=ev.name, detail=dict(ev.detail))
         elif isinstance(ev, ErrorOut):
             s.emit("error", t_ms, kind=ev.kind, message=ev.message, fatal=ev.fatal)
+            if ev.fatal and ev.kind == "rate_limited":  # the vendor's load (a close 1013): wait and call again
+                raise RateLimited(ev.message, source="agent_close")
             if ev.fatal:
                 raise AgentReportedError(ev.kind, ev.message)
 
