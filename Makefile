@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-EXTRAS ?= offline,piper,ray,coqui,fast,gemini,webrtc,llm,llm-qwen15b,dev
+EXTRAS ?= offline,piper,ray,coqui,fast,sip,gemini,webrtc,llm,llm-qwen15b,dev
 # openai-whisper and Coqui TTS are tested with tiny checkpoints the tests write. torch comes from the
 # local CPU wheel and goes in first, so no extra that needs torch pulls a CUDA build of it;
 # openai-whisper goes in without its deps (they would pull triton).
@@ -33,7 +33,11 @@ install: $(STAMP)
 
 # Browser tests drive Debian's Chromium (never a browser downloaded by a test tool); the Flite TTS
 # backend is Debian's flite (libflite and its recorded voices).
+# SIP interop tests call Debian's baresip and SIPp (sip-tester).
 system-deps:
+	@command -v baresip >/dev/null 2>&1 && command -v sipp >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq baresip sip-tester >/dev/null; \
+	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq baresip sip-tester >/dev/null; fi; }
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; fi; }

@@ -13,6 +13,7 @@ import contextlib
 import errno
 import socket
 from collections.abc import Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 from harness.model.campaign import AgentSpec
@@ -25,10 +26,28 @@ DEFAULT_URLS: dict[str, str] = {
 }
 """Where an adapter with a vendor's public endpoint calls when the campaign gives no `url`."""
 PROBE_TIMEOUT_S = 5.0
+SCHEME_ADAPTERS: dict[str, str] = {"sip": "sip", "sips": "sip"}
+"""URL schemes whose adapter reads and probes its URLs itself (`url_problem` and an async `probe`
+on its registered factory): a SIP URI is no scheme://host URL, and a SIP server is pinged with
+OPTIONS, not a TCP connection."""
+
+
+def _scheme_hook(url: str, name: str) -> Any:
+    """The `name` function of the adapter that owns `url`'s scheme, or None."""
+    adapter = SCHEME_ADAPTERS.get(url.partition(":")[0].lower())
+    if adapter is None:
+        return None
+    from harness.registry import AGENT_GROUP, load_object
+
+    return getattr(load_object(adapter, AGENT_GROUP), name, None)
 
 
 def url_problem(url: str) -> str | None:
     """Why `url` cannot name an agent endpoint, or None when it can."""
+    hook = _scheme_hook(url, "url_problem")
+    if hook is not None:
+        why: str | None = hook(url)
+        return why
     try:
         parts = urlsplit(url)
         port = parts.port
@@ -65,7 +84,12 @@ def _reason(exc: BaseException, timeout_s: float) -> str:
 
 
 async def probe(url: str, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
-    """None when a TCP connection to the URL's host and port opens; else why not, in a few words."""
+    """None when a TCP connection to the URL's host and port opens (or the scheme's own adapter's
+    probe finds a server); else why not, in a few words."""
+    hook = _scheme_hook(url, "probe")
+    if hook is not None:
+        why: str | None = await hook(url, timeout_s)
+        return why
     host, port = _address(url)
     try:
         _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_s)
