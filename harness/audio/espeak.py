@@ -10,8 +10,10 @@ Reproducibility: the engine keeps state from one synthesis to the next in static
 (68,783 vs 68,767 samples). Every synthesis therefore runs on a pristine engine: the library is
 unloaded (`dlclose`, checked in /proc/self/maps) and loaded and initialised again before each
 utterance, which resets every global to its initial value. The same line, voice and parameters
-then give the same samples in every process and in any order. Measured cost: about 0.5-1 ms per
-utterance (the phoneme data stays in the page cache), against 5-10 ms for the synthesis itself.
+then give the same samples in every process and in any order. Measured cost (best of 60 on a
+loaded 2-core machine, a 2.8 s line): 5.3 ms per utterance against 1.9 ms without the reload
+(unload and initialise 0.7 ms, reloading the voice and its dictionary about 3 ms); the real-time
+factor stays below 0.002.
 """
 
 from __future__ import annotations
