@@ -87,6 +87,7 @@ def compare_cmd(
     subgroups: Annotated[bool, typer.Option(help="add the cross-model gap per caller subgroup")] = True,
 ) -> None:
     """Per cell and family the change of each paired delta (new - old, difference in differences) and of each level."""
+    from analysis.release.check import short_label
     from analysis.release.compare import compare_runs, largest_changes, write_comparison
 
     if interval not in ("signflip", "t", "bca", "percentile"):
@@ -109,7 +110,7 @@ def compare_cmd(
     for row in largest_changes(doc):
         typer.echo(
             f"  {row['family']}/{row['metric']} gap change {row['estimate']:+.4g} "
-            f"[{row['ci_low']:.4g}, {row['ci_high']:.4g}] n={row['n_pairs']} | {row['label']}"
+            f"[{row['ci_low']:.4g}, {row['ci_high']:.4g}] n={row['n_pairs']} | {short_label(row['cell'])}"
         )
     for note in doc["notes"]:
         typer.echo(f"  note: {note}")

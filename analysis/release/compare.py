@@ -113,7 +113,7 @@ def _agent_pairs(old: RunTables, new: RunTables) -> list[tuple[str, str]]:
     return common
 
 
-def _estimate(
+def change_estimate(
     values_new: np.ndarray,
     values_old: np.ndarray,
     index: pd.Index,
@@ -122,6 +122,7 @@ def _estimate(
     alpha: float,
     interval: Interval,
 ) -> dict[str, Any]:
+    """Mean of new - old over matched rows with both values, with the paired interval of `interval`."""
     keep = ~(np.isnan(values_new) | np.isnan(values_old))
     table = pd.DataFrame({"a": values_new[keep], "b": values_old[keep]}, index=index[keep])
     drops = {"a value missing in one of the runs": int((~keep).sum())} if (~keep).any() else {}
@@ -165,7 +166,7 @@ def compare_cell(
                 "level_b": (vb_n, vb_o),
             }
             for of, (vn, vo) in rows.items():
-                block = _estimate(vn, vo, keys, metric, family, alpha, interval)
+                block = change_estimate(vn, vo, keys, metric, family, alpha, interval)
                 out.append(
                     {
                         "family": family,
@@ -187,7 +188,8 @@ def compare_cell(
     return out
 
 
-def _match(old: RunTables, new: RunTables, agent_old: str, agent_new: str) -> pd.DataFrame:
+def match_pairs(old: RunTables, new: RunTables, agent_old: str, agent_new: str) -> pd.DataFrame:
+    """Included pairs of both runs joined on MATCH_KEYS (outer; `_merge` says which run has the pair)."""
     po = old.pairs[old.pairs["agent"].astype(str) == agent_old]
     pn = new.pairs[new.pairs["agent"].astype(str) == agent_new]
     cols = [*MATCH_KEYS, "pair_id"]
@@ -284,7 +286,7 @@ def compare_runs(
             )
     cells: list[dict[str, Any]] = []
     for agent_old, agent_new in _agent_pairs(old, new):
-        joined = _match(old, new, agent_old, agent_new)
+        joined = match_pairs(old, new, agent_old, agent_new)
         matched = joined[joined["_merge"] == "both"]
         if matched.empty:
             notes.append(f"agents {agent_old} -> {agent_new}: no pair matched on {', '.join(MATCH_KEYS)}")
@@ -367,6 +369,6 @@ def largest_changes(doc: dict[str, Any], of: Sequence[str] = ("gap",), top: int 
         for c in cell.get("changes", []):
             lo, hi = c.get("ci_low"), c.get("ci_high")
             if c["of"] in of and lo is not None and hi is not None and (lo > 0 or hi < 0):
-                rows.append({**c, "label": cell["label"]})
+                rows.append({**c, "label": cell["label"], "cell": cell["cell"]})
     rows.sort(key=lambda r: -abs(r["estimate"] or 0.0))
     return rows[:top]
