@@ -268,6 +268,8 @@ def failure_for_status(
         )
     if code == CANCELLED:
         return "cancelled", f"the call was cancelled before an answer ({what})"
+    if code == 503:  # overloaded: the vendor's load, a harness-side wait and a new call (never non-service)
+        return "rate_limited", f"service unavailable: {what}"
     if 500 <= code < 600:
         return "agent_error", f"server error: {what}"
     if code in (488, 415, 420, 606):

@@ -230,12 +230,14 @@ class EpisodeRunner:
                     termination = await self._connect_and_converse(call, fixture, deadline)
                 finally:
                     deadline.close()
-        except RateLimited as exc:  # the harness waits and places the call again (`run`)
-            status, failure, termination = "failed", "rate_limited", exc.message
-            self.rate_limited = exc
-            self.log.emit("rate_limited", source=exc.source, retry_after_s=exc.retry_after_s, message=exc.message)
         except AgentError as exc:
             status, failure, termination = "failed", exc.kind, exc.message
+            if exc.kind == "rate_limited":  # the vendor's load: the harness waits and calls again (`run`)
+                limited = exc if isinstance(exc, RateLimited) else RateLimited(exc.message, source=exc.kind)
+                self.rate_limited = limited
+                self.log.emit(
+                    "rate_limited", source=limited.source, retry_after_s=limited.retry_after_s, message=exc.message
+                )
             non_service = non_service_flag(exc.kind)
             if non_service is None and isinstance(exc, AgentReportedError):
                 # an error event that names a harness kind is still the agent's own
