@@ -282,9 +282,16 @@ def _mapped_name(prefix: str) -> str | None:
     return None
 
 
-@cache
+_library_lock = threading.Lock()
+_loaded: list[_Library] = []
+
+
 def _library() -> _Library:
-    return _Library()
+    """The process's libflite, loaded once (two threads asking first must not both initialise it)."""
+    with _library_lock:
+        if not _loaded:
+            _loaded.append(_Library())
+        return _loaded[0]
 
 
 def flite_speaker(voices: dict[str, str], params: SpeechParams) -> FliteVoice:
