@@ -455,6 +455,8 @@ def result_keys(stop: ToolStopped) -> tuple[str, ...]:
         with contextlib.suppress(json.JSONDecodeError):
             r = json.loads(r)
     if isinstance(r, dict):
+        if isinstance(r.get("result_keys"), list):  # our served agents report keys, not values
+            return tuple(sorted(str(k) for k in r["result_keys"]))
         inner = r.get("result")
         return tuple(sorted(str(k) for k in (inner if isinstance(inner, dict) else r)))
     return ()

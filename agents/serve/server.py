@@ -25,8 +25,8 @@ __all__ = ["PROTOCOLS", "Protocol", "ServerHandle", "serve", "start_server"]
 
 log = logging.getLogger(__name__)
 
-Protocol = Literal["http", "ws", "twilio", "realtime", "gemini-live", "sip"]
-PROTOCOLS: tuple[Protocol, ...] = ("http", "ws", "twilio", "realtime", "gemini-live", "sip")
+Protocol = Literal["http", "ws", "twilio", "realtime", "gemini-live", "sip", "webrtc"]
+PROTOCOLS: tuple[Protocol, ...] = ("http", "ws", "twilio", "realtime", "gemini-live", "sip", "webrtc")
 _PATHS = {
     "http": "",
     "ws": "/ws",
@@ -34,6 +34,7 @@ _PATHS = {
     "realtime": "/v1/realtime",
     "gemini-live": "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent",
     "sip": "",
+    "webrtc": "",
 }
 
 
@@ -47,7 +48,7 @@ class ServerHandle:
     def url(self) -> str:
         if self.protocol == "sip":
             return f"sip:agent@{self.host}:{self.port}"
-        scheme = "http" if self.protocol == "http" else "ws"
+        scheme = "http" if self.protocol in ("http", "webrtc") else "ws"
         return f"{scheme}://{self.host}:{self.port}{_PATHS[self.protocol]}"
 
 
@@ -71,9 +72,15 @@ async def start_server(
         async with start_sip_server(adapter, host, port, cfg) as bound:
             yield ServerHandle(protocol, host, bound)
         return
-    if protocol == "http":
+    if protocol in ("http", "webrtc"):
+        if protocol == "webrtc":  # aiortc (the `webrtc` extra), imported only when asked for
+            from agents.serve.webrtc_server import build_webrtc_app
+
+            app = build_webrtc_app(adapter, cfg, loopback=host in ("127.0.0.1", "localhost", "::1"))
+        else:
+            app = build_http_app(adapter, cfg)
         # A client that gave up on a turn (its own timeout) cancels that turn's handler here.
-        runner = web.AppRunner(build_http_app(adapter, cfg), handle_signals=False, handler_cancellation=True)
+        runner = web.AppRunner(app, handle_signals=False, handler_cancellation=True)
         await runner.setup()
         site = web.TCPSite(runner, host, port)
         await site.start()

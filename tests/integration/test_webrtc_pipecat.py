@@ -85,10 +85,14 @@ async def bot() -> AsyncIterator[tuple[Any, Any, int]]:
         await asyncio.wait_for(serving, 20)
 
 
-async def _campaign(tmp: Path, port: int, behaviour: str, extra: str) -> tuple[list[EpisodeRecord], RunReader]:
+async def _campaign(
+    tmp: Path, port: int, behaviour: str, extra: str
+) -> tuple[list[EpisodeRecord], RunReader]:
     path = tmp / f"{behaviour}.yaml"
     path.write_text(CAMPAIGN.format(name=behaviour, port=port, behaviour=behaviour, extra=extra))
-    runner = CampaignRunner(load_campaign(path), tmp / behaviour, cache_dir=tmp / "cache", progress=False, tts_pool_size=1)
+    runner = CampaignRunner(
+        load_campaign(path), tmp / behaviour, cache_dir=tmp / "cache", progress=False, tts_pool_size=1
+    )
     summary = await runner.run()
     assert summary.statuses == {"completed": 2}, (summary.statuses, summary.failures)
     reader = RunReader(tmp / behaviour)

@@ -1,0 +1,87 @@
+"""Our own agents over WebRTC: `agents serve --protocol webrtc` answered by the `webrtc` adapter.
+
+The cascaded reference agent served over WebRTC (Pipecat's signalling, Opus, RTVI on the data
+channel) and the same agent in process, in one campaign: the same callers reach the same outcomes
+with the same tool calls, and the served calls expose what the agent's RTVI messages carried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("aiortc")
+
+from agents.serve import start_server
+from harness.planning import load_campaign
+from harness.rundir import RunReader
+from harness.runtime import CampaignRunner
+
+pytestmark = pytest.mark.slow
+
+REFERENCE = """\
+name: webrtc-reference
+seed: 11
+scenarios: [refund_duplicate_charge]
+agents:
+  - {{name: inproc, adapter: cascaded}}
+  - {{name: rtc, adapter: webrtc, url: "{url}"}}
+pairs:
+  - contrast: [accent]
+    base: {{voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}}
+    a: {{accent: us_general}}
+    b: {{accent: gb_rp}}
+voices: 1
+concurrency: 2
+pacing: realtime
+channel: {{telephone: false}}
+timeouts: {{turn_s: 90, call_s: 300}}
+"""
+
+
+async def _reference_run(tmp_path: Path) -> RunReader:
+    from agents.reference import CascadedAgent
+
+    async with start_server(CascadedAgent({}, name="cascaded"), "webrtc") as handle:
+        assert handle.url.startswith("http://127.0.0.1:")
+        path = tmp_path / "c.yaml"
+        path.write_text(REFERENCE.format(url=handle.url))
+        runner = CampaignRunner(
+            load_campaign(path),
+            tmp_path / "run",
+            cache_dir=tmp_path / "cache",
+            progress=False,
+            tts_pool_size=1,
+        )
+        summary = await runner.run()
+        assert summary.statuses == {"completed": 4}, (summary.statuses, summary.failures)
+    return RunReader(tmp_path / "run")
+
+
+def test_a_reference_agent_served_over_webrtc_reaches_the_in_process_outcomes(tmp_path: Path) -> None:
+    reader = asyncio.run(_reference_run(tmp_path))
+    outcome: dict[tuple[str, str], tuple[str | None, tuple[str, ...]]] = {}
+    for rec in reader.records():
+        events = reader.events(rec.header.episode_id)
+        tools = tuple(e.name for e in events if e.type == "tool_result" and e.ok)
+        caller = (
+            f"{rec.header.side}/{rec.header.voice_index}/{rec.header.replicate}"  # the same caller per agent
+        )
+        outcome[(rec.header.agent, caller)] = (
+            rec.outcome.terminal_outcome,
+            tools,
+        )
+        if rec.header.agent == "rtc":
+            assert rec.header.exposure is not None and rec.header.exposure.protocol == "webrtc"
+            assert rec.header.exposure.transcripts and rec.header.exposure.tool_trace
+            started = next(e for e in events if e.type == "call_started")
+            assert started.agent_session_id and started.agent_session_id.startswith("pc-")
+            assert any(e.type == "agent_transcript" and e.source == "agent" for e in events)
+            assert any(e.type == "agent_signal" and e.name == "bot_started_speaking" for e in events)
+    callers = {c for _a, c in outcome}
+    assert len(callers) == 2
+    for c in callers:
+        assert outcome[("rtc", c)] == outcome[("inproc", c)], c
+    assert {o for o, _t in outcome.values()} == {"refund_issued"}
