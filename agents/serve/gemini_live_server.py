@@ -238,19 +238,24 @@ class _Session:
         await idle_forever()
 
     async def interrupt(self) -> None:
-        """The caller spoke: stop the turn under way; if the agent was heard, say `interrupted`."""
+        """The caller spoke: stop the turn under way. If the agent's audio was still generating or
+        playing (the client plays what it got in real time, from when the turn's audio began), say
+        `interrupted` and tell the inner agent how much had played."""
         task = self.task
-        if task is None or task.done():
-            return
-        task.cancel("interrupted")
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        if self.audio_began is not None:
-            played = min(self.audio_sent_ms, 1000 * (time.monotonic() - self.audio_began))
-            await self.send(gw.interrupted())
-            await self.inner.session.barge_in(int(played))
+        running = task is not None and not task.done()
+        if task is not None and running:
+            task.cancel("interrupted")
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         for wait in self.tool_waits.values():
             wait.cancel()
+        if self.audio_began is None:
+            return
+        played = 1000 * (time.monotonic() - self.audio_began)
+        if running or played < self.audio_sent_ms:
+            self.audio_began = None
+            await self.send(gw.interrupted())
+            await self.inner.session.barge_in(int(min(played, self.audio_sent_ms)))
 
     # -- client messages -----------------------------------------------------------------------------
     async def realtime_input(self, ri: gw.RealtimeInput) -> None:
