@@ -84,3 +84,30 @@ def test_check_reads_change_rules_and_the_report_shows_the_comparison(
     assert 'id="comparison"' in render_html(built)
     plain = build_report(runs("even"))
     assert plain.report.comparison is None and "Two versions" not in render_markdown(plain)
+
+
+def test_compare_cli_writes_the_comparison_and_refuses_an_unanalysed_run(
+    runs: Callable[[str], Path], tmp_path: Path
+) -> None:
+    import typer
+    from typer.testing import CliRunner
+
+    from analysis.release.cli import compare_cmd
+    from tests.helpers.runfolder import copy_golden
+
+    app = typer.Typer()
+    app.command()(compare_cmd)
+    out = tmp_path / "cmp"
+    res = CliRunner().invoke(app, [str(runs("even")), str(runs("gap")), "-o", str(out), "--no-subgroups"])
+    assert res.exit_code == 0, res.output
+    assert "2 cell(s), 9 matched pairs" in res.output  # scripted: 8, edge: 1
+    assert "terminal_outcome/outcome_acceptable gap change +1" in res.output
+    assert json.loads((out / "comparison.json").read_text())["new"]["run_id"] == "golden"
+    bare = copy_golden(tmp_path, "bare")
+    res = CliRunner().invoke(app, [str(bare), str(runs("gap")), "-o", str(tmp_path / "x")])
+    assert (
+        res.exit_code == 2
+        and "metrics.parquet not found" in res.output
+        and "voice-audit analyze" in res.output
+    )
+    assert not (tmp_path / "x" / "comparison.json").exists()
