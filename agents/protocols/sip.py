@@ -182,6 +182,8 @@ class SipSession:
         """The SIP dialog's Call-ID, the key to the agent's own SIP logs."""
         self.codec = ""
         self.answered: asyncio.Future[str] = self._loop.create_future()
+        # A failure that lands after `connect` stopped waiting (no answer, cancelled) is not news.
+        self.answered.add_done_callback(lambda f: f.cancelled() or f.exception())
         self.confirmed = False
         self.state = "calling"
         self.early_media = False
@@ -376,6 +378,13 @@ class SipAdapter:
             raise AgentError("harness_error", "set both auth_username_env and auth_password_env, or neither")
         self.has_credentials = bool(self.user_env)
         self.codecs = tuple(str(c).upper() for c in (opts.get("codecs") or ("PCMU", "PCMA", "G722")))
+        unknown_codecs = [c for c in self.codecs if c not in ("PCMU", "PCMA", "G722")]
+        if unknown_codecs or not self.codecs:
+            raise AgentError(
+                "harness_error",
+                f"agent {spec.name!r}: codecs must be among PCMU, PCMA, G722 (this stack has no Opus), "
+                f"not {unknown_codecs or 'none'}",
+            )
         self.dtmf = str(opts.get("dtmf") or "rfc4733").lower()
         if self.dtmf not in ("rfc4733", "info"):
             raise AgentError("harness_error", f"sip option dtmf must be rfc4733 or info, not {self.dtmf!r}")
@@ -436,9 +445,14 @@ class SipAdapter:
                     loop,
                     session.on_audio,
                     self.rtp_timeout_s,
+                    self.codecs,
                 )
             )
         except Exception as exc:
+            from agents.protocols.sip_stack import StackFull
+
+            if isinstance(exc, StackFull):  # the harness's own limit: missing data, never the agent's fault
+                raise AgentError("harness_error", str(exc)) from None
             raise AgentError("connect_failed", f"cannot place the call to {self.target.uri}: {exc}") from None
         session.handle, session.feed, session.session_id = placed
         self._sessions.add(session)
@@ -446,7 +460,13 @@ class SipAdapter:
             async with asyncio.timeout(self.answer_timeout_s):
                 how = await asyncio.shield(session.answered)
         except TimeoutError:
+            silent = session.state == "calling"  # not even a provisional response came back
             await session.close("no answer")
+            if silent:
+                raise AgentError(
+                    "connect_failed",
+                    f"unreachable: no response to the INVITE within {self.answer_timeout_s:g} s",
+                ) from None
             kind, message = failure_for_status(
                 487, "Request Terminated", credentials=False, answer_timeout=True
             )

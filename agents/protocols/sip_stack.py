@@ -45,6 +45,7 @@ __all__ = [
     "Leg",
     "SipStack",
     "StackError",
+    "StackFull",
 ]
 
 log = logging.getLogger("agents.protocols.sip")
@@ -56,9 +57,24 @@ POLL_MS = 5
 RTP_CHECK_S = 0.5
 MAX_TX_FRAMES = 50
 """Caller frames queued ahead of the bridge beyond which the oldest is dropped (1 s: a stalled clock)."""
+MAX_CALLS = 4
+"""Calls one process's endpoint holds at once (both directions together): the pjsua2-python wheel
+is built with PJSUA_MAX_CALLS = 4 (measured: a larger `maxCalls` is silently cut to 4), so a
+campaign spreads its SIP calls over worker processes (`--workers`), four per process."""
 KNOWN_CODECS = {"PCMU": "PCMU/8000/1", "PCMA": "PCMA/8000/1", "G722": "G722/16000/1"}
 
 T = TypeVar("T")
+
+
+def check_codecs(codecs: Iterable[str]) -> tuple[str, ...]:
+    """Codec names, upper case, each one the stack has (no Opus in this build)."""
+    wanted = tuple(str(c).upper() for c in codecs)
+    if not wanted:
+        raise StackError("no codec to offer")
+    for c in wanted:
+        if c not in KNOWN_CODECS:
+            raise StackError(f"codec {c!r} is not supported (one of {', '.join(KNOWN_CODECS)}; no Opus here)")
+    return wanted
 
 
 class StackError(Exception):
@@ -67,6 +83,10 @@ class StackError(Exception):
     def __init__(self, message: str, status: int = 0) -> None:
         super().__init__(message)
         self.status = status
+
+
+class StackFull(StackError):
+    """Every call slot of this process's endpoint is taken (`MAX_CALLS`)."""
 
 
 def _error(exc: Any) -> StackError:
@@ -454,6 +474,7 @@ class SipStack:
         self.transports: dict[tuple[str, int, str], tuple[int, int]] = {}  # (host, port, kind) -> (id, port)
         self._inboxes: dict[asyncio.AbstractEventLoop, _Inbox] = {}
         self._ep: Any = None
+        self._codec_ids: list[str] = []
         self._writer: Any = None
         self._thread = threading.Thread(target=self._main, name="pjsip", daemon=True)
         self._thread.start()
@@ -462,23 +483,13 @@ class SipStack:
     # -- lifecycle ---------------------------------------------------------------------------
     @classmethod
     def get(cls, codecs: Iterable[str] = ("PCMU", "PCMA", "G722"), collect_ticks: bool = False) -> SipStack:
-        """The process's stack; the codec order is fixed by its first user (PJSIP's codec
-        priorities are process-wide), and a later user asking for another order is refused."""
-        wanted = tuple(c.upper() for c in codecs)
-        for c in wanted:
-            if c not in KNOWN_CODECS:
-                raise StackError(
-                    f"codec {c!r} is not supported (one of {', '.join(KNOWN_CODECS)}; no Opus here)"
-                )
+        """The process's stack, started by its first user (whose codec order is the default for
+        calls that name none)."""
+        wanted = check_codecs(codecs)
         with cls._lock:
             if cls._instance is None:
                 cls._instance = SipStack(wanted, collect_ticks)
                 atexit.register(cls.shutdown)
-            elif cls._instance.codecs != wanted:
-                raise StackError(
-                    f"this process's SIP stack offers {', '.join(cls._instance.codecs)}; "
-                    f"one process cannot also offer {', '.join(wanted)}"
-                )
             return cls._instance
 
     @classmethod
@@ -515,7 +526,7 @@ class SipStack:
         cfg = pj.EpConfig()
         cfg.uaConfig.threadCnt = 0
         cfg.uaConfig.mainThreadOnly = False
-        cfg.uaConfig.maxCalls = 32
+        cfg.uaConfig.maxCalls = MAX_CALLS
         cfg.uaConfig.userAgent = "voice-audit"
         self._writer = _LogWriter()
         cfg.logConfig.writer = self._writer
@@ -532,10 +543,8 @@ class SipStack:
         cfg.medConfig.maxMediaPorts = 254
         ep.libInit(cfg)
         ep.audDevManager().setNullDev()
-        for info in ep.codecEnum2():
-            ep.codecSetPriority(info.codecId, 0)
-        for i, name in enumerate(self.codecs):
-            ep.codecSetPriority(KNOWN_CODECS[name], 200 - i)
+        self._codec_ids = [info.codecId for info in ep.codecEnum2()]
+        self.set_codecs(self.codecs)
         ep.libStart()
         self.fast = _fast_ok()
         self.read = _fast_read if self.fast else _slow_read
@@ -551,6 +560,7 @@ class SipStack:
         for leg in self.legs.values():
             leg._detach()
             leg.port = None
+            leg.call = None  # a call freed after the library is gone trips one of its assertions
         self.legs.clear()
         import gc
 
@@ -597,6 +607,16 @@ class SipStack:
         return box
 
     # -- on the pjsip thread -------------------------------------------------------------------
+    def set_codecs(self, codecs: tuple[str, ...]) -> None:
+        """Offer exactly `codecs`, in this order, from now on. PJSIP's codec priorities are
+        process-wide, but every offer is built on this thread right after this is called, so
+        each call gets its own order."""
+        for cid in self._codec_ids:
+            self._ep.codecSetPriority(cid, 0)
+        for i, name in enumerate(codecs):
+            self._ep.codecSetPriority(KNOWN_CODECS[name], 200 - i)
+        self.codecs = codecs
+
     def transport(self, host: str, port: int, kind: str) -> tuple[int, int]:
         """A UDP or TCP transport bound to host:port (0: any), created once; (id, bound port)."""
         key = (host, port, kind)
@@ -685,8 +705,18 @@ def place_call(
     loop: asyncio.AbstractEventLoop,
     sink: Callable[[bytes], None],
     rtp_timeout_s: float,
+    codecs: tuple[str, ...],
 ) -> tuple[int, Feed, str]:
-    """INVITE `target` (a `sip_uri.SipTarget`); returns (handle, the caller's feed, SIP Call-ID)."""
+    """INVITE `target` (a `sip_uri.SipTarget`) offering `codecs`; returns (handle, the caller's
+    feed, SIP Call-ID)."""
+    live = sum(1 for leg in stack.legs.values() if not leg.ended)
+    if live >= MAX_CALLS:
+        raise StackFull(
+            f"this process already holds {live} SIP calls, the most its PJSUA2 build takes ({MAX_CALLS}): "
+            "lower the campaign's concurrency or spread it over worker processes (--workers)"
+        )
+    if codecs != stack.codecs:
+        stack.set_codecs(codecs)
     tid = _uac_transport(stack, bind_host, target.transport)
     host = bind_host if bind_host not in ("0.0.0.0", "::") else "127.0.0.1"
     key = f"uac|{bind_host}|{target.transport}|{from_user}|{display}|{credentials[0] if credentials else ''}"

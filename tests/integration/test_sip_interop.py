@@ -1,0 +1,168 @@
+"""The SIP adapter against independent SIP user agents from Debian, all on 127.0.0.1.
+
+- baresip auto-answers, plays a greeting and records what it hears: the harness hears the
+  greeting, baresip hears the caller, DTMF digits arrive, PCMU and G.722 are negotiated as offered,
+  and the OPTIONS probe finds it (and finds nothing on a dead port);
+- through the runtime: SIPp endpoints that are busy (486) or ring forever (the caller's CANCEL ends
+  them), and a baresip whose greeting ends in its BYE, end every call with the right failure kind
+  and outcome, and the hang-up's recording holds the greeting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import soundfile as sf
+
+pytest.importorskip("pjsua2")
+
+from agents.protocols.sip import SIP_FORMAT, sip_adapter
+from harness.adapter import AgentError, AudioOut, CallInfo
+from harness.endpoints import unreachable_agents, url_problem
+from harness.model.campaign import AgentSpec
+from harness.planning import load_campaign
+from harness.rundir import RunReader
+from harness.runtime import CampaignRunner
+from scenarios import BUNDLED_LIBRARY, ScenarioLibrary
+from tests.helpers.sip_peers import Baresip, Sipp, dominant_hz, free_port_pair, read_wav, tone
+
+pytestmark = pytest.mark.slow
+
+FACTS = ScenarioLibrary(BUNDLED_LIBRARY).load_all()["refund_duplicate_charge"][1].facts
+
+
+async def _call(url: str, codecs: list[str], digits: str) -> tuple[str, np.ndarray, list[object]]:
+    """One call: stream a 1 kHz tone for 1.5 s, press `digits`, listen for 2.5 s, hang up."""
+    adapter = sip_adapter(AgentSpec(name="b", adapter="sip", url=url, options={"codecs": codecs}))
+    session = await adapter.connect(CallInfo(facts=FACTS, scenario_id="refund_duplicate_charge"))
+    assert session.session_id  # the SIP Call-ID
+    heard: list[bytes] = []
+    others: list[object] = []
+
+    async def listen() -> None:
+        async for ev in session.events():
+            (heard.append(ev.pcm) if isinstance(ev, AudioOut) else others.append(ev))
+
+    reader = asyncio.create_task(listen())
+    caller = tone(1000, 1.5, rate=16000).tobytes()
+    t0 = time.monotonic()
+    for k in range(0, len(caller), 640):
+        assert session.send_audio_nowait(caller[k : k + 640])
+        await asyncio.sleep(max(0.0, t0 + (k // 640 + 1) * 0.02 - time.monotonic()))
+    for d in digits:
+        await session.send_dtmf(d)
+        await asyncio.sleep(0.3)
+    await asyncio.sleep(0.8)
+    codec = session.codec
+    await session.close("test over")
+    await asyncio.wait_for(reader, 5)
+    return codec, np.frombuffer(b"".join(heard), dtype="<i2"), others
+
+
+def test_baresip_call_both_ways_with_dtmf_and_codecs(tmp_path: Path) -> None:
+    greeting = tone(440, 1.2, pad_s=8.0)
+    with Baresip(tmp_path / "bs", greeting) as peer:
+        assert asyncio.run(sip_adapter.probe(peer.url, 3.0)) is None  # answers OPTIONS
+        codec, heard, others = asyncio.run(_call(peer.url, ["PCMU", "PCMA", "G722"], "5#"))
+        assert codec == "PCMU/8000"
+        assert heard.size > SIP_FORMAT.sample_rate  # over a second of the greeting, speech-gated
+        assert abs(dominant_hz(heard, SIP_FORMAT.sample_rate) - 440) < 15
+        assert not others  # no hang-up or error: the caller ended the call
+        assert peer.wait_for("terminated")
+        assert peer.wait_for("received event: '5'") and peer.wait_for("received event: '#'")
+        x, rate = read_wav(peer.heard())
+        assert abs(dominant_hz(x, rate) - 1000) < 15  # baresip's recording holds the caller
+        codec, heard, _ = asyncio.run(_call(peer.url, ["G722"], ""))
+        assert codec == "G722/16000"
+        assert abs(dominant_hz(heard, SIP_FORMAT.sample_rate) - 440) < 15
+    dead = f"sip:bot@127.0.0.1:{free_port_pair()}"
+    assert asyncio.run(unreachable_agents([AgentSpec(name="d", adapter="sip", url=dead)], 1.0)) == [
+        f"cannot connect to agent 'd' at {dead} (no answer to OPTIONS within 1 s)"
+    ]
+    assert url_problem(dead) is None and "udp or tcp" in (url_problem(dead + ";transport=sctp") or "")
+
+
+def test_the_callers_cancel_and_a_busy_endpoint(tmp_path: Path) -> None:
+    """Adapter level: the kinds, and SIPp confirms each scenario ran to its end (ACK received)."""
+    del tmp_path
+
+    async def dial(url: str) -> AgentError:
+        adapter = sip_adapter(AgentSpec(name="x", adapter="sip", url=url, options={"answer_timeout_s": 1.5}))
+        with pytest.raises(AgentError) as err:
+            await adapter.connect(CallInfo(facts=FACTS, scenario_id="x"))
+        return err.value
+
+    with Sipp("busy.xml") as busy, Sipp("no_answer.xml", calls=1) as ringing:
+        e1 = asyncio.run(dial(busy.url))
+        e2 = asyncio.run(dial(ringing.url))
+        assert (e1.kind, e1.message) == ("connect_failed", "busy: SIP 486 Busy Here")
+        assert e2.kind == "connect_failed" and e2.message.startswith("no answer") and "487" in e2.message
+        assert busy.passed() and ringing.passed()
+
+
+CAMPAIGN = """\
+name: sip-endings
+seed: 5
+scenarios: [refund_duplicate_charge]
+agents:
+  - {{name: busy, adapter: sip, url: "{busy}"}}
+  - {{name: ringing, adapter: sip, url: "{ringing}", options: {{answer_timeout_s: 1.5}}}}
+  - {{name: bye, adapter: sip, url: "{bye}"}}
+pairs:
+  - contrast: [accent]
+    base: {{voice_profile: male_adult, affect: calm, disfluency: none, wording: plain}}
+    a: {{accent: us_general}}
+    b: {{accent: gb_southern}}
+stimulus: {{override: ["accent: us_general vs gb_southern"], reason: "SIP endings: the words do not matter"}}
+voices: 1
+concurrency: 4
+pacing: realtime
+asr: {{name: pocketsphinx}}
+timeouts: {{turn_s: 60, call_s: 120}}
+"""
+
+
+def test_busy_unanswered_and_hung_up_calls_are_outcomes(tmp_path: Path) -> None:
+    greeting = tone(440, 1.0)  # baresip hangs up when its greeting file ends
+    with (
+        Sipp("busy.xml", calls=2) as busy,
+        Sipp("no_answer.xml", calls=2) as ringing,
+        Baresip(tmp_path / "bs", greeting) as bye,
+    ):
+        path = tmp_path / "c.yaml"
+        path.write_text(CAMPAIGN.format(busy=busy.url, ringing=ringing.url, bye=bye.url))
+        runner = CampaignRunner(
+            load_campaign(path),
+            tmp_path / "run",
+            cache_dir=tmp_path / "cache",
+            progress=False,
+            tts_pool_size=1,
+            check_agents=False,  # SIPp scenarios take INVITEs only, not the OPTIONS ping
+        )
+        summary = asyncio.run(runner.run())
+        assert summary.statuses == {"completed": 6}, (summary.statuses, summary.failures)
+    reader = RunReader(tmp_path / "run")
+    seen = set()
+    for rec in reader.records():
+        o, agent = rec.outcome, rec.header.agent
+        seen.add(agent)
+        assert o.terminal_outcome == "unresolved", o
+        if agent == "busy":
+            assert (o.failure_kind, o.outcome_flags) == ("connect_failed", ("agent_unreachable",))
+            assert "busy: SIP 486" in o.termination
+        elif agent == "ringing":
+            assert (o.failure_kind, o.outcome_flags) == ("connect_failed", ("agent_unreachable",))
+            assert o.termination.startswith("no answer")
+        else:
+            assert o.failure_kind is None and o.outcome_flags == ("agent_hung_up",), o
+            events = reader.events(rec.header.episode_id)
+            started = next(e for e in events if e.type == "call_started")
+            assert started.protocol == "sip" and started.agent_session_id
+            assert rec.header.exposure is not None and not rec.header.exposure.transcripts
+            audio, rate = sf.read(reader.audio_path(rec.header.episode_id), dtype="int16")
+            assert abs(dominant_hz(audio[:, 1], rate) - 440) < 15  # the greeting, on the call clock
+    assert seen == {"busy", "ringing", "bye"}
