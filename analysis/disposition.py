@@ -29,10 +29,22 @@ LEVELS: tuple[str, ...] = (
 )
 
 
+STIMULUS_GATES: tuple[str, ...] = ("persona_perceptibility", "stimulus_intelligibility")
+STIMULUS_FAMILIES: tuple[str, ...] = ("terminal_outcome", "path_burden", "safety_events")
+"""An outcome, burden or safety delta is a claim about how the agent served a caller it could hear:
+raters must hear the intended persona (perceptibility) and understand its words (intelligibility),
+whatever a plan's gate_scope says; otherwise the gap may be the text-to-speech engine's."""
+
+
 def required_gates(plan: AnalysisPlan, family: str) -> tuple[str, ...]:
-    """Gates guarding a family: every unscoped gate plus those whose scope names the family."""
+    """Gates guarding a family: every unscoped gate plus those whose scope names the family, and the
+    two human stimulus gates for outcome, burden and safety."""
     return tuple(
-        g for g in GATES if "all" in plan.gate_scope.get(g, ("all",)) or family in plan.gate_scope.get(g, ())
+        g
+        for g in GATES
+        if "all" in plan.gate_scope.get(g, ("all",))
+        or family in plan.gate_scope.get(g, ())
+        or (g in STIMULUS_GATES and family in STIMULUS_FAMILIES)
     )
 
 

@@ -23,6 +23,7 @@ from analysis.gates.codec import codec_normalisation
 from analysis.gates.completeness import artifact_completeness
 from analysis.gates.differential_failure import differential_failure
 from analysis.gates.fact_invariance import fact_invariance
+from analysis.gates.intelligibility import stimulus_intelligibility
 from analysis.gates.observer import observer_validity
 from analysis.gates.perceptibility import persona_perceptibility, separability
 from analysis.gates.scenario_lock import scenario_lock
@@ -55,6 +56,7 @@ __all__ = [
     "read_stimuli",
     "scenario_lock",
     "separability",
+    "stimulus_intelligibility",
     "stimulus_prescreen",
     "worst",
 ]
@@ -76,6 +78,7 @@ def evaluate(inp: GateInputs) -> tuple[GateReport, pd.Series]:
         differential_failure(inp),
         observer_validity(inp),
         stimulus_prescreen(inp),
+        stimulus_intelligibility(inp),
     ]
     by_pair = (
         pd.DataFrame({res.gate: s for res, s in pieces}).reindex(inp.pairs["pair_id"]).fillna("not-evaluable")

@@ -28,6 +28,7 @@ GATES: tuple[str, ...] = (
     "differential_failure",
     "observer_validity",
     "stimulus_prescreen",
+    "stimulus_intelligibility",
 )
 _RANK = {"pass": 0, "not-evaluable": 1, "fail": 2}
 

@@ -14,7 +14,7 @@ import typer
 from analysis.rating.blinding import RATER_RE
 from analysis.rating.server import RatingServer
 from analysis.rating.session import RatingSession
-from analysis.rating.tasks import AudioPart, TaskKind, build_task
+from analysis.rating.tasks import TASKS, AudioPart, TaskKind, build_task
 
 
 def _is_loopback(host: str) -> bool:
@@ -46,9 +46,15 @@ async def serve(
     if rater:
         url += f"?rater={quote(rater)}"
     if not _is_loopback(host):
-        print(f"warning: serving on {host}, reachable from other machines; anyone with the URL can rate", file=sys.stderr)
+        print(
+            f"warning: serving on {host}, reachable from other machines; anyone with the URL can rate",
+            file=sys.stderr,
+        )
     if not spec.items:
-        print(f"warning: nothing to rate for {task} (no completed calls with a recording and a contrast axis)", file=sys.stderr)
+        print(
+            f"warning: nothing to rate for {task} (no completed calls with a recording and a contrast axis)",
+            file=sys.stderr,
+        )
     print(f"{task}: {len(spec.items)} clips; labels go to {Path(run_dir) / 'ratings' / 'labels.jsonl'}")
     print(f"open {url}", flush=True)
     if ready is not None:
@@ -61,22 +67,33 @@ async def serve(
 
 def rate_cmd(
     run_dir: Annotated[Path, typer.Argument(help="run folder to rate")],
-    host: Annotated[str, typer.Option(help="address to bind; keep the loopback default unless raters are remote")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option(help="address to bind; keep the loopback default unless raters are remote")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="port (0 picks a free one)")] = 0,
-    rater: Annotated[str | None, typer.Option(help="rater id put in the URL (otherwise the page asks)")] = None,
+    rater: Annotated[
+        str | None, typer.Option(help="rater id put in the URL (otherwise the page asks)")
+    ] = None,
     task: Annotated[
-        str, typer.Option(help="perceptibility, quality or observer (what did the agent do in a turn?)")
+        str,
+        typer.Option(
+            help="perceptibility, quality, observer (what did the agent do in a turn?) or intelligibility "
+            "(type the words the caller says)"
+        ),
     ] = "perceptibility",
     audio: Annotated[
         str | None,
-        typer.Option(help="caller, agent or call (default: caller for perceptibility, call for quality; observer: agent)"),
+        typer.Option(
+            help="caller, agent or call (default: caller for perceptibility, call for quality; observer: agent; "
+            "intelligibility: caller)"
+        ),
     ] = None,
     seed: Annotated[int | None, typer.Option(help="order seed (default: the campaign seed)")] = None,
 ) -> None:
-    """Blind rating in the browser: persona perceptibility, conversation quality or the agent's acts
-    per turn (observer validity); Ctrl-C stops."""
-    if task not in ("perceptibility", "quality", "observer"):
-        raise typer.BadParameter("task must be perceptibility, quality or observer", param_hint="--task")
+    """Blind rating in the browser: persona perceptibility, conversation quality, the agent's acts
+    per turn (observer validity) or what the caller says (stimulus intelligibility); Ctrl-C stops."""
+    if task not in TASKS:
+        raise typer.BadParameter("task must be one of " + ", ".join(TASKS), param_hint="--task")
     if audio not in (None, "caller", "agent", "call"):
         raise typer.BadParameter("audio must be caller, agent or call", param_hint="--audio")
     try:

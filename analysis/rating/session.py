@@ -15,6 +15,8 @@ from typing import Any
 
 from analysis.rating.blinding import ClipRegistry, new_token
 from analysis.rating.clips import clip_wav
+from analysis.rating.intelligibility import QUESTION as INTELLIGIBILITY_QUESTION
+from analysis.rating.intelligibility import clean_transcript
 from analysis.rating.observer import ACT_CHOICES, FACTS_QUESTION, fact_label
 from analysis.rating.observer import QUESTION as OBSERVER_QUESTION
 from analysis.rating.scales import QUALITY_SCALES
@@ -86,7 +88,9 @@ class RatingSession:
             "kind": self.spec.task,
             "audio_hint": AUDIO_HINTS[item.audio],
         }
-        if item.task == "observer":
+        if item.task == "intelligibility":
+            payload["question"] = INTELLIGIBILITY_QUESTION
+        elif item.task == "observer":
             labels = dict(ACT_CHOICES)
             payload["question"] = OBSERVER_QUESTION
             payload["transcript"] = item.text or ""
@@ -118,7 +122,11 @@ class RatingSession:
 
     def _validate(self, item: Item, answer: object) -> tuple[str | None, dict[str, int]]:
         if item.task == "perceptibility":
-            if not isinstance(answer, int) or isinstance(answer, bool) or not 1 <= answer <= len(item.options):
+            if (
+                not isinstance(answer, int)
+                or isinstance(answer, bool)
+                or not 1 <= answer <= len(item.options)
+            ):
                 raise LabelError(f"answer must be an option number 1..{len(item.options)}")
             return item.options[answer - 1], {}
         if not isinstance(answer, dict) or set(answer) != {s.name for s in QUALITY_SCALES}:
@@ -139,7 +147,14 @@ class RatingSession:
         item = self._items[key]
         act: str | None = None
         facts: tuple[str, ...] = ()
-        if item.task == "observer":
+        heard: str | None = None
+        if item.task == "intelligibility":
+            try:
+                heard = clean_transcript(answer)
+            except ValueError as exc:
+                raise LabelError(str(exc)) from None
+            perceived, scores = None, dict[str, int]()
+        elif item.task == "observer":
             act, facts = self._validate_observer(item, answer)
             perceived, scores = None, dict[str, int]()
         else:
@@ -163,6 +178,8 @@ class RatingSession:
                 turn=item.turn,
                 act=act,
                 facts=facts,
+                reference=item.reference,
+                heard=heard,
                 position=nxt[0],
                 plays=max(0, min(plays, 10_000)),
                 response_ms=int((time.monotonic() - served) * 1000),

@@ -4,10 +4,10 @@ Both live in the run folder, which never leaves the auditor's machine; they are 
 where a judgement meets its episode id and intended level. Format (one JSON object per line):
 
     v             1 (format version)
-    task          "perceptibility" | "quality" | "observer"
+    task          "perceptibility" | "quality" | "observer" | "intelligibility"
     rater         rater id as typed ([A-Za-z0-9_.-]{1,40})
     item          server-side item key: "perceptibility:<episode_id>:<axis>", "quality:<episode_id>"
-                  or "observer:<episode_id>:<turn>"
+                  "observer:<episode_id>:<turn>" or "intelligibility:<episode_id>:<turn>"
     episode_id    the rated episode
     audio         what was played: "caller" | "agent" | "call"
     axis          perceptibility: the manipulated axis; quality: null
@@ -15,9 +15,12 @@ where a judgement meets its episode id and intended level. Format (one JSON obje
     intended      perceptibility: the episode's level on the axis; quality: null
     perceived     perceptibility: the level key the rater chose; quality: null
     scores        quality: {scale name: 1-based ordinal point}; perceptibility: {}
-    turn          observer: the agent turn rated; otherwise null
+    turn          observer: the agent turn rated; intelligibility: the caller turn heard; otherwise null
     act           observer: the act key the rater chose (see ``analysis.rating.observer``); otherwise null
     facts         observer: the fact names the rater chose (possibly none); otherwise []
+    reference     intelligibility: the scripted words of the caller turn; otherwise null
+    heard         intelligibility: the words the rater typed (whitespace collapsed; "" = none
+                  understood); otherwise null
     position      0-based index of the item in this rater's seeded order
     plays         times the rater started playback before submitting
     response_ms   server time from serving the item to receiving the label
@@ -63,6 +66,8 @@ class LabelRecord(Frozen):
     turn: int | None = Field(default=None, ge=0)
     act: str | None = None
     facts: tuple[str, ...] = ()
+    reference: str | None = None
+    heard: str | None = None
     position: int = Field(ge=0)
     plays: int = Field(ge=0)
     response_ms: int = Field(ge=0)
@@ -125,7 +130,9 @@ class LabelStore:
 
     def append(self, record: LabelRecord) -> None:
         """Write one line with O_APPEND, fsync it, and only then remember it."""
-        line = (json.dumps(record.model_dump(mode="json"), sort_keys=True, ensure_ascii=False) + "\n").encode()
+        line = (
+            json.dumps(record.model_dump(mode="json"), sort_keys=True, ensure_ascii=False) + "\n"
+        ).encode()
         fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             os.write(fd, line)

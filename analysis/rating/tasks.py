@@ -14,14 +14,15 @@ from typing import Literal
 
 from pydantic import Field
 
+from analysis.rating.intelligibility import intelligibility_items
 from analysis.rating.observer import observer_items
 from harness.model import EpisodeRecord
 from harness.rundir import RunReader
 from scenarios.base import Frozen
 
-TaskKind = Literal["perceptibility", "quality", "observer"]
+TaskKind = Literal["perceptibility", "quality", "observer", "intelligibility"]
 AudioPart = Literal["caller", "agent", "call"]
-TASKS: tuple[TaskKind, ...] = ("perceptibility", "quality", "observer")
+TASKS: tuple[TaskKind, ...] = ("perceptibility", "quality", "observer", "intelligibility")
 
 QUESTIONS: dict[str, str] = {
     "accent": "Which accent does the caller have?",
@@ -45,6 +46,9 @@ class Item(Frozen):
     turn: int | None = None
     text: str | None = None
     facts: tuple[str, ...] = ()
+    reference: str | None = (
+        None  # intelligibility: the scripted words of the turn (never sent to the browser)
+    )
 
 
 class TaskSpec(Frozen):
@@ -89,9 +93,7 @@ def display_labels(reader: RunReader, levels: Mapping[str, Sequence[str]]) -> di
     out: dict[str, tuple[str, ...]] = {}
     for axis, keys in levels.items():
         table = getattr(catalogue, axis, {}) if catalogue is not None else {}
-        out[axis] = tuple(
-            table[k].label if k in table else k.replace("_", " ").capitalize() for k in keys
-        )
+        out[axis] = tuple(table[k].label if k in table else k.replace("_", " ").capitalize() for k in keys)
     return out
 
 
@@ -118,7 +120,8 @@ def build_task(
     run_dir: str | Path, task: TaskKind, *, audio: AudioPart | None = None, seed: int | None = None
 ) -> TaskSpec:
     """The items of one task for a run folder (perceptibility: one per episode and contrast axis;
-    quality: one per episode; observer: a seeded sample of each call's agent turns, agent audio only)."""
+    quality: one per episode; observer: a seeded sample of each call's agent turns, agent audio only;
+    intelligibility: a seeded sample of each voice's distinct caller lines, caller audio only)."""
     reader = RunReader(run_dir)
     records = _usable(reader)
     items: list[Item] = []
@@ -141,14 +144,28 @@ def build_task(
                             options=tuple(levels[axis]),
                         )
                     )
+    elif task == "intelligibility":
+        part = "caller"
+        order_seed = reader.manifest.campaign.seed if seed is None else seed
+        items = [
+            Item(task=task, audio=part, **fields)
+            for fields in intelligibility_items(reader, records, order_seed)
+        ]
     elif task == "observer":
         part = "agent"
         order_seed = reader.manifest.campaign.seed if seed is None else seed
-        items = [Item(task=task, audio=part, **fields) for fields in observer_items(reader, records, order_seed)]
+        items = [
+            Item(task=task, audio=part, **fields) for fields in observer_items(reader, records, order_seed)
+        ]
     else:
         part = audio or "call"
         items = [
-            Item(key=f"quality:{rec.header.episode_id}", task=task, episode_id=rec.header.episode_id, audio=part)
+            Item(
+                key=f"quality:{rec.header.episode_id}",
+                task=task,
+                episode_id=rec.header.episode_id,
+                audio=part,
+            )
             for rec in records
         ]
     return TaskSpec(

@@ -15,6 +15,7 @@
   let current = 0;
   let plays = 0;
   let busy = false;
+  let noneHeard = false;
 
   function show(id) {
     for (const s of ["who", "rate", "finished"]) $(s).hidden = s !== id;
@@ -145,6 +146,10 @@
   }
 
   function answer() {
+    if (item.kind === "intelligibility") {
+      const text = $("heard").value.replace(/\s+/g, " ").trim();
+      return text || noneHeard ? text : null;
+    }
     if (item.kind === "perceptibility") return selected;
     if (item.kind === "observer") {
       return selected === null ? null : { act: selected, facts: Array.from(facts).sort((a, b) => a - b) };
@@ -157,7 +162,11 @@
     if (plays === 0) return say("Play the clip first (Space).");
     const a = answer();
     if (a === null) {
-      return say(item.kind === "quality" ? "Give a point on every scale." : "Pick an answer first (number keys).");
+      const hints = {
+        quality: "Give a point on every scale.",
+        intelligibility: "Type the words you heard, or choose \u201cNo words understood\u201d.",
+      };
+      return say(hints[item.kind] || "Pick an answer first (number keys).");
     }
     busy = true;
     try {
@@ -172,6 +181,7 @@
         return;
       }
       audio.pause();
+      $("heard").value = "";
       await loadNext();
     } catch (e) {
       say("Not saved (connection lost); press Enter to try again.");
@@ -199,6 +209,8 @@
     scores = {};
     current = 0;
     plays = 0;
+    noneHeard = false;
+    $("heard").value = "";
     audio.src = "clip/" + item.clip;
     audio.load();
     $("audio-hint").textContent = item.audio_hint;
@@ -211,14 +223,28 @@
       $("facts-question").textContent = item.facts_question;
       renderFacts();
     }
-    if (item.kind === "quality") renderScales(); else renderOptions();
+    const typing = item.kind === "intelligibility";
+    $("heard-box").hidden = !typing;
+    $("choices").hidden = typing;
+    if (item.kind === "quality") renderScales(); else if (typing) $("choices").replaceChildren(); else renderOptions();
     say("");
-    refresh();
+    if (!typing) refresh();
     show("rate");
-    $("play").focus();
+    (typing ? $("heard") : $("play")).focus();
   }
 
   function onKey(ev) {
+    if (ev.target instanceof HTMLTextAreaElement) {
+      // The transcript box: typing stays typing; Enter submits, Escape plays or pauses the clip.
+      if (ev.key === "Enter" && !ev.shiftKey) {
+        ev.preventDefault();
+        submit();
+      } else if (ev.key === "Escape") {
+        ev.preventDefault();
+        togglePlay();
+      }
+      return;
+    }
     if (ev.target instanceof HTMLInputElement || ev.altKey || ev.ctrlKey || ev.metaKey) return;
     if ($("rate").hidden) return;
     if (ev.key === " " || ev.code === "Space") {
@@ -251,10 +277,17 @@
     audio.addEventListener("pause", () => { $("play").textContent = "Play "; $("play").append(kbd("Space")); });
     $("play").addEventListener("click", togglePlay);
     $("submit").addEventListener("click", submit);
+    $("heard").addEventListener("input", () => say(""));
+    $("nothing-heard").addEventListener("click", () => {
+      noneHeard = true;
+      $("heard").value = "";
+      submit();
+    });
     document.addEventListener("keydown", onKey);
     // Buttons activate on Space/Enter key-up; the key-down handler already acted.
     document.addEventListener("keyup", (ev) => {
-      if (!(ev.target instanceof HTMLInputElement) && (ev.key === " " || ev.key === "Enter")) ev.preventDefault();
+      const typing = ev.target instanceof HTMLInputElement || ev.target instanceof HTMLTextAreaElement;
+      if (!typing && (ev.key === " " || ev.key === "Enter")) ev.preventDefault();
     });
     if (!rater || !RATER_RE.test(rater)) {
       show("who");

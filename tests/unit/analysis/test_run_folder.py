@@ -56,6 +56,8 @@ def test_golden_run_outputs(run: Path) -> None:
         "annotation_reliability",
         "differential_failure",
         "observer_validity",
+        "stimulus_prescreen",
+        "stimulus_intelligibility",
     }
     assert r.summary["gates"]["scenario_lock"] == "pass" and r.summary["gates"]["fact_invariance"] == "pass"
     assert r.disposition["campaign"]["claim"] == "diagnostics_only"  # no raters: perceptibility not evaluable

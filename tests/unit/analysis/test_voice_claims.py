@@ -72,8 +72,8 @@ def test_fewer_voices_than_the_plan_asks_for_is_not_a_claim() -> None:
     plan = load_plan()
     assert plan.claims.min_voices_paired_disparity == 3
     e2, p2 = cell(2, 20, agent="two")
-    e3, p3 = cell(3, 12, agent="three")
-    eps, pairs = pd.concat([e2, e3]), pd.concat([p2, p3], ignore_index=True)
+    _, p3 = cell(3, 12, agent="three")
+    pairs = pd.concat([p2, p3], ignore_index=True)
     by_pair = pd.DataFrame("pass", index=pd.Index(pairs["pair_id"], name="pair_id"), columns=list(GATES))
     report = GateReport(results=[], by_pair=by_pair)
     inst = instances(pairs, report, plan)
@@ -86,3 +86,29 @@ def test_fewer_voices_than_the_plan_asks_for_is_not_a_claim() -> None:
     assert three["claim"] == "paired_disparity" and three["voices_supporting"] == 3
     note = deltas(e2, p2, plan)["cells"][0]["notes"]
     assert any("2 distinct voice(s) < 3" in n for n in note)
+
+
+def test_outcome_burden_and_safety_need_both_human_stimulus_gates() -> None:
+    """Even a plan that scopes the two human stimulus gates away from them cannot let an outcome,
+    burden or safety delta be a claim while raters have not heard and understood the callers."""
+    base = load_plan()
+    plan = base.model_copy(
+        update={
+            "gate_scope": {
+                **base.gate_scope,
+                "persona_perceptibility": ("speech_behaviour",),
+                "stimulus_intelligibility": ("speech_behaviour",),
+            }
+        }
+    )
+    _, pairs = cell(3, 12)
+    for missing in ("persona_perceptibility", "stimulus_intelligibility"):
+        by_pair = pd.DataFrame("pass", index=pd.Index(pairs["pair_id"], name="pair_id"), columns=list(GATES))
+        by_pair[missing] = "not-evaluable"
+        report = GateReport(results=[], by_pair=by_pair)
+        out = disposition(pairs, instances(pairs, report, plan), report, plan)
+        fams = out["cells"][0]["families"]
+        for fam in ("terminal_outcome", "path_burden", "safety_events"):
+            assert fams[fam]["claim"] == "diagnostics_only", (missing, fam)
+            assert any(d.startswith(missing) for d in fams[fam]["drivers"])
+        assert fams["tool_behaviour"]["claim"] == "paired_disparity"

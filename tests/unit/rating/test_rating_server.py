@@ -197,7 +197,7 @@ def find(strings: set[str], text: str) -> set[str]:
     return {s for s in strings if re.search(rf"(?<![A-Za-z0-9_]){re.escape(s)}(?![A-Za-z0-9_])", text)}
 
 
-@pytest.mark.parametrize("task", ["perceptibility", "quality", "observer"])
+@pytest.mark.parametrize("task", ["perceptibility", "quality", "observer", "intelligibility"])
 async def test_nothing_served_names_a_condition_agent_scenario_or_episode(run_dir: Path, task: str) -> None:
     strings = sensitive_strings(run_dir)
     assert {"us_general", "l2_spanish", "calm", "frustrated", "scripted_ref", "refund_duplicate_charge"} <= strings
@@ -232,6 +232,7 @@ async def test_nothing_served_names_a_condition_agent_scenario_or_episode(run_di
                 answer: Any = {
                     "perceptibility": 1,
                     "observer": {"act": 1, "facts": [1]},
+                    "intelligibility": "I was charged twice",
                 }.get(task) or {sc["name"]: 1 for sc in nxt["scales"]}
                 r = await s.post(srv.url + "api/label", json={"rater": "blind", "clip": nxt["clip"], "answer": answer, "plays": 1})
                 corpus.append(await r.text())
@@ -239,7 +240,7 @@ async def test_nothing_served_names_a_condition_agent_scenario_or_episode(run_di
     finally:
         await srv.server.stop()
     n_items = len(build_task(run_dir, task).items)  # type: ignore[arg-type]
-    assert len(wavs) == n_items and (n_items == 8 or task == "observer")
+    assert len(wavs) == n_items and (n_items == 8 or task in ("observer", "intelligibility"))
     assert find(strings, "\n".join(corpus + header_values)) == set()
     for k in SECURITY_HEADERS:
         assert not find(strings - {"none"}, SECURITY_HEADERS[k])
