@@ -14,12 +14,13 @@ import re
 from collections.abc import Mapping
 
 from harness.adapter import AgentError
+from harness.model.secrets import SECRET_KEY
 
 __all__ = ["MASK", "HeaderRedaction", "expand_env", "expand_headers", "install_log_redaction"]
 
 MASK = "[redacted]"
 ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-SENSITIVE_HEADER = re.compile(r"auth|key|token|secret|cookie|signature|passw", re.IGNORECASE)
+SENSITIVE_HEADER = SECRET_KEY
 _HEADER_LINES = frozenset({"> %s: %s", "< %s: %s"})
 
 

@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
 
 import pandas as pd
 
@@ -45,7 +44,7 @@ from analysis.report.model import (
 )
 from analysis.report.redact import LEVEL_MASK_NOTE, TEXT_MASK, URL_MASK, Scrubber, is_real_system, level_terms
 from analysis.report.wording import CONVENTION_TEXT, claim_words, direction, finding_sentence, reading
-from harness.model.secrets import SECRET_KEY, mask_options, secret_values
+from harness.model.secrets import mask_options, secret_values, url_secrets
 from personas import Catalogue, load_catalogue
 from scenarios.errors import VoiceAuditError
 
@@ -80,17 +79,6 @@ def _num(v: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return x if math.isfinite(x) else None
-
-
-def url_secrets(url: str | None) -> set[str]:
-    """Passwords and secret-named query values inside an endpoint URL."""
-    if not url:
-        return set()
-    parts = urlsplit(url)
-    found = {v for k, v in parse_qsl(parts.query) if SECRET_KEY.search(k) and v}
-    if parts.password:
-        found.add(parts.password)
-    return found
 
 
 def collect_secrets(out: RunOutputs, environ: Mapping[str, str] | None = None) -> set[str]:

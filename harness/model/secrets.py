@@ -13,7 +13,12 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-SECRET_KEY = re.compile(r"key|token|secret|passw|auth|credential|bearer|cookie", re.IGNORECASE)
+SECRET_KEY = re.compile(
+    r"key|token|secret|passw|auth|credential|bearer|cookie|signature|(?<![a-z])sig(?![a-z])", re.IGNORECASE
+)
+"""A name (option key at any depth, URL query parameter, header) whose value is a credential: keys,
+tokens, passwords, cookies, and request signatures (`sig`, `signature`, `X-Amz-Signature`,
+`X-Goog-Signature`, `x_signature`), which grant access as much as a key does."""
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{2,}$")
 ENV_REFERENCE = re.compile(r"^(?:(?:Bearer|Basic|Token)\s+)?\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
 _REFERENCE_NAME = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -32,9 +37,25 @@ def _is_reference(key: str, value: str) -> bool:
     return key.lower().endswith("_env") and bool(ENV_NAME.match(value))
 
 
+def url_secrets(url: str | None) -> set[str]:
+    """Passwords and secret-named query values inside a URL (userinfo, `?sig=`, presigned forms)."""
+    if not url or "://" not in url:
+        return set()
+    try:
+        parts = urlsplit(url.strip())
+        password = parts.password
+    except ValueError:
+        return set()
+    found = {v for k, v in parse_qsl(parts.query, keep_blank_values=True) if SECRET_KEY.search(k) and v}
+    if password:
+        found.add(password)
+    return {s for s in found if len(s) >= MIN_SECRET}
+
+
 def secret_values(options: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> set[str]:
-    """Values of secret-named keys (at any depth), and the values of environment variables named
-    by any option value (`api_key_env: VENDOR_TOKEN` makes $VENDOR_TOKEN a secret)."""
+    """Values of secret-named keys (at any depth), credentials inside any URL-valued string, and the
+    values of environment variables named by any option value (`api_key_env: VENDOR_TOKEN` makes
+    $VENDOR_TOKEN a secret)."""
     env = os.environ if environ is None else environ
     found: set[str] = set()
 
@@ -49,6 +70,7 @@ def secret_values(options: Mapping[str, Any], environ: Mapping[str, str] | None 
             text = str(node)
             if secret and not _is_reference(key, text):
                 found.add(text)
+            found.update(url_secrets(text))
             names = _REFERENCE_NAME.findall(text) or [text]
             for name in names:
                 if ENV_NAME.match(name) and env.get(name):

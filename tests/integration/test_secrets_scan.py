@@ -43,7 +43,10 @@ CFG = ServeConfig(greeting_timeout_s=2.0, turn_timeout_s=20.0, hangup_grace_s=0.
 
 
 def _tone() -> ToneAgent:
-    return ToneAgent(AgentSpec(name="tone", adapter="agents.serve.demo:tone_agent", options={"hangup_after": 1}))
+    return ToneAgent(
+        AgentSpec(name="tone", adapter="agents.serve.demo:tone_agent", options={"hangup_after": 1})
+    )
+
 
 CAMPAIGN = """\
 name: secrets
@@ -73,7 +76,9 @@ async def _http_with_auth(adapter: Any, token: str) -> AsyncIterator[str]:
     @web.middleware
     async def auth(request: web.Request, handler: Any) -> web.StreamResponse:
         if request.headers.get("Authorization") != f"Bearer {token}":
-            return web.json_response({"error": {"kind": "protocol_error", "message": "unauthorised"}}, status=401)
+            return web.json_response(
+                {"error": {"kind": "protocol_error", "message": "unauthorised"}}, status=401
+            )
         resp: web.StreamResponse = await handler(request)
         return resp
 
@@ -141,7 +146,11 @@ def test_planted_secrets_never_written(tmp_path: Path, monkeypatch: pytest.Monke
     by_agent = {(r.header.agent, r.outcome.status, r.outcome.failure_kind) for r in records}
     # The credentials were accepted (calls completed) and the failing agent failed for its own
     # reason: the agent's failure, so an outcome of the call (completed, with its failure kind).
-    assert by_agent == {("rt", "completed", None), ("web", "completed", None), ("web-5xx", "completed", "http_error")}, by_agent
+    assert by_agent == {
+        ("rt", "completed", None),
+        ("web", "completed", None),
+        ("web-5xx", "completed", "http_error"),
+    }, by_agent
     log_text = log_file.read_text()
     assert "> Authorization: [redacted]" in log_text  # the header was logged, masked
 
@@ -179,13 +188,92 @@ def test_literal_secret_in_options_is_masked_in_run_json(tmp_path: Path) -> None
 
     async def go() -> Path:
         async with _http_with_auth(_tone(), literal) as url:
-            text = CAMPAIGN.split("agents:")[0] + "agents:\n" + (
-                f'  - {{name: web, adapter: http, url: "{url}", options: {{headers: {{Authorization: "Bearer {literal}"}}}}}}\n'
-            ) + "pairs:" + CAMPAIGN.split("pairs:")[1].format()
+            text = (
+                CAMPAIGN.split("agents:")[0]
+                + "agents:\n"
+                + (
+                    f'  - {{name: web, adapter: http, url: "{url}", options: {{headers: {{Authorization: "Bearer {literal}"}}}}}}\n'
+                )
+                + "pairs:"
+                + CAMPAIGN.split("pairs:")[1].format()
+            )
             cfile = tmp_path / "c.yaml"
             cfile.write_text(text.replace("pacing: realtime", "pacing: accelerated"))
-            await CampaignRunner(load_campaign(cfile), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False).run()
+            await CampaignRunner(
+                load_campaign(cfile), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False
+            ).run()
         return tmp_path / "run"
 
     run_dir = asyncio.run(go())
     assert literal.encode() not in (run_dir / "run.json").read_bytes()
+
+
+def test_signatures_in_urls_and_option_names_never_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every kind of credential a URL or an option can carry: userinfo, `?signature=`, `?sig=`, a cloud
+    presigned `X-Amz-Signature`/`X-Amz-Credential`, an option named like `x_signature`, and a secret
+    nested deep in the options; none reaches the run folder, the reports or the logs."""
+    planted = {
+        name: f"{name}-{secrets.token_hex(10)}"
+        for name in ("pw", "signature", "sig", "amzsig", "amzcred", "xsig", "deep")
+    }
+    log_file = tmp_path / "debug.log"
+    handler = logging.FileHandler(log_file)
+    root = logging.getLogger()
+    old_level = root.level
+    root.addHandler(handler)
+    root.setLevel(logging.DEBUG)
+
+    async def go() -> Path:
+        async with _http_with_auth(_tone(), "tok-fixed-credential") as url:
+            signed = (
+                url.replace("http://", f"http://caller:{planted['pw']}@")
+                + f"/?signature={planted['signature']}&sig={planted['sig']}"
+                + f"&X-Amz-Signature={planted['amzsig']}&X-Amz-Credential={planted['amzcred']}&region=eu"
+            )
+            agent = (
+                f'  - {{name: web, adapter: http, url: "{signed}", options: {{headers: {{Authorization: "Bearer tok-fixed-credential"}}, '
+                f'x_signature: "{planted["xsig"]}", vendor: {{deep: {{client_secret: "{planted["deep"]}"}}}}}}}}\n'
+            )
+            text = (
+                CAMPAIGN.split("agents:")[0]
+                + "agents:\n"
+                + agent
+                + "pairs:"
+                + CAMPAIGN.split("pairs:")[1].format()
+            )
+            cfile = tmp_path / "c.yaml"
+            cfile.write_text(text.replace("pacing: realtime", "pacing: accelerated"))
+            await CampaignRunner(
+                load_campaign(cfile), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False
+            ).run()
+        return tmp_path / "run"
+
+    try:
+        run_dir = asyncio.run(go())
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(old_level)
+        handler.close()
+    assert {r.outcome.status for r in RunReader(run_dir).records()} == {"completed"}
+    cli = [sys.executable, "-m", "harness.cli"]
+    for args in (
+        ["analyze", str(run_dir), "--no-audio", "--quiet"],
+        ["report", str(run_dir), "-o", str(tmp_path / "report"), "--quiet"],
+        ["report", str(run_dir), "-o", str(tmp_path / "report-redacted"), "--redact", "--quiet"],
+    ):
+        done = subprocess.run([*cli, *args], capture_output=True, timeout=300)
+        assert done.returncode == 0, done.stdout.decode() + done.stderr.decode()
+        (tmp_path / f"cli-{args[0]}-{len(args)}.log").write_bytes(done.stdout + done.stderr)
+    leaks = [
+        f"{path.relative_to(tmp_path)} holds {name}"
+        for path in sorted(
+            p for p in tmp_path.rglob("*") if p.is_file() and "cache" not in p.parts and p.name != "c.yaml"
+        )
+        for name, value in planted.items()
+        if any(f in path.read_bytes() for f in _forms(value))
+    ]
+    assert (tmp_path / "report" / "report.json").exists() and (run_dir / "run.json").exists()
+    assert not leaks, leaks
+    assert "region=eu" in (run_dir / "run.json").read_text()  # only the credentials are masked
