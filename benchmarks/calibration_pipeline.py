@@ -115,6 +115,8 @@ PLANTED_AGENTS: dict[str, list[str]] = {
     "repair3": [REPAIR3],
     "refuse": [REPAIR3, f"handoff: {{target: {TARGET}, mode: refuse}}"],
     "delay": [REPAIR3, f"handoff: {{target: {TARGET}, mode: delay, delay_turns: 0, hold_ms: 5000}}"],
+    "loop": [f"repair_loop: {{target: {TARGET}}}"],
+    "deny": [f"refuse_service: {{target: {TARGET}}}"],
 }
 
 PLANTED_CAMPAIGN = (
@@ -180,6 +182,10 @@ PLANTED: tuple[Planted, ...] = (
         1.0,
     ),
     Planted("handoff hold 5 s -> Esc +5 s", "hybrid-delay", "hybrid-repair3", "burden_esc_s", 5.0),
+    Planted("repair_loop -> repair loop +1", "hybrid-loop", "hybrid-null", "safety_repair_loop", 1.0),
+    Planted(
+        "refuse_service -> refused service +1", "hybrid-deny", "hybrid-null", "safety_refused_service", 1.0
+    ),
 )
 
 
