@@ -162,36 +162,45 @@ class EpisodeRunner:
         A resume that finds the episode unfinished drops the folder and starts again at attempt 0.
         """
         runner = self
-        record = await self._gated_attempt()
         retried = limited = 0
-        while True:
-            kind = record.outcome.failure_kind
-            if kind == "rate_limited" and limited < MAX_RATE_LIMITED_ATTEMPTS - 1:
-                # the vendor's load, not the agent's treatment of this caller: wait, place again
-                wait = backoff_s(runner.rate_limited.retry_after_s if runner.rate_limited else None, limited)
-                limited += 1
-            elif kind in RETRYABLE and retried < self.ctx.campaign.retries:
-                wait = min(RETRY_BACKOFF_S * 2**retried, 5.0)
-                retried += 1
-            else:
-                return record
-            await asyncio.to_thread(archive_attempt, self.ctx.episode_dir, record)
-            if kind == "rate_limited" and self.ctx.gate is not None:
-                self.ctx.stats["rate_limited_attempts"] = self.ctx.stats.get("rate_limited_attempts", 0) + 1
-                await self.ctx.gate.pause(wait)  # every call to this agent waits; this one keeps its place
-            else:
+        try:
+            record = await self._gated_attempt(limited)
+            while True:
+                kind = record.outcome.failure_kind
+                if kind == "rate_limited" and limited < MAX_RATE_LIMITED_ATTEMPTS - 1:
+                    # the vendor's load, not the agent's treatment of this caller: the gate paused
+                    # and this call kept its place; it is placed again once the pause is over
+                    limited += 1
+                    self.ctx.stats["rate_limited_attempts"] = self.ctx.stats.get("rate_limited_attempts", 0) + 1
+                    wait = 0.0 if self.ctx.gate is not None else backoff_s(None, limited - 1)
+                elif kind in RETRYABLE and retried < self.ctx.campaign.retries:
+                    wait = min(RETRY_BACKOFF_S * 2**retried, 5.0)
+                    retried += 1
+                else:
+                    return record
+                await asyncio.to_thread(archive_attempt, self.ctx.episode_dir, record)
                 await asyncio.sleep(wait)
-            runner = EpisodeRunner(dataclasses.replace(self.ctx, attempt=record.header.attempt + 1))
-            record = await runner._gated_attempt()
+                runner = EpisodeRunner(dataclasses.replace(self.ctx, attempt=record.header.attempt + 1))
+                record = await runner._gated_attempt(limited)
+        except BaseException:
+            if self.ctx.gate is not None:
+                await asyncio.shield(self.ctx.gate.forget(self.ctx.ticket))
+            raise
 
-    async def _gated_attempt(self) -> EpisodeRecord:
-        """One attempt inside the agent's gate; its usage line reported as it ends."""
+    async def _gated_attempt(self, limited: int = 0) -> EpisodeRecord:
+        """One attempt inside the agent's gate; its usage line reported as it ends. A rate-limited
+        attempt that will be placed again pauses the gate (the vendor's Retry-After, else backoff)
+        and holds its place before giving up its slot."""
         ctx = self.ctx
         if ctx.gate is None:
             record = await self._attempt()
         else:
             async with ctx.gate.slot(ctx.ticket):
                 record = await self._attempt()
+                if record.outcome.failure_kind == "rate_limited" and limited < MAX_RATE_LIMITED_ATTEMPTS - 1:
+                    await ctx.gate.hold_place(ctx.ticket)
+                    after = self.rate_limited.retry_after_s if self.rate_limited is not None else None
+                    await ctx.gate.pause(backoff_s(after, limited))
             if self.log.pause_agent_s:
                 await ctx.gate.pause(self.log.pause_agent_s)
         if ctx.on_usage is not None:

@@ -63,7 +63,8 @@ class AgentGate:
         loop = asyncio.get_running_loop()
         t0 = loop.time()
         async with self._cond:
-            heapq.heappush(self._waiting, ticket)
+            if ticket not in self._waiting:  # a call placed again may have held its place
+                heapq.heappush(self._waiting, ticket)
             try:
                 while True:
                     now = loop.time()
@@ -90,6 +91,21 @@ class AgentGate:
     async def release(self) -> None:
         async with self._cond:
             self._active -= 1
+            self._cond.notify_all()
+
+    async def hold_place(self, ticket: int) -> None:
+        """Keep `ticket` first in line while its call is placed again (called before its slot is
+        released), so no later call slips in between."""
+        async with self._cond:
+            if ticket not in self._waiting:
+                heapq.heappush(self._waiting, ticket)
+
+    async def forget(self, ticket: int) -> None:
+        """Give up a held place (the call will not be placed again after all)."""
+        async with self._cond:
+            if ticket in self._waiting:
+                self._waiting.remove(ticket)
+                heapq.heapify(self._waiting)
             self._cond.notify_all()
 
     async def pause(self, seconds: float) -> None:
