@@ -117,8 +117,25 @@ def describe(agent: AgentSpec) -> str:
     return f"agent '{agent.name}' at {mask_url(url)}" if url else f"agent '{agent.name}'"
 
 
+ADAPTER_PROBES: frozenset[str] = frozenset({"webrtc"})
+"""Adapters whose factory also checks the agent itself once its port answers (`probe_agent`):
+a WebRTC bot's signalling path."""
+
+
+async def probe_agent(agent: AgentSpec, timeout_s: float = PROBE_TIMEOUT_S) -> str | None:
+    """`probe` of the agent's URL, then its adapter's own check where it has one."""
+    why = await probe(agent_url(agent) or "", timeout_s)
+    if why is None and agent.adapter in ADAPTER_PROBES:
+        from harness.registry import AGENT_GROUP, load_object
+
+        hook = getattr(load_object(agent.adapter, AGENT_GROUP), "probe_agent", None)
+        if hook is not None:
+            why = await hook(agent, timeout_s)
+    return why
+
+
 async def unreachable_agents(agents: Sequence[AgentSpec], timeout_s: float = PROBE_TIMEOUT_S) -> list[str]:
     """One line per agent with a URL that nothing answers at (all probed at once)."""
     with_url = [a for a in agents if (u := agent_url(a)) and url_problem(u) is None]
-    reasons = await asyncio.gather(*(probe(agent_url(a) or "", timeout_s) for a in with_url))
+    reasons = await asyncio.gather(*(probe_agent(a, timeout_s) for a in with_url))
     return [f"cannot connect to {describe(a)} ({why})" for a, why in zip(with_url, reasons, strict=True) if why]

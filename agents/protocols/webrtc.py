@@ -70,7 +70,7 @@ from harness.adapter import (
 from harness.disclosure import disclose
 from harness.model.campaign import AgentSpec
 
-__all__ = ["WebRtcAdapter", "WebRtcSession", "webrtc_adapter"]
+__all__ = ["WebRtcAdapter", "WebRtcAdapterFactory", "WebRtcSession", "webrtc_adapter"]
 
 log = logging.getLogger(__name__)
 
@@ -529,5 +529,30 @@ class WebRtcAdapter:
             await self._http.close()
 
 
-def webrtc_adapter(spec: AgentSpec) -> WebRtcAdapter:
-    return WebRtcAdapter(spec)
+class WebRtcAdapterFactory:
+    """The `webrtc` entry point: builds adapters, and lets the pre-run check ask the signalling
+    path itself (`probe_agent`), not only the TCP port (a bot mounted elsewhere answers 404)."""
+
+    def __call__(self, spec: AgentSpec) -> WebRtcAdapter:
+        return WebRtcAdapter(spec)
+
+    @staticmethod
+    async def probe_agent(spec: AgentSpec, timeout_s: float) -> str | None:
+        """None when the offer path exists (any answer but 404 to a GET: Pipecat's is a 405);
+        else why not, in a few words."""
+        import aiohttp
+
+        path = str(dict(spec.options).get("path", ww.DEFAULT_PATH))
+        url = (spec.url or "").rstrip("/") + "/" + path.lstrip("/")
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout_s)) as http,
+                http.get(url, allow_redirects=False) as resp,
+            ):
+                status = resp.status
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            return f"signalling path {path}: {type(exc).__name__}"
+        return f"no WebRTC signalling at {path} (HTTP 404)" if status == 404 else None
+
+
+webrtc_adapter = WebRtcAdapterFactory()

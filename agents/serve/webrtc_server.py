@@ -17,7 +17,8 @@ What it does, as a Pipecat SmallWebRTC bot would (`agents.protocols.webrtc_wire`
 - when the caller starts speaking over unplayed agent audio: the queue is dropped,
   `bot-interrupted` sent and the inner agent told `barge_in(played_ms)`;
 - the agent's hang-up: its audio plays out, then `peerLeft` and the peer connection closes; a
-  fatal agent error is an RTVI `error` with `fatal: true`, then the close.
+  fatal agent error (or the agent refusing the call, which is connected after the answer has
+  gone out so signalling stays quick) is an RTVI `error` with `fatal: true`, then the close.
 """
 
 from __future__ import annotations
@@ -121,11 +122,20 @@ def _agent_track() -> Any:
 
 
 class _Call:
-    def __init__(self, pc: Any, inner: InnerCall, config: ServeConfig, on_over: Callable[[], object]) -> None:
-        self.pc, self.inner, self.cfg, self._on_over = pc, inner, config, on_over
+    def __init__(
+        self,
+        pc: Any,
+        adapter: AgentAdapter,
+        call: CallInfo,
+        config: ServeConfig,
+        on_over: Callable[[], object],
+    ) -> None:
+        self.pc, self.adapter, self.call, self.cfg, self._on_over = pc, adapter, call, config, on_over
+        self.inner: InnerCall | None = None
         self.out = _agent_track()
         self.out.on_edge = self._edge
         self.dc: Any = None
+        self.pending: list[str] = []
         self.utterances: asyncio.Queue[bytes] = asyncio.Queue(16)
         self.turn_started: float | None = None
         self.tasks: list[asyncio.Task[None]] = []
@@ -136,8 +146,16 @@ class _Call:
 
     # -- RTVI out --------------------------------------------------------------------------------
     def send(self, type_: str, data: Any = None) -> None:
+        """Send an RTVI message; before the channel is open, queue it (as Pipecat does, up to 50)."""
+        msg = ww.rtvi(type_, data)
         if self.dc is not None and self.dc.readyState == "open":
-            self.dc.send(ww.rtvi(type_, data))
+            self.dc.send(msg)
+        elif len(self.pending) < 50:
+            self.pending.append(msg)
+
+    def _flush(self) -> None:
+        while self.pending and self.dc is not None and self.dc.readyState == "open":
+            self.dc.send(self.pending.pop(0))
 
     def _edge(self, playing: bool) -> None:
         if playing:
@@ -151,6 +169,8 @@ class _Call:
     def on_datachannel(self, channel: Any) -> None:
         self.dc = channel
         channel.on("message", self.on_message)
+        channel.on("open", self._flush)
+        self._flush()
 
     def on_message(self, raw: str | bytes) -> None:
         if isinstance(raw, bytes) or raw.startswith("ping"):
@@ -159,7 +179,7 @@ class _Call:
             msg = json.loads(raw)
             if isinstance(msg, dict) and msg.get("type") == "client-ready":
                 self.send("bot-ready", {"version": ww.RTVI_VERSION, "about": {"library": "voice-audit"}})
-            elif isinstance(msg, dict) and msg.get("type") == "dtmf":
+            elif isinstance(msg, dict) and msg.get("type") == "dtmf" and self.inner is not None:
                 for digit in (msg.get("data") or {}).get("buttons") or []:
                     self.tasks.append(asyncio.create_task(self.inner.session.send_dtmf(str(digit))))
 
@@ -184,6 +204,8 @@ class _Call:
             return
 
     async def barge_in(self) -> None:
+        if self.inner is None:
+            return
         self.out.drop()
         self.send("bot-interrupted")
         played = 0.0 if self.turn_started is None else 1000 * (time.monotonic() - self.turn_started)
@@ -222,12 +244,19 @@ class _Call:
             self.send("error", {"error": f"{ev.kind}: {ev.message}", "fatal": True})
 
     async def run(self) -> None:
-        status = await self.inner.run_turn(self.forward, self.cfg.greeting_timeout_s)
+        """Open the inner call (after the answer went out, so signalling stays quick), then turns."""
+        try:
+            self.inner = inner = await InnerCall.open(self.adapter, self.call, self.cfg.turn_timeout_s)
+        except AgentError as exc:
+            self.send("error", {"error": f"agent refused the call: {exc.message}", "fatal": True})
+            await self.close("agent refused the call")
+            return
+        status = await inner.run_turn(self.forward, self.cfg.greeting_timeout_s)
         while status in ("turn_end", "silent"):
             utt = await self.utterances.get()
             self.turn_started = None
-            await self.inner.send_turn(utt, PCM16K)
-            status = await self.inner.run_turn(self.forward)
+            await inner.send_turn(utt, PCM16K)
+            status = await inner.run_turn(self.forward)
         if status != "error":  # a hang-up: let the audio play out first
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(len(self.out.buf) / (2 * OUT_RATE) + self.cfg.hangup_grace_s):
@@ -246,7 +275,8 @@ class _Call:
         for t in self.tasks:
             if t is not current:
                 t.cancel(reason)
-        await self.inner.close(reason)
+        if self.inner is not None:
+            await self.inner.close(reason)
         with contextlib.suppress(Exception):
             await self.pc.close()
 
@@ -304,18 +334,12 @@ def build_webrtc_app(
         except (ValueError, AssertionError, IndexError, KeyError) as exc:
             await pc.close()
             raise web.HTTPBadRequest(text=f"unusable SDP offer: {type(exc).__name__}") from None
-        try:
-            inner = await InnerCall.open(adapter, call, config.turn_timeout_s)
-        except AgentError as exc:
-            await pc.close()
-            raise web.HTTPServiceUnavailable(text=f"agent refused the call: {exc.message}") from None
         pc_id = f"pc-{uuid.uuid4().hex}"
-        c = _Call(pc, inner, config, lambda: calls.pop(pc_id, None))
+        c = _Call(pc, adapter, call, config, lambda: calls.pop(pc_id, None))
         pc.on("datachannel", c.on_datachannel)
         transceivers = [t for t in pc.getTransceivers() if t.kind == "audio"]
         if not transceivers:
             await pc.close()
-            await inner.close("no audio")
             raise web.HTTPBadRequest(text="the offer has no audio section")
         transceivers[0].sender.replaceTrack(c.out)
         transceivers[0].direction = "sendrecv"

@@ -247,6 +247,8 @@ def cells(out: RunOutputs, dispo: Disposition, figures: dict[str, str], plots: b
                 n_pairs_total=int(c.get("n_pairs_total", 0)),
                 n_pairs_excluded=int(c.get("n_pairs_excluded", 0)),
                 n_pairs_distinct=None if c.get("n_pairs_distinct") is None else int(c["n_pairs_distinct"]),
+                n_voices=None if c.get("n_voices") is None else int(c["n_voices"]),
+                intervals_over_voices=any(e.get("n_clusters") is not None for e in c.get("estimates", [])),
                 delta_b={k: _num(v) for k, v in c.get("delta_B", {}).get("components", {}).items()},
                 families=fams,
                 notes=[str(n) for n in c.get("notes", [])],
@@ -330,6 +332,10 @@ def _status(claim: str, blocked: list[str], verdicts: Mapping[str, str]) -> str:
 
 
 def _repeats(c: CellBlock) -> str:
+    if c.n_voices is not None and c.intervals_over_voices:
+        # Replicates of one voice share its cluster, so repeats no longer narrow the interval: what the
+        # finding rests on is the number of voices.
+        return f"; {c.n_pairs} pairs from {c.n_voices} distinct voice(s), the interval over the voices"
     d = c.n_pairs_distinct
     if d is None or 2 * d > c.n_pairs:  # a few repeats happen by chance on a noisy line
         return ""

@@ -138,6 +138,13 @@ class CellBlock(Frozen):
         default=None,
         description="pairs whose calls repeat no other pair of the cell (unknown for older analyses)",
     )
+    n_voices: int | None = Field(
+        default=None,
+        description="distinct voices (voice clusters) of the cell's pairs (unknown for older analyses)",
+    )
+    intervals_over_voices: bool = Field(
+        default=False, description="the cell's intervals were computed over its voice clusters"
+    )
     delta_b: dict[str, float | None]
     families: list[FamilyBlock]
     notes: list[str]
