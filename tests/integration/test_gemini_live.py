@@ -15,6 +15,7 @@ served agents, and whole campaigns over `adapter: gemini-live`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import ipaddress
 import ssl
@@ -29,6 +30,7 @@ from cryptography.x509.oid import NameOID
 from google import genai
 from google.genai import types as gt
 from websockets.asyncio.server import serve as ws_serve
+from websockets.exceptions import ConnectionClosedOK
 
 from agents.protocols import gemini_live_wire as gw
 from agents.serve import ServeConfig, start_server
@@ -316,3 +318,57 @@ def test_a_served_reference_agent_reaches_the_in_process_outcomes(tmp_path: Path
     for c, s in callers:
         assert outcome[("live", c, s)] == outcome[("inproc", c, s)], (c, s, outcome)
     assert {o for o, _t in outcome.values()} == {"account_unlocked"}, outcome
+
+
+async def _raw_session(lifetime_s: float) -> list[str]:
+    """A call over a plain WebSocket client: every frame the served agent sends, as sent."""
+    from websockets.asyncio.client import connect
+
+    call = _refund_call()
+    facts = canonical_json(disclose(call.facts, "full").facts)
+    setup = gw.setup(
+        model="m",
+        instructions=f'<facts scenario="{call.scenario_id}" call_id="CA2">{facts}</facts>',
+        tools=gw.function_declarations(ToolFixture(call.facts).schemas()),
+    )
+    frames: list[str] = []
+    agent = ScriptedAgent(speak=False, audio_ms=1000)
+    handler = gemini_live_handler(agent, ServeConfig(greeting_timeout_s=2.0), session_lifetime_s=lifetime_s)
+    utterance = tone(400) + b"\x00" * 32000
+    async with ws_serve(handler, "127.0.0.1", 0) as srv, asyncio.timeout(30):
+        port = next(iter(srv.sockets)).getsockname()[1]
+        async with connect(f"ws://127.0.0.1:{port}/ws/x") as ws:
+            await ws.send(gw.dumps(setup))
+            async for raw in ws:  # to the agent's hang-up (sent faster than real time: under a second)
+                assert isinstance(raw, str)
+                frames.append(raw)
+                msg = gw.parse_server(raw)
+                if msg.tool_call is not None:
+                    fc = msg.tool_call.function_calls[0]
+                    await ws.send(gw.dumps(gw.tool_response([(fc.id or "", fc.name or "", {"output": {}})])))
+                if msg.server_content is not None and msg.server_content.turn_complete:
+                    await asyncio.sleep(0.15)  # the goAway comes mid-call
+                    with contextlib.suppress(ConnectionClosedOK):  # the agent may have hung up
+                        for i in range(0, len(utterance), 640):  # over the agent's audio still playing
+                            await ws.send(gw.realtime_audio(utterance[i : i + 640]))
+    return frames
+
+
+def test_every_message_the_served_agent_sends_validates_strictly() -> None:
+    frames = asyncio.run(_raw_session(lifetime_s=0.2))
+    parsed = [gt.LiveServerMessage.model_validate_json(f) for f in frames]  # strict: extra="forbid"
+    seen = {
+        name for m in parsed for name, value in m.model_dump(exclude_none=True).items() if value is not None
+    }
+    content = {
+        name for m in parsed if m.server_content for name in m.server_content.model_dump(exclude_none=True)
+    }
+    assert {"setup_complete", "server_content", "tool_call", "usage_metadata", "go_away"} <= seen
+    assert "session_resumption_update" in seen
+    assert {
+        "model_turn",
+        "output_transcription",
+        "turn_complete",
+        "generation_complete",
+        "interrupted",
+    } <= content
