@@ -71,7 +71,7 @@ def serve_cmd(
     ] = None,
     scenario: Annotated[
         str | None,
-        typer.Option(help="facts for calls whose client sends none (Twilio bots, plain Realtime clients)"),
+        typer.Option(help="facts for calls whose client sends none (Twilio bots, plain Realtime or Live clients)"),
     ] = None,
     greeting_timeout: Annotated[float, typer.Option(help="seconds to wait for a greeting")] = 5.0,
     loop: Annotated[
