@@ -1,0 +1,49 @@
+"""`plan --estimate` against what a real run measures, on a faithful reduced copy of the demo
+campaign: its rule-agent cell (the hybrid reference agent, the same pair, voices, seeds, line and
+patience), three pairs, calls one at a time (eSpeak NG's state makes concurrent calls differ).
+The demo's LLM cell needs the 1.1 GB model extra and minutes a call; `benchmarks/estimate.py`
+measures the whole demo (or any campaign) the same way and prints the table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import yaml
+
+from harness.estimate import estimate_campaign
+from harness.planning import load_campaign
+from harness.rundir import RunReader
+from harness.runtime import CampaignRunner
+
+ROOT = Path(__file__).parents[2]
+
+
+def reduced_demo(tmp_path: Path) -> Path:
+    demo = yaml.safe_load((ROOT / "campaigns" / "demo.yaml").read_text())
+    demo["agents"] = [a for a in demo["agents"] if a["name"] == "hybrid"]
+    demo["pairs"] = [p for p in demo["pairs"] if p.get("agents") == ["hybrid"]]
+    assert len(demo["agents"]) == 1 and len(demo["pairs"]) == 1
+    reps = max(1, 3 // int(demo.get("voices", 3)))  # three pairs, whatever the demo's voices per cell
+    demo["pairs"][0]["replicates"] = reps
+    demo.update(replicates=reps, concurrency=1, name="demo-reduced")
+    path = tmp_path / "demo-reduced.yaml"
+    path.write_text(yaml.safe_dump(demo, sort_keys=False))
+    return path
+
+
+def test_estimate_is_within_20_percent_of_the_measured_call_minutes(tmp_path: Path) -> None:
+    campaign = reduced_demo(tmp_path)
+    loaded = load_campaign(campaign)
+    est = estimate_campaign(loaded)
+    assert len(est.calls) == 6
+    runner = CampaignRunner(
+        loaded, tmp_path / "run", cache_dir=tmp_path / "cache", progress=False, check_agents=False
+    )
+    summary = asyncio.run(runner.run())
+    assert summary.statuses.get("completed") == 6, summary.lines()
+    measured = sum(r.outcome.duration_ms for r in RunReader(tmp_path / "run").records()) / 60_000
+    error = (est.minutes - measured) / measured
+    print(f"estimate {est.minutes:.2f} min, measured {measured:.2f} min, error {error:+.1%}")
+    assert abs(error) <= 0.20, (est.minutes, measured)
