@@ -1,0 +1,102 @@
+"""`compare` on two real runs of one small campaign through the hybrid reference agent (accelerated,
+eSpeak caller, the agent's own recogniser over a noisy telephone line): the old version as is, the
+new one with a planted effect on condition b only (one extra identity challenge for the loyalty
+wording, exactly +1 Auth wherever it fires). The widening of the a - b gap is found with the planted
+size inside its interval, the levels say it was b that moved, the cross-model subgroup gap sees the
+same callers served worse, and `check` fails the release on a changes rule."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from analysis.pipeline import analyze
+from analysis.release import check_run, compare_runs, load_policy, write_comparison
+from harness.planning import load_campaign
+from harness.runtime import CampaignRunner
+
+pytestmark = pytest.mark.slow
+
+CAMPAIGN = """\
+name: release-compare
+seed: 2701
+batch: rc
+scenarios: [refund_duplicate_charge]
+agents:
+  - {{name: hybrid, adapter: hybrid, options: {{calibration_oracle: true{knobs}}}}}
+pairs:
+  - contrast: [wording]
+    base: {{accent: us_general, voice_profile: female_adult, affect: calm, disfluency: none}}
+    a: {{wording: plain}}
+    b: {{wording: loyalty}}
+voices: 3
+replicates: 2
+concurrency: 2
+pacing: accelerated
+tts: {{name: espeak}}
+channel: {{telephone: true, snr_db: 30, packet_loss: 0.01}}
+"""
+PLANTED = ", knobs: {extra_verification: {target: {axis: wording, levels: [loyalty]}, p: 1.0, extra: 1}}"
+
+POLICY = """\
+name: no-widening
+diagnostic: allowed   # no ratings in this run: persona perceptibility is not evaluable
+changes:
+  - family: path_burden
+    metric: burden_auth
+    tolerance: 0.5
+    worse_for: b
+"""
+
+
+def _run(tmp: Path, name: str, knobs: str) -> Path:
+    path = tmp / f"{name}.yaml"
+    path.write_text(CAMPAIGN.format(knobs=knobs))
+    run_dir = tmp / name
+    runner = CampaignRunner(
+        load_campaign(path), run_dir, cache_dir=tmp / "cache", progress=False, tts_pool_size=1
+    )
+    asyncio.run(runner.run())
+    analyze(run_dir)
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    tmp = tmp_path_factory.mktemp("release")
+    return _run(tmp, "old", ""), _run(tmp, "new", PLANTED)
+
+
+def _change(doc: dict, metric: str, of: str) -> dict:
+    (cell,) = doc["cells"]
+    (row,) = [c for c in cell["changes"] if c["metric"] == metric and c["of"] == of]
+    return row
+
+
+def test_the_planted_widening_is_found_with_its_size_inside_the_interval(
+    runs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    old, new = runs
+    doc = compare_runs(old, new)
+    (cell,) = doc["cells"]
+    assert cell["n_matched"] == 6 and cell["n_only_old"] == cell["n_only_new"] == 0
+    gap = _change(doc, "burden_auth", "gap")
+    planted = -1.0  # b gets one more challenge: a - b falls by 1
+    assert gap["n_pairs"] == 6
+    assert gap["ci_low"] <= planted <= gap["ci_high"] and gap["ci_high"] < 0, gap
+    level_b, level_a = _change(doc, "burden_auth", "level_b"), _change(doc, "burden_auth", "level_a")
+    assert level_b["ci_low"] <= 1.0 <= level_b["ci_high"] and level_b["ci_low"] > 0, level_b
+    assert level_a["estimate"] == 0.0  # condition a's calls are untouched
+    gaps = {m["metric"]: m for g in doc["subgroup_gaps"] for m in g["metrics"]}
+    auth = gaps["burden_auth"]
+    assert auth["overall_gap"] > 0  # the same callers carry more Auth under the new version
+    assert any("wording=loyalty" in t["itemset"] and t["gap"] == pytest.approx(1.0) for t in auth["top"])
+    out = write_comparison(doc, tmp_path / "cmp")
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY)
+    result = check_run(new, load_policy(policy), out.parent)
+    (v,) = result.verdicts
+    assert v.status == "exceeded" and v.lowest == -0.5 and v.highest is None
+    assert result.exit_code == 1
