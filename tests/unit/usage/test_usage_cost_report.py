@@ -14,7 +14,13 @@ from harness.model.usage import PriceTable, UsageItem, UsageRecord
 from harness.usage import UsageLedger
 
 PRICES = PriceTable.model_validate(
-    {"currency": "USD", "rates": [{"meter": "call_minutes", "price": 0.1}, {"meter": "output_tokens", "price": 2.0, "per": 1000}]}
+    {
+        "currency": "USD",
+        "rates": [
+            {"meter": "call_minutes", "price": 0.1},
+            {"meter": "output_tokens", "price": 2.0, "per": 1000},
+        ],
+    }
 )
 
 
@@ -22,7 +28,9 @@ def _rec(eid: str, agent: str, minutes: float, tokens: float | None, attempt: in
     agent_item = (
         UsageItem(meter="output_tokens", quantity=tokens, side="agent", source="llm")
         if tokens is not None
-        else UsageItem(meter="agent_usage", quantity=None, side="agent", source="harness", reason="not reported")
+        else UsageItem(
+            meter="agent_usage", quantity=None, side="agent", source="harness", reason="not reported"
+        )
     )
     return UsageRecord(
         run_id="r", episode_id=eid, pair_id="p" + eid[-1], attempt=attempt, agent=agent, protocol="in-process",
@@ -34,7 +42,12 @@ def _rec(eid: str, agent: str, minutes: float, tokens: float | None, attempt: in
 
 def _metrics() -> pd.DataFrame:
     rows = []
-    for eid, agent, side, pair in (("e1", "llm", "a", "p1"), ("e2", "llm", "b", "p1"), ("e3", "rule", "a", "p3"), ("e4", "rule", "b", "p3")):
+    for eid, agent, side, pair in (
+        ("e1", "llm", "a", "p1"),
+        ("e2", "llm", "b", "p1"),
+        ("e3", "rule", "a", "p3"),
+        ("e4", "rule", "b", "p3"),
+    ):
         rows.append(
             {"episode_id": eid, "agent": agent, "side": side, "pair_id": pair, "scenario_id": "refund",
              "contrast": "accent", "condition_key": f"accent={'x' if side == 'a' else 'y'}"}
@@ -60,14 +73,16 @@ def test_cost_per_run_agent_and_cell_with_unknown_usage_as_a_lower_bound(tmp_pat
     assert report.lower_bound and report.unknown == {"agent_usage": 3}
     agents = {r.label: r for r in report.by_agent}
     assert not agents["llm"].lower_bound and agents["llm"].cost == pytest.approx(0.3 + 3.0)
-    assert agents["rule"].lower_bound and agents["rule"].calls == 3 and agents["rule"].cost == pytest.approx(0.2)
+    assert (
+        agents["rule"].lower_bound and agents["rule"].calls == 3 and agents["rule"].cost == pytest.approx(0.2)
+    )
     cells = {r.label: r for r in report.by_cell}
     assert set(cells) == {
         "agent=llm | scenario=refund | contrast=accent | a: accent=x | b: accent=y",
         "agent=rule | scenario=refund | contrast=accent | a: accent=x | b: accent=y",
     }
     assert UNCELLED not in cells  # every attempt belongs to its episode's cell
-    assert money(report.total, report.currency, report.lower_bound).== "at least 3.5000 USD"
+    assert money(report.total, report.currency, report.lower_bound) == "at least 3.5000 USD"
 
 
 def test_usage_without_prices_is_reported_unpriced_and_no_ledger_no_section(tmp_path: Path) -> None:
