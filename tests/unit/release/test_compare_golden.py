@@ -111,3 +111,22 @@ def test_compare_cli_writes_the_comparison_and_refuses_an_unanalysed_run(
         and "voice-audit analyze" in res.output
     )
     assert not (tmp_path / "x" / "comparison.json").exists()
+
+
+def test_changes_rules_need_a_comparison_of_the_checked_run(
+    runs: Callable[[str], Path], tmp_path: Path
+) -> None:
+    import pytest
+
+    from scenarios import ConfigError
+
+    policy = tmp_path / "p.yaml"
+    policy.write_text(CHANGES)
+    loaded = load_policy(policy)
+    with pytest.raises(ConfigError, match=r"no comparison was given.*--compare"):
+        check_run(runs("gap"), loaded)
+    doc = compare_runs(runs("even"), runs("gap"), subgroups=False)
+    doc["new"]["run_id"] = "another-run"
+    write_comparison(doc, tmp_path / "other")
+    with pytest.raises(ConfigError, match="not the checked run"):
+        check_run(runs("gap"), loaded, tmp_path / "other")
