@@ -94,6 +94,7 @@ def _event(rng: random.Random, t: int, kind: str) -> Event:
         "error": {"kind": "disconnect", "message": "boom", "fatal": False},
         "hang_up": {"by": "harness", "reason": "r"},
         "usage": {"source": "llm", "model": rng.choice([None, "m"]), "quantities": {"input_tokens": 12}},
+        "agent_signal": {"name": rng.choice(["turn_complete", "go_away"]), "detail": {"time_left_s": 2.0}},
         "rate_limited": {"source": "http_429", "retry_after_s": rng.choice([None, 2.0]), "message": "m"},
     }
     return parse_event({"t_ms": t, "type": kind, **fields[kind]})
