@@ -1,0 +1,213 @@
+"""A/A calibration of `voice-audit compare`: how often does it report a change between two runs of
+the same agent, at nominal alpha?
+
+Run: ``.venv/bin/python benchmarks/compare_aa.py [--out runs/compare_aa] [--reuse]
+[--replicates 300] [--voices 3] [--campaign-replicates 5] [--workers 2]``.
+
+Two real runs of one campaign (hybrid reference agent, accelerated pacing, eSpeak caller, the
+agent's own recogniser, a noisy telephone line), the same agent and campaign both times: an A/A
+comparison (placed with --no-stimulus-check: the pre-screen is not what this measures). Each is analysed once with ``analyze()``; the matched pairs are taken once with the
+comparison's own matching (``analysis.release.compare``). Then replicate comparisons are simulated
+as ``benchmarks/calibration_pipeline.py`` does for the paired deltas: matched pairs drawn with
+replacement, and within each drawn pair old and new swapped with probability 1/2 (the exact A/A
+null: the two runs are exchangeable), each change estimated by ``change_estimate`` (the function
+compare uses) for the gap (difference in differences) and both levels.
+
+Rejection = the interval excludes 0. Pooled over the (metric, change) tests whose source matched
+pairs show any non-zero change (a change that is zero on every pair can never reject and is
+counted apart), per interval method; also pooled over the changes that move on at least 6 pairs,
+the fewest on which an exact sign-flip test can reject at 0.05. Criterion: within alpha +- 2 points.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.pipeline import analyze
+from analysis.release.compare import MATCH_KEYS, RunTables, change_estimate, match_pairs
+
+ROOT = Path(__file__).resolve().parents[1]
+# An exact sign-flip test on k non-zero differences cannot reach p < 0.05 below k = 6 (p >= 2 / 2**k),
+# so changes that move on fewer pairs make the pooled rate conservative by construction.
+MIN_NONZERO = 6
+
+CAMPAIGN = """\
+name: compare-aa
+description: "A/A for compare: the same agent and campaign run twice"
+seed: 2701
+batch: aa
+scenarios: [refund_duplicate_charge]
+agents:
+  - {{name: hybrid, adapter: hybrid, options: {{calibration_oracle: true}}}}
+pairs:
+  - contrast: [wording]
+    base: {{accent: us_general, voice_profile: female_adult, affect: calm, disfluency: none}}
+    a: {{wording: plain}}
+    b: {{wording: loyalty}}
+voices: {voices}
+replicates: {replicates}
+concurrency: 2
+pacing: accelerated
+tts: {{name: espeak}}
+channel: {{telephone: true, snr_db: 30, packet_loss: 0.01}}
+"""
+
+
+def run_campaign(text: str, out: Path, run_id: str, workers: int, reuse: bool) -> Path:
+    run_dir = out / run_id
+    if reuse and (run_dir / "episodes.jsonl").exists():
+        return run_dir
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{run_id}.yaml"
+    path.write_text(text)
+    cmd = [str(Path(sys.executable).parent / "voice-audit"), "run", str(path), "--out", str(out)]
+    # The stimulus pre-screen is not what this measures (eSpeak's reference WER sits near its ceiling).
+    cmd += ["--run-id", run_id, "--workers", str(workers), "--quiet", "--no-stimulus-check"]
+    if run_dir.exists():
+        cmd += ["--resume", str(run_dir)]
+    t0 = time.time()
+    subprocess.run(cmd, check=True, cwd=ROOT)
+    print(f"[{run_id}] campaign ran in {time.time() - t0:.0f} s", flush=True)
+    return run_dir
+
+
+def source(old: RunTables, new: RunTables) -> dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray]]:
+    """(family, metric, change) -> (new values, old values) over the matched pairs, as compare takes them."""
+    (agent_old,), (agent_new,) = old.agents(), new.agents()
+    joined = match_pairs(old, new, agent_old, agent_new)
+    both = joined[joined["_merge"] == "both"]
+    io, inew = pd.Index(both["pair_id_old"]), pd.Index(both["pair_id_new"])
+    out: dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray]] = {}
+    for family, metrics in new.families.items():
+        for m in metrics:
+            ao, bo = old.side_values(io, "a", m), old.side_values(io, "b", m)
+            an, bn = new.side_values(inew, "a", m), new.side_values(inew, "b", m)
+            out[(family, m, "gap")] = (an - bn, ao - bo)
+            out[(family, m, "level_a")] = (an, ao)
+            out[(family, m, "level_b")] = (bn, bo)
+    return out
+
+
+def replicate_rates(
+    src: dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray]],
+    replicates: int,
+    alpha: float,
+    interval: str,
+    seed: int,
+) -> tuple[pd.DataFrame, int]:
+    """Per informative (family, metric, change): tests and rejections over the replicates."""
+    rng = np.random.default_rng(seed)
+    informative = {
+        k: v
+        for k, v in src.items()
+        if np.nanmax(np.abs(v[0] - v[1]), initial=0.0) > 0 and np.isfinite(v[0] - v[1]).sum() >= 2
+    }
+    n = len(next(iter(src.values()))[0])
+    rows: dict[tuple[str, str, str], list[int]] = {k: [0, 0, 0] for k in informative}
+    for _ in range(replicates):
+        pick = rng.integers(0, n, n)
+        swap = rng.random(n) < 0.5
+        index = pd.Index(np.arange(n))
+        for k, (vn, vo) in informative.items():
+            new, old = vn[pick], vo[pick]
+            new_r, old_r = np.where(swap, old, new), np.where(swap, new, old)
+            est = change_estimate(new_r, old_r, index, k[1], k[0], alpha, interval)  # type: ignore[arg-type]
+            lo, hi = est["ci_low"], est["ci_high"]
+            if lo is None or hi is None or not (np.isfinite(lo) and np.isfinite(hi)):
+                rows[k][2] += 1
+                continue
+            rows[k][0] += 1
+            rows[k][1] += int(lo > 0 or hi < 0)
+    table = pd.DataFrame(
+        [
+            {
+                "family": k[0],
+                "metric": k[1],
+                "change": k[2],
+                "n_nonzero": int(np.nansum(np.abs(informative[k][0] - informative[k][1]) > 0)),
+                "tests": t,
+                "rejections": r,
+                "no_interval": ni,
+            }
+            for k, (t, r, ni) in rows.items()
+        ]
+    )
+    return table, len(src) - len(informative)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--out", type=Path, default=ROOT / "runs" / "compare_aa")
+    parser.add_argument(
+        "--reuse", action="store_true", help="analyse existing run folders instead of calling"
+    )
+    parser.add_argument("--replicates", type=int, default=300)
+    parser.add_argument("--voices", type=int, default=3)
+    parser.add_argument("--campaign-replicates", type=int, default=5)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=20261204)
+    args = parser.parse_args()
+    t0 = time.time()
+    text = CAMPAIGN.format(voices=args.voices, replicates=args.campaign_replicates)
+    dirs = [run_campaign(text, args.out, rid, args.workers, args.reuse) for rid in ("aa-old", "aa-new")]
+    for d in dirs:
+        if not (d / "deltas.json").exists() or not args.reuse:
+            analyze(d)
+    old, new = RunTables(dirs[0]), RunTables(dirs[1])
+    src = source(old, new)
+    n_pairs = len(next(iter(src.values()))[0])
+    alpha = new.alpha
+    print(
+        f"\nA/A: {dirs[0].name} vs {dirs[1].name}, {n_pairs} matched pairs on {', '.join(MATCH_KEYS)}, alpha = {alpha}"
+    )
+    summary: list[dict[str, Any]] = []
+    for i, interval in enumerate(("signflip", "t")):
+        t = time.time()
+        per, never = replicate_rates(src, args.replicates, alpha, interval, args.seed + i)
+        for label, part in (
+            ("every informative change", per),
+            (f"changes with >= {MIN_NONZERO} non-zero pairs", per[per["n_nonzero"] >= MIN_NONZERO]),
+        ):
+            tests, rej = int(part["tests"].sum()), int(part["rejections"].sum())
+            rate = rej / tests if tests else float("nan")
+            verdict = "ok" if abs(rate - alpha) <= 0.02 else ("conservative" if rate < alpha else "LIBERAL")
+            summary.append(
+                {
+                    "interval": interval,
+                    "pooled over": label,
+                    "replicates": args.replicates,
+                    "changes": len(part),
+                    "never_moving": never,
+                    "tests": tests,
+                    "rejection_rate": rate,
+                    "no_interval": int(part["no_interval"].sum()),
+                    "verdict": verdict,
+                    "seconds": round(time.time() - t),
+                }
+            )
+        if interval == "signflip":
+            per["rate"] = per["rejections"] / per["tests"]
+            with pd.option_context("display.width", 200, "display.max_rows", 200):
+                print("\nper change (sign-flip interval, compare's default):")
+                print(
+                    per.sort_values(["family", "metric", "change"]).to_string(
+                        index=False, float_format=lambda x: f"{x:.3f}"
+                    )
+                )
+    print("\nA/A rejection rate of compare (interval excludes 0), pooled over informative changes:")
+    print(pd.DataFrame(summary).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    print(f"total {time.time() - t0:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
