@@ -123,7 +123,13 @@ def cell_deltas(long: pd.DataFrame, plan: AnalysisPlan, n_excluded: int) -> dict
     n_voices = distinct_voices(long)
     clustered = plan.interval_clusters == "voice"
     if n_voices is not None:
-        if clustered:
+        if clustered and n_voices == 1:
+            notes.append(
+                f"{n_pairs} pairs from one voice per condition: replicates of one voice are not independent "
+                "evidence about its condition, and no interval over voices exists for one; the intervals count "
+                "every pair and speak for these two speakers' calls only"
+            )
+        elif clustered:
             notes.append(
                 f"{n_pairs} pairs from {n_voices} distinct voice(s): replicates of one voice are not independent "
                 f"evidence about its condition, so the intervals are computed over the {n_voices} voice cluster(s) "

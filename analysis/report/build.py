@@ -332,6 +332,11 @@ def _status(claim: str, blocked: list[str], verdicts: Mapping[str, str]) -> str:
 
 
 def _repeats(c: CellBlock) -> str:
+    if c.n_voices == 1 and c.intervals_over_voices:
+        return (
+            f"; {c.n_pairs} pairs from one voice per condition: the interval is about these two speakers' calls, "
+            "not about their condition"
+        )
     if c.n_voices is not None and c.intervals_over_voices:
         # Replicates of one voice share its cluster, so repeats no longer narrow the interval: what the
         # finding rests on is the number of voices.

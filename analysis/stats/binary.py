@@ -46,7 +46,14 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
-from analysis.stats.cluster import binomial_two_sided_p, design_effect, n_clusters, table_clusters
+from analysis.stats.cluster import (
+    ONE_VOICE,
+    ONE_VOICE_NOTE,
+    binomial_two_sided_p,
+    design_effect,
+    n_clusters,
+    table_clusters,
+)
 from analysis.stats.estimate import Estimate
 from analysis.stats.pairing import PairedValues, as_paired
 
@@ -215,7 +222,11 @@ def paired_risk_difference(
     n11, n10, n01, n00 = paired_table(paired.a, paired.b)
     g = n_clusters(clusters) if clusters is not None else None
     deff = design_effect(paired.diff, clusters) if clusters is not None else 1.0
-    if g is not None and g < paired.n_pairs:
+    if g == 1 and paired.n_pairs > 1:
+        deff = 1.0
+        method += f"; {ONE_VOICE}"
+        notes.append(ONE_VOICE_NOTE)
+    if g is not None and 1 < g < paired.n_pairs:
         est, lo, hi, p = risk_difference_from_counts(
             n11 / deff, n10 / deff, n01 / deff, n00 / deff, alpha, interval
         )

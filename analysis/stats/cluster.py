@@ -29,6 +29,11 @@ Intervals over clusters:
   within-cluster spread is unknown and the worst case N / G is taken. The exact McNemar p is
   computed on the scaled discordant counts (the binomial tail through the incomplete beta
   function, equal to the exact test for whole counts).
+
+One cluster (one voice per condition, as when a backend has one speaker of an accent): no
+interval over clusters exists, so the plan's interval over the pairs is kept, labelled as
+speaking for those two speakers' calls only; the plan's minimum number of voices keeps such a
+delta from supporting a claim (``analysis.disposition``).
 """
 
 from __future__ import annotations
@@ -40,6 +45,12 @@ import pandas as pd
 from scipy import special, stats
 
 VOICE_COLUMNS: tuple[str, str] = ("voice_a", "voice_b")
+ONE_VOICE = "one voice cluster: the interval speaks for these speakers' calls, not for their condition"
+ONE_VOICE_NOTE = (
+    "one voice per condition: replicates of one voice are not independent evidence about its condition, so "
+    "the interval (every pair counted) is about these two speakers' calls only; no cluster-robust interval "
+    "exists for one cluster, and the plan's min_voices_paired_disparity keeps such a delta from a claim"
+)
 
 
 def _components(links: Sequence[tuple[object, object]]) -> list[int]:

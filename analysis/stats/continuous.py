@@ -18,7 +18,8 @@ Delta_m = mean over complete pairs of m(a) - m(b). Intervals:
 Voice clusters (``cluster_by_voice``, what ``analysis.deltas`` asks for): when the pairs fall into
 fewer voice clusters than pairs, the interval is the CR2 cluster-robust t interval on G - 1
 degrees of freedom (``cluster.py``) whatever ``interval`` says, since every interval above
-counts each pair as independent; a single cluster gets no interval.
+counts each pair as independent. A single cluster (one voice per condition) keeps the plan's
+interval, which then speaks for those two speakers' calls only, and says so.
 
 Degenerate data (never NaN): no pairs -> everything ``None``; one pair -> estimate only;
 all differences identical -> a zero-width interval at the estimate, p = 1 if the estimate is 0
@@ -39,7 +40,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 from scipy import stats
 
-from analysis.stats.cluster import cr2_interval, n_clusters, table_clusters
+from analysis.stats.cluster import ONE_VOICE, ONE_VOICE_NOTE, cr2_interval, n_clusters, table_clusters
 from analysis.stats.estimate import Estimate
 from analysis.stats.pairing import PairedValues, as_paired
 from analysis.stats.signflip import EXACT_MAX_PAIRS, signflip_interval
@@ -124,9 +125,12 @@ def paired_mean_delta(
     notes = list(paired.drop_notes())
     clusters = table_clusters(paired.table) if cluster_by_voice and paired.n_pairs else None
     g = n_clusters(clusters) if clusters is not None else None
-    clustered = g is not None and g < paired.n_pairs
+    clustered = g is not None and 1 < g < paired.n_pairs
     if clustered and g is not None:
         method = f"paired mean delta over {g} voice cluster(s), CR2 cluster-robust t interval (df = G - 1 = {g - 1})"
+    elif g == 1 and paired.n_pairs > 1:
+        method += f"; {ONE_VOICE}"
+        notes.append(ONE_VOICE_NOTE)
     base = dict(
         metric=paired.metric,
         family=family,
@@ -152,14 +156,6 @@ def paired_mean_delta(
         notes.append("all pair differences identical: zero-width interval, no variance to test")
         p = 1.0 if est == 0 else None
         return Estimate(**base, **means, estimate=est, ci_low=est, ci_high=est, p_value=p, notes=tuple(notes))
-    if clustered and g == 1:
-        notes.append(
-            "one voice cluster: replicates of one voice are not independent evidence about its condition, "
-            "so no interval or test"
-        )
-        return Estimate(
-            **base, **means, estimate=est, ci_low=None, ci_high=None, p_value=None, notes=tuple(notes)
-        )
     if clustered:
         assert clusters is not None
         lo, hi, p = cr2_interval(diff, clusters, alpha)

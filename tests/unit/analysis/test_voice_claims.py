@@ -112,3 +112,18 @@ def test_outcome_burden_and_safety_need_both_human_stimulus_gates() -> None:
             assert fams[fam]["claim"] == "diagnostics_only", (missing, fam)
             assert any(d.startswith(missing) for d in fams[fam]["drivers"])
         assert fams["tool_behaviour"]["claim"] == "paired_disparity"
+
+
+def test_one_voice_per_condition_keeps_its_interval_labelled_and_is_no_claim() -> None:
+    plan = load_plan()
+    eps, pairs = cell(1, 20)
+    (c,) = deltas(eps, pairs, plan)["cells"]
+    assert c["n_voices"] == 1
+    assert any("one voice per condition" in n for n in c["notes"])
+    rep = next(e for e in c["estimates"] if e["metric"] == "burden_repair")
+    assert rep["n_clusters"] == 1 and rep["ci_low"] is not None and "not for their condition" in rep["method"]
+    by_pair = pd.DataFrame("pass", index=pd.Index(pairs["pair_id"], name="pair_id"), columns=list(GATES))
+    report = GateReport(results=[], by_pair=by_pair)
+    fams = disposition(pairs, instances(pairs, report, plan), report, plan)["cells"][0]["families"]
+    assert fams["path_burden"]["claim"] == "construct_validation"
+    assert any("1 distinct voice(s) < 3" in d for d in fams["path_burden"]["drivers"])

@@ -80,9 +80,21 @@ def test_replicates_of_three_voices_get_the_interval_of_three_voices() -> None:
     assert plain.ci_low is not None and plain.ci_low > 0  # 21 "independent" pairs: a confident effect
     assert clustered.ci_low is not None and clustered.ci_low < 0 < clustered.ci_high  # 3 voices: not
     assert "CR2" in clustered.method and "3 voice cluster" in clustered.sentence()
-    one_voice = paired_mean_delta(frame(a[:7], b[:7], [0] * 7), "m", cluster_by_voice=True)
-    assert one_voice.ci_low is None and one_voice.p_value is None
-    assert any("one voice cluster" in n for n in one_voice.notes)
+    # one voice per condition: no interval over clusters exists; the plan's interval is kept and labelled
+    one_voice = paired_mean_delta(
+        frame(a[:7], b[:7], [0] * 7), "m", interval="signflip", cluster_by_voice=True
+    )
+    alone = paired_mean_delta(frame(a[:7], b[:7], [0] * 7), "m", interval="signflip")
+    assert one_voice.n_clusters == 1 and (one_voice.ci_low, one_voice.ci_high) == (
+        alone.ci_low,
+        alone.ci_high,
+    )
+    assert "not for their condition" in one_voice.method
+    assert any("one voice per condition" in n for n in one_voice.notes)
+    rd = paired_risk_difference(frame([1.0] * 7, [0.0] * 7, [0] * 7), "m", cluster_by_voice=True)
+    rd_alone = paired_risk_difference(frame([1.0] * 7, [0.0] * 7, [0] * 7), "m")
+    assert rd.n_clusters == 1 and (rd.ci_low, rd.ci_high) == (rd_alone.ci_low, rd_alone.ci_high)
+    assert "not for their condition" in rd.method
     # a voice per pair: nothing to cluster, the plan's interval stands
     own = paired_mean_delta(frame(a, b, list(range(21))), "m", interval="signflip", cluster_by_voice=True)
     assert own.n_clusters == 21 and "sign-flip" in own.method
