@@ -40,6 +40,7 @@ import asyncio
 import contextlib
 import dataclasses
 import fractions
+import functools
 import ipaddress
 import logging
 import time
@@ -89,6 +90,7 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+@functools.cache
 def _track_class() -> type:
     """The caller's microphone: hands aiortc each 20 ms frame when the pump sends it (built on
     first use, so this module imports without aiortc)."""
@@ -371,8 +373,9 @@ class WebRtcSession:
             await put(SignalOut("bot_ready", {"source": "rtvi", "version": msg.version}))
         elif isinstance(msg, ww.RtviError):
             await put(ErrorOut("agent_error", f"RTVI error: {msg.message}"[:300], fatal=msg.fatal))
-        elif isinstance(msg, ww.PeerLeft):
+        elif isinstance(msg, ww.PeerLeft):  # Pipecat closes the peer connection right after it
             self._peer_left = True
+            self._end(HangupOut("agent left the call (peerLeft)"))
 
 
 class WebRtcAdapter:

@@ -34,7 +34,7 @@ pairs:
     a: {{accent: us_general}}
     b: {{accent: gb_rp}}
 voices: 1
-concurrency: 2
+concurrency: 4
 pacing: realtime
 channel: {{telephone: false}}
 timeouts: {{turn_s: 90, call_s: 300}}
