@@ -279,6 +279,11 @@ class _Call(pj.Call):
     def onDtmfDigit(self, prm: Any) -> None:
         self.leg.post(CallEvent("dtmf", detail=str(prm.digit)))
 
+    def onCallTransferRequest(self, prm: Any) -> None:
+        """A REFER is declined: a transfer would start a call nobody records."""
+        prm.statusCode = 603
+        log.info("call %d: transfer to %s declined", self.leg.handle, prm.dstUri)
+
 
 class Leg:
     """One call as the pjsip thread sees it: its PJSUA2 call, its port, where its news goes."""
