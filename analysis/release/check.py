@@ -313,10 +313,7 @@ def check_changes(
         need = rule.min_pairs or min_pairs
         allowed = (rule.diagnostic or diagnostic) == "allowed"
         for cell in cells:
-            label = short_label(cell["cell"])
-            if cell["cell"].get("agent_old") not in (None, cell["cell"].get("agent")):
-                label += f" (old agent {cell['cell']['agent_old']})"
-            where = {"cell": dict(cell["cell"]), "label": label}
+            where = {"cell": dict(cell["cell"]), "label": str(cell["label"])}
             est = next(
                 (
                     e

@@ -26,7 +26,7 @@ import pandas as pd
 
 from analysis.deltas import CELL_KEYS, cell_label
 from analysis.metrics.catalogue import CATALOGUE
-from analysis.release.check import read_json
+from analysis.release.check import read_json, short_label
 from analysis.stats import PairedValues, adjust_p_values, paired_mean_delta
 from harness.rundir import atomic_write_json
 from scenarios import ConfigError
@@ -297,7 +297,8 @@ def compare_runs(
             old_cell = {**cell, "agent": agent_old}
             block: dict[str, Any] = {
                 "cell": {**cell, "agent_old": agent_old},
-                "label": cell_label(tuple(cell[k] for k in CELL_KEYS)) + f" | old agent={agent_old}",
+                "label": short_label(cell) + (f" (old agent {agent_old})" if agent_old != agent_new else ""),
+                "full_label": cell_label(tuple(cell[k] for k in CELL_KEYS)),
                 "n_matched": len(both),
                 "n_only_old": int((sub["_merge"] == "right_only").sum()),
                 "n_only_new": int((sub["_merge"] == "left_only").sum()),
