@@ -15,7 +15,7 @@ TORCH_SPEC ?= torch==2.13.0
 LLAMA_BUILD := CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha256sum | cut -c1-16)
 
-.PHONY: install system-deps demo test lint typecheck unit integration benchmarks clean
+.PHONY: install system-deps docs demo test lint typecheck unit integration benchmarks clean
 
 $(STAMP): pyproject.toml Makefile
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -65,7 +65,14 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
+# The docs site: its CLI and file-format references are generated (a test fails when they drift), and
+# `mkdocs build --strict` fails on a broken link or a page missing from the navigation.
+docs: install
+	$(BIN)/python -m harness.reference_docs docs/reference
+	$(BIN)/mkdocs build --strict --quiet
+
 test: install system-deps lint typecheck
+	$(BIN)/mkdocs build --strict --quiet
 	$(BIN)/python -m pytest -q
 
 unit: install
