@@ -60,6 +60,7 @@ from harness.adapter import (
     Capabilities,
     ErrorOut,
     HangupOut,
+    SignalOut,
 )
 from harness.disclosure import disclose
 from harness.model.campaign import AgentSpec
@@ -190,12 +191,19 @@ class SipSession:
         self._ended = asyncio.Event()
         self._closing = False
         self._released = False
+        self._signals: list[AgentEvent] = []
+        self._media_state = ""
 
     # -- from the stack (on this loop) -----------------------------------------------------------
     def post(self, ev: CallEvent) -> None:
         """Called on the pjsip thread: hand the event to this session's loop."""
         with contextlib.suppress(RuntimeError):
             self._loop.call_soon_threadsafe(self._on_event, ev)
+
+    def _flush_signals(self) -> None:
+        for sig in self._signals:
+            self._chan.put(sig)
+        self._signals.clear()
 
     def on_audio(self, pcm: bytes) -> None:
         if self.answered.done() and self._gate(pcm):
@@ -206,6 +214,13 @@ class SipSession:
             if ev.detail and ev.detail != self.codec:
                 self.codec = ev.detail
                 log.info("call %s: codec %s (%s)", self.call.call_id, ev.detail, ev.state)
+                # On the call clock too (an `agent_signal` event), once the session has started.
+                self._signals.append(SignalOut("sip_codec", {"codec": ev.detail, "media": ev.state}))
+            elif ev.state != self._media_state:
+                self._signals.append(SignalOut("sip_media", {"codec": self.codec, "media": ev.state}))
+            self._media_state = ev.state
+            if self.answered.done():
+                self._flush_signals()
             if not self.answered.done() and ev.state == "active":
                 self.early_media = self.state == "early"
                 self.answered.set_result("early media" if self.early_media else "answered")
@@ -479,6 +494,9 @@ class SipAdapter:
             self._sessions.discard(session)
             raise
         log.info("call %s to %s: %s", call.call_id, self.target.uri, how)
+        if session.early_media:
+            session._signals.append(SignalOut("sip_early_media", {"codec": session.codec}))
+        session._flush_signals()  # the codec the call starts with, first on the call clock
         return session
 
     async def aclose(self) -> None:

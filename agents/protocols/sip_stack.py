@@ -230,10 +230,13 @@ class FramePort(pj.AudioMediaPort):
         fmt.frameTimeUsec = 20000
         self.createPort(name, fmt)
 
+    # The clock thread may still call a port the garbage collector is tearing down (its attributes
+    # already cleared, the C++ port not yet out of the bridge): such a port sends silence, hears nothing.
     def onFrameRequested(self, frame: Any) -> None:
-        data = self.feed.take()
+        feed = getattr(self, "feed", None)
+        data = feed.take() if feed is not None else SILENCE
         frame.type = pj.PJMEDIA_FRAME_TYPE_AUDIO
-        if self._out_addr:
+        if getattr(self, "_out_addr", 0):
             ctypes.memmove(self._out_addr, data, FRAME_BYTES)
             frame.buf = self._out
         else:
@@ -241,10 +244,10 @@ class FramePort(pj.AudioMediaPort):
         frame.size = FRAME_BYTES
 
     def onFrameReceived(self, frame: Any) -> None:
-        sink, inbox = self.sink, self.inbox
+        sink, inbox = getattr(self, "sink", None), getattr(self, "inbox", None)
         if sink is None or inbox is None or frame.type != pj.PJMEDIA_FRAME_TYPE_AUDIO:
             return
-        pcm = self.stack.read(frame.buf)
+        pcm = _fast_read(frame.buf) if self.stack.fast else _slow_read(frame.buf)
         if len(pcm) == FRAME_BYTES:
             inbox.put(sink, pcm)
 

@@ -135,6 +135,8 @@ def test_served_over_sip_reaches_the_in_process_outcomes(run_dir: Path) -> None:
         events = reader.events(rec.header.episode_id)
         started = next(e for e in events if e.type == "call_started")
         assert started.agent_session_id  # the SIP Call-ID
+        codecs = [e.detail["codec"] for e in events if e.type == "agent_signal" and e.name == "sip_codec"]
+        assert codecs == ["G722/16000"]  # offered alone, negotiated, logged on the call clock
         assert any(e.type == "agent_transcript" and e.source == "harness_asr" for e in events)
     expected = _in_process_outcomes(run_dir.parent)
     assert expected == {"a": "refund_issued", "b": "refund_issued"}

@@ -21,7 +21,7 @@ import soundfile as sf
 pytest.importorskip("pjsua2")
 
 from agents.protocols.sip import SIP_FORMAT, sip_adapter
-from harness.adapter import AgentError, AudioOut, CallInfo
+from harness.adapter import AgentError, AudioOut, CallInfo, SignalOut
 from harness.endpoints import unreachable_agents, url_problem
 from harness.model.campaign import AgentSpec
 from harness.planning import load_campaign
@@ -71,7 +71,8 @@ def test_baresip_call_both_ways_with_dtmf_and_codecs(tmp_path: Path) -> None:
         assert codec == "PCMU/8000"
         assert heard.size > SIP_FORMAT.sample_rate  # over a second of the greeting, speech-gated
         assert abs(dominant_hz(heard, SIP_FORMAT.sample_rate) - 440) < 15
-        assert not others  # no hang-up or error: the caller ended the call
+        # The codec, first; no hang-up or error: the caller ended the call.
+        assert others == [SignalOut("sip_codec", {"codec": "PCMU/8000", "media": "active"})]
         assert peer.wait_for("terminated")
         assert peer.wait_for("received event: '5'") and peer.wait_for("received event: '#'")
         x, rate = read_wav(peer.heard())
@@ -162,6 +163,8 @@ def test_busy_unanswered_and_hung_up_calls_are_outcomes(tmp_path: Path) -> None:
             events = reader.events(rec.header.episode_id)
             started = next(e for e in events if e.type == "call_started")
             assert started.protocol == "sip" and started.agent_session_id
+            codec = next(e for e in events if e.type == "agent_signal")  # the first thing on the clock
+            assert (codec.name, codec.detail["codec"]) == ("sip_codec", "PCMU/8000")
             assert rec.header.exposure is not None and not rec.header.exposure.transcripts
             audio, rate = sf.read(reader.audio_path(rec.header.episode_id), dtype="int16")
             assert abs(dominant_hz(audio[:, 1], rate) - 440) < 15  # the greeting, on the call clock
