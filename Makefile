@@ -69,10 +69,10 @@ typecheck: install
 # `mkdocs build --strict` fails on a broken link or a page missing from the navigation.
 docs: install
 	$(BIN)/python -m harness.reference_docs docs/reference
-	$(BIN)/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 test: install system-deps lint typecheck
-	$(BIN)/mkdocs build --strict --quiet
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 	$(BIN)/python -m pytest -q
 
 unit: install
