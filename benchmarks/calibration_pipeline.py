@@ -47,6 +47,20 @@ refusal to escalate +1 and hold -> Esc +5.000 s: D identical on every slot, cove
 1.00. The direct column (no twin) stays far off for tool calls, Repair and Esc: the
 female_older voice's ASR failures dominate the contrast.
 
+Voice-clustered intervals (plan ``interval_clusters: voice``, recorded 2026-12-04; calls regenerated,
+``--out /tmp/calib/runs --aa-only --replicates 150 --no-audio``, niced beside other jobs, load 4-6;
+``--plan`` with ``interval_clusters: none`` for the previous behaviour, then ``--reuse`` with the
+bundled plan). A/A (90 pairs, 3 voices per cell): again only burden_time_to_resolution_s differs
+within pairs. Every pair independent (sign-flip): rejection 0.033 over 450 tests (0.033, 0.013,
+0.053 per scenario), family-wise 0.004. Over the 3 voice clusters (CR2, t on 2 df): 0.020 (0.000,
+0.020, 0.040), family-wise 0.011; every estimable test 0.001 both ways. Conservative, as expected
+here: the A/A swap is drawn per pair, so the replicate population has no voice-level variation for
+the clustered interval to absorb, and t on three cluster means of a few +-2.5 s outliers is
+conservative the way t on the pairs was. Where voices do differ (a voice effect on the pair
+difference, no condition effect), counting pairs rejects far above alpha and the clustered
+interval stays near it (``tests/unit/stats/test_stats_cluster.py``). The planted twin rows call
+``paired_mean_delta`` on slot differences without voices and are unchanged (``--aa-only``).
+
 Session 2 (calls regenerated) recorded the same planted rows; how its two earlier misses were
 closed: extra_verification D = 0.69 (a misheard extra answer drew a further challenge) and refuse
 D = 0.67 were knob-side (``agents/reference/_knobs.py``); the hold row then fell to coverage 0.867
@@ -69,6 +83,7 @@ import pandas as pd
 
 from analysis import pipeline_calibration as pc
 from analysis.pipeline import AnalysisResult, analyze
+from analysis.plan import load_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 ALPHA_FALLBACK = 0.05
@@ -317,21 +332,32 @@ def main() -> None:
     parser.add_argument(
         "--no-audio", action="store_true", help="skip the audio gates in the one real analysis"
     )
+    parser.add_argument("--plan", type=Path, default=None, help="analysis plan (default: the bundled plan)")
+    parser.add_argument(
+        "--aa-only",
+        action="store_true",
+        help="the A/A campaign and its rows only (the planted twin rows do not use deltas())",
+    )
     args = parser.parse_args()
     t0 = time.time()
+    plan = load_plan(args.plan) if args.plan else None
     aa_dir = run_campaign(AA_CAMPAIGN, args.out, "aa", args.workers, args.reuse)
-    planted_dir = run_campaign(PLANTED_CAMPAIGN, args.out, "planted", args.workers, args.reuse)
+    planted_dir = (
+        None
+        if args.aa_only
+        else run_campaign(PLANTED_CAMPAIGN, args.out, "planted", args.workers, args.reuse)
+    )
     timings: dict[str, float] = {}
     t = time.time()
-    aa_res = analyze(aa_dir, audio=not args.no_audio)
-    pl_res = analyze(planted_dir, audio=not args.no_audio)
+    aa_res = analyze(aa_dir, audio=not args.no_audio, plan=plan)
+    pl_res = None if planted_dir is None else analyze(planted_dir, audio=not args.no_audio, plan=plan)
     timings["real analyses"] = time.time() - t
     alpha = aa_res.plan.alpha
     t = time.time()
     aa, per_metric = aa_table(aa_res, args.replicates, args.seed)
     timings["A/A replicates"] = time.time() - t
     t = time.time()
-    planted = planted_table(pl_res, args.replicates, args.seed + 1)
+    planted = None if pl_res is None else planted_table(pl_res, args.replicates, args.seed + 1)
     timings["planted replicates"] = time.time() - t
     with pd.option_context("display.width", 250, "display.max_rows", 500, "display.max_colwidth", 60):
         print(f"\nA/A: {aa_dir} ({aa_res.summary['pairs']['included']} included pairs), alpha = {alpha}")
@@ -339,18 +365,19 @@ def main() -> None:
         print(aa.to_string(**FMT))
         print("\nA/A per (scenario, metric) with any non-zero source difference:")
         print(per_metric.sort_values(["cell", "metric"]).to_string(**FMT))
-        print(f"\nplanted: {planted_dir} ({pl_res.summary['pairs']['included']} included pairs)")
-        planted["verdict"] = [
-            "ok" if c >= 0.9 and s >= 0.9 else "CHECK"
-            for c, s in zip(planted["coverage"], planted["sign"], strict=True)
-        ]
-        print(planted.to_string(**FMT))
-        print(
-            "\ncoverage: of the planted size by the twin (difference-in-differences) interval; "
-            "coverage_of_source: of the real run's own mean D; direct_*: the knob agent's cell alone "
-            "(natural voice difference included)",
-            flush=True,
-        )
+        if planted is not None and pl_res is not None:
+            print(f"\nplanted: {planted_dir} ({pl_res.summary['pairs']['included']} included pairs)")
+            planted["verdict"] = [
+                "ok" if c >= 0.9 and s >= 0.9 else "CHECK"
+                for c, s in zip(planted["coverage"], planted["sign"], strict=True)
+            ]
+            print(planted.to_string(**FMT))
+            print(
+                "\ncoverage: of the planted size by the twin (difference-in-differences) interval; "
+                "coverage_of_source: of the real run's own mean D; direct_*: the knob agent's cell alone "
+                "(natural voice difference included)",
+                flush=True,
+            )
         if args.model_replicates:
             t = time.time()
             pooled, per_model = aa_model_table(aa_res, args.model_replicates, args.seed + 2)
@@ -371,6 +398,7 @@ FMT: dict[str, Any] = {"float_format": lambda x: f"{x:.3f}", "index": False}
 
 def _aa_verdict(rate: float, alpha: float) -> str:
     return "ok" if abs(rate - alpha) <= 0.02 else ("conservative" if rate < alpha else "LIBERAL")
+
 
 if __name__ == "__main__":
     main()
