@@ -233,3 +233,18 @@ def test_a_price_file_is_read_beside_the_campaign_and_its_errors_name_its_line(t
     (tmp_path / "prices.yaml").write_text("rates:\n  - {meter: call_minutes, agent: nobody, price: 1}\n")
     with pytest.raises(ConfigError, match="agent 'nobody'"):
         load_campaign(tmp_path / "c.yaml")
+
+
+def test_a_rate_limit_is_the_harness_side_never_the_agents_non_service() -> None:
+    from agents.protocols._stream import closed_event
+    from harness.model.events import failure_side, non_service_flag
+
+    assert failure_side("rate_limited") == "harness"  # missing data the differential-failure gate weighs
+    assert non_service_flag("rate_limited") is None
+    from websockets.exceptions import ConnectionClosedError
+    from websockets.frames import Close
+
+    ev = closed_event(None, ConnectionClosedError(Close(1013, "try again later"), None))  # type: ignore[arg-type]
+    assert ev.kind == "rate_limited"  # type: ignore[union-attr]
+    other = closed_event(None, ConnectionClosedError(Close(1011, "boom"), None))  # type: ignore[arg-type]
+    assert other.kind == "agent_error"  # type: ignore[union-attr]
