@@ -21,6 +21,16 @@ faster-whisper in the hybrid reference agent, calibration oracle as the agent's 
 
 Criteria: coverage of the planted size >= 0.9 and sign >= 0.9; A/A rejection rate within alpha
 +- 2 points and equal with and without the new metrics.
+Recorded 2026-12-04 (defaults: ``--aa-calls 4 --planted-calls 5 --replicates 200``, niced beside
+other jobs, load 9-19 on 2 cores; campaigns 141 s and 475 s, 1045 s in all). A/A, 12 pairs: the
+same rates with and without the two metrics, 0.050 over the 200 tests whose source pairs differ
+at all (only burden_time_to_resolution_s does), 0.002 over every estimable test (4800 before,
+5200 after), family-wise 0.000 both; neither event fired on any of the 24 A/A calls. Planted, 15
+slots each: repair_loop fired on 15/15 target calls of the knob agent and 0/15 of its b side and
+of the twin, D = 1.000, coverage 1.000, sign 1.000; refuse_service the same (10 of its 15 target
+calls then ended escalated on the caller's request for a human, 5 unresolved: the event fires
+whatever follows). D is identical on every slot, so the replicate intervals have zero width, as
+for the full benchmark's other deterministic knobs.
 """
 
 from __future__ import annotations

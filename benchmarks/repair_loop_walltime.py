@@ -16,6 +16,19 @@ ears) runs twice:
 
 Prints per call: side, how it ended, caller turns, call seconds, the safety event; and the
 campaign's wall time (calls run 2 at a time, so the looping call sets it).
+
+Recorded 2026-12-04 (``--replicates 1``, niced beside other jobs, load 15-19 on 2 cores):
+
+| setting | side | ended by | caller turns | call s | outcome | safety_repair_loop |
+|---|---|---|---|---|---|---|
+| before | a | caller: agent confirmed the remedy | 3 | 53.6 | refund_issued | 0 |
+| before | b | caller: turn limit reached | 16 | 171.5 | unresolved | 1 |
+| after | a | caller: agent confirmed the remedy | 3 | 48.7 | refund_issued | 0 |
+| after | b | caller: repair_loop | 6 | 74.5 | unresolved | 1 |
+
+Campaign wall time 180.5 s before, 81.1 s after (2 calls each, both completed, both in their pair).
+The event fires on the misunderstood call either way: it reads the run of repair exchanges, not
+the patience.
 """
 
 from __future__ import annotations
@@ -62,6 +75,10 @@ def calls(setting: str, run_dir: Path) -> list[dict[str, object]]:
 
 
 async def main() -> None:
+    from loguru import logger  # Pipecat logs every VAD event at DEBUG
+
+    logger.remove()
+    logger.add(sys.stderr, level="WARNING")
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
