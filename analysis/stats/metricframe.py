@@ -14,7 +14,9 @@ a list, in which case a metric whose observed values are all 0/1 is treated as b
 with no declared family is its own family, so no correction ever spans undeclared metrics.
 ``by`` groups by pair-level keys (``scenario_id``, ``agent``, ``run_batch``); voice and side vary
 within a pair and cannot be grouping keys. Corrections (``corrections``: family -> method) are
-applied within each family over all of that family's rows in the table.
+applied within each family over all of that family's rows in the table. ``cluster_by_voice``
+computes the intervals over voice clusters as ``analysis.deltas`` does (``cluster.py``); where a
+group pools several scenarios, a cluster is a voice within its scenario.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ class PairedMetricFrame:
         continuous_interval: ContinuousInterval = "signflip",
         n_boot: int = 4999,
         seed: int = 0,
+        cluster_by_voice: bool = False,
     ) -> None:
         names = list(metrics)
         validate_episode_frame(frame, names)
@@ -73,6 +76,7 @@ class PairedMetricFrame:
         self.continuous_interval = continuous_interval
         self.n_boot = n_boot
         self.seed = seed
+        self.cluster_by_voice = cluster_by_voice
 
     @property
     def convention(self) -> str:
@@ -140,7 +144,12 @@ class PairedMetricFrame:
             if self.kinds[pv.metric] == "binary":
                 raw.append(
                     paired_risk_difference(
-                        pv, family=family, alpha=self.alpha, interval=self.binary_interval, group=group
+                        pv,
+                        family=family,
+                        alpha=self.alpha,
+                        interval=self.binary_interval,
+                        group=group,
+                        cluster_by_voice=self.cluster_by_voice,
                     )
                 )
             else:
@@ -153,6 +162,7 @@ class PairedMetricFrame:
                         n_boot=self.n_boot,
                         seed=self.seed,
                         group=group,
+                        cluster_by_voice=self.cluster_by_voice,
                     )
                 )
         return adjust_within_families(raw, self.corrections)

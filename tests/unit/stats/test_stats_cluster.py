@@ -147,3 +147,17 @@ def test_null_rejection_under_voice_effects() -> None:
         clustered += e2.excludes_zero
     assert plain / reps > 0.25
     assert clustered / reps < 0.09
+
+
+def test_metricframe_pools_scenarios_with_voices_within_each() -> None:
+    from analysis.stats import PairedMetricFrame
+
+    voices = [v for v in range(2) for _ in range(6)] * 2
+    scen = ["s1"] * 12 + ["s2"] * 12
+    rng = np.random.default_rng(4)
+    long = frame(list(rng.normal(0.5, 1, 24)), [0.0] * 24, voices, scen)
+    pooled = PairedMetricFrame(long, {"m": "continuous"}, cluster_by_voice=True).estimates()[0]
+    assert pooled.n_clusters == 4 and "df = G - 1 = 3" in pooled.method
+    per = PairedMetricFrame(long, {"m": "continuous"}, by="scenario_id", cluster_by_voice=True).estimates()
+    assert [e.n_clusters for e in per] == [2, 2]
+    assert PairedMetricFrame(long, {"m": "continuous"}).estimates()[0].n_clusters is None
