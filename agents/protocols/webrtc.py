@@ -358,9 +358,9 @@ class WebRtcSession:
             name = self._tools.get(msg.call_id) or msg.name
             if name is None:
                 return
-            ok = ww.tool_ok(msg)
-            error = None if ok else ("cancelled" if msg.cancelled else "tool reported an error")
-            await put(ToolResultOut(msg.call_id, name, ok, ww.result_keys(msg), error))
+            await put(
+                ToolResultOut(msg.call_id, name, ww.tool_ok(msg), ww.result_keys(msg), ww.tool_error(msg))
+            )
         elif isinstance(msg, ww.BotSpeaking):
             await put(
                 SignalOut(

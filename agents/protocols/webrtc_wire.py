@@ -70,6 +70,7 @@ __all__ = [
     "sdp_candidates",
     "strip_candidates",
     "to_aiortc",
+    "tool_error",
     "tool_ok",
 ]
 
@@ -458,5 +459,23 @@ def result_keys(stop: ToolStopped) -> tuple[str, ...]:
         if isinstance(r.get("result_keys"), list):  # our served agents report keys, not values
             return tuple(sorted(str(k) for k in r["result_keys"]))
         inner = r.get("result")
-        return tuple(sorted(str(k) for k in (inner if isinstance(inner, dict) else r)))
+        if isinstance(inner, dict):
+            return tuple(sorted(str(k) for k in inner))
+        if "ok" in r or "error" in r:  # an envelope without a result
+            return ()
+        return tuple(sorted(str(k) for k in r))
     return ()
+
+
+def tool_error(stop: ToolStopped) -> str | None:
+    """Why a stopped call failed, in the bot's words where it gave them; None when it succeeded."""
+    if tool_ok(stop):
+        return None
+    if stop.cancelled:
+        return "cancelled"
+    r = stop.result
+    if isinstance(r, str):
+        with contextlib.suppress(json.JSONDecodeError):
+            r = json.loads(r)
+    err = r.get("error") if isinstance(r, dict) else None
+    return str(err)[:200] if err else "tool reported an error"
