@@ -8,6 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel, TypeAdapter
 
 from harness.model import AuditInstance, Campaign, EpisodeRecord, Event, RunManifest
+from harness.model.usage import UsageRecord
 from harness.rundir import atomic_write_bytes
 from scenarios import Scenario
 
@@ -19,6 +20,7 @@ def schema_documents() -> dict[str, dict[str, object]]:
         "episode": EpisodeRecord,
         "run": RunManifest,
         "audit_instance": AuditInstance,
+        "usage": UsageRecord,
     }
     docs = {name: model.model_json_schema() for name, model in models.items()}
     docs["event"] = TypeAdapter(Event).json_schema()

@@ -88,9 +88,9 @@ class UsageRecord(Frozen):
     """One placed call attempt: who was called over what, how it ended, and what it consumed."""
 
     schema_version: int = Field(default=USAGE_SCHEMA_VERSION, description="Version of the usage line format.")
-    run_id: str = Field(description="Run the call belongs to.")
-    episode_id: str = Field(description="The planned call.")
-    pair_id: str = Field(description="The matched pair the call belongs to.")
+    run_id: str = Field(description="Run the call belongs to.", examples=["demo-20261201T205301Z-3fa2c1"])
+    episode_id: str = Field(description="The planned call.", examples=["eb62432d566c48fb"])
+    pair_id: str = Field(description="The matched pair the call belongs to.", examples=["c64fac3775c6"])
     attempt: int = Field(ge=0, description="Attempt number (every attempt is a placed call and is billed).")
     agent: str = Field(description="Name of the agent called.")
     protocol: str = Field(
@@ -99,7 +99,9 @@ class UsageRecord(Frozen):
     status: str = Field(description="completed or failed, as the episode record says.")
     failure_kind: str | None = Field(default=None, description="Failure kind of a failed attempt.")
     items: tuple[UsageItem, ...] = Field(description="Every metered quantity of the call.")
-    finished_at: dt.datetime = Field(description="When the attempt ended (UTC).")
+    finished_at: dt.datetime = Field(
+        description="When the attempt ended (UTC).", examples=["2026-12-04T17:06:26.897596Z"]
+    )
 
     def quantity(self, meter: str) -> float | None:
         """Sum of a meter's known quantities; None when the meter is absent or any part is unknown."""
@@ -191,7 +193,9 @@ class BudgetStop(Frozen):
     )
     pairs_done: int = Field(ge=0, description="Pairs whose calls were all placed.")
     pairs_left: int = Field(ge=0, description="Pairs not placed.")
-    at: dt.datetime = Field(description="When the run stopped (UTC).")
+    at: dt.datetime = Field(
+        description="When the run stopped (UTC).", examples=["2026-12-04T17:06:27.212919Z"]
+    )
 
 
 @dataclass

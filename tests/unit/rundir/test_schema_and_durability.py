@@ -71,7 +71,7 @@ def test_unknown_event_type_and_negative_time_are_rejected() -> None:
 
 def test_json_schemas_validate_real_documents(tmp_path: Path) -> None:
     docs = schema_documents()
-    assert set(docs) == {"scenario", "campaign", "episode", "run", "audit_instance", "event"}
+    assert set(docs) == {"scenario", "campaign", "episode", "run", "audit_instance", "event", "usage"}
     jsonschema.validate(json.loads(record().model_dump_json()), docs["episode"])
     for raw in SAMPLE_EVENTS:
         jsonschema.validate(raw, docs["event"])

@@ -248,3 +248,16 @@ def test_a_rate_limit_is_the_harness_side_never_the_agents_non_service() -> None
     assert ev.kind == "rate_limited"  # type: ignore[union-attr]
     other = closed_event(None, ConnectionClosedError(Close(1011, "boom"), None))  # type: ignore[arg-type]
     assert other.kind == "agent_error"  # type: ignore[union-attr]
+
+
+def test_a_ledger_line_validates_against_the_written_usage_schema() -> None:
+    import jsonschema
+
+    from harness.schemas import schema_documents
+
+    schema = schema_documents()["usage"]
+    jsonschema.validate(json.loads(_usage(CALLER + USAGE).model_dump_json()), schema)
+    bad = json.loads(_usage(CALLER).model_dump_json())
+    bad["items"][0]["quantity"] = -1
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
