@@ -294,7 +294,9 @@ def agent_problems(loaded: LoadedCampaign, *, imports: bool = True) -> list[Conf
                 doc.error(
                     ("agents", i, "url"),
                     f"agent '{agent.name}': url {mask_url(agent.url)} is not usable: {why}",
-                    fix="write it as scheme://host[:port]/path with scheme http, https, ws or wss",
+                    fix="write it as sip:user@host[:port][;transport=udp|tcp]"
+                    if agent.url.lower().startswith(("sip:", "sips:"))
+                    else "write it as scheme://host[:port]/path with scheme http, https, ws or wss",
                 )
             )
     return problems
