@@ -3,6 +3,8 @@
 - baresip auto-answers, plays a greeting and records what it hears: the harness hears the
   greeting, baresip hears the caller, DTMF digits arrive, PCMU and G.722 are negotiated as offered,
   and the OPTIONS probe finds it (and finds nothing on a dead port);
+- a SIPp agent that puts the caller on hold and back with re-INVITEs, then hangs up: the call
+  goes on through both re-offers (logged as signals) and ends as the agent's hang-up;
 - through the runtime: SIPp endpoints that are busy (486) or ring forever (the caller's CANCEL ends
   them), and a baresip whose greeting ends in its BYE, end every call with the right failure kind
   and outcome, and the hang-up's recording holds the greeting.
@@ -11,6 +13,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from pathlib import Path
 
@@ -21,7 +24,7 @@ import soundfile as sf
 pytest.importorskip("pjsua2")
 
 from agents.protocols.sip import SIP_FORMAT, sip_adapter
-from harness.adapter import AgentError, AudioOut, CallInfo, SignalOut
+from harness.adapter import AgentError, AudioOut, CallInfo, HangupOut, SignalOut
 from harness.endpoints import unreachable_agents, url_problem
 from harness.model.campaign import AgentSpec
 from harness.planning import load_campaign
@@ -103,6 +106,35 @@ def test_the_callers_cancel_and_a_busy_endpoint(tmp_path: Path) -> None:
         assert (e1.kind, e1.message) == ("connect_failed", "busy: SIP 486 Busy Here")
         assert e2.kind == "connect_failed" and e2.message.startswith("no answer") and "487" in e2.message
         assert busy.passed() and ringing.passed()
+
+
+def test_hold_and_resume_by_re_invite_then_the_agents_bye() -> None:
+    async def call(url: str) -> list[object]:
+        adapter = sip_adapter(AgentSpec(name="x", adapter="sip", url=url))
+        session = await adapter.connect(CallInfo(facts=FACTS, scenario_id="x"))
+        got: list[object] = []
+
+        async def talk() -> None:  # the caller's line keeps sending (silence) until the call ends
+            with contextlib.suppress(AgentError):
+                while True:
+                    session.send_audio_nowait(bytes(640))
+                    await asyncio.sleep(0.02)
+
+        sender = asyncio.create_task(talk())
+        async with asyncio.timeout(15):
+            got = [ev async for ev in session.events() if not isinstance(ev, AudioOut)]
+        sender.cancel()
+        return got
+
+    with Sipp("reinvite.xml") as agent:
+        events = asyncio.run(call(agent.url))
+        assert agent.passed()  # both re-INVITEs answered, the BYE answered
+    assert events == [
+        SignalOut("sip_codec", {"codec": "PCMU/8000", "media": "active"}),
+        SignalOut("sip_media", {"codec": "PCMU/8000", "media": "hold"}),
+        SignalOut("sip_media", {"codec": "PCMU/8000", "media": "active"}),
+        HangupOut("agent hung up (BYE)"),
+    ]
 
 
 CAMPAIGN = """\
