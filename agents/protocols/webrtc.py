@@ -162,6 +162,8 @@ class WebRtcSession:
         self.connected = asyncio.Event()
         self.failed: str | None = None
         self._rtvi_q: asyncio.Queue[str | bytes] = asyncio.Queue(1024)
+        self.codec: tuple[str, int] | None = None
+        """(MIME type, clock rate) of the audio codec the bot's answer chose."""
 
     # -- capabilities: what the bot actually sent --------------------------------------------------
     @property
@@ -292,6 +294,8 @@ class WebRtcSession:
         from av import AudioResampler
 
         resampler = AudioResampler(format="s16", layout="mono", rate=AGENT_RATE)
+        if self.codec is not None:  # the codec the answer chose, first in the call's log
+            await self._chan.put(SignalOut("media", {"codec": self.codec[0], "clock_rate": self.codec[1]}))
         try:
             while True:
                 frame = await track.recv()
@@ -504,6 +508,7 @@ class WebRtcAdapter:
                 raise AgentError(
                     "connect_failed", f"the bot's SDP answer is unusable: {type(exc).__name__}: {exc}"
                 ) from None
+            session.codec = ww.answer_codec(answer.sdp)
             if self.trickle:
                 patch = ww.PatchRequest(pc_id=answer.pc_id, candidates=ww.sdp_candidates(local))
                 await self._request("PATCH", patch.model_dump())

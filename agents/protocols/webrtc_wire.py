@@ -56,6 +56,7 @@ __all__ = [
     "ToolStarted",
     "ToolStopped",
     "UserHeard",
+    "answer_codec",
     "candidate_line",
     "client_ready",
     "enable_loopback",
@@ -173,6 +174,21 @@ def sdp_candidates(sdp: str) -> list[Candidate]:
     # with BUNDLE only the first section carries candidates: keep markers of sections that had some
     had = {c.sdp_mline_index for c in out if c.candidate}
     return [c for c in out if c.candidate or c.sdp_mline_index in had or not had]
+
+
+def answer_codec(sdp: str) -> tuple[str, int] | None:
+    """(MIME type, clock rate) of the first codec of the answer's audio section: the one used."""
+    in_audio, first = False, None
+    for raw in sdp.splitlines():
+        ln = raw.strip()
+        if ln.startswith("m="):
+            in_audio = ln.startswith("m=audio")
+            parts = ln.split()
+            first = parts[3] if in_audio and len(parts) > 3 else None
+        elif in_audio and first is not None and ln.startswith(f"a=rtpmap:{first} "):
+            name, _, rate = ln.split(" ", 1)[1].partition("/")
+            return f"audio/{name}", int(rate.split("/")[0] or 0)
+    return None
 
 
 def candidate_line(c: Candidate) -> str:

@@ -20,13 +20,13 @@ import pytest
 
 pytest.importorskip("aiortc")
 
-from aiohttp import web  # noqa: E402
+from aiohttp import web
 
-from agents.protocols import webrtc_wire as ww  # noqa: E402
-from agents.protocols.webrtc import webrtc_adapter  # noqa: E402
-from agents.serve import ServeConfig, ToneAgent, VadConfig, start_server  # noqa: E402
-from agents.serve.demo import tone  # noqa: E402
-from harness.adapter import (  # noqa: E402
+from agents.protocols import webrtc_wire as ww
+from agents.protocols.webrtc import webrtc_adapter
+from agents.serve import ServeConfig, ToneAgent, VadConfig, start_server
+from agents.serve.demo import tone
+from harness.adapter import (
     AgentError,
     AgentEvent,
     AudioOut,
@@ -39,9 +39,9 @@ from harness.adapter import (  # noqa: E402
     ToolCallOut,
     ToolResultOut,
 )
-from harness.endpoints import unreachable_agents  # noqa: E402
-from harness.model.campaign import AgentSpec  # noqa: E402
-from scenarios import BUNDLED_LIBRARY, ScenarioLibrary  # noqa: E402
+from harness.endpoints import unreachable_agents
+from harness.model.campaign import AgentSpec
+from scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
 CFG = ServeConfig(
     greeting_timeout_s=2.0, turn_timeout_s=10.0, vad=VadConfig(hangover_ms=300), hangup_grace_s=1.0
@@ -110,7 +110,7 @@ def test_a_call_over_webrtc_and_the_bot_hanging_up() -> None:
     assert session.session_id.startswith("pc-")
     texts = [e.text for e in events if isinstance(e, TextOut)]
     assert len(texts) == 2 and texts[-1] == "Goodbye."  # the greeting, then the last words
-    assert [e.text for e in events if isinstance(e, HeardOut)][0].endswith("ms of audio")
+    assert next(e.text for e in events if isinstance(e, HeardOut)).endswith("ms of audio")
     calls = [e for e in events if isinstance(e, ToolCallOut)]
     results = [e for e in events if isinstance(e, ToolResultOut)]
     assert [c.name for c in calls] == ["crm_lookup"] and results[0].ok and results[0].result_keys
@@ -121,9 +121,9 @@ def test_a_call_over_webrtc_and_the_bot_hanging_up() -> None:
     assert hangup and hangup[-1].reason == "agent left the call (peerLeft)"
     assert not any(isinstance(e, ErrorOut) for e in events)
     assert session.capabilities.transcripts and session.capabilities.tool_trace  # what the bot sent
-    assert agent.sessions[0].call.call_id == _call().call_id or agent.sessions[0].call.call_id.startswith(
-        "CA"
-    )
+    assert events[0] == SignalOut("media", {"codec": "audio/opus", "clock_rate": 48000})
+    served = agent.sessions[0].call  # the call as the agent got it from request_data
+    assert (served.call_id, served.scenario_id, served.facts) == (call.call_id, call.scenario_id, call.facts)
 
 
 def test_the_caller_hanging_up_closes_the_agents_call() -> None:
@@ -217,5 +217,34 @@ def test_signalling_ice_and_dead_peer_failures_are_the_agents() -> None:
     refused, no_ice, events = asyncio.run(main())
     assert refused.kind == "connect_failed" and "HTTP 404" in refused.message
     assert no_ice.kind == "connect_failed" and "not up within 3 s" in no_ice.message
-    assert len(events) == 1 and isinstance(events[0], ErrorOut)
-    assert events[0].kind == "disconnect" and "dead peer" in events[0].message
+    assert isinstance(events[0], SignalOut) and events[0].name == "media"
+    assert len(events) == 2 and isinstance(events[1], ErrorOut)
+    assert events[1].kind == "disconnect" and "dead peer" in events[1].message
+
+
+@pytest.mark.parametrize("codec", ["pcmu", "pcma"])
+def test_a_call_in_g711_when_the_campaign_asks_for_it(codec: str) -> None:
+    async def main() -> list[AgentEvent]:
+        agent = ToneAgent(AgentSpec(name="tone", adapter="tone", options={"hangup_after": 1}))
+        async with start_server(agent, "webrtc", config=CFG) as handle:
+            adapter = webrtc_adapter(_spec(handle.url, codec=codec))
+            session = await adapter.connect(_call())
+            events: list[AgentEvent] = []
+
+            async def read() -> None:
+                async for ev in session.events():
+                    events.append(ev)
+
+            async with asyncio.timeout(30), asyncio.TaskGroup() as tg:
+                tg.create_task(read())
+                with contextlib.suppress(AgentError):
+                    await _stream(session, events, lambda evs: any(isinstance(e, HangupOut) for e in evs), 25)
+            await adapter.aclose()
+        return events
+
+    events = asyncio.run(main())
+    assert events[0] == SignalOut("media", {"codec": f"audio/{codec.upper()}", "clock_rate": 8000})
+    assert (
+        sum(e.duration_ms for e in events if isinstance(e, AudioOut)) >= 500
+    )  # the greeting tone, through G.711
+    assert any(isinstance(e, HangupOut) for e in events)

@@ -198,3 +198,14 @@ def test_rtvi_models_validate_what_we_write() -> None:
             ww.rtvi("user-transcription", {"text": "x", "user_id": "", "timestamp": "t", "final": True})
         )
     )
+
+
+def test_the_codec_the_answer_chose() -> None:
+    answer = (
+        "v=0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 0 8\r\na=mid:0\r\na=rtpmap:0 PCMU/8000\r\na=rtpmap:8 PCMA/8000\r\n"
+        "m=application 9 DTLS/SCTP 5000\r\n"
+    )
+    assert ww.answer_codec(answer) == ("audio/PCMU", 8000)
+    opus = "v=0\r\nm=audio 9 UDP/TLS/RTP/SAVPF 96\r\na=rtpmap:96 opus/48000/2\r\n"
+    assert ww.answer_codec(opus) == ("audio/opus", 48000)
+    assert ww.answer_codec("v=0\r\nm=application 9 DTLS/SCTP 5000\r\n") is None
