@@ -93,7 +93,7 @@ def plan_cmd(
     agent_turn_s: Annotated[
         float,
         typer.Option(min=0.5, help="--estimate: seconds of one agent turn (speech and time to answer)"),
-    ] = 6.5,
+    ] = 8.5,
 ) -> None:
     """Validate a campaign (every adapter imported, every agent URL well-formed) and print its
     planned matched pairs; places no call."""

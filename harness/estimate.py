@@ -31,9 +31,10 @@ from scenarios import Scenario
 
 EXPECTED_CHALLENGES = 2
 """Verification questions a caller is expected to answer: a two-factor identity check."""
-DEFAULT_AGENT_TURN_S = 6.5
-"""A customer-care agent turn: about two sentences (15 words at 150 words a minute, 6 s) and half a
-second to start answering."""
+DEFAULT_AGENT_TURN_S = 8.5
+"""A customer-care agent turn: about two sentences (15 words at 150 words a minute, 6 s) and 2.5 s to
+start answering (recognition, policy or model, synthesis), what the bundled cascaded agents take on
+the episode clock; pass your agent's own figure (`--agent-turn-s`) when you know it."""
 CALLER_GAP_S = 0.3
 """The caller's reaction time before each line (the turn-based transport's `CALLER_GAP_MS`)."""
 

@@ -83,13 +83,15 @@ def test_a_pair_already_started_is_always_finished(tmp_path: Path) -> None:
 
 
 def test_measured_minutes_raise_the_projection_and_stop_earlier(tmp_path: Path) -> None:
-    loaded = _loaded(tmp_path, "budget: {max_call_minutes: 8}\n")
-    per_call = estimate_campaign(loaded).calls[0].minutes
-    assert 1.0 < per_call < 1.5  # a pair is projected at under 3 minutes before any call
-    assert len(_admit_all(_guard(loaded), loaded)) == 2 * int(8 // (2 * per_call))
-    spent = [_usage("old1", 2.5), _usage("old2", 2.5)]  # this agent's calls ran 2.5 min each: 5 of 8 spent
-    # at the estimate the next pair would fit (5 + 2 x 1.3 <= 8); at the measured 2.5 a call it cannot
-    assert _admit_all(_guard(loaded, spent=spent), loaded) == []
+    per_call = estimate_campaign(_loaded(tmp_path, "")).calls[0].minutes
+    assert 1.0 < per_call < 2.0  # a call is projected at one to two minutes before any call
+    limit = 5.0 + 2 * per_call + 0.5  # 5 minutes spent, then room for one pair at the estimate
+    loaded = _loaded(tmp_path, f"budget: {{max_call_minutes: {limit}}}\n")
+    assert len(_admit_all(_guard(loaded), loaded)) == 2 * int(limit // (2 * per_call))
+    short = [_usage(f"old{i}", 1.0) for i in range(5)]  # 5 minutes spent by calls shorter than the estimate
+    assert len(_admit_all(_guard(loaded, spent=short), loaded)) == 2  # one more pair fits at the estimate
+    long = [_usage("old1", 2.5), _usage("old2", 2.5)]  # 5 minutes spent by calls of 2.5 min each
+    assert _admit_all(_guard(loaded, spent=long), loaded) == []  # at the measured 2.5 a call it does not
 
 
 def test_max_cost_counts_priced_usage_and_equal_fits() -> None:
