@@ -1,4 +1,5 @@
-"""Blind rating app: raters judge clips in a browser, feeding the perceptibility and reliability gates.
+"""Blind rating app: raters judge clips in a browser, feeding the perceptibility, reliability,
+observer-validity and stimulus-intelligibility gates (the last: raters type what the caller says).
 
 ``voice-audit rate RUN_DIR`` (``rate_cmd``) serves one task over a run folder; labels land in
 ``RUN_DIR/ratings/labels.jsonl`` (format in ``analysis.rating.store``); ``rating_gates`` turns them
