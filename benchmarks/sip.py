@@ -13,8 +13,8 @@ Figures:
 - CPU per call: user + system time of the harness's processes (the runner and its workers, not
   SIPp, not the sniffer) over the calls placed;
 - RTP send lateness: every RTP packet the harness sends is captured on the loopback interface (an
-  AF_PACKET socket: run as root) and timed against its own stream's 20 ms grid (its RTP
-  timestamp), the earliest packet of a stream defining the grid: the p50/p99 of how late packets
+  AF_PACKET socket: run as root) and timed against its own stream's 20 ms grid (its RTP sequence
+  number: one packet per 20 ms), the earliest packet of a stream defining the grid: the p50/p99 of how late packets
   leave, as the agent would receive them;
 - pump lateness: the harness's own 20 ms frame pump (as in benchmarks/runtime.py);
 - alignment: |logged agent_speech_start - energy onset of the agent channel| in call.wav.
@@ -160,7 +160,7 @@ class RtpSniffer:
 
     def __init__(self, port: int) -> None:
         self.port = port
-        self.packets: dict[int, list[tuple[float, int]]] = {}  # source port -> [(arrival, rtp ts)]
+        self.packets: dict[int, list[tuple[float, int]]] = {}  # source port -> [(arrival, rtp seq)]
         self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
         self.sock.bind(("lo", 0))
         self.sock.settimeout(0.2)
@@ -193,8 +193,8 @@ class RtpSniffer:
                 continue
             if data[udp + 8] >> 6 != 2 or data[udp + 9] & 0x7F != 0:  # RTP version 2, PCMU only
                 continue
-            ts = struct.unpack_from("!I", data, udp + 12)[0]
-            self.packets.setdefault(src, []).append((now, ts))
+            seq = struct.unpack_from("!H", data, udp + 10)[0]
+            self.packets.setdefault(src, []).append((now, seq))
 
     def lateness_ms(self, skip: int = 0) -> list[float]:
         """Per packet, ms behind its stream's grid; `skip`: leave out each stream's first packets
@@ -204,8 +204,10 @@ class RtpSniffer:
             pkts = every[skip:]
             if len(pkts) < 50:
                 continue
-            t0, ts0 = pkts[0]
-            offsets = [(t - t0) - ((ts - ts0) & 0xFFFFFFFF) / 8000 for t, ts in pkts]
+            # The grid is the sequence number: one packet every 20 ms (ptime 20, no silence
+            # suppression), so a stalled clock's catch-up burst counts as late, not as early.
+            t0, seq0 = pkts[0]
+            offsets = [(t - t0) - ((seq - seq0) & 0xFFFF) * 0.020 for t, seq in pkts]
             base = min(offsets)
             out += [1000 * (o - base) for o in offsets]
         return out
