@@ -102,9 +102,15 @@ def model_name(model: str) -> str:
 
 
 def audio_rate(mime_type: str | None, default: int = OUTPUT_FORMAT.sample_rate) -> int:
-    """The sample rate of `audio/pcm;rate=N` (the API's output is 24 kHz when unsaid)."""
+    """The sample rate of `audio/pcm;rate=N` (the API's output is 24 kHz when unsaid); a rate no
+    telephone or speech audio has is a malformed frame, not audio to play."""
     m = _RATE.search(mime_type or "")
-    return int(m.group(1)) if m else default
+    if not m:
+        return default
+    rate = int(m.group(1)[:7])
+    if not 4000 <= rate <= 96000:
+        raise AgentError("malformed_frame", f"audio mimeType {mime_type!r}: rate out of 4000..96000")
+    return rate
 
 
 # -- client -> server ------------------------------------------------------------------------------

@@ -27,8 +27,8 @@ from harness.runtime.campaign import RunSummary
 
 __all__ = ["EXPECTED", "NON_SERVICE", "PROTOCOLS", "ChaosRun", "run_chaos"]
 
-Where = Literal["inproc", "http", "ws", "twilio", "realtime"]
-PROTOCOLS: tuple[Where, ...] = ("inproc", "http", "ws", "twilio", "realtime")
+Where = Literal["inproc", "http", "ws", "twilio", "realtime", "gemini-live"]
+PROTOCOLS: tuple[Where, ...] = ("inproc", "http", "ws", "twilio", "realtime", "gemini-live")
 
 _COMMON: dict[Fault, FailureKind | None] = {
     "hang": None,
@@ -44,6 +44,7 @@ EXPECTED: dict[Where, dict[Fault, FailureKind | None]] = {
     "ws": _STREAMING,
     "twilio": {**_STREAMING, "no_marks": None},
     "realtime": _STREAMING,
+    "gemini-live": _STREAMING,
 }
 NON_SERVICE: dict[Fault, NonServiceFlag | None] = {
     "hang": "agent_unresponsive",
