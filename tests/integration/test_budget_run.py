@@ -80,6 +80,15 @@ def test_max_calls_stops_after_whole_pairs_and_resume_finishes_under_a_raised_bu
         assert u.call_minutes > 0 and (u.quantity("tts_characters") or 0) > 0
         assert u.quantity(AGENT_USAGE) is None  # the scripted agent reports nothing: unknown, not zero
 
+    # the report of the stopped run: its Cost section, priced, with the stop line and unknown usage
+    assert _cli("analyze", str(run_dir), "--no-audio", home=tmp_path).returncode == 0
+    rep = _cli("report", str(run_dir), "-o", str(tmp_path / "report"), home=tmp_path)
+    assert rep.returncode == 0, rep.stderr
+    md = (tmp_path / "report" / "report.md").read_text()
+    cost = md[md.index("## Cost") :].split("\n## ")[0]
+    assert stop["message"] in cost and "4 calls" in cost and "at least" in cost and "EUR" in cost
+    assert "agent_usage 4" in cost  # unknown usage counted, never a zero
+
     campaign.write_text(CAMPAIGN.format(max_calls=8))  # raised: the campaign's hash is unchanged
     second = _cli("run", "--resume", str(run_dir), "--quiet", "--no-stimulus-check", home=tmp_path)
     assert second.returncode == 0, second.stderr
