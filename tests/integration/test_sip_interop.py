@@ -108,6 +108,33 @@ def test_the_callers_cancel_and_a_busy_endpoint(tmp_path: Path) -> None:
         assert busy.passed() and ringing.passed()
 
 
+def test_digest_credentials_from_named_variables(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SIPp challenges (401) and checks the digest: the right password gets past it (the agent then
+    answers busy), a wrong one is refused (403), a harness-side failure; the password is never
+    written (not in the error, not in any log record)."""
+    monkeypatch.setenv("SIP_TEST_USER", "caller")
+    options = {"auth_username_env": "SIP_TEST_USER", "auth_password_env": "SIP_TEST_PASSWORD"}
+
+    async def dial(url: str, password: str) -> AgentError:
+        monkeypatch.setenv("SIP_TEST_PASSWORD", password)
+        adapter = sip_adapter(AgentSpec(name="x", adapter="sip", url=url, options=options))
+        with pytest.raises(AgentError) as err:
+            await adapter.connect(CallInfo(facts=FACTS, scenario_id="x"))
+        return err.value
+
+    caplog.set_level("DEBUG")
+    with Sipp("auth.xml", calls=2) as agent:
+        ok = asyncio.run(dial(agent.url, "s3cret-Pw"))
+        refused = asyncio.run(dial(agent.url, "not-the-Pw"))
+        assert agent.passed()
+    assert (ok.kind, ok.message) == ("connect_failed", "busy: SIP 486 Busy Here")
+    assert refused.kind == "harness_error" and refused.message.startswith("authentication refused: SIP 403")
+    for secret in ("s3cret-Pw", "not-the-Pw"):
+        assert secret not in caplog.text and secret not in ok.message + refused.message
+
+
 def test_hold_and_resume_by_re_invite_then_the_agents_bye() -> None:
     async def call(url: str) -> list[object]:
         adapter = sip_adapter(AgentSpec(name="x", adapter="sip", url=url))
