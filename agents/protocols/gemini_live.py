@@ -255,7 +255,8 @@ class GeminiLiveSession(WsSession):
         await self._chan.put(
             SignalOut("go_away", {"time_left_s": time_left, "resumable": self._handle is not None})
         )
-        if self._handle is not None and self._resuming is None and not self._closing:
+        moving = self._resuming is not None and not self._resuming.done()
+        if self._handle is not None and not moving and not self._closing:
             self._resuming = asyncio.create_task(self._resume(self._handle), name="gemini-live-resume")
 
     async def _resume(self, handle: str) -> None:
@@ -272,6 +273,7 @@ class GeminiLiveSession(WsSession):
     async def _resumed(self, ws: ClientConnection) -> bool:
         """After `ws` ended: whether the session moved to a new connection (waiting for it)."""
         if self._ws is not ws:
+            self._resuming = None  # moved: a later goAway moves it again
             return True
         task = self._resuming
         if task is None or self._closing:

@@ -379,3 +379,40 @@ def test_a_silent_or_failing_live_agent_is_an_outcome_with_its_pair_kept(tmp_pat
         "silent": {("agent_unresponsive", None)},
         "broken": {("agent_error_event", "agent_error")},
     }
+
+
+def test_each_go_away_moves_the_session_with_its_latest_handle() -> None:
+    connections: list[str | None] = []
+
+    async def moving(ws: ServerConnection, seen: list[gt.LiveClientMessage]) -> None:
+        setup = (await take(ws, seen)).setup
+        assert setup is not None and setup.session_resumption is not None
+        connections.append(setup.session_resumption.handle)
+        n = len(connections)
+        await ws.send(
+            out(gt.LiveServerMessage(setup_complete=gt.LiveServerSetupComplete(session_id=f"s{n}")))
+        )
+        update = gt.LiveServerSessionResumptionUpdate(new_handle=f"h{n}", resumable=True)
+        await ws.send(out(gt.LiveServerMessage(session_resumption_update=update)))
+        if n < 3:
+            await ws.send(out(gt.LiveServerMessage(go_away=gt.LiveServerGoAway(time_left="5s"))))
+            await drain(ws, seen)  # until the client leaves for its new connection
+            return
+        parts = [gt.Part(inline_data=gt.Blob(data=PCM, mime_type="audio/pcm;rate=24000"))]
+        await ws.send(
+            out(gt.LiveServerMessage(server_content=gt.LiveServerContent(model_turn=gt.Content(parts=parts))))
+        )
+        await ws.close(1000, "done")
+
+    async def run() -> list[AgentEvent]:
+        async with Server(moving) as srv:
+            adapter = GeminiLiveAdapter(AgentSpec(name="g", adapter="gemini-live", url=srv.url))
+            session = await adapter.connect(_call())
+            return await _events(session)
+
+    got = asyncio.run(run())
+    assert connections == [None, "h1", "h2"]  # each new connection resumes from the latest handle
+    resumed = [e for e in got if isinstance(e, SignalOut) and e.name == "session_resumed"]
+    assert [e.detail["resumptions"] for e in resumed] == [1, 2]
+    assert [e.detail["session_id"] for e in resumed] == ["s2", "s3"]
+    assert any(isinstance(e, AudioOut) for e in got) and isinstance(got[-1], HangupOut)
