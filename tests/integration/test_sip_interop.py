@@ -38,9 +38,12 @@ pytestmark = pytest.mark.slow
 FACTS = ScenarioLibrary(BUNDLED_LIBRARY).load_all()["refund_duplicate_charge"][1].facts
 
 
-async def _call(url: str, codecs: list[str], digits: str) -> tuple[str, np.ndarray, list[object]]:
+async def _call(
+    url: str, codecs: list[str], digits: str, dtmf: str = "rfc4733"
+) -> tuple[str, np.ndarray, list[object]]:
     """One call: stream a 1 kHz tone for 1.5 s, press `digits`, listen for 2.5 s, hang up."""
-    adapter = sip_adapter(AgentSpec(name="b", adapter="sip", url=url, options={"codecs": codecs}))
+    options = {"codecs": codecs, "dtmf": dtmf}
+    adapter = sip_adapter(AgentSpec(name="b", adapter="sip", url=url, options=options))
     session = await adapter.connect(CallInfo(facts=FACTS, scenario_id="refund_duplicate_charge"))
     assert session.session_id  # the SIP Call-ID
     heard: list[bytes] = []
@@ -80,8 +83,9 @@ def test_baresip_call_both_ways_with_dtmf_and_codecs(tmp_path: Path) -> None:
         assert peer.wait_for("received event: '5'") and peer.wait_for("received event: '#'")
         x, rate = read_wav(peer.heard())
         assert abs(dominant_hz(x, rate) - 1000) < 15  # baresip's recording holds the caller
-        codec, heard, _ = asyncio.run(_call(peer.url, ["G722"], ""))
+        codec, heard, _ = asyncio.run(_call(peer.url, ["G722"], "7", dtmf="info"))
         assert codec == "G722/16000"
+        assert peer.wait_for("received DTMF: '7'")  # by SIP INFO
         assert abs(dominant_hz(heard, SIP_FORMAT.sample_rate) - 440) < 15
     dead = f"sip:bot@127.0.0.1:{free_port_pair()}"
     assert asyncio.run(unreachable_agents([AgentSpec(name="d", adapter="sip", url=dead)], 1.0)) == [
