@@ -332,7 +332,7 @@ class GeminiLiveAdapter:
                 "never the key itself",
             )
         self.capabilities = Capabilities(
-            architecture=spec.architecture or "nat",
+            architecture=spec.architecture,  # native audio or half-cascade: the campaign says
             turn_based=False,
             streaming=True,
             transcripts=bool(self.options.get("transcription", True)),
