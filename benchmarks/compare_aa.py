@@ -17,6 +17,18 @@ Rejection = the interval excludes 0. Pooled over the (metric, change) tests whos
 pairs show any non-zero change (a change that is zero on every pair can never reject and is
 counted apart), per interval method; also pooled over the changes that move on at least 6 pairs,
 the fewest on which an exact sign-flip test can reject at 0.05. Criterion: within alpha +- 2 points.
+
+Recorded 2026-12-04 (2 cores, load 10-16 from other jobs; hybrid agent, wording plain vs loyalty,
+3 voices x 5 replicates = 15 matched pairs, alpha 0.05, 1000 replicate comparisons):
+
+* ``--replicates 1000`` (the same seed twice: identical line draws, only timing and F0 vary; 9 of
+  102 changes move): sign-flip 0.053 over 9000 tests, t 0.041; per change 0.041 to 0.067. The real
+  comparison itself: 2 of 84 estimable changes exclude 0 (agent F0 median -0.94 Hz, both levels alike).
+* ``--replicates 1000 --new-seed 2702`` (the line's noise drawn anew: 19 changes move, Auth, Repair
+  and tool counts on 2 pairs): sign-flip 0.029 over 19000 tests (conservative: a change that moves
+  on 2 pairs can never reject), 0.049 over the 11 changes moving on >= 6 pairs; t 0.030 / 0.043. The
+  real comparison: 4 of 84 changes exclude 0, all levels moving alike in a and b (voice-to-voice
+  latency -1.6 s with the machine's load, F0 -0.92 Hz), no gap change.
 """
 
 from __future__ import annotations
