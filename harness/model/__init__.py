@@ -1,4 +1,5 @@
-"""The data model shared by the runtime and analysis: campaigns, events, episodes, run manifests."""
+"""The data model shared by the runtime and analysis: campaigns, events, episodes, run manifests,
+the usage ledger, prices and budgets."""
 
 from harness.model.campaign import (
     AgentSpec,
@@ -66,6 +67,7 @@ from harness.model.events import (
     non_service_flag,
     parse_event,
 )
+from harness.model.usage import Budget, BudgetStop, PriceRate, PriceTable, UsageItem, UsageRecord, read_usage
 from harness.model.versioning import SCHEMA_VERSION, check_schema_version
 
 __all__ = [
@@ -92,6 +94,8 @@ __all__ = [
     "BackendInfo",
     "BackendSpec",
     "BargeIn",
+    "Budget",
+    "BudgetStop",
     "CallStarted",
     "CallerDecision",
     "CallerPatience",
@@ -121,14 +125,19 @@ __all__ = [
     "Pacing",
     "PairSpec",
     "Patience",
+    "PriceRate",
+    "PriceTable",
     "RunManifest",
     "StateTransition",
     "Timeouts",
     "ToolCall",
     "ToolResult",
+    "UsageItem",
+    "UsageRecord",
     "check_monotonic",
     "check_schema_version",
     "failure_side",
     "non_service_flag",
     "parse_event",
+    "read_usage",
 ]
