@@ -187,8 +187,13 @@ class Sipp:
                 str(self.port),
                 "-m",
                 str(self.calls),
+                "-mi",
+                "127.0.0.1",
+                "-mp",
+                str(free_port_pair()),
                 "-nostdin",
             ],
+            cwd=FIXTURES,  # scenarios name their pcaps relative to their own folder
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

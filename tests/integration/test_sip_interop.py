@@ -24,7 +24,7 @@ import soundfile as sf
 pytest.importorskip("pjsua2")
 
 from agents.protocols.sip import SIP_FORMAT, sip_adapter
-from harness.adapter import AgentError, AudioOut, CallInfo, HangupOut, SignalOut
+from harness.adapter import AgentError, AudioOut, CallInfo, ErrorOut, HangupOut, SignalOut
 from harness.endpoints import unreachable_agents, url_problem
 from harness.model.campaign import AgentSpec
 from harness.planning import load_campaign
@@ -137,6 +137,49 @@ def test_digest_credentials_from_named_variables(
     assert refused.kind == "harness_error" and refused.message.startswith("authentication refused: SIP 403")
     for secret in ("s3cret-Pw", "not-the-Pw"):
         assert secret not in caplog.text and secret not in ok.message + refused.message
+
+
+async def _events_of(url: str, options: dict[str, object], limit_s: float = 15.0) -> list[object]:
+    """One call, the caller sending silence until the agent side ends it; its events, in order."""
+    adapter = sip_adapter(AgentSpec(name="x", adapter="sip", url=url, options=options))
+    session = await adapter.connect(CallInfo(facts=FACTS, scenario_id="x"))
+
+    async def talk() -> None:
+        with contextlib.suppress(AgentError):
+            while True:
+                session.send_audio_nowait(bytes(640))
+                await asyncio.sleep(0.02)
+
+    sender = asyncio.create_task(talk())
+    async with asyncio.timeout(limit_s):
+        got = [ev async for ev in session.events()]
+    sender.cancel()
+    await session.close("over")
+    return got
+
+
+def test_early_media_is_heard_before_the_refusal() -> None:
+    with Sipp("early_media.xml") as agent:
+        events = asyncio.run(_events_of(agent.url, {}))
+        assert agent.passed()
+    audio = np.frombuffer(b"".join(e.pcm for e in events if isinstance(e, AudioOut)), dtype="<i2")
+    others = [e for e in events if not isinstance(e, AudioOut)]
+    assert others[:2] == [
+        SignalOut("sip_codec", {"codec": "PCMU/8000", "media": "active"}),
+        SignalOut("sip_early_media", {"codec": "PCMU/8000"}),
+    ]
+    assert others[2:] == [ErrorOut("connect_failed", "busy: SIP 486 Busy Here")]
+    assert audio.size > SIP_FORMAT.sample_rate // 2  # most of the second of tone, before any answer
+    assert abs(dominant_hz(audio, SIP_FORMAT.sample_rate) - 440) < 15
+
+
+def test_rtp_that_never_flows_is_a_disconnect() -> None:
+    with Sipp("silent.xml") as agent:
+        events = asyncio.run(_events_of(agent.url, {"rtp_timeout_s": 1.0}))
+        assert agent.passed()  # the harness hung up with BYE
+    last = events[-1]
+    assert isinstance(last, ErrorOut) and last.kind == "disconnect" and last.message.startswith("RTP stopped")
+    assert not any(isinstance(e, AudioOut) for e in events)
 
 
 def test_hold_and_resume_by_re_invite_then_the_agents_bye() -> None:
