@@ -183,25 +183,8 @@ def test_rtp_that_never_flows_is_a_disconnect() -> None:
 
 
 def test_hold_and_resume_by_re_invite_then_the_agents_bye() -> None:
-    async def call(url: str) -> list[object]:
-        adapter = sip_adapter(AgentSpec(name="x", adapter="sip", url=url))
-        session = await adapter.connect(CallInfo(facts=FACTS, scenario_id="x"))
-        got: list[object] = []
-
-        async def talk() -> None:  # the caller's line keeps sending (silence) until the call ends
-            with contextlib.suppress(AgentError):
-                while True:
-                    session.send_audio_nowait(bytes(640))
-                    await asyncio.sleep(0.02)
-
-        sender = asyncio.create_task(talk())
-        async with asyncio.timeout(15):
-            got = [ev async for ev in session.events() if not isinstance(ev, AudioOut)]
-        sender.cancel()
-        return got
-
     with Sipp("reinvite.xml") as agent:
-        events = asyncio.run(call(agent.url))
+        events = [e for e in asyncio.run(_events_of(agent.url, {})) if not isinstance(e, AudioOut)]
         assert agent.passed()  # both re-INVITEs answered, the BYE answered
     assert events == [
         SignalOut("sip_codec", {"codec": "PCMU/8000", "media": "active"}),
