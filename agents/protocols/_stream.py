@@ -167,7 +167,8 @@ def fail_kind(exc: BaseException) -> tuple[FailureKind, str]:
 async def open_ws(
     url: str, headers: dict[str, str] | None = None, timeout_s: float = 10.0, max_size: int = 16 * 2**20
 ) -> ClientConnection:
-    """Open a client WebSocket; every way that can fail is `connect_failed`."""
+    """Open a client WebSocket; a 429 answer is `RateLimited` (the harness waits and calls again),
+    every other way it can fail is `connect_failed`."""
     from websockets.asyncio.client import connect
     from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
 
