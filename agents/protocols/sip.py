@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import importlib.util
 import ipaddress
 import logging
 import os
@@ -365,6 +366,9 @@ class SipAdapter:
     )
 
     def __init__(self, spec: AgentSpec) -> None:
+        # A missing stack stops the run before any call (it would otherwise fail every call).
+        if importlib.util.find_spec("pjsua2") is None:
+            raise MissingBackendError("sip", "sip", "Python module 'pjsua2' not found")
         if not spec.url:
             raise AgentError("connect_failed", f"agent {spec.name!r}: the sip adapter needs a sip: url")
         try:
