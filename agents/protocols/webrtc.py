@@ -16,7 +16,10 @@ answer chose (Opus at 48 kHz; PCMU or PCMA when `codec` asks for them). The bot'
 resampled to 16 kHz mono and reported as `AudioOut` as it arrives (real time); frames below
 `silence_dbfs` (-60) are not reported, since a Pipecat bot streams silence between its turns.
 
-RTVI: `client-ready` once the channel opens, a `ping` every second (Pipecat's liveness check).
+RTVI: `client-ready` once the channel opens. No keep-alive `ping`s: once a Pipecat bot has seen
+one it takes three seconds without another as the client gone (it drops its own audio and never
+announces the connection), and a bot that loads its models in its event loop blocks longer than
+that on a busy machine; without pings it trusts the peer connection's state.
 Bot output -> `TextOut` (`bot-output`; `bot-transcription` / `bot-tts-text` from bots that send no
 `bot-output`), final user transcriptions -> `HeardOut`, function calls in progress / stopped ->
 `ToolCallOut` / `ToolResultOut` (only calls reported with their name, i.e. a report level of NAME
@@ -78,7 +81,6 @@ log = logging.getLogger(__name__)
 AGENT_RATE = 16000
 """The rate agent audio is reported at (the recording's own rate)."""
 CODECS = {"opus": "audio/opus", "pcmu": "audio/PCMU", "pcma": "audio/PCMA"}
-PING_S = 1.0
 
 
 def _is_loopback(host: str) -> bool:
@@ -220,8 +222,6 @@ class WebRtcSession:
             asyncio.create_task(self._watch(), name=f"webrtc-watch-{self.session_id}"),
             asyncio.create_task(self._read_rtvi(), name=f"webrtc-rtvi-{self.session_id}"),
         ]
-        if self._dc is not None:
-            self._tasks.append(asyncio.create_task(self._ping(), name=f"webrtc-ping-{self.session_id}"))
 
     async def close(self, reason: str) -> None:
         """The caller hangs up: the peer connection is closed."""
@@ -318,12 +318,6 @@ class WebRtcSession:
         self._last_rx = time.monotonic()
         with contextlib.suppress(asyncio.QueueFull):
             self._rtvi_q.put_nowait(raw)
-
-    async def _ping(self) -> None:
-        while True:
-            await asyncio.sleep(PING_S)
-            if self._dc is not None and self._dc.readyState == "open":
-                self._dc.send(f"ping: {int(time.time() * 1000)}")
 
     async def _read_rtvi(self) -> None:
         while True:
