@@ -73,7 +73,8 @@ docs: install
 
 test: install system-deps lint typecheck
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 -m "not serial"
+	$(BIN)/python -m pytest -q -m serial
 
 unit: install
 	$(BIN)/python -m pytest -q tests/unit
