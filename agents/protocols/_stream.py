@@ -20,7 +20,7 @@ from websockets.protocol import State
 
 from agents.protocols._secrets import install_log_redaction
 from harness.adapter import AgentError, AgentEvent, ErrorOut, HangupOut, RateLimited, retry_after_seconds
-from harness.model.events import FailureKind
+from harness.model.failures import FailureKind
 
 log = logging.getLogger(__name__)
 

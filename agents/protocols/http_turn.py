@@ -67,7 +67,7 @@ from harness.adapter import (
     retry_after_seconds,
 )
 from harness.model.campaign import AgentSpec
-from harness.model.events import FailureKind
+from harness.model.failures import FailureKind
 
 __all__ = ["HttpTurnAdapter", "HttpTurnSession", "http_adapter"]
 

@@ -65,7 +65,7 @@ from harness.adapter import (
 )
 from harness.disclosure import disclose
 from harness.model.campaign import AgentSpec, FactsDisclosure
-from harness.model.events import FAILURE_KINDS, FailureKind
+from harness.model.failures import FAILURE_KINDS, FailureKind
 from scenarios import Facts
 
 __all__ = [

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from agents.reference.chaos import ChaosAgent, Fault
 from agents.serve import ServeConfig, start_server
-from harness.model.events import FailureKind, NonServiceFlag
+from harness.model.failures import FailureKind, NonServiceFlag
 from harness.planning import load_campaign
 from harness.runtime import CampaignRunner
 from harness.runtime.campaign import RunSummary

@@ -19,7 +19,7 @@ from agents.serve._inner import InnerCall
 from agents.serve.config import ServeConfig
 from agents.serve.faults import BAD_AUDIO_B64, WireFault, wire_fault
 from harness.adapter import AgentAdapter, AgentError, AgentEvent, HangupOut
-from harness.model.events import FailureKind
+from harness.model.failures import FailureKind
 
 __all__ = ["build_http_app"]
 

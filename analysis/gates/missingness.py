@@ -19,7 +19,7 @@ import pandas as pd
 from scipy.stats import binomtest
 
 from analysis.deltas import CELL_KEYS, cell_label
-from harness.model.events import FAILURE_SIDE
+from harness.model.failures import FAILURE_SIDE
 
 AGENT_SIDE = frozenset(k for k, side in FAILURE_SIDE.items() if side == "agent")
 

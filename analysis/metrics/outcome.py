@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.metrics.table import EventTable
-from harness.model.events import NON_SERVICE_FLAGS
+from harness.model.failures import NON_SERVICE_FLAGS
 from harness.model.outcome import NO_RULE
 from scenarios import OUTCOMES, OutcomeRules, Scenario, outcome_rules
 

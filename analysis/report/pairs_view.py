@@ -21,7 +21,7 @@ from analysis.report import timeline
 from analysis.report.loader import RunOutputs
 from analysis.report.model import CallView, PairView
 from analysis.report.redact import TEXT_MASK, is_real_system
-from harness.model.events import NON_SERVICE_FLAGS
+from harness.model.failures import NON_SERVICE_FLAGS
 from scenarios.errors import VoiceAuditError
 
 BURDEN = ("burden_repair", "burden_auth", "burden_esc_s")

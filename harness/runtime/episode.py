@@ -26,7 +26,7 @@ from harness.caller.readers import ReaderSet
 from harness.disclosure import disclose
 from harness.model.campaign import AgentSpec, Campaign
 from harness.model.episode import BackendInfo, EpisodeHeader, EpisodeOutcome, EpisodeRecord, Exposure, Status
-from harness.model.events import FailureKind, NonServiceFlag, non_service_flag
+from harness.model.failures import FailureKind, NonServiceFlag, non_service_flag
 from harness.model.outcome import judge_outcome
 from harness.model.secrets import Redactor
 from harness.model.usage import UsageRecord

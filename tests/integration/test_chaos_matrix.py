@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from agents.reference._chaos_run import EXPECTED, NON_SERVICE, PROTOCOLS, ChaosRun, Where, run_chaos
-from harness.model.events import NON_SERVICE_FLAGS
+from harness.model.failures import NON_SERVICE_FLAGS
 from harness.rundir import EPISODES_JSONL, RunReader
 
 VOICE_AUDIT = [sys.executable, "-m", "harness.cli"]

@@ -38,7 +38,7 @@ from agents.protocols.wire import b64encode, call_from_json, call_to_json, event
 from agents.protocols.ws_stream import WsStreamSession
 from agents.serve import ServeConfig, ToneAgent, start_server
 from harness.adapter import AgentError, AgentEvent, AudioFormat, AudioOut, CallInfo, ErrorOut
-from harness.model.events import FAILURE_KINDS
+from harness.model.failures import FAILURE_KINDS
 from harness.runtime.playback import decode_agent_audio
 from harness.tools import ToolFixture
 from scenarios import BUNDLED_LIBRARY, ScenarioLibrary

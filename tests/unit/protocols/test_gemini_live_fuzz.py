@@ -25,7 +25,7 @@ from agents.protocols.gemini_live import GeminiLiveSession
 from agents.protocols.wire import b64encode
 from agents.serve import ServeConfig, ToneAgent, start_server
 from harness.adapter import AgentError, AgentEvent, AudioOut, CallInfo, ErrorOut
-from harness.model.events import FAILURE_KINDS
+from harness.model.failures import FAILURE_KINDS
 from harness.runtime.playback import decode_agent_audio
 from harness.tools import ToolFixture
 from scenarios import BUNDLED_LIBRARY, ScenarioLibrary, canonical_json

@@ -21,7 +21,7 @@ from agents.protocols.sip_uri import (
 from harness.adapter import AgentError, CallInfo, ErrorOut, HangupOut
 from harness.disclosure import disclose
 from harness.model.campaign import AgentSpec
-from harness.model.events import FAILURE_SIDE, non_service_flag
+from harness.model.failures import FAILURE_SIDE, non_service_flag
 from scenarios import BUNDLED_LIBRARY, ScenarioLibrary, canonical_json
 
 
