@@ -6,15 +6,19 @@ Only a missing browser skips these tests; a missing Playwright is a broken test 
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.helpers.rating_run import pristine_run, run_dir
+from tests.helpers.report_run import fx
+
+__all__ = ["fx", "pristine_run", "run_dir"]
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 FLAGS = [
     "--headless",
@@ -26,23 +30,6 @@ FLAGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-CAMPAIGN = """\
-name: matched_audit_7
-seed: 11
-scenarios: [refund_duplicate_charge]
-agents: [{name: scripted_ref, adapter: "agents.testing:scripted"}]
-pairs:
-  - contrast: [accent]
-    base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}
-    a: {accent: us_general}
-    b: {accent: l2_spanish}
-  - contrast: [affect]
-    base: {voice_profile: male_adult, accent: gb_southern, disfluency: none, wording: plain}
-    a: {affect: calm}
-    b: {affect: frustrated}
-voices: 2
-concurrency: 4
-"""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -51,25 +38,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for item in items:
             if Path(str(item.fspath)).parent == Path(__file__).parent:
                 item.add_marker(pytest.mark.skip(reason=reason))
-
-
-@pytest.fixture(scope="session")
-def pristine_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    parent = tmp_path_factory.mktemp("browser-run")
-    (parent / "c.yaml").write_text(CAMPAIGN)
-    exe = Path(sys.executable).with_name("voice-audit")
-    subprocess.run(
-        [str(exe), "run", str(parent / "c.yaml"), "--out", str(parent), "--run-id", "rate-run", "--quiet", "--no-stimulus-check"],
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
-    return parent / "rate-run"
-
-
-@pytest.fixture
-def run_dir(pristine_run: Path, tmp_path: Path) -> Path:
-    return Path(shutil.copytree(pristine_run, tmp_path / "run"))
 
 
 @pytest.fixture

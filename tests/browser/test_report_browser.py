@@ -3,8 +3,6 @@ keyboard, a short page before expansion, no errors, no network, audio plays, pai
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -12,29 +10,18 @@ from typing import Any
 from analysis.report import build_report, write_report
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-FIXTURE = Path(__file__).resolve().parents[1] / "unit" / "report" / "_fixture.py"
 
 
-def fixture_module() -> ModuleType:
-    name = "voice_audit_report_fixture"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, FIXTURE)
-        assert spec and spec.loader
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
-
-
-async def test_report_opens_plays_and_shows_a_pair(browser: Any, tmp_path: Path) -> None:
-    fx = fixture_module()
+async def test_report_opens_plays_and_shows_a_pair(browser: Any, fx: ModuleType, tmp_path: Path) -> None:
     built = build_report(fx.analysed_run(), environ=fx.ENVIRON)
     write_report(built, tmp_path / "report")
     index = tmp_path / "report" / "index.html"
     pair = next(
         p
         for p in built.report.pairs_shown
-        if p.parity_violation == 1.0 and p.b and any(i.lane == "tool" and i.kind == "fail" for i in p.b.timeline)
+        if p.parity_violation == 1.0
+        and p.b
+        and any(i.lane == "tool" and i.kind == "fail" for i in p.b.timeline)
     )
 
     page = await browser.new_page()
@@ -81,8 +68,9 @@ async def test_report_opens_plays_and_shows_a_pair(browser: Any, tmp_path: Path)
     assert any(u.endswith(".wav") for u in urls)
 
 
-async def test_report_leads_with_the_findings_and_opens_by_keyboard(browser: Any, tmp_path: Path) -> None:
-    fx = fixture_module()
+async def test_report_leads_with_the_findings_and_opens_by_keyboard(
+    browser: Any, fx: ModuleType, tmp_path: Path
+) -> None:
     built = build_report(fx.analysed_run(), environ=fx.ENVIRON)
     write_report(built, tmp_path / "report")
     index = tmp_path / "report" / "index.html"
@@ -129,8 +117,7 @@ async def test_report_leads_with_the_findings_and_opens_by_keyboard(browser: Any
     assert not errors, errors
 
 
-async def test_redacted_report_shows_no_condition_label(browser: Any, tmp_path: Path) -> None:
-    fx = fixture_module()
+async def test_redacted_report_shows_no_condition_label(browser: Any, fx: ModuleType, tmp_path: Path) -> None:
     built = build_report(fx.analysed_run(), environ=fx.ENVIRON, redact=True)
     write_report(built, tmp_path / "report")
     page = await browser.new_page()

@@ -4,8 +4,8 @@ with a secret URL, a token and an env-var-named secret planted in the campaign. 
 is a listener on 127.0.0.1 held open while the campaign runs (the run checks that agent URLs connect);
 its path carries the planted host name a redacted report must drop.
 
-Built once per process (about 8 s) and shared by the unit, integration and browser tests; tests
-copy it when they change it. Load this module with `load_fixture()` so the cache is shared.
+Built once per process (about 8 s) and shared by the integration and browser tests through the
+fixtures below (import them into a conftest); tests copy the run when they change it.
 """
 
 from __future__ import annotations
@@ -16,6 +16,11 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from analysis.report import Built, build_report, write_report
 
 HERE = Path(__file__).resolve().parent
 SECRET_URL_KEY = "PLANTED-URL-KEY-7f3a"
@@ -94,7 +99,17 @@ def analysed_run() -> Path:
     with socket.create_server(("127.0.0.1", 0)) as endpoint:
         (parent / "c.yaml").write_text(campaign(endpoint.getsockname()[1]))
         subprocess.run(
-            [str(exe), "run", str(parent / "c.yaml"), "--out", str(parent), "--run-id", "rep", "--quiet", "--no-stimulus-check"],
+            [
+                str(exe),
+                "run",
+                str(parent / "c.yaml"),
+                "--out",
+                str(parent),
+                "--run-id",
+                "rep",
+                "--quiet",
+                "--no-stimulus-check",
+            ],
             check=True,
             capture_output=True,
             timeout=300,
@@ -108,16 +123,28 @@ def analysed_run() -> Path:
     return run
 
 
-def load_fixture() -> object:
-    """This module, imported once under a fixed name so every test folder shares the cache."""
-    import importlib.util
+@pytest.fixture(scope="session")
+def fx() -> ModuleType:
+    """This module: the planted secrets and environment the report tests check against."""
+    return sys.modules[__name__]
 
-    name = "voice_audit_report_fixture"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, __file__)
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+
+@pytest.fixture(scope="session")
+def run_dir() -> Path:
+    return analysed_run()
+
+
+@pytest.fixture(scope="session")
+def full(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Built, Path]:
+    built = build_report(run_dir, environ=ENVIRON)
+    out = tmp_path_factory.mktemp("report-full")
+    write_report(built, out)
+    return built, out
+
+
+@pytest.fixture(scope="session")
+def redacted(run_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Built, Path]:
+    built = build_report(run_dir, environ=ENVIRON, redact=True)
+    out = tmp_path_factory.mktemp("report-redacted")
+    write_report(built, out)
+    return built, out

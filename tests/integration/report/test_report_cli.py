@@ -2,34 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
-import sys
 from pathlib import Path
-from types import ModuleType
 
 from typer.testing import CliRunner
 
 from analysis.report.cli import app
 
-FIXTURE = Path(__file__).resolve().parents[1] / "unit" / "report" / "_fixture.py"
 
-
-def fixture_module() -> ModuleType:
-    name = "voice_audit_report_fixture"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, FIXTURE)
-        assert spec and spec.loader
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
-
-
-def test_report_command_full_and_redacted(tmp_path: Path, monkeypatch: object) -> None:
-    fx = fixture_module()
-    run = fx.analysed_run()
+def test_report_command_full_and_redacted(run_dir: Path, tmp_path: Path, monkeypatch: object) -> None:
+    run = run_dir
     runner = CliRunner()
     res = runner.invoke(app, [str(run), "-o", str(tmp_path / "full"), "--max-pairs", "3"])
     assert res.exit_code == 0, res.output
@@ -43,9 +26,8 @@ def test_report_command_full_and_redacted(tmp_path: Path, monkeypatch: object) -
     assert json.loads((tmp_path / "red" / "report.json").read_text())["redaction"]["redacted"] is True
 
 
-def test_report_command_without_analysis_says_what_to_run(tmp_path: Path) -> None:
-    fx = fixture_module()
-    run = Path(shutil.copytree(fx.analysed_run(), tmp_path / "run"))
+def test_report_command_without_analysis_says_what_to_run(run_dir: Path, tmp_path: Path) -> None:
+    run = Path(shutil.copytree(run_dir, tmp_path / "run"))
     (run / "gates.json").unlink()
     res = CliRunner().invoke(app, [str(run), "-o", str(tmp_path / "out")])
     assert res.exit_code == 2

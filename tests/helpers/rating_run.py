@@ -1,4 +1,5 @@
-"""A real run folder (scripted agent, real eSpeak callers) made once per session by the CLI."""
+"""A real run folder (scripted agent, real eSpeak callers) made once per session by the CLI, shared by the
+rating and browser tests through the fixtures below (import them into a conftest)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,17 @@ def make_run(parent: Path) -> Path:
     (parent / "c.yaml").write_text(CAMPAIGN)
     exe = Path(sys.executable).with_name("voice-audit")
     subprocess.run(
-        [str(exe), "run", str(parent / "c.yaml"), "--out", str(parent), "--run-id", "rate-run", "--quiet", "--no-stimulus-check"],
+        [
+            str(exe),
+            "run",
+            str(parent / "c.yaml"),
+            "--out",
+            str(parent),
+            "--run-id",
+            "rate-run",
+            "--quiet",
+            "--no-stimulus-check",
+        ],
         check=True,
         capture_output=True,
         timeout=300,
