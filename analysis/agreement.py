@@ -1,4 +1,4 @@
-"""Rater agreement and persona perceptibility for the validation gates (METHOD.md section 3).
+"""Rater agreement and persona perceptibility for the validation gates (docs/method/index.md section 3).
 
 * ``cohen_kappa`` -- two raters; interval from the Fleiss, Cohen & Everitt (1969) large-sample
   variance (the "ASE" of SAS PROC FREQ), clipped to [-1, 1].

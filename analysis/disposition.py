@@ -1,4 +1,4 @@
-"""Claim disposition (METHOD.md section 6): which claims the evidence supports, and why not more.
+"""Claim disposition (docs/method/index.md section 6): which claims the evidence supports, and why not more.
 
 Levels, weakest first: `diagnostics_only` < `construct_validation` (validated artifacts turn into
 interpretable deltas; what a single gated pair supports) < `paired_disparity` (this agent, this
@@ -165,7 +165,7 @@ def disposition(
             "architecture_comparison": arch or None,
             "gates_not_passed": failed,
             "note": "a population-level claim needs a powered sample; a vendor or architecture comparison needs locked "
-            "scenarios, validated metrics and reproducible logs across several systems (METHOD.md section 6)",
+            "scenarios, validated metrics and reproducible logs across several systems (docs/method/index.md section 6)",
         },
         "cells": cells,
         "instances_by_claim": inst["claim"].value_counts().to_dict(),

@@ -1,4 +1,4 @@
-"""Join the two calls of each matched pair and check tool-call parity (METHOD.md section 4).
+"""Join the two calls of each matched pair and check tool-call parity (docs/method/index.md section 4).
 
 Parity has four parts, each 0/1 (1 = violation) with the diff: availability (the tool set the
 harness provisioned), sequence (call names in order), returned keys and success states. Keys and

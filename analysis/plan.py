@@ -1,6 +1,6 @@
 """The frozen analysis plan: thresholds, alpha, metric families and their corrections, hashed.
 
-METHOD.md section 3 freezes thresholds before collection and hashes the plan like a scenario, so
+docs/method/index.md section 3 freezes thresholds before collection and hashes the plan like a scenario, so
 the plan is a validated model loaded from YAML and its sha256 (over the canonical JSON of the
 validated model, not the file bytes) goes into every output.
 """
@@ -75,7 +75,7 @@ class DifferentialFailureGate(Frozen):
 
 
 class ObserverGate(Frozen):
-    """The caller's reading against blind raters' majority (METHOD.md section 8)."""
+    """The caller's reading against blind raters' majority (docs/method/index.md section 8)."""
 
     kappa: float = Field(default=0.60, gt=0, le=1)
     min_turns: int = Field(default=30, ge=1)

@@ -1,4 +1,4 @@
-"""The validation gates: the seven of METHOD.md section 3 and the differential-failure and
+"""The validation gates: the seven of docs/method/index.md section 3 and the differential-failure and
 observer-validity gates of section 8; pass / fail / not-evaluable, with evidence.
 
 Each gate gives a run-level verdict and a verdict per pair (the audit instance), so disposition can

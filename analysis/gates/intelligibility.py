@@ -1,4 +1,4 @@
-"""The human part of the stimulus gate (METHOD.md section 8): raters understand both conditions.
+"""The human part of the stimulus gate (docs/method/index.md section 8): raters understand both conditions.
 
 Raters hear a caller turn and type what they heard (the rating app's ``intelligibility`` task).
 Each transcript is scored against the turn's scripted words with ``harness.audio.wer`` (the

@@ -1,4 +1,4 @@
-"""The observer-validity gate (METHOD.md section 8): is the caller's reading of the agent a valid instrument?
+"""The observer-validity gate (docs/method/index.md section 8): is the caller's reading of the agent a valid instrument?
 
 Blind raters label sampled agent turns ("what did the agent do in this turn?", the `observer`
 task of the rating app). The caller's logged reading of each rated turn (`caller_decision`) is

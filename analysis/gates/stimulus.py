@@ -1,4 +1,4 @@
-"""The stimulus pre-screen gate (METHOD.md section 8): is each condition's audio a person's speech,
+"""The stimulus pre-screen gate (docs/method/index.md section 8): is each condition's audio a person's speech,
 not an engine's failure?
 
 The run's stimulus pilot (`stimuli/stimuli.json`, written by `voice-audit run`) holds every line of

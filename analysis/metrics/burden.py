@@ -1,4 +1,4 @@
-"""Path-burden family: Repair(e), Auth(e), Esc(e) (METHOD.md section 4), repeated questions, time.
+"""Path-burden family: Repair(e), Auth(e), Esc(e) (docs/method/index.md section 4), repeated questions, time.
 
 Operationalisation, from the caller's logged decisions (the caller policy is the one observer that
 is identical for every adapter):

@@ -1,4 +1,4 @@
-"""Safety-event family: one 0/1 flag per category (METHOD.md section 4), proxies marked as such.
+"""Safety-event family: one 0/1 flag per category (docs/method/index.md section 4), proxies marked as such.
 
 Each event has one definition, shared with the caller's reader where the caller reads it too
 (`scenarios.safety` holds the lexicons and the table of definitions):

@@ -1,6 +1,6 @@
 """The intelligibility task: raters hear one caller turn and type the words they heard.
 
-This is the human part of the stimulus gate (METHOD.md section 8): persona perceptibility asks
+This is the human part of the stimulus gate (docs/method/index.md section 8): persona perceptibility asks
 whether raters hear the intended accent, this asks whether they understand the words. A rater's
 transcript is scored against the scripted words of the turn (``harness.audio.wer``'s normaliser
 and word error count, the same the pilot's reference recogniser is scored with), so a condition's

@@ -1,4 +1,4 @@
-"""Declared ordinal scales for the conversation-quality task (METHOD.md section 4).
+"""Declared ordinal scales for the conversation-quality task (docs/method/index.md section 4).
 
 Declared once, here, so the page, the label validator and the agreement statistics use the same
 points; a value is the 1-based point number, which keeps Krippendorff's ordinal distance meaningful.

@@ -56,7 +56,7 @@ FAMILY_PRIORITY = ("terminal_outcome", "safety_events", "path_burden", "tool_beh
 families follow in the plan's order."""
 METHOD_FILE = Path(__file__).parent / "templates" / "method.md"
 _METHOD_HEADING = re.compile(r"^## (\d+)\. (.+)$", re.MULTILINE)
-_METHOD_REF = re.compile(r"METHOD\.md section (\d+)")
+_METHOD_REF = re.compile(r"(?:METHOD\.md|docs/method/index\.md),? section (\d+)")
 FINDINGS_RULE = (
     "per cell (agent x scenario x contrast) each family's largest delta (|estimate| / half the interval "
     "width); findings of cells whose stimuli failed the pre-screen after all others; those whose interval excludes 0 first, then by family (outcome, safety, burden, tool use, the "

@@ -25,7 +25,7 @@ Degenerate data (never NaN): no pairs -> everything ``None``; one pair -> estima
 all differences identical -> a zero-width interval at the estimate, p = 1 if the estimate is 0
 and ``None`` otherwise (no variance to test against), with a note.
 
-The path-burden vector B = (Repair, Auth, Esc) is estimated componentwise (METHOD.md section 5):
+The path-burden vector B = (Repair, Auth, Esc) is estimated componentwise (docs/method/index.md section 5):
 each component keeps the pairs complete for that component, so ``n_pairs`` can differ by
 component and is reported per component.
 """

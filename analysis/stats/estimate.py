@@ -1,6 +1,6 @@
 """The one result type every paired statistic returns, carrying its sign convention with it.
 
-METHOD.md section 5 requires the convention next to every delta, so it is a field of the result
+docs/method/index.md section 5 requires the convention next to every delta, so it is a field of the result
 rather than a line in a report template that can drift away from the number.
 """
 

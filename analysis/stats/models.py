@@ -1,6 +1,6 @@
 """Confirmatory and sensitivity models on the long episode frame (coefficients in a - b).
 
-* ``logistic_mixed`` -- binary outcomes and safety events (METHOD.md section 5 confirmation):
+* ``logistic_mixed`` -- binary outcomes and safety events (docs/method/index.md section 5 confirmation):
   ``statsmodels`` ``BinomialBayesMixedGLM`` with a fixed effect for condition a (``is_a``) and
   variance components for scenario, voice, run batch and agent, each included only where it
   varies. The fit is the variational-Bayes posterior (``fit_vb``; priors: N(0, 2^2) on fixed

@@ -1,6 +1,6 @@
 """Multiple-comparison correction declared per metric family and applied within a family only.
 
-METHOD.md section 5: the correction is declared in advance *within* each metric family, never
+docs/method/index.md section 5: the correction is declared in advance *within* each metric family, never
 across everything. A ``CorrectionPlan`` maps family -> method and is part of the frozen analysis
 plan; ``adjust_within_families`` refuses estimates whose family the plan does not declare rather
 than guessing. Estimates without a p-value (not estimable) are left unadjusted and do not count

@@ -1,4 +1,4 @@
-"""Subgroup discovery (METHOD.md section 7): which combinations of caller attributes an agent serves worst.
+"""Subgroup discovery (docs/method/index.md section 7): which combinations of caller attributes an agent serves worst.
 
 Typical use: `discretise` the continuous attributes, `mine` once for all outcomes, read `Subgroups.table()`,
 then `rank_subgroups` (pruning + BH), `shapley_values` / `global_item_divergence` and the plots.

@@ -1,4 +1,4 @@
-"""Subgroup discovery on run folders (METHOD.md section 7): attributes, mining, gaps, follow-up, CI narrowing.
+"""Subgroup discovery on run folders (docs/method/index.md section 7): attributes, mining, gaps, follow-up, CI narrowing.
 
 The mining engine itself, on any table, is `analysis.subgroups`; this package feeds it a run's episodes.
 

@@ -1,6 +1,6 @@
 """`plan-followup`: a new campaign that spends more matched pairs on a run's top-K critical subgroups.
 
-Targeted acquisition (METHOD.md section 7): the follow-up keeps the run's locked scenarios, agents,
+Targeted acquisition (docs/method/index.md section 7): the follow-up keeps the run's locked scenarios, agents,
 backends, channel and pacing, lists only the pair specs that feed the critical subgroups, and runs
 them with every voice the catalogue has and more replicates. Its seed derives from the parent seed
 and the new batch name: the planner derives caller ids from the seed, so reusing the parent seed

@@ -1,4 +1,4 @@
-"""The stimulus pilot's record and the automatic pre-screen rule (METHOD.md section 8).
+"""The stimulus pilot's record and the automatic pre-screen rule (docs/method/index.md section 8).
 
 Before any call, every line each voice of each cell can say is rendered as the agent would receive
 it and read by a reference recogniser that is independent of the agents. A condition whose

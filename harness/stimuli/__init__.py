@@ -1,4 +1,4 @@
-"""The stimulus pilot (METHOD.md section 8, Stage 1): every line each voice of each cell can say,
+"""The stimulus pilot (docs/method/index.md section 8, Stage 1): every line each voice of each cell can say,
 rendered as the agent would receive it and read by a reference recogniser, before any call.
 
 `run_pilot` measures a campaign's stimuli; `write_pilot` writes the record and a page where every
