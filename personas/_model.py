@@ -9,8 +9,9 @@ from pydantic import Field, field_validator, model_validator
 
 from scenarios.base import Frozen, sha256_of
 
-AXES: tuple[str, ...] = ("accent", "voice_profile", "affect", "disfluency", "wording")
 Axis = Literal["accent", "voice_profile", "affect", "disfluency", "wording"]
+AXES: tuple[str, ...] = Axis.__args__  # type: ignore[attr-defined]
+"""The persona axes, in their canonical order: the one definition every package imports."""
 
 
 class AccentLevel(Frozen):

@@ -93,15 +93,14 @@ from pydantic import Field, field_validator
 
 from agents.reference._acoustics import AcousticFeatures
 from harness.adapter import CALLER_ACT, HUMAN_REQUEST_ACT, utterance_key
+from personas import Axis
 from scenarios.base import Frozen
-
-AxisName = Literal["accent", "voice_profile", "affect", "disfluency", "wording"]
 
 
 class Target(Frozen):
     """Fire for callers whose detected level on `axis` is one of `levels`."""
 
-    axis: AxisName
+    axis: Axis
     levels: tuple[str, ...] = Field(min_length=1)
 
     def matches(self, detected: Mapping[str, str]) -> bool:

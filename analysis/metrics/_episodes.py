@@ -17,8 +17,7 @@ from typing import Any
 import pandas as pd
 
 from harness.model.episode import EpisodeRecord
-
-AXES: tuple[str, ...] = ("accent", "voice_profile", "affect", "disfluency", "wording")
+from personas import AXES
 
 _FIELDS: tuple[str, ...] = (
     *(

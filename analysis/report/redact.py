@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from harness.model.secrets import MASK, MIN_SECRET
+from personas import AXES
 
 # Adapters whose words are synthetic and bundled with voice-audit; everything else (protocol
 # adapters, module:attr, third-party entry points) is treated as a real system.
@@ -20,15 +21,8 @@ URL = re.compile(r"\b(?:https?|wss?|ftp)://[^\s\"'<>)]+", re.IGNORECASE)
 URL_MASK = "[redacted-url]"
 LEVEL_MASK = "[redacted]"
 LEVEL_MASK_NOTE = "condition labels (persona levels such as accent=...; the sides are named a and b)"
-PERSONA_AXES: tuple[str, ...] = (
-    "accent",
-    "voice_profile",
-    "affect",
-    "disfluency",
-    "wording",
-    "gender",
-    "age_band",
-)
+PERSONA_AXES: tuple[str, ...] = (*AXES, "gender", "age_band")
+"""The persona axes and the voice attributes a condition label may name."""
 LEVEL = re.compile(r"\b(" + "|".join(PERSONA_AXES) + r")=(?!\[redacted\])[^|\s,;:\"'<>&)(#\]]+")
 TEXT_MASK = "[redacted: real-system text]"
 _MIN_SECRET = MIN_SECRET

@@ -19,9 +19,9 @@ from analysis.subgroups_run.attributes import PERSONA
 from analysis.subgroups_run.mining import RunMining
 from analysis.subgroups_run.outputs import items_of
 from harness.model.campaign import Campaign
+from personas import AXES
 
-SETTABLE: frozenset[str] = frozenset({"accent", "voice_profile", "gender", "age_band", "affect", "disfluency", "wording", "scenario"})
-_AXES = ("accent", "voice_profile", "affect", "disfluency", "wording")
+SETTABLE: frozenset[str] = frozenset({*AXES, "gender", "age_band", "scenario"})
 
 
 @dataclass(frozen=True)
@@ -70,14 +70,14 @@ def resolve_specs(campaign: Campaign) -> list[tuple[tuple[str, ...], tuple[str, 
     for spec in campaign.pairs:
         a = {**spec.base, **spec.a}
         b = {**spec.base, **spec.b}
-        out.append((tuple(a.get(x, "") for x in _AXES), tuple(b.get(x, "") for x in _AXES), ",".join(spec.contrast)))
+        out.append((tuple(a.get(x, "") for x in AXES), tuple(b.get(x, "") for x in AXES), ",".join(spec.contrast)))
     return out
 
 
 def spec_of_episodes(raw: pd.DataFrame, campaign: Campaign) -> np.ndarray:
     """Index of the pair spec each episode was planned from (-1 when none matches)."""
     keys = {k: i for i, k in enumerate(resolve_specs(campaign))}
-    cond = raw[list(_AXES)].astype(str).apply(tuple, axis=1)
+    cond = raw[list(AXES)].astype(str).apply(tuple, axis=1)
     sides = pd.DataFrame({"pair_id": raw["pair_id"], "side": raw["side"], "cond": cond})
     a = sides[sides["side"] == "a"].drop_duplicates("pair_id").set_index("pair_id")["cond"]
     b = sides[sides["side"] == "b"].drop_duplicates("pair_id").set_index("pair_id")["cond"]
