@@ -118,7 +118,8 @@ def schema_markdown() -> str:
         "Generated from the JSON Schemas `voice-audit schema -o DIR` writes "
         "(`python -m harness.reference_docs docs/reference`). Every model forbids unknown fields.\n",
     ]
-    for name, doc in sorted(schema_documents().items()):
+    for name, raw in sorted(schema_documents().items()):
+        doc: dict[str, Any] = dict(raw)
         out.append(f"## {name}\n")
         out.append(f"`voice-audit schema` writes it as `{name}.schema.json`.\n")
         if "properties" in doc:
