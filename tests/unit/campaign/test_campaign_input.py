@@ -2,37 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from harness.planning import load_campaign
 from scenarios import ConfigError
-
-GOOD = """\
-name: t
-seed: 3
-scenarios: [refund_duplicate_charge, outage_support]
-agents:
-  - {name: s, adapter: "agents.testing:scripted"}
-pairs:
-  - contrast: [accent]
-    base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}
-    a: {accent: us_general}
-    b: {accent: l2_spanish}
-  - contrast: []
-    base: {accent: gb_rp, voice_profile: male_adult, affect: calm, disfluency: none, wording: plain}
-voices: 3
-replicates: 2
-"""
-
-
-def write(tmp_path: Path, text: str) -> Path:
-    p = tmp_path / "c.yaml"
-    p.write_text(text)
-    return p
+from tests.helpers.campaign_input import GOOD, write
 
 
 def test_good_campaign_plans_matched_pairs(tmp_path: Path) -> None:
@@ -83,16 +59,3 @@ def test_bad_campaign_gives_one_positioned_line(tmp_path: Path, name: str, text:
     assert "\n" not in rendered
     if line is not None:
         assert err.value.line == line, rendered
-
-
-def test_cli_bad_input_exits_nonzero_and_writes_nothing(tmp_path: Path) -> None:
-    path = write(tmp_path, GOOD.replace("l2_spanish", "klingon"))
-    out = tmp_path / "runs"
-    res = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", str(path), "--out", str(out)],
-        capture_output=True, text=True, timeout=120,
-    )
-    assert res.returncode == 2
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and "klingon" in lines[0] and f"{path}:10:" in lines[0]
-    assert not out.exists()
