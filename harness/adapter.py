@@ -192,6 +192,9 @@ class UsageOut:
     quantities: Mapping[str, float]
     source: str
     model: str | None = None
+    unknown: tuple[str, ...] = ()
+    """Meters the vendor left unreported for this part of the call (e.g. an answer without usage):
+    the call's quantity of each is unknown, not the sum of the parts that were reported."""
 
 
 @dataclass(frozen=True, slots=True)

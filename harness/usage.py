@@ -70,16 +70,31 @@ def call_usage(
             )
         )
     reported: dict[tuple[str, str, str | None], float] = {}
+    unreported: dict[tuple[str, str, str | None], None] = {}
     for e in events:
         if isinstance(e, Usage):
             for meter, q in e.quantities.items():
                 key = (meter, e.source, e.model)
                 reported[key] = reported.get(key, 0.0) + float(q)
+            for meter in e.unknown:
+                unreported[(meter, e.source, e.model)] = None
     for (meter, source, model), q in sorted(
         reported.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2] or "")
     ):
-        items.append(UsageItem(meter=meter, quantity=q, side="agent", source=source, model=model))
-    if not reported:
+        if (meter, source, model) not in unreported:
+            items.append(UsageItem(meter=meter, quantity=q, side="agent", source=source, model=model))
+    for meter, source, model in unreported:  # a part of the call went unreported: the total is unknown
+        items.append(
+            UsageItem(
+                meter=meter,
+                quantity=None,
+                side="agent",
+                source=source,
+                model=model,
+                reason="the agent side left part of the call unreported",
+            )
+        )
+    if not reported and not unreported:
         items.append(
             UsageItem(
                 meter=AGENT_USAGE,

@@ -632,13 +632,15 @@ class LLMPolicy:
         log.debug("llm %s answer %d: %s", self.cfg.label, self.model_calls, resp.content)
         return parse_step(resp, actions)
 
-    def take_usage(self) -> dict[str, float] | None:
-        """Tokens since the last call, for a `UsageOut`; None when there were none to report or the
-        endpoint left any answer's usage out (then the call's usage stays unknown, never zero)."""
+    def take_usage(self) -> tuple[dict[str, float], tuple[str, ...]] | None:
+        """Tokens since the last call and the meters an answer left unreported, for a `UsageOut`;
+        None when there is nothing to say. Once an answer came without usage, the call's tokens
+        are unknown (never the sum of the answers that had it)."""
         usage, self.usage = self.usage, {}
-        if self.usage_unknown:
+        unknown = ("input_tokens", "output_tokens", "cached_input_tokens") if self.usage_unknown else ()
+        if not usage and not unknown:
             return None
-        return usage or None
+        return usage, unknown
 
     def take_compute_ms(self) -> float:
         """Model compute since the last call (added to the turn's `TurnEnd.compute_ms`)."""

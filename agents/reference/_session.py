@@ -273,8 +273,11 @@ class TurnSession:
         for ev in events:
             self._queue.put_nowait(ev)
         if usage:
+            quantities, unknown = usage
             model = getattr(getattr(self.policy, "cfg", None), "label", None)
-            self._queue.put_nowait(UsageOut(usage, source="llm", model=model if isinstance(model, str) else None))
+            self._queue.put_nowait(
+                UsageOut(quantities, source="llm", model=model if isinstance(model, str) else None, unknown=unknown)
+            )
         self._queue.put_nowait(TurnEnd(compute_ms=compute))
         if self.policy.ended or any(isinstance(ev, HangupOut) for ev in events):
             self._queue.put_nowait(None)

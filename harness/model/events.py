@@ -534,6 +534,11 @@ class Usage(_Event):
         description="Meter -> quantity as reported (input_tokens, output_audio_tokens, ...).",
         examples=[{"input_tokens": 812, "output_tokens": 95}],
     )
+    unknown: tuple[str, ...] = Field(
+        default=(),
+        description="Meters left unreported for this part of the call: the call's quantity of each is unknown.",
+        examples=[["input_tokens", "output_tokens"]],
+    )
 
 
 class RateLimited(_Event):

@@ -169,7 +169,9 @@ class CallLog:
             self.facts_seen = ev.sha256
             s.emit("facts_provisioned", t_ms, sha256=ev.sha256, reported_by_agent=True)
         elif isinstance(ev, UsageOut):
-            s.emit("usage", t_ms, source=ev.source, model=ev.model, quantities=dict(ev.quantities))
+            s.emit(
+                "usage", t_ms, source=ev.source, model=ev.model, quantities=dict(ev.quantities), unknown=ev.unknown
+            )
         elif isinstance(ev, RateLimitOut):
             s.emit("rate_limited", t_ms, source=ev.source, retry_after_s=ev.retry_after_s, message=ev.message)
             self.pause_agent_s = max(self.pause_agent_s or 0.0, ev.retry_after_s)
