@@ -8,6 +8,10 @@ import subprocess
 import sys
 import time
 
+import pytest
+
+pytestmark = pytest.mark.serial  # worker exit within a wall-clock deadline is asserted
+
 CHILD = """
 import asyncio
 from harness.audio import SpeechSynthesizer

@@ -27,6 +27,8 @@ class HangOnMagic(EspeakBackend):
         return super().synthesize(text, ssml, params)
 """
 
+pytestmark = pytest.mark.serial  # synthesis timeouts and elapsed wall time are asserted
+
 LIMIT = SynthesisTimeout(base_s=1.5, per_char_s=0.0, cold_start_s=60.0)
 VOICE = SpeechParams(voice="en-us", variant="f2")
 

@@ -352,6 +352,7 @@ async def broken(ws: ServerConnection, seen: list[gt.LiveClientMessage]) -> None
     await ws.close(1011, "Internal error encountered.")
 
 
+@pytest.mark.serial  # real-time timing is asserted
 def test_a_silent_or_failing_live_agent_is_an_outcome_with_its_pair_kept(tmp_path: Path) -> None:
     async def run() -> RunReader:
         async with Server(silent) as quiet, Server(broken) as failing:

@@ -24,7 +24,7 @@ import pytest
 
 from harness.adapter import StateOut, ToolCallOut, ToolResultOut
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # serial: a local LLM: long and CPU-bound
 pytest.importorskip("llama_cpp", reason="needs the llm extra: pip install 'voice-audit[llm]'")
 
 

@@ -31,7 +31,7 @@ from harness.rundir import RunReader
 from scenarios import BUNDLED_LIBRARY, Scenario, ScenarioLibrary
 
 pytest.importorskip("llama_cpp", reason="needs the llm extra: pip install 'voice-audit[llm]'")
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # serial: a local LLM: long and CPU-bound
 
 TURNS = (
     "Before I look into that, could you confirm your date of birth for me?",

@@ -29,6 +29,8 @@ from harness.rundir import RunReader  # noqa: E402
 from harness.runtime import CampaignRunner  # noqa: E402
 from scenarios import BUNDLED_LIBRARY, ScenarioLibrary  # noqa: E402
 
+pytestmark = pytest.mark.serial  # real-time calls; the bot's stop latency on a barge-in is measured
+
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "protocols"
 BOT = FIXTURES / "pipecat_bot.py"
 # "Hello, I was charged twice for my subscription this month." (eSpeak NG en-us, mu-law 8 kHz)

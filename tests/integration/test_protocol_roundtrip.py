@@ -216,6 +216,7 @@ async def test_twilio_round_trip_marks_and_hangup() -> None:
     assert len(inner.heard_ms) == 2
 
 
+@pytest.mark.serial  # real-time timing is asserted
 async def test_twilio_barge_in_gets_clear_and_pending_marks_echoed() -> None:
     agent = ToneAgent(AgentSpec(name="tone", adapter="x", options={"tone_ms": 4000, "hangup_after": 5}))
     async with start_server(agent, "twilio", config=CFG) as srv:

@@ -18,9 +18,13 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from harness.planning import load_campaign
 from harness.rundir import RunReader
 from harness.runtime.runlock import RunLock
+
+pytestmark = pytest.mark.serial  # kills a run mid-call and asserts cleanup within wall-clock deadlines
 
 CAMPAIGN = """\
 name: kill

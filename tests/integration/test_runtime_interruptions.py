@@ -6,11 +6,15 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import pytest
+
 from agents.serve import start_server
 from agents.testing import ScriptedAgent
 from harness.planning import load_campaign
 from harness.rundir import RunReader
 from harness.runtime import CampaignRunner
+
+pytestmark = pytest.mark.serial  # real-time calls; stop latency and overlap of a barge-in are measured
 
 CAMPAIGN = """\
 name: rt-barge

@@ -136,6 +136,7 @@ def test_accelerated_silent_hang_up_and_disconnect_stay_in_the_deltas(tmp_path: 
                 assert last.budget_ms == 45_000 and 45_000 <= last.silence_ms < 60_000
 
 
+@pytest.mark.serial  # real-time timing is asserted
 def test_realtime_silent_agent_runs_out_the_callers_patience(tmp_path: Path) -> None:
     agents = _scripted("twin", None) + _scripted("silent", "silent")
     extra = (

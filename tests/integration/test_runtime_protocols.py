@@ -114,6 +114,7 @@ def _check_run(run_dir: Path, *, expect_refund: bool) -> None:
                     assert np.abs(audio[max(0, i - rate // 100) : i, 1]).max() < 200
 
 
+@pytest.mark.serial  # real-time timing is asserted
 def test_twilio_media_streams_full_call(tmp_path: Path) -> None:
     run_dir, agent = asyncio.run(_run(tmp_path, "twilio", "twilio", "realtime"))
     _check_identity(run_dir, agent)
@@ -129,6 +130,7 @@ def test_twilio_media_streams_full_call(tmp_path: Path) -> None:
         assert any(e.type == "mark" and e.action == "echoed" for e in events), "marks must be echoed after playback"
 
 
+@pytest.mark.serial  # real-time timing is asserted
 @pytest.mark.parametrize(
     ("protocol", "adapter", "pacing"),
     [("ws", "ws", "realtime"), ("http", "http", "accelerated"), ("realtime", "realtime", "realtime")],

@@ -28,7 +28,7 @@ from harness.rundir import RunReader
 from harness.runtime import CampaignRunner
 from tests.helpers.sip_peers import free_port_pair
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # serial: a real-time SIP campaign under call timeouts
 
 CAMPAIGN = """\
 name: sip-campaign

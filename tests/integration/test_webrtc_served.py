@@ -19,7 +19,7 @@ from harness.planning import load_campaign
 from harness.rundir import RunReader
 from harness.runtime import CampaignRunner
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # serial: a real-time WebRTC campaign under call timeouts
 
 REFERENCE = """\
 name: webrtc-reference
