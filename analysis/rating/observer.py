@@ -14,15 +14,16 @@ import random
 from collections.abc import Iterable
 from pathlib import Path
 
-from harness.model import EpisodeRecord
+from harness.model import Classification, EpisodeRecord
 from harness.rundir import RunReader
 from scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
 TURNS_PER_CALL = 3
 OTHER_FACT = "other_fact"
 
-# The caller's classification vocabulary in precedence order, with the words raters read.
-ACT_CHOICES: tuple[tuple[str, str], ...] = (
+# The caller's logged classification vocabulary (`harness.model.Classification`) in precedence order,
+# with the words raters read; "silence" is no choice (a rated turn has words).
+ACT_CHOICES: tuple[tuple[Classification, str], ...] = (
     ("handoff", "Transfers the caller to a human now"),
     ("repair_request", "Says it did not get what the caller said, asks again"),
     ("challenge", "Asks the caller to prove who they are (name, date of birth, a code...)"),

@@ -91,7 +91,7 @@ class RatingSession:
         if item.task == "intelligibility":
             payload["question"] = INTELLIGIBILITY_QUESTION
         elif item.task == "observer":
-            labels = dict(ACT_CHOICES)
+            labels: dict[str, str] = dict(ACT_CHOICES)
             payload["question"] = OBSERVER_QUESTION
             payload["transcript"] = item.text or ""
             payload["options"] = [labels[a] for a in item.options]

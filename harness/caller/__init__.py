@@ -2,7 +2,8 @@
 
 from harness.caller.classify import RuleReader, classify, read_turn
 from harness.caller.policy import HUMAN_REQUEST, UNKNOWN_FACT, CallerPolicy, Decision, Say, caller_lines
-from harness.caller.reading import ACT_MEANING, ACTS, PRECEDENCE, Act, ActHit, Reader, Reading, make_reading
+from harness.caller.reading import PRECEDENCE, ActHit, Reader, Reading, make_reading
+from harness.model.dialogue_acts import ACT_MEANING, ACTS, Act
 
 __all__ = [
     "ACTS",

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 
-from harness.caller.reading import Act, ActHit
+from harness.caller.reading import ActHit
+from harness.model.dialogue_acts import Act
 from scenarios.safety import AFFECT_AMPLIFICATION, COERCIVE_RETENTION, HANDOFF_REFUSED
 
 

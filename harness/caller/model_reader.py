@@ -15,8 +15,9 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from harness.caller.reading import ACT_MEANING, ACTS, ActHit, Reading, make_reading
+from harness.caller.reading import ActHit, Reading, make_reading
 from harness.llm import ChatRequest, ChatResponse, LLMError, LocalChatClient, Message, packaged_model
+from harness.model.dialogue_acts import ACT_MEANING, ACTS
 from scenarios import Scenario
 
 CACHE_SIZE = 4096

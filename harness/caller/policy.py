@@ -14,7 +14,7 @@ from typing import Literal
 from harness.caller.classify import RuleReader
 from harness.caller.patience import PATIENCE_LINES
 from harness.caller.reading import Reader, Reading, make_reading
-from harness.model.events import Classification
+from harness.model.dialogue_acts import Classification
 from scenarios import Anchor, Scenario
 
 UtteranceKind = Literal[

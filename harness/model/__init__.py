@@ -1,5 +1,5 @@
-"""The data model shared by the runtime and analysis: campaigns, events, episodes, run manifests,
-the usage ledger, prices and budgets."""
+"""The data model shared by the runtime and analysis: campaigns, events, the dialogue-act and failure
+vocabularies, episodes, run manifests, the usage ledger, prices and budgets."""
 
 from harness.model.campaign import (
     AgentSpec,
@@ -11,6 +11,15 @@ from harness.model.campaign import (
     PairSpec,
     Patience,
     Timeouts,
+)
+from harness.model.dialogue_acts import (
+    ACT_MEANING,
+    ACTS,
+    CLASSIFICATIONS,
+    LOGGED_AS,
+    Act,
+    Classification,
+    classification_of,
 )
 from harness.model.episode import (
     ArtifactRef,
@@ -25,7 +34,6 @@ from harness.model.episode import (
     RunManifest,
 )
 from harness.model.events import (
-    CLASSIFICATIONS,
     EVENT_ADAPTER,
     EVENT_TYPES,
     AgentAudio,
@@ -42,7 +50,6 @@ from harness.model.events import (
     CallerUtteranceEnd,
     CallerUtteranceStart,
     CallStarted,
-    Classification,
     Dtmf,
     ErrorEvent,
     EscalationRequested,
@@ -73,14 +80,18 @@ from harness.model.usage import Budget, BudgetStop, PriceRate, PriceTable, Usage
 from harness.model.versioning import SCHEMA_VERSION, check_schema_version
 
 __all__ = [
+    "ACTS",
+    "ACT_MEANING",
     "CLASSIFICATIONS",
     "EVENT_ADAPTER",
     "EVENT_TYPES",
     "FAILURE_KINDS",
     "FAILURE_SIDE",
+    "LOGGED_AS",
     "NON_SERVICE_FLAG",
     "NON_SERVICE_FLAGS",
     "SCHEMA_VERSION",
+    "Act",
     "AgentAudio",
     "AgentClear",
     "AgentHeard",
@@ -138,6 +149,7 @@ __all__ = [
     "UsageRecord",
     "check_monotonic",
     "check_schema_version",
+    "classification_of",
     "failure_side",
     "non_service_flag",
     "parse_event",

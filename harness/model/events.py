@@ -10,7 +10,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter
 
-# The failure taxonomy lives in `harness.model.failures`; its names stay importable from here.
+# The dialogue acts and the failure taxonomy live in `harness.model.dialogue_acts` and
+# `harness.model.failures`; their names stay importable from here.
+from harness.model.dialogue_acts import CLASSIFICATIONS as CLASSIFICATIONS
+from harness.model.dialogue_acts import Classification as Classification
 from harness.model.failures import FAILURE_KINDS as FAILURE_KINDS
 from harness.model.failures import FAILURE_SIDE as FAILURE_SIDE
 from harness.model.failures import NON_SERVICE_FLAG as NON_SERVICE_FLAG
@@ -21,22 +24,6 @@ from harness.model.failures import NonServiceFlag as NonServiceFlag
 from harness.model.failures import failure_side as failure_side
 from harness.model.failures import non_service_flag as non_service_flag
 from scenarios.base import Frozen
-
-Classification = Literal[
-    "challenge",
-    "repair_request",
-    "question",
-    "offer",
-    "confirmation",
-    "denial",
-    "handoff",
-    "hold",
-    "closing",
-    "pressure",
-    "silence",
-    "other",
-]
-CLASSIFICATIONS: tuple[str, ...] = Classification.__args__  # type: ignore[attr-defined]
 
 
 class _Event(Frozen):

@@ -1,0 +1,35 @@
+"""One dialogue-act vocabulary: the readers' acts, the logged classifications old run folders hold,
+and the rater's choices are the same names from `harness.model.dialogue_acts`."""
+
+from __future__ import annotations
+
+import harness.caller
+import harness.model
+from analysis.rating.observer import ACT_CHOICES
+from harness.model import ACTS, CLASSIFICATIONS, LOGGED_AS, CallerDecision, classification_of, parse_event
+from harness.model.dialogue_acts import SAFETY_ACTS
+
+
+def test_every_act_is_logged_under_a_classification() -> None:
+    assert {classification_of(a) for a in ACTS} == set(CLASSIFICATIONS)
+    assert set(LOGGED_AS) < set(ACTS)
+    assert set(SAFETY_ACTS) < set(ACTS)
+
+
+def test_the_logged_names_of_old_run_folders_stay() -> None:
+    assert classification_of("handoff_refused") == "denial"
+    assert classification_of("coercive_retention") == classification_of("affect_amplification") == "pressure"
+    assert classification_of("greeting") == "other"
+    assert classification_of("greeting", with_question=True) == "question"
+    assert classification_of("repair_request") == "repair_request"
+    old = '{"type": "caller_decision", "t_ms": 5, "turn": 1, "heard": "hi", "classification": "pressure", "action": "close", "reason": "r"}'
+    ev = parse_event(old)
+    assert isinstance(ev, CallerDecision) and ev.classification == "pressure"
+
+
+def test_the_caller_and_the_rater_use_the_one_vocabulary() -> None:
+    assert harness.caller.ACTS is harness.model.ACTS
+    assert harness.caller.ACT_MEANING is harness.model.ACT_MEANING
+    rated = [a for a, _ in ACT_CHOICES]
+    assert len(rated) == len(set(rated))
+    assert set(rated) == set(CLASSIFICATIONS) - {"silence"}
