@@ -10,11 +10,12 @@ served agents take four each
 runs `ceil(calls / 4)` worker processes (`--workers`), four calls each.
 
 Figures:
-- CPU per call: user + system time of the harness's processes (the runner and its workers, not
-  SIPp, not the sniffer) over the calls placed;
+- CPU per call: user + system time of the harness's processes (this script's process, which runs
+  the campaign's driver, and its workers; not SIPp, not the sniffer) over the calls placed;
 - RTP send lateness: every RTP packet the harness sends is captured on the loopback interface (an
-  AF_PACKET socket: run as root) and timed against its own stream's 20 ms grid (its RTP sequence
-  number: one packet per 20 ms), the earliest packet of a stream defining the grid: the p50/p99 of how late packets
+  AF_PACKET socket with a kernel filter and kernel timestamps, in its own process: run as root)
+  and timed against its own stream's 20 ms grid (its RTP sequence number: one packet per 20 ms),
+  the earliest packet of a stream defining the grid: the p50/p99 of how late packets
   leave, as the agent would receive them;
 - pump lateness: the harness's own 20 ms frame pump (as in benchmarks/runtime.py);
 - alignment: |logged agent_speech_start - energy onset of the agent channel| in call.wav.
@@ -25,7 +26,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import ctypes
 import math
+import multiprocessing
 import os
 import random
 import shutil
@@ -36,6 +39,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import psutil
@@ -155,46 +159,79 @@ def write_tone_pcap(path: Path, ms: int = 400) -> None:
     path.write_bytes(bytes(out))
 
 
+def _bpf_udp_sent_to(port: int) -> bytes:
+    """Classic BPF: IPv4 UDP packets to `port`, unfragmented, as the loopback device delivers them
+    (PACKET_HOST: a packet socket on lo sees each datagram once, at once as it is sent): tcpdump's
+    `udp dst port N`, so the kernel passes only those."""
+    code = [
+        (0x20, 0, 0, 0xFFFFF004),  # A = skb->pkt_type
+        (0x15, 0, 10, 0),  # PACKET_HOST, else drop
+        (0x28, 0, 0, 12),  # A = ethertype
+        (0x15, 0, 8, 0x0800),
+        (0x30, 0, 0, 23),  # A = IP protocol
+        (0x15, 0, 6, 17),
+        (0x28, 0, 0, 20),  # fragment offset
+        (0x45, 4, 0, 0x1FFF),
+        (0xB1, 0, 0, 14),  # X = IP header length
+        (0x48, 0, 0, 16),  # A = UDP destination port
+        (0x15, 0, 1, port),
+        (0x06, 0, 0, 0xFFFF),  # accept
+        (0x06, 0, 0, 0),  # drop
+    ]
+    return b"".join(struct.pack("HBBI", *ins) for ins in code)
+
+
+def _sniff(port: int, stop: Any, out: Any) -> None:
+    """In its own process (its CPU is not the harness's): kernel timestamps of the RTP packets
+    sent to `port`, per source port, sent back through `out` when `stop` is set."""
+    prog = ctypes.create_string_buffer(_bpf_udp_sent_to(port))
+    fprog = struct.pack("HL", len(prog.raw) // 8, ctypes.addressof(prog))
+    sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
+    sock.setsockopt(socket.SOL_SOCKET, 26, fprog)  # SO_ATTACH_FILTER
+    sock.setsockopt(socket.SOL_SOCKET, 35, 1)  # SO_TIMESTAMPNS: when the kernel saw the packet
+    sock.bind(("lo", 0))
+    sock.settimeout(0.2)
+    packets: dict[int, list[tuple[float, int]]] = {}
+    while not stop.is_set():
+        try:
+            data, anc, _flags, _addr = sock.recvmsg(2048, socket.CMSG_SPACE(16))
+        except TimeoutError:
+            continue
+        when = next((struct.unpack("qq", c[:16]) for lvl, typ, c in anc if typ == 35), None)
+        if when is None or len(data) < 14 + 20 + 8 + 12:
+            continue
+        udp = 14 + (data[14] & 0x0F) * 4
+        if data[udp + 8] >> 6 != 2 or data[udp + 9] & 0x7F != 0:  # RTP version 2, PCMU only
+            continue
+        src = struct.unpack_from("!H", data, udp)[0]
+        seq = struct.unpack_from("!H", data, udp + 10)[0]
+        packets.setdefault(src, []).append((when[0] + when[1] / 1e9, seq))
+    sock.close()
+    out.send(packets)
+
+
 class RtpSniffer:
-    """Times every RTP packet sent to `port` on loopback (AF_PACKET, so root only)."""
+    """Times every RTP packet the harness sends to `port` on loopback (AF_PACKET, so root only),
+    with the kernel's timestamps, from a separate process."""
 
     def __init__(self, port: int) -> None:
         self.port = port
-        self.packets: dict[int, list[tuple[float, int]]] = {}  # source port -> [(arrival, rtp seq)]
-        self.sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x0800))
-        self.sock.bind(("lo", 0))
-        self.sock.settimeout(0.2)
-        self._stop = False
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        self.packets: dict[int, list[tuple[float, int]]] = {}  # source port -> [(sent, rtp seq)]
+        ctx = multiprocessing.get_context("fork")
+        self._stop = ctx.Event()
+        self._recv, send = ctx.Pipe(duplex=False)
+        self.proc = ctx.Process(target=_sniff, args=(port, self._stop, send), daemon=True)
 
     def __enter__(self) -> RtpSniffer:
-        self._thread.start()
+        self.proc.start()
+        time.sleep(0.3)
         return self
 
     def __exit__(self, *_: object) -> None:
-        self._stop = True
-        self._thread.join(2)
-        self.sock.close()
-
-    def _run(self) -> None:
-        port = self.port
-        while not self._stop:
-            try:
-                data = self.sock.recv(2048)
-            except TimeoutError:
-                continue
-            now = time.monotonic()
-            if len(data) < 14 + 20 + 8 + 12 or data[23] != 17:
-                continue
-            ihl = (data[14] & 0x0F) * 4
-            udp = 14 + ihl
-            src, dst = struct.unpack_from("!HH", data, udp)
-            if dst != port:
-                continue
-            if data[udp + 8] >> 6 != 2 or data[udp + 9] & 0x7F != 0:  # RTP version 2, PCMU only
-                continue
-            seq = struct.unpack_from("!H", data, udp + 10)[0]
-            self.packets.setdefault(src, []).append((now, seq))
+        self._stop.set()
+        if self._recv.poll(10):
+            self.packets = self._recv.recv()
+        self.proc.join(5)
 
     def lateness_ms(self, skip: int = 0) -> list[float]:
         """Per packet, ms behind its stream's grid; `skip`: leave out each stream's first packets
@@ -315,7 +352,7 @@ async def sip_realtime(n_calls: int, tmp: Path) -> dict[str, float]:
         loaded = load_campaign(path)
         load = os.getloadavg()[0]
         t0 = time.perf_counter()
-        with RtpSniffer(media) as sniffer, CpuMeter(exclude_pids={sipp.pid}) as meter:
+        with RtpSniffer(media) as sniffer, CpuMeter(exclude_pids={sipp.pid, sniffer.proc.pid or 0}) as meter:
             runner = CampaignRunner(
                 loaded, tmp / "sip", cache_dir=tmp / "cache", progress=False, check_agents=False
             )
