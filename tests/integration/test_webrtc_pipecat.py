@@ -32,7 +32,8 @@ from harness.planning import load_campaign  # noqa: E402
 from harness.rundir import RunReader  # noqa: E402
 from harness.runtime import CampaignRunner  # noqa: E402
 
-pytestmark = [pytest.mark.slow, pytest.mark.serial]  # serial: real-time WebRTC calls; the bot's yield to a barge-in is measured
+# serial: real-time WebRTC calls; the bot's yield to a barge-in is measured
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 BOT = Path(__file__).parents[1] / "fixtures" / "webrtc" / "pipecat_webrtc_bot.py"
 
