@@ -35,7 +35,7 @@ def serve_batches(handle: Callable[[Any], Any], stdin: IO[bytes], stdout: IO[byt
         stdout.flush()
 
 
-class Readers:
+class LogReaderPool:
     """`n` started children; batches submitted go to whichever child is free, results keep their
     order. Batches may be submitted while the caller is still finding the work; `gather` (or `map`)
     once, then `close`."""
@@ -125,7 +125,7 @@ class Readers:
                 proc.stdout.close()
         self._procs.clear()
 
-    def __enter__(self) -> Readers:
+    def __enter__(self) -> LogReaderPool:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.metrics._episodes import ATTEMPT_AT, SHA256_AT, episode_frame, record_row
-from analysis.metrics._readers import Readers
+from analysis.metrics._readers import LogReaderPool
 from analysis.metrics.readlogs import LogBatches, gc_paused, small_pages, start_readers
 from analysis.metrics.table import EventTable, frame_from_columns
 from analysis.metrics.upgrade import NON_SERVICE_SCHEMA, upgrade_record
@@ -76,7 +76,7 @@ def _event_path(base: str, run_dir: Path, eid: str) -> str:
     return str(run_dir / EPISODES_DIR / eid / EVENTS_JSONL)
 
 
-def _ingest(reader: RunReader, readers: Readers | None) -> Ingested:
+def _ingest(reader: RunReader, readers: LogReaderPool | None) -> Ingested:
     problems: list[Problem] = []
     rows: dict[str, tuple[Any, ...]] = {}  # record_row of the kept record, in order of first appearance
     paths: dict[str, str] = {}

@@ -30,7 +30,7 @@ from typing import NamedTuple, cast
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
-from analysis.metrics._readers import Readers, serve_batches
+from analysis.metrics._readers import LogReaderPool, serve_batches
 from analysis.metrics.columns import Columns, concat_columns, raw_columns
 from analysis.metrics.upgrade import upgrade_events
 from harness.model.events import EVENT_ADAPTER, Event, check_monotonic
@@ -196,13 +196,13 @@ def serve() -> None:
     serve_batches(_read_batch, sys.stdin.buffer, sys.stdout.buffer)
 
 
-def start_readers(workers: int | None, expected_items: int) -> Readers | None:
+def start_readers(workers: int | None, expected_items: int) -> LogReaderPool | None:
     """Children for a run of about `expected_items` episodes, or None when in-process is faster.
     Started before the episode records are read, so their start-up overlaps that."""
     workers = default_workers() if workers is None else workers
     if workers <= 1 or expected_items < PARALLEL_MIN:
         return None
-    return Readers(workers)
+    return LogReaderPool(workers)
 
 
 class LogBatches:
@@ -210,7 +210,7 @@ class LogBatches:
     soon as a batch is full, else in-process at `finish` (bounded memory: a batch's models die with
     it). `finish` gives what `read_logs` gives."""
 
-    def __init__(self, readers: Readers | None, batch: int = STREAM_BATCH) -> None:
+    def __init__(self, readers: LogReaderPool | None, batch: int = STREAM_BATCH) -> None:
         self._readers = readers
         self._batch = batch
         self._pending: list[tuple[str, str] | tuple[str, str, bool]] = []

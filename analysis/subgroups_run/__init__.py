@@ -40,6 +40,7 @@ The mining engine itself, on any table, is `analysis.subgroups`; this package fe
 `plan_followup(run_dir, output)` writes a campaign YAML and <run>/followups/<batch>.json (the targets).
 """
 
+from analysis.subgroups_run.agent_gaps import GapReport, compare_agents, gaps_against, gaps_within
 from analysis.subgroups_run.api import run_subgroups
 from analysis.subgroups_run.attributes import ALL_ATTRIBUTES, discretise_attributes, episode_attributes
 from analysis.subgroups_run.compare import (
@@ -49,10 +50,9 @@ from analysis.subgroups_run.compare import (
     mean_interval,
 )
 from analysis.subgroups_run.followup import FollowupOptions, FollowupPlan, derived_seed, plan_followup
-from analysis.subgroups_run.gap import GapReport, compare_agents, gaps_against, gaps_within
-from analysis.subgroups_run.mining import EpisodeTable, RunMining, load_table, mine_run
 from analysis.subgroups_run.options import MiningOptions
 from analysis.subgroups_run.outputs import Written, write_outputs
+from analysis.subgroups_run.run_mining import EpisodeTable, RunMining, load_table, mine_run
 from analysis.subgroups_run.signals import SIGNAL_COLUMNS, signal_measures
 
 __all__ = [

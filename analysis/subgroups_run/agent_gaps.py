@@ -25,9 +25,9 @@ from analysis.subgroups import (
     rank_subgroups,
 )
 from analysis.subgroups_run.attributes import CONTEXT, PERSONA, STIMULUS
-from analysis.subgroups_run.mining import EpisodeTable, epsilon_for, select_attributes
 from analysis.subgroups_run.options import MiningOptions
 from analysis.subgroups_run.outcomes import MetricInfo, metric_info
+from analysis.subgroups_run.run_mining import EpisodeTable, epsilon_for, select_attributes
 
 KEY = "caller_id"
 GAP_ATTRIBUTES: tuple[str, ...] = (*PERSONA, *(c for c in CONTEXT if c != "agent"), *STIMULUS)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from analysis.subgroups import GapInputError
+from analysis.subgroups_run.agent_gaps import GapReport, gaps_against, gaps_within
 from analysis.subgroups_run.compare import compare_followup
-from analysis.subgroups_run.gap import GapReport, gaps_against, gaps_within
-from analysis.subgroups_run.mining import load_table, mine_run
 from analysis.subgroups_run.options import MiningOptions
 from analysis.subgroups_run.outputs import Written, write_outputs
+from analysis.subgroups_run.run_mining import load_table, mine_run
 
 
 def run_subgroups(

@@ -22,10 +22,10 @@ from scipy import stats as sps
 from analysis.subgroups import SubgroupError
 from analysis.subgroups_run.attributes import discretise_attributes
 from analysis.subgroups_run.followup import FOLLOWUPS_DIR
-from analysis.subgroups_run.mining import EpisodeTable, load_table, mine_run
 from analysis.subgroups_run.options import MiningOptions
 from analysis.subgroups_run.outcomes import metric_info
 from analysis.subgroups_run.outputs import items_of
+from analysis.subgroups_run.run_mining import EpisodeTable, load_table, mine_run
 from analysis.subgroups_run.targets import critical, subgroup_mask
 from harness.rundir import RunReader
 

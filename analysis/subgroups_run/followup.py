@@ -21,8 +21,8 @@ import yaml
 from pydantic import Field, ValidationError
 
 from analysis.subgroups import SubgroupError
-from analysis.subgroups_run.mining import RunMining, mine_run
 from analysis.subgroups_run.options import MiningOptions
+from analysis.subgroups_run.run_mining import RunMining, mine_run
 from analysis.subgroups_run.targets import Target, critical, map_target, spec_of_episodes
 from harness.model.campaign import Campaign
 from harness.rundir import RunReader, atomic_write_bytes, atomic_write_json

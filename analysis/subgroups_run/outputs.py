@@ -29,9 +29,9 @@ from analysis.subgroups import (
     shapley_values,
 )
 from analysis.subgroups.lattice import Lattice
+from analysis.subgroups_run.agent_gaps import GapReport
 from analysis.subgroups_run.attributes import PRE_TREATMENT, REALISED
-from analysis.subgroups_run.gap import GapReport
-from analysis.subgroups_run.mining import RunMining
+from analysis.subgroups_run.run_mining import RunMining
 from harness.rundir import atomic_write_bytes, atomic_write_json
 
 SCHEMA = "voice-audit/subgroups"

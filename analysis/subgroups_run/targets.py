@@ -16,8 +16,8 @@ import pandas as pd
 
 from analysis.subgroups import SubgroupError
 from analysis.subgroups_run.attributes import PERSONA
-from analysis.subgroups_run.mining import RunMining
 from analysis.subgroups_run.outputs import items_of
+from analysis.subgroups_run.run_mining import RunMining
 from harness.model.campaign import Campaign
 from personas import AXES
 

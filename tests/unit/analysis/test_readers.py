@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from analysis.metrics import readlogs
-from analysis.metrics._readers import Readers
+from analysis.metrics._readers import LogReaderPool
 
 GOLDEN = Path(__file__).parents[2] / "fixtures" / "runs" / "golden" / "episodes"
 
@@ -20,7 +20,7 @@ def _read(batch: list[tuple[str, str]]) -> list[readlogs.LogRead]:
 
 def test_children_read_what_the_parent_reads() -> None:
     batches = [[x] for x in _items()]
-    with Readers(2) as readers:
+    with LogReaderPool(2) as readers:
         assert readers.size == 2
         got = readers.map(readlogs._read_batch, batches)
     assert [r for reads, _ in got for r in reads] == [_read(b)[0] for b in batches]
@@ -29,7 +29,7 @@ def test_children_read_what_the_parent_reads() -> None:
 
 def test_a_dead_child_leaves_its_batches_to_the_parent() -> None:
     batches = [[x] for x in _items()]
-    with Readers(2) as readers:
+    with LogReaderPool(2) as readers:
         for proc in readers._procs:
             proc.kill()
             proc.wait()
@@ -39,7 +39,7 @@ def test_a_dead_child_leaves_its_batches_to_the_parent() -> None:
 
 def test_log_batches_keep_the_order_across_children() -> None:
     items = _items() * 3
-    with Readers(2) as readers:
+    with LogReaderPool(2) as readers:
         sink = readlogs.LogBatches(readers, batch=2)
         for path, sha in items:
             sink.add(path, sha)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.subgroups_run.attributes import KEYS, SIGNALS, discretise_attributes
-from analysis.subgroups_run.mining import EpisodeTable
+from analysis.subgroups_run.run_mining import EpisodeTable
 
 PLANTED = {"accent": "l2_spanish", "affect": "frustrated"}
 

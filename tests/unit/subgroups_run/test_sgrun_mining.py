@@ -12,8 +12,8 @@ import pytest
 from analysis.subgroups import SubgroupError, TooManyItemsetsError, TooManyLevelsError
 from analysis.subgroups_run import MiningOptions, mine_run, write_outputs
 from analysis.subgroups_run.attributes import ALL_ATTRIBUTES
-from analysis.subgroups_run.mining import select_attributes
 from analysis.subgroups_run.outcomes import outcome_table
+from analysis.subgroups_run.run_mining import select_attributes
 
 from ._tables import PLANTED, episode_table
 
