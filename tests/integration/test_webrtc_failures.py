@@ -43,6 +43,9 @@ from harness.endpoints import unreachable_agents
 from harness.model.campaign import AgentSpec
 from scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
+# serial: real-time calls with connect and dead-peer deadlines
+pytestmark = pytest.mark.serial
+
 CFG = ServeConfig(
     greeting_timeout_s=2.0, turn_timeout_s=10.0, vad=VadConfig(hangover_ms=300), hangup_grace_s=1.0
 )
