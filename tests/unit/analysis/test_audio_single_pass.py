@@ -13,6 +13,7 @@ import soundfile as sf
 
 from analysis import audio_file
 from analysis.metrics import audio_measures, onsets
+from analysis.metrics.audio_measures import pool as audio_pool
 from analysis.metrics.voice_latency import VadParams, measure_turns, turns_from_activity, voice_latency
 from tests.helpers.logs import Log, table
 
@@ -117,8 +118,8 @@ def test_analysis_reads_each_recording_once(tmp_path: Path, monkeypatch: pytest.
         reads.append(job.path)
         return real(job)
 
-    monkeypatch.setattr(audio_measures, "measure_file", counting)
-    monkeypatch.setattr(audio_measures, "pool_workers", lambda n, w: 1)
+    monkeypatch.setattr(audio_pool, "measure_file", counting)
+    monkeypatch.setattr(audio_pool, "pool_workers", lambda n, w: 1)
     (tmp_path / "episodes").mkdir()
     rows: list[dict[str, object]] = []
     for i in range(3):
