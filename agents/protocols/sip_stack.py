@@ -55,6 +55,8 @@ FRAME_BYTES = CLOCK_RATE // 50 * 2  # 20 ms of pcm16
 SILENCE = bytes(FRAME_BYTES)
 POLL_MS = 5
 RTP_CHECK_S = 0.5
+PORT_GRACE_S = 0.2
+"""How long a disconnected port is kept before it is freed (ten bridge ticks)."""
 MAX_TX_FRAMES = 50
 """Caller frames queued ahead of the bridge beyond which the oldest is dropped (1 s: a stalled clock)."""
 MAX_CALLS = 4
@@ -481,6 +483,7 @@ class SipStack:
         self.accounts: dict[str, _Account] = {}
         self.transports: dict[tuple[str, int, str], tuple[int, int]] = {}  # (host, port, kind) -> (id, port)
         self._inboxes: dict[asyncio.AbstractEventLoop, _Inbox] = {}
+        self._graveyard: deque[tuple[float, FramePort]] = deque()
         self._ep: Any = None
         self._codec_ids: list[str] = []
         self._writer: Any = None
@@ -521,6 +524,9 @@ class SipStack:
             ep.libHandleEvents(POLL_MS)
             self._run_commands()
             now = time.monotonic()
+            graveyard = self._graveyard
+            while graveyard and graveyard[0][0] <= now:
+                graveyard.popleft()  # the last reference: the port leaves the bridge here
             if now >= next_rtp:
                 next_rtp = now + RTP_CHECK_S
                 for leg in list(self.legs.values()):
@@ -567,9 +573,15 @@ class SipStack:
         self._run_commands()
         for leg in self.legs.values():
             leg._detach()
+            if leg.port is not None:
+                self._graveyard.append((0.0, leg.port))
             leg.port = None
             leg.call = None  # a call freed after the library is gone trips one of its assertions
         self.legs.clear()
+        end = time.monotonic() + 2 * PORT_GRACE_S  # let the bridge apply the disconnections first
+        while time.monotonic() < end:
+            ep.libHandleEvents(POLL_MS)
+        self._graveyard.clear()
         import gc
 
         gc.collect()  # ports leave the bridge here, on the registered thread, before it is destroyed
@@ -688,7 +700,12 @@ class SipStack:
         if leg is not None:
             leg._detach()
             leg.call = None
-            leg.port = None  # freed here, on this thread (its destructor leaves the conference bridge)
+            # Freed later, on this thread: the bridge applies disconnections and removals at its next
+            # tick, so a port deleted at once could still be called by the clock thread (a
+            # use-after-free). Disconnected now, it gets no more calls once a few ticks have run.
+            if leg.port is not None:
+                self._graveyard.append((time.monotonic() + PORT_GRACE_S, leg.port))
+            leg.port = None
 
 
 # -- commands (each runs on the pjsip thread, through `SipStack.run`) -----------------------------
