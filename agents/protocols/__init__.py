@@ -4,9 +4,11 @@ Entry points (group `voice_audit.agents`): `http`, `ws`, `twilio`, `realtime`, `
 docstring is its wire contract. The message shapes are written once per protocol and shared with
 the serving front ends (`agents.serve`): `wire` (the HTTP turn API and WebSocket contract),
 `twilio_wire` (Twilio Media Streams), `realtime_wire` (OpenAI Realtime, GA and beta names), `gemini_live_wire` (the Gemini Live API). The
-streaming sessions share one base, `ws_session.WsSession`.
+streaming sessions share one base, `ws_session.WsSession`; `install_log_redaction` keeps credentials
+in WebSocket headers out of the websockets library's logs (the serving front ends install it too).
 """
 
+from agents.protocols._secrets import install_log_redaction
 from agents.protocols.gemini_live import GeminiLiveAdapter, gemini_live_adapter
 from agents.protocols.http_turn import HttpTurnAdapter, http_adapter
 from agents.protocols.realtime import RealtimeAdapter, realtime_adapter
@@ -22,6 +24,7 @@ __all__ = [
     "WsStreamAdapter",
     "gemini_live_adapter",
     "http_adapter",
+    "install_log_redaction",
     "realtime_adapter",
     "twilio_adapter",
     "ws_adapter",

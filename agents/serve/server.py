@@ -12,7 +12,7 @@ from typing import Literal
 from aiohttp import web
 from websockets.asyncio.server import serve as ws_serve
 
-from agents.protocols._secrets import install_log_redaction
+from agents.protocols import install_log_redaction
 from agents.serve.config import ServeConfig
 from agents.serve.gemini_live_server import gemini_live_handler
 from agents.serve.http_server import build_http_app

@@ -1,5 +1,6 @@
 """Dependencies point one way: analysis reads run folders and the data model only (never the
-runtime, the agents or an audio engine), and no package imports another package's private module."""
+runtime, the agents or an audio engine), and a private module or name (`a.b._c`) is imported only inside
+its package `a.b`: never from another top-level package nor from another subpackage of the same one."""
 
 from __future__ import annotations
 
@@ -10,7 +11,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).parents[3]
 PACKAGES = ("harness", "agents", "personas", "scenarios", "analysis")
-ALLOWED_HARNESS = ("harness.model", "harness.rundir", "harness.audio.dsp", "harness.audio.wer", "harness.audio.errors")
+ALLOWED_HARNESS = (
+    "harness.model",
+    "harness.rundir",
+    "harness.audio.dsp",
+    "harness.audio.wer",
+    "harness.audio.errors",
+)
 # Modules analysis must never load, by any path (a package __init__ importing eagerly included).
 FORBIDDEN_LOADED = (
     "harness.runtime",
@@ -38,24 +45,58 @@ ANALYSIS_ENTRY_POINTS = (
 )
 
 
-def _imports(path: Path) -> list[str]:
+def _home(root: Path, path: Path) -> str:
+    """The package a file belongs to (a package's `__init__` belongs to the package itself)."""
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1])
+
+
+def _statements(path: Path, home: str) -> list[tuple[str, list[str]]]:
+    """Each import of a file as (module, names taken from it); absolute, relative imports resolved
+    against the file's package `home`. A `from` import's name may be a submodule."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-    out: list[str] = []
+    out: list[tuple[str, list[str]]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            out += [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            out.append(node.module)
-            out += [
-                f"{node.module}.{a.name}" for a in node.names if node.module in ("harness", "harness.audio")
-            ]
+            out += [(a.name, []) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = home.split(".")[: len(home.split(".")) - (node.level - 1)]
+                module = ".".join([*base, node.module] if node.module else base)
+            elif node.module:
+                module = node.module
+            else:
+                continue
+            out.append((module, [a.name for a in node.names if a.name != "*"]))
     return out
+
+
+def _imports(path: Path, home: str = "") -> list[str]:
+    """The modules a file imports (with the submodule taken from `harness` or `harness.audio`)."""
+    out: list[str] = []
+    for module, names in _statements(path, home):
+        out.append(module)
+        if module in ("harness", "harness.audio"):
+            out += [f"{module}.{n}" for n in names]
+    return out
+
+
+def _owner(root: Path, parts: list[str]) -> str | None:
+    """The package a private module or name belongs to: `a.b._c` (module or name) is `a.b`'s;
+    `a.b.mod._name` is `a.b`'s too (a private name of a module is private to its package)."""
+    i = next((i for i, p in enumerate(parts) if i and p.startswith("_") and not p.startswith("__")), None)
+    if i is None:
+        return None
+    owner = parts[:i]
+    if (root.joinpath(*owner).with_suffix(".py")).is_file():
+        owner = owner[:-1]
+    return ".".join(owner)
 
 
 def analysis_violations(root: Path) -> list[str]:
     bad: list[str] = []
     for path in sorted((root / "analysis").rglob("*.py")):
-        for mod in _imports(path):
+        for mod in _imports(path, _home(root, path)):
             top = mod.split(".")[0]
             if top == "agents" or (
                 top == "harness" and not any(mod == a or mod.startswith(a + ".") for a in ALLOWED_HARNESS)
@@ -65,14 +106,26 @@ def analysis_violations(root: Path) -> list[str]:
 
 
 def private_violations(root: Path) -> list[str]:
-    """`a._b` imported from outside package `a` (a private module of another top-level package)."""
+    """A private module or name (`a.b._c`) imported from outside its package `a.b`: from another
+    top-level package, or from another subpackage of the same one (`agents.serve` reaching into
+    `agents.protocols._secrets`). Inside `a.b` and its subpackages it is fair game."""
+
+    def outside(home: str, dotted: str) -> bool:
+        parts = dotted.split(".")
+        owner = _owner(root, parts) if parts[0] in PACKAGES else None
+        return owner is not None and home != owner and not home.startswith(owner + ".")
+
     bad: list[str] = []
     for pkg in PACKAGES:
         for path in sorted((root / pkg).rglob("*.py")):
-            for mod in _imports(path):
-                parts = mod.split(".")
-                if parts[0] in PACKAGES and parts[0] != pkg and any(p.startswith("_") for p in parts[1:]):
-                    bad.append(f"{path.relative_to(root)}: {mod}")
+            home = _home(root, path)
+            for module, names in _statements(path, home):
+                found = (
+                    [module]
+                    if outside(home, module)
+                    else [f"{module}.{n}" for n in names if outside(home, f"{module}.{n}")]
+                )
+                bad += [f"{path.relative_to(root)}: {m}" for m in found]
     return bad
 
 
@@ -88,14 +141,48 @@ def test_no_package_imports_another_packages_private_module() -> None:
     assert not bad, "use the other package's public surface (its __init__):\n" + "\n".join(bad)
 
 
+def _plant(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for parent in path.relative_to(root).parents:
+            if parent != Path(".") and not (root / parent / "__init__.py").exists():
+                (root / parent / "__init__.py").write_text("")
+        path.write_text(text)
+
+
 def test_the_rules_catch_planted_violations(tmp_path: Path) -> None:
     for pkg in PACKAGES:
         (tmp_path / pkg).mkdir()
-    (tmp_path / "analysis" / "bad.py").write_text("from harness.audio.tts_pool import TTSPool\n")
-    (tmp_path / "harness" / "bad.py").write_text("from scenarios._model import Scenario\n")
-    (tmp_path / "scenarios" / "fine.py").write_text("from scenarios._model import Scenario\n")
+    _plant(
+        tmp_path,
+        {
+            "scenarios/_model.py": "",
+            "agents/protocols/_secrets.py": "def install() -> None: ...\n",
+            "agents/protocols/wire.py": "def _helper() -> None: ...\n",
+            "agents/protocols/sub/deep.py": "from agents.protocols._secrets import install\n",
+            "agents/protocols/stream.py": "from agents.protocols import _secrets\nfrom ._secrets import install\n",
+            "agents/protocols/__init__.py": "from agents.protocols._secrets import install\n",
+            "analysis/bad.py": "from harness.audio.tts_pool import TTSPool\n",
+            "harness/bad.py": "from scenarios._model import Scenario\n",
+            "scenarios/fine.py": "from scenarios._model import Scenario\n",
+            "agents/serve/server.py": "from agents.protocols._secrets import install\n",
+            "agents/serve/named.py": "from agents.protocols import _secrets\n",
+            "agents/serve/helper.py": "from agents.protocols.wire import _helper\n",
+            "agents/serve/relative.py": "from ..protocols._secrets import install\n",
+            "agents/serve/public.py": "from agents.protocols import install\nimport agents.protocols.wire\n",
+            "personas/bad.py": "import agents.protocols._secrets\n",
+        },
+    )
     assert analysis_violations(tmp_path) == ["analysis/bad.py: harness.audio.tts_pool"]
-    assert private_violations(tmp_path) == ["harness/bad.py: scenarios._model"]
+    assert sorted(private_violations(tmp_path)) == [
+        "agents/serve/helper.py: agents.protocols.wire._helper",
+        "agents/serve/named.py: agents.protocols._secrets",
+        "agents/serve/relative.py: agents.protocols._secrets",
+        "agents/serve/server.py: agents.protocols._secrets",
+        "harness/bad.py: scenarios._model",
+        "personas/bad.py: agents.protocols._secrets",
+    ]
 
 
 def test_analysis_loads_no_runtime_agent_or_engine_module() -> None:
