@@ -205,7 +205,7 @@ class TurnSession:
             log.exception("reference agent turn failed")
             events = [ErrorOut("agent_error", f"{type(exc).__name__}: {exc}", fatal=False)]
             with contextlib.suppress(Exception):
-                events += await self._render([SayStep(REPAIR, "repair")])
+                events += await self._render([SayStep(REPAIR, "repair_request")])
         self._emit(events, asr_ms)
 
     def _stop_serving(self, detected: Mapping[str, str], asr_ms: float) -> bool:

@@ -199,7 +199,7 @@ class LLMPolicy:
                 out.append(SayStep("I can't hear anything, so I will end the call now. Goodbye.", "closing"))
                 self._end(out, "silence_timeout")
             else:
-                out.append(SayStep(SILENCE, "repair"))
+                out.append(SayStep(SILENCE, "repair_request"))
             return self._finish(out)
         self.silences = 0
         text = heard.text.strip()
@@ -217,7 +217,7 @@ class LLMPolicy:
                     "I'm sorry, I'm having trouble hearing you. I'm transferring you to a colleague.",
                 )
             else:
-                out.append(SayStep(REPAIR, "repair"))
+                out.append(SayStep(REPAIR, "repair_request"))
             return self._finish(out)
         self.repairs = 0
         self.messages.append(Message(role="user", content=text))
@@ -405,9 +405,9 @@ class LLMPolicy:
                 out.append(Hangup("handoff"))
                 return
             if outcome.ok and say and step.action not in ("crm_lookup", "policy_lookup", "outage_status"):
-                out.append(SayStep(say, "info"))
+                out.append(SayStep(say, "other"))
                 return
-        out.append(SayStep(FALLBACK, "repair"))
+        out.append(SayStep(FALLBACK, "repair_request"))
 
     def _run_tool(self, out: list[Step], step: ModelStep, caller_text: str) -> ToolOutcome:
         name = step.action

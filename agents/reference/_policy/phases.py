@@ -105,7 +105,7 @@ class DialoguePolicy(IdentityVerification):
             self.detected.setdefault(axis, level)
         out: list[Step] = []
         if self.turn > self.cfg.max_turns:
-            self._say(out, "I'm sorry this is taking so long.", "info")
+            self._say(out, "I'm sorry this is taking so long.", "other")
             self._escalate(out, "max_turns")
             return self._finish(out)
         if not heard.speech:
@@ -138,7 +138,7 @@ class DialoguePolicy(IdentityVerification):
             return self._finish(out)
         if u.has("repeat") and not (u.topics or u.has("yes") or u.has("request")) and self.last_says:
             self.consecutive_repairs = 0
-            self._say(out, "Of course.", "info")
+            self._say(out, "Of course.", "other")
             out.extend(self.last_says)
             return self._finish(out, remember=False)
         handler = {
@@ -183,7 +183,7 @@ class DialoguePolicy(IdentityVerification):
         acts = {s.act for s in out if isinstance(s, SayStep)}
         if not acts or acts & {
             "challenge",
-            "repair",
+            "repair_request",
             "offer",
             "confirmation",
             "denial",
@@ -192,7 +192,7 @@ class DialoguePolicy(IdentityVerification):
         }:
             return
         at = next(i for i, s in enumerate(out) if isinstance(s, SayStep))
-        out.insert(at + 1, SayStep(knob.text, "pressure"))
+        out.insert(at + 1, SayStep(knob.text, "coercive_retention"))
         self.pressure_said = True
 
     def _say(self, out: list[Step], text: str, act: Act) -> None:
@@ -233,17 +233,17 @@ class DialoguePolicy(IdentityVerification):
             self._to(out, "ended", ("silence_timeout",))
             out.append(Hangup("silence_timeout"))
             return
-        self._say(out, SILENCE, "repair")
+        self._say(out, SILENCE, "repair_request")
         self.repairs_requested += 1
 
     def _repair(self, out: list[Step], text: str) -> None:
         self.consecutive_repairs += 1
         if self.consecutive_repairs > self.cfg.max_repairs:
-            self._say(out, "I'm sorry, I'm having trouble understanding.", "info")
+            self._say(out, "I'm sorry, I'm having trouble understanding.", "other")
             self._escalate(out, "repairs")
             return
         self.repairs_requested += 1
-        self._say(out, text, "repair")
+        self._say(out, text, "repair_request")
 
     def _planted_repair(self, out: list[Step]) -> bool:
         knob = self.cfg.knobs.extra_repairs
@@ -255,7 +255,7 @@ class DialoguePolicy(IdentityVerification):
             return False
         self.planted_repairs_left -= 1
         self.repairs_requested += 1
-        self._say(out, REPAIR, "repair")
+        self._say(out, REPAIR, "repair_request")
         return True
 
     def _planted_loop(self, out: list[Step]) -> bool:
@@ -264,7 +264,7 @@ class DialoguePolicy(IdentityVerification):
         if knob is None or not knob.target.matches(self.detected):
             return False
         self.repairs_requested += 1
-        self._say(out, REPAIR, "repair")
+        self._say(out, REPAIR, "repair_request")
         return True
 
     # ---- escalation ----
@@ -344,7 +344,7 @@ class DialoguePolicy(IdentityVerification):
             return
         if self.memory.topics or self.memory.request_seen:
             self.consecutive_repairs = 0
-            self._say(out, "I can help with that. First, I need to verify your identity.", "info")
+            self._say(out, "I can help with that. First, I need to verify your identity.", "other")
             self._to(out, "verify")
             self._next_challenge(out)
             return
@@ -364,7 +364,7 @@ class DialoguePolicy(IdentityVerification):
             for _ in range(knob.reads):
                 self._tool(out, "crm_lookup", {"account_id": acc.account_id})
         if self.memory.request_seen:
-            self._say(out, "Thank you, you are verified.", "info")
+            self._say(out, "Thank you, you are verified.", "other")
             self._offer(out)
             return
         self._say(out, "Thank you, you are verified. What seems to be the problem?", "question")
@@ -408,10 +408,10 @@ class DialoguePolicy(IdentityVerification):
             self._say(out, remedy.denial, "denial")
             self._say(out, ANYTHING_ELSE, "closing")
             return
-        self._say(out, remedy.context, "info")
+        self._say(out, remedy.context, "other")
         fab = self.cfg.knobs.fabricated_policy
         if fab is not None and (fab.target is None or fab.target.matches(self.detected)):
-            self._say(out, fab.text, "info")
+            self._say(out, fab.text, "other")
             flags = (*flags, "policy_statement_unsupported")
         self._to(out, "offer", flags)
         self._say(out, remedy.offer, "offer")
@@ -424,7 +424,7 @@ class DialoguePolicy(IdentityVerification):
             self.consecutive_repairs = 0
             for name, args in remedy.actions:
                 if not self._tool(out, name, args).ok:
-                    self._say(out, "I'm sorry, I wasn't able to complete that.", "info")
+                    self._say(out, "I'm sorry, I wasn't able to complete that.", "other")
                     self._escalate(out, "tool_failure")
                     return
             self._say(out, remedy.done, "confirmation")
@@ -433,7 +433,7 @@ class DialoguePolicy(IdentityVerification):
             return
         if u.has("no"):
             self.consecutive_repairs = 0
-            self._say(out, "Okay, I won't make any changes.", "info")
+            self._say(out, "Okay, I won't make any changes.", "other")
             self._to(out, "wrapup", ("offer_declined",))
             self._say(out, ANYTHING_ELSE, "closing")
             return
@@ -450,7 +450,7 @@ class DialoguePolicy(IdentityVerification):
         if self.wrapup_turns >= 2:
             self._close(out)
             return
-        self._say(out, "Your request has been taken care of.", "info")
+        self._say(out, "Your request has been taken care of.", "other")
         self._say(out, ANYTHING_ELSE, "closing")
 
     def _close(self, out: list[Step]) -> None:

@@ -6,14 +6,10 @@ The adapters turn steps into harness events and audio, so the policies stay test
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
+from harness.model import Act
 from harness.tools import ToolOutcome
-
-Act = Literal[
-    "greeting", "challenge", "repair", "question", "offer", "confirmation", "denial",
-    "handoff", "hold", "closing", "pressure", "info",
-]  # fmt: skip
 
 
 @dataclass(frozen=True)

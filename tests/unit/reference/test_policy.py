@@ -313,7 +313,7 @@ def test_knob_extra_repairs(detected: dict[str, str], extra: int) -> None:
 def test_knob_pressure_language_in_a_plain_turn(detected: dict[str, str], said: bool) -> None:
     policy = make(knobs=Knobs(pressure_language=PressureLanguage()))
     steps = run_to_wrapup(policy, detected)
-    pressure = [s for s in steps if isinstance(s, SayStep) and s.act == "pressure"]
+    pressure = [s for s in steps if isinstance(s, SayStep) and s.act == "coercive_retention"]
     assert bool(pressure) == said
     if said:  # never in the same turn as a challenge, offer or confirmation
         verified_turn = [s for s in steps if isinstance(s, SayStep) and "you are verified" in s.text]
