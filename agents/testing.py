@@ -27,16 +27,15 @@ import hashlib
 import math
 import random
 import time
-from collections import deque
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
+from agents.session import QueueSession
 from harness.adapter import (
     CALIBRATION_ORACLE,
-    AgentEvent,
     AudioFormat,
     AudioOut,
     CallInfo,
@@ -127,38 +126,19 @@ def draw(seed: int, call_id: str, purpose: str) -> float:
     return random.Random(int.from_bytes(digest[:8], "big")).random()
 
 
-def tone(ms: int, rate: int = 16000, freq: float = 220.0) -> bytes:
+def tone(ms: int, rate: int = 16000, freq: float = 220.0, level: float = 0.2) -> bytes:
+    """A sine burst standing in for speech (pcm16): the fake agents' voice (scripted, tone, chaos)."""
     n = rate * ms // 1000
     t = np.arange(n) / rate
-    return (0.2 * 32767 * np.sin(2 * math.pi * freq * t)).astype("<i2").tobytes()
+    return (level * 32767 * np.sin(2 * math.pi * freq * t)).astype("<i2").tobytes()
 
 
-class _Outbox:
-    """A session's outgoing events (None ends them): asyncio.Queue's `put_nowait` and `get` without
-    its bookkeeping, which was a measurable share of a null-agent turn. Events come in bursts,
-    made synchronously, and are read right after."""
-
-    def __init__(self) -> None:
-        self._items: deque[AgentEvent | None] = deque()
-        self._ready = asyncio.Event()
-
-    def put_nowait(self, ev: AgentEvent | None) -> None:
-        self._items.append(ev)
-        self._ready.set()
-
-    async def get(self) -> AgentEvent | None:
-        while not self._items:
-            self._ready.clear()
-            await self._ready.wait()
-        return self._items.popleft()
-
-
-class _ScriptedSession:
+class _ScriptedSession(QueueSession):
     def __init__(self, agent: ScriptedAgent, call: CallInfo) -> None:
+        super().__init__()
         self.agent = agent
         self.call = call
         self.turn = 0
-        self.queue = _Outbox()
         self.fixture = ToolFixture(call.facts)
         self.heard_bytes = 0
         self.lines = list(agent.lines)
@@ -249,25 +229,6 @@ class _ScriptedSession:
         if self.agent.think_ms:
             await asyncio.sleep(self.agent.think_ms / 1000)
         self._respond()
-
-    async def send_dtmf(self, digit: str) -> None:
-        del digit
-
-    async def mark_played(self, name: str) -> None:
-        del name
-
-    async def barge_in(self, played_ms: int) -> None:
-        del played_ms
-
-    async def events(self) -> AsyncIterator[AgentEvent]:
-        while True:
-            ev = await self.queue.get()
-            if ev is None:
-                return
-            yield ev
-
-    async def close(self, reason: str) -> None:
-        del reason
 
 
 class ScriptedAgent:

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -34,6 +34,7 @@ from agents.reference._policy import (
     Step,
     ToolStep,
 )
+from agents.session import QueueSession
 from harness.adapter import (
     AgentError,
     AgentEvent,
@@ -99,7 +100,7 @@ class Policy(Protocol):
     def listening_context(self) -> str | None: ...
 
 
-class TurnSession:
+class TurnSession(QueueSession):
     def __init__(
         self,
         call: CallInfo,
@@ -110,6 +111,7 @@ class TurnSession:
         exposure: ArchitectureExposure,
         service_failure: ServiceFailure | None = None,
     ) -> None:
+        super().__init__()
         self.call = call
         self.service_failure = service_failure
         self.failed_service: str | None = None
@@ -119,11 +121,9 @@ class TurnSession:
         self.perceive = perceive
         self.detector = detector
         self.exposure = exposure
-        self._queue: asyncio.Queue[AgentEvent | None] = asyncio.Queue()
         self._buffer = bytearray()
         self._dtmf: list[str] = []
         self._task: asyncio.Task[None] | None = None
-        self._over = False
         self.barge_ins: list[int] = []
         self.perceptions: list[Perception] = []
 
@@ -153,28 +153,13 @@ class TurnSession:
     async def send_dtmf(self, digit: str) -> None:
         self._dtmf.append(digit)
 
-    async def mark_played(self, name: str) -> None:
-        """Turn-based agents do not wait for playback."""
-
     async def barge_in(self, played_ms: int) -> None:
         self.barge_ins.append(played_ms)
-
-    async def events(self) -> AsyncIterator[AgentEvent]:
-        while True:
-            if self._over and self._queue.empty():
-                return
-            ev = await self._queue.get()
-            if ev is None:
-                self._over = True
-                return
-            yield ev
 
     async def close(self, reason: str) -> None:
         if self._task is not None and not self._task.done():
             self._task.cancel()
-        if not self._over:
-            self._over = True
-            self._queue.put_nowait(None)
+        self.end()
 
     # ---- one turn ----
 
@@ -222,9 +207,11 @@ class TurnSession:
         elif first and knob.mode == "hang_up":
             self._emit([HangupOut("service_failure knob: hung up")], asr_ms)
         elif first:
-            self._emit([ErrorOut("disconnect", "service_failure knob: connection dropped", fatal=True)], asr_ms)
+            self._emit(
+                [ErrorOut("disconnect", "service_failure knob: connection dropped", fatal=True)], asr_ms
+            )
             self._over = True
-            self._queue.put_nowait(None)
+            self.queue.put_nowait(None)
         return True
 
     async def _render(self, steps: list[Step]) -> list[AgentEvent]:
@@ -271,13 +258,15 @@ class TurnSession:
         if self._over:
             return
         for ev in events:
-            self._queue.put_nowait(ev)
+            self.queue.put_nowait(ev)
         if usage:
             quantities, unknown = usage
             model = getattr(getattr(self.policy, "cfg", None), "label", None)
-            self._queue.put_nowait(
-                UsageOut(quantities, source="llm", model=model if isinstance(model, str) else None, unknown=unknown)
+            self.queue.put_nowait(
+                UsageOut(
+                    quantities, source="llm", model=model if isinstance(model, str) else None, unknown=unknown
+                )
             )
-        self._queue.put_nowait(TurnEnd(compute_ms=compute))
+        self.queue.put_nowait(TurnEnd(compute_ms=compute))
         if self.policy.ended or any(isinstance(ev, HangupOut) for ev in events):
-            self._queue.put_nowait(None)
+            self.queue.put_nowait(None)

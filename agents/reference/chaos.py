@@ -24,16 +24,13 @@ Options: `faults` (list, default all), `seed` (0), `rate` (1.0: share of calls f
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
-from collections.abc import AsyncIterator
 from typing import Any, Literal, get_args
 
-import numpy as np
-
 from agents.serve.faults import WireFault
+from agents.session import QueueSession
+from agents.testing import tone
 from harness.adapter import (
-    AgentEvent,
     AudioFormat,
     AudioOut,
     CallInfo,
@@ -63,22 +60,17 @@ def pick_fault(seed: int, call_id: str, faults: tuple[Fault, ...], rate: float) 
     return faults[int.from_bytes(digest[8:16], "big") % len(faults)]
 
 
-def _tone(ms: int, rate: int = 16000) -> bytes:
-    t = np.arange(rate * ms // 1000) / rate
-    return (0.2 * 32767 * np.sin(2 * np.pi * 330.0 * t)).astype("<i2").tobytes()
-
-
-class ChaosSession:
+class ChaosSession(QueueSession):
     def __init__(self, agent: ChaosAgent, call: CallInfo) -> None:
+        super().__init__()
         self.agent, self.call = agent, call
         self.fault = pick_fault(agent.seed, call.call_id, agent.faults, agent.rate)
         self.turn = 0
-        self._q: asyncio.Queue[AgentEvent | Exception | None] = asyncio.Queue()
-        self._q.put_nowait(FactsSeenOut(call.facts_sha256))
+        self.queue.put_nowait(FactsSeenOut(call.facts_sha256))
         self._respond()
 
     def _respond(self) -> None:
-        q, turn = self._q, self.turn
+        q, turn = self.queue, self.turn
         self.turn += 1
         strike_at = 0 if self.fault == "no_marks" else self.agent.at_turn  # "never": from the start
         if self.fault is not None and turn == strike_at:
@@ -86,7 +78,7 @@ class ChaosSession:
             if self.fault != "no_marks":
                 return
         q.put_nowait(TextOut(f"Chaos agent, turn {turn}. Please go on."))
-        q.put_nowait(AudioOut(_tone(self.agent.audio_ms), 16000))
+        q.put_nowait(AudioOut(tone(self.agent.audio_ms, freq=330.0), 16000))
         if turn >= self.agent.hangup_after:
             q.put_nowait(HangupOut("chaos agent done"))
             q.put_nowait(None)
@@ -94,7 +86,7 @@ class ChaosSession:
             q.put_nowait(TurnEnd(0.0))
 
     def _strike(self, fault: Fault) -> None:
-        a, q = self.agent, self._q
+        a, q = self.agent, self.queue
         match fault:
             case "hang":
                 pass  # nothing, ever
@@ -122,25 +114,6 @@ class ChaosSession:
 
     async def end_turn(self) -> None:
         self._respond()
-
-    async def send_dtmf(self, digit: str) -> None:
-        del digit
-
-    async def mark_played(self, name: str) -> None:
-        del name
-
-    async def barge_in(self, played_ms: int) -> None:
-        del played_ms
-
-    async def events(self) -> AsyncIterator[AgentEvent]:
-        while (ev := await self._q.get()) is not None:
-            if isinstance(ev, Exception):
-                raise ev
-            yield ev
-
-    async def close(self, reason: str) -> None:
-        del reason
-        self._q.put_nowait(None)
 
 
 class ChaosAgent:

@@ -7,13 +7,11 @@ turns. Serve it with `voice-audit agents serve agents.serve.demo:tone_agent --pr
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import AsyncIterator
 from typing import Any
 
-import numpy as np
-
+from agents.session import QueueSession
+from agents.testing import tone as fake_tone
 from harness.adapter import (
     AgentEvent,
     AudioFormat,
@@ -35,16 +33,15 @@ __all__ = ["ToneAgent", "ToneSession", "tone", "tone_agent"]
 
 
 def tone(ms: int, sample_rate: int = 16000, hz: float = 440.0, level: float = 0.3) -> bytes:
-    n = sample_rate * ms // 1000
-    t = np.arange(n) / sample_rate
-    return (level * 32767 * np.sin(2 * np.pi * hz * t)).astype("<i2").tobytes()
+    """The tone agent's voice: `agents.testing.tone` at 440 Hz, louder."""
+    return fake_tone(ms, sample_rate, hz, level)
 
 
-class ToneSession:
+class ToneSession(QueueSession):
     def __init__(self, agent: ToneAgent, call: CallInfo) -> None:
+        super().__init__()
         self.agent, self.call = agent, call
         self.fixture = ToolFixture(call.facts)
-        self._q: asyncio.Queue[AgentEvent | None] = asyncio.Queue()
         self._buf = bytearray()
         self.turns = 0
         self.heard_ms: list[float] = []
@@ -56,7 +53,7 @@ class ToneSession:
             self._say("Hello, thanks for calling. How can I help?", TurnEnd(0.0))
 
     def _put(self, ev: AgentEvent | None) -> None:
-        self._q.put_nowait(ev)
+        self.queue.put_nowait(ev)
 
     def _say(self, text: str, end: AgentEvent) -> None:
         self._put(TextOut(text))
@@ -88,19 +85,12 @@ class ToneSession:
     async def send_dtmf(self, digit: str) -> None:
         self.dtmf.append(digit)
 
-    async def mark_played(self, name: str) -> None:
-        del name
-
     async def barge_in(self, played_ms: int) -> None:
         self.barge_ins.append(played_ms)
 
-    async def events(self) -> AsyncIterator[AgentEvent]:
-        while (ev := await self._q.get()) is not None:
-            yield ev
-
     async def close(self, reason: str) -> None:
         self.closed_reason = reason
-        self._put(None)
+        self.end()
 
 
 class ToneAgent:
