@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,49 +18,30 @@ import pandas as pd
 from analysis.cost import cost_report
 from analysis.metrics.catalogue import CATALOGUE
 from analysis.report import comparison_view, forest, pairs_view, stimuli_view, subgroups_view
+from analysis.report.calls import calls, mask_real_terminations
+from analysis.report.findings import findings, short_conditions
 from analysis.report.loader import RunOutputs, load
+from analysis.report.method_text import method_refs, method_sections
 from analysis.report.model import (
     AgentRow,
-    CallCounts,
     CellBlock,
     CellClaim,
     DeltaRow,
     Disposition,
-    FailedCall,
     FamilyBlock,
     FamilyClaim,
-    Finding,
-    Findings,
     GateRow,
     Hashes,
-    MatrixEntry,
-    MatrixRow,
-    MethodSection,
     ModelRow,
     Redaction,
     Report,
     SafetyRow,
 )
-from analysis.report.redact import LEVEL_MASK_NOTE, TEXT_MASK, URL_MASK, Scrubber, is_real_system, level_terms
-from analysis.report.wording import CONVENTION_TEXT, claim_words, direction, finding_sentence, reading
+from analysis.report.redact import LEVEL_MASK_NOTE, URL_MASK, Scrubber, is_real_system, level_terms
+from analysis.report.wording import CONVENTION_TEXT, claim_words, reading
 from harness.model.secrets import mask_options, secret_values, url_secrets
 from personas import Catalogue, load_catalogue
 from scenarios.errors import VoiceAuditError
-
-MAX_FAILED_LISTED = 500
-MAX_FINDINGS = 8
-FINDINGS_PER_CELL = 3
-FAMILY_PRIORITY = ("terminal_outcome", "safety_events", "path_burden", "tool_behaviour")
-"""What happened to the caller leads: the outcome, then safety, then the path it took; the other
-families follow in the plan's order."""
-METHOD_FILE = Path(__file__).parent / "templates" / "method.md"
-_METHOD_HEADING = re.compile(r"^## (\d+)\. (.+)$", re.MULTILINE)
-_METHOD_REF = re.compile(r"(?:METHOD\.md|docs/method/index\.md),? section (\d+)")
-FINDINGS_RULE = (
-    "per cell (agent x scenario x contrast) each family's largest delta (|estimate| / half the interval "
-    "width); findings of cells whose stimuli failed the pre-screen after all others; those whose interval excludes 0 first, then by family (outcome, safety, burden, tool use, the "
-    "rest) and size; at most three per cell, eight in all"
-)
 
 
 @dataclass
@@ -260,16 +240,6 @@ def cells(out: RunOutputs, dispo: Disposition, figures: dict[str, str], plots: b
     return blocks
 
 
-def short_conditions(a: str, b: str) -> tuple[str, str]:
-    """Only the axes on which the two condition keys differ ("accent=us_general" vs "accent=l2_spanish")."""
-    pa, pb = a.split("|"), b.split("|")
-    if len(pa) != len(pb):
-        return a, b
-    da = [x for x, y in zip(pa, pb, strict=True) if x != y] or pa
-    db = [y for x, y in zip(pa, pb, strict=True) if x != y] or pb
-    return "|".join(da), "|".join(db)
-
-
 def cell_title(c: CellBlock) -> str:
     a, b = short_conditions(c.condition_a, c.condition_b)
     return f"{c.agent} · {c.scenario_id} · {a} vs {b}"
@@ -291,198 +261,6 @@ def family_forests(blocks: list[CellBlock], figures: dict[str, str]) -> list[Cel
         )
         for c in blocks
     ]
-
-
-def _short(v: float | None) -> str:
-    if v is None:
-        return "—"
-    return f"{v:+.0f}" if abs(v) >= 100 else f"{v:+.2g}"
-
-
-def _score(r: DeltaRow) -> float:
-    if r.estimate is None:
-        return -1.0
-    if r.ci_low is None or r.ci_high is None:
-        return 0.0
-    half = (r.ci_high - r.ci_low) / 2.0
-    return abs(r.estimate) / half if half > 0 else (math.inf if r.estimate else 0.0)
-
-
-def family_rank(family: str) -> int:
-    """A family's place in the findings' order (`FAMILY_PRIORITY`, the rest after it)."""
-    return FAMILY_PRIORITY.index(family) if family in FAMILY_PRIORITY else len(FAMILY_PRIORITY)
-
-
-def _excludes_zero(r: DeltaRow) -> bool:
-    return r.ci_low is not None and r.ci_high is not None and (r.ci_low > 0 or r.ci_high < 0)
-
-
-def _blocked(dispo: Disposition, label: str, family: str) -> list[str]:
-    cell = next((c for c in dispo.cells if c.label == label), None)
-    fam = next((f for f in cell.families if f.family == family), None) if cell else None
-    return [d.split(":", 1)[0].strip() for d in fam.drivers] if fam else []
-
-
-def _status(claim: str, blocked: list[str], verdicts: Mapping[str, str]) -> str:
-    if claim != "diagnostics_only":
-        return f"{claim.replace('_', ' ')} (every guarding gate passed)"
-    if not blocked:
-        return "diagnostic only"
-    return "diagnostic only: " + ", ".join(f"{g} {verdicts.get(g, 'not passed')}" for g in blocked)
-
-
-def _repeats(c: CellBlock) -> str:
-    if c.n_voices == 1 and c.intervals_over_voices:
-        return (
-            f"; {c.n_pairs} pairs from one voice per condition: the interval is about these two speakers' calls, "
-            "not about their condition"
-        )
-    if c.n_voices is not None and c.intervals_over_voices:
-        # Replicates of one voice share its cluster, so repeats no longer narrow the interval: what the
-        # finding rests on is the number of voices.
-        return f"; {c.n_pairs} pairs from {c.n_voices} distinct voice(s), the interval over the voices"
-    d = c.n_pairs_distinct
-    if d is None or 2 * d > c.n_pairs:  # a few repeats happen by chance on a noisy line
-        return ""
-    return (
-        f"; only {d} of {c.n_pairs} pairs are distinct calls (replicates repeated each other call for call), "
-        "so the interval is too narrow"
-    )
-
-
-def _stimulus_failed(c: CellBlock) -> bool:
-    return c.stimulus == "fail"
-
-
-def _stimulus_note(c: CellBlock) -> str:
-    if not _stimulus_failed(c):
-        return ""
-    return (
-        f"; STIMULUS FAILED the pre-screen ({c.stimulus_reasons}): the calls were placed under the campaign's "
-        "override, so this gap may measure the text-to-speech engine, not the agent"
-    )
-
-
-def _finding_key(t: tuple[CellBlock, FamilyBlock, DeltaRow]) -> tuple[bool, bool, int, float]:
-    c, fam, r = t
-    return (_stimulus_failed(c), not _excludes_zero(r), family_rank(fam.family), -_score(r))
-
-
-def findings(blocks: list[CellBlock], dispo: Disposition, gate_rows: list[GateRow]) -> Findings:
-    """The ranked findings list and the agents x contrasts x families matrix, from the same rows."""
-    verdicts = {g.gate: g.verdict for g in gate_rows}
-    families = list(dict.fromkeys(f.family for c in blocks for f in c.families))
-    candidates: list[tuple[CellBlock, FamilyBlock, DeltaRow]] = []
-    matrix: list[MatrixRow] = []
-    order = sorted(blocks, key=lambda c: (c.agent, c.contrast, c.scenario_id, c.index))
-    for c in order:
-        entries: list[MatrixEntry] = []
-        per_cell: list[tuple[CellBlock, FamilyBlock, DeltaRow]] = []
-        for fam_name in families:
-            fam = next((f for f in c.families if f.family == fam_name), None)
-            rows = [r for r in fam.rows if r.estimate is not None] if fam else []
-            if fam is None or not rows:
-                entries.append(
-                    MatrixEntry(
-                        family=fam_name,
-                        metric=None,
-                        estimate=None,
-                        ci_low=None,
-                        ci_high=None,
-                        excludes_zero=False,
-                        direction="none",
-                        gated=False,
-                        text="—",
-                    )
-                )
-                continue
-            best = max(rows, key=lambda r: (_excludes_zero(r), _score(r)))
-            entries.append(
-                MatrixEntry(
-                    family=fam_name,
-                    metric=best.metric,
-                    estimate=best.estimate,
-                    ci_low=best.ci_low,
-                    ci_high=best.ci_high,
-                    excludes_zero=_excludes_zero(best),
-                    direction=direction(best.estimate, best.higher_is_worse),
-                    gated=fam.claim != "diagnostics_only",
-                    text=_short(best.estimate),
-                )
-            )
-            per_cell.append((c, fam, best))
-        per_cell.sort(key=_finding_key)
-        candidates += per_cell[:FINDINGS_PER_CELL]
-        a, b = short_conditions(c.condition_a, c.condition_b)
-        matrix.append(
-            MatrixRow(
-                cell_index=c.index,
-                agent=c.agent,
-                scenario_id=c.scenario_id,
-                contrast=c.contrast,
-                label=f"a {a} vs b {b}",
-                entries=entries,
-            )
-        )
-    candidates.sort(key=_finding_key)
-    ranked: list[Finding] = []
-    for rank, (c, fam, r) in enumerate(candidates[:MAX_FINDINGS], start=1):
-        spec = CATALOGUE.get(r.metric)
-        blocked = _blocked(dispo, c.label, fam.family)
-        ranked.append(
-            Finding(
-                rank=rank,
-                cell_index=c.index,
-                agent=c.agent,
-                scenario_id=c.scenario_id,
-                contrast=c.contrast,
-                metric=r.metric,
-                family=fam.family,
-                estimate=r.estimate,
-                ci_low=r.ci_low,
-                ci_high=r.ci_high,
-                n_pairs=r.n_pairs,
-                excludes_zero=_excludes_zero(r),
-                direction=direction(r.estimate, r.higher_is_worse),
-                sentence=finding_sentence(
-                    r.metric,
-                    spec.kind if spec else "continuous",
-                    r.estimate,
-                    r.ci_low,
-                    r.ci_high,
-                    r.mean_a,
-                    r.mean_b,
-                    r.n_pairs,
-                    r.higher_is_worse,
-                    r.alpha,
-                ),
-                claim=fam.claim,
-                gated=fam.claim != "diagnostics_only",
-                blocked_by=blocked,
-                status=_status(fam.claim, blocked, verdicts) + _repeats(c) + _stimulus_note(c),
-            )
-        )
-    n_all = sum(1 for c in blocks for f in c.families for r in f.rows if r.estimate is not None)
-    n_excl = sum(1 for c in blocks for f in c.families for r in f.rows if _excludes_zero(r))
-    n_gated = sum(
-        1
-        for c in blocks
-        for f in c.families
-        for r in f.rows
-        if _excludes_zero(r) and f.claim != "diagnostics_only"
-    )
-    headline = (
-        f"{n_excl} of {n_all} paired deltas have an interval that excludes 0; {n_gated} of them are in a family "
-        f"whose gates all passed. Campaign claim: {dispo.claim.replace('_', ' ')}."
-    )
-    return Findings(
-        headline=headline,
-        convention=CONVENTION_TEXT,
-        ranked=ranked,
-        families=families,
-        matrix=matrix,
-        rule=FINDINGS_RULE,
-    )
 
 
 def safety(metrics: pd.DataFrame, in_plan: set[str]) -> list[SafetyRow]:
@@ -507,105 +285,6 @@ def safety(metrics: pd.DataFrame, in_plan: set[str]) -> list[SafetyRow]:
                 )
             )
     return rows
-
-
-def method_sections() -> list[MethodSection]:
-    """The method text shipped with the package (templates/method.md), by numbered section."""
-    text = METHOD_FILE.read_text(encoding="utf-8")
-    heads = list(_METHOD_HEADING.finditer(text))
-    return [
-        MethodSection(
-            number=int(h.group(1)),
-            title=h.group(2).strip(),
-            text=text[h.end() : heads[i + 1].start() if i + 1 < len(heads) else len(text)].strip(),
-        )
-        for i, h in enumerate(heads)
-    ]
-
-
-def _method_refs(node: Any) -> Any:
-    """References to the method point at the method section this report carries."""
-    if isinstance(node, str):
-        return _METHOD_REF.sub(r"method section \1 (Method, in this report)", node)
-    if isinstance(node, Mapping):
-        return {k: _method_refs(v) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_method_refs(v) for v in node]
-    return node
-
-
-def not_served(metrics: pd.DataFrame) -> pd.Series:
-    """The non-service flag of each call the agent did not serve (None otherwise)."""
-    flags = (
-        metrics["outcome_flags"]
-        if "outcome_flags" in metrics.columns
-        else pd.Series(None, index=metrics.index)
-    )
-    return flags.map(pairs_view.not_served_flag)
-
-
-def failed_mask(metrics: pd.DataFrame) -> pd.Series:
-    """Calls that did not end in service: harness-side failures and cancellations (missing data), and
-    completed calls the agent did not serve (an outcome, never a pass)."""
-    status = metrics["status"].astype(str)
-    return (status != "completed") | not_served(metrics).notna() | metrics["failure_kind"].notna()
-
-
-def calls(metrics: pd.DataFrame) -> tuple[list[CallCounts], list[FailedCall]]:
-    """Per agent; a call passes only when the agent served it to an acceptable outcome."""
-    counts: list[CallCounts] = []
-    bad_all = failed_mask(metrics)
-    flag_all = not_served(metrics)
-    for agent, sub in metrics.groupby("agent", sort=True):
-        status = sub["status"].astype(str)
-        bad = bad_all.loc[sub.index]
-        flag = flag_all.loc[sub.index]
-        served_not = (status == "completed") & bad
-        passed = ~bad & (sub["outcome_acceptable"] == 1.0)
-        kinds = sub.loc[bad, "failure_kind"].dropna().astype(str).value_counts()
-        counts.append(
-            CallCounts(
-                agent=str(agent),
-                records=len(sub),
-                completed=int((status == "completed").sum()),
-                not_served=int(served_not.sum()),
-                failed=int((status == "failed").sum()),
-                cancelled=int((status == "cancelled").sum()),
-                failure_kinds={str(k): int(v) for k, v in kinds.items()},
-                not_served_reasons={
-                    str(k): int(v)
-                    for k, v in flag[served_not].fillna("agent_error_event").value_counts().items()
-                },
-                acceptable=int(passed.sum()),
-                acceptable_rate=float(passed.sum()) / len(sub) if len(sub) else None,
-            )
-        )
-    bad = metrics[bad_all].sort_values(["agent", "pair_id", "side"])
-    flags = flag_all.loc[bad.index]
-    failed = [
-        FailedCall(
-            episode_id=str(r.episode_id),
-            pair_id=str(r.pair_id),
-            agent=str(r.agent),
-            side=str(r.side),
-            status="not served" if str(r.status) == "completed" else str(r.status),
-            failure_kind=r.failure_kind
-            if isinstance(r.failure_kind, str)
-            else (f if isinstance(f, str) else None),
-            termination=str(r.termination or ""),
-        )
-        for r, f in zip(bad.head(MAX_FAILED_LISTED).itertuples(), flags.head(MAX_FAILED_LISTED), strict=True)
-    ]
-    return counts, failed
-
-
-def _mask_real_terminations(failed: list[FailedCall], metrics: pd.DataFrame) -> list[FailedCall]:
-    real = {
-        str(e)
-        for e, a in zip(metrics["episode_id"], metrics["adapter"], strict=True)
-        if is_real_system(str(a))
-    }
-    return [f.model_copy(update={"termination": TEXT_MASK}) if f.episode_id in real else f for f in failed]
 
 
 def _catalogue(out: RunOutputs) -> Catalogue | None:
@@ -635,7 +314,7 @@ def build_report(
     dispo = disposition(out)
     counts, failed = calls(out.metrics)
     if redact:
-        failed = _mask_real_terminations(failed, out.metrics)
+        failed = mask_real_terminations(failed, out.metrics)
     shown = pairs_view.build(out, max_pairs, pairs, redact)
     sub, sub_figs = subgroups_view.load(out.run_dir)
     compared, compare_warnings = comparison_view.load(out.run_dir)
@@ -710,7 +389,7 @@ def build_report(
         mask_levels=redact,
         level_terms=level_terms(man.campaign, _catalogue(out)) if redact else (),
     )
-    data = _method_refs(scrub.tree(report.model_dump(mode="json", by_alias=True)))
+    data = method_refs(scrub.tree(report.model_dump(mode="json", by_alias=True)))
     figures = {k: scrub.text(v) for k, v in figures.items()}
     data["redaction"]["secrets_masked"] = scrub.hits
     built = Built(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from analysis.metrics.catalogue import CATALOGUE
 from analysis.report import Built
-from analysis.report.build import family_rank
+from analysis.report.findings import family_rank
 from analysis.report.wording import direction, finding_sentence
 
 
