@@ -2,7 +2,8 @@
 
 Entry points (group `voice_audit.agents`): `http`, `ws`, `twilio`, `realtime`, `gemini-live`. Each module's
 docstring is its wire contract. The message shapes are written once per protocol and shared with
-the serving front ends (`agents.serve`): `wire` (the HTTP turn API and WebSocket contract),
+the serving front ends (`agents.serve`): `http_wire` (the HTTP turn API), `ws_wire` (the WebSocket
+contract; both carry the event objects of `event_json`),
 `twilio_wire` (Twilio Media Streams), `realtime_wire` (OpenAI Realtime, GA and beta names), `gemini_live_wire` (the Gemini Live API). The
 streaming sessions share one base, `ws_session.WsSession`; `install_log_redaction` keeps credentials
 in WebSocket headers out of the websockets library's logs (the serving front ends install it too).

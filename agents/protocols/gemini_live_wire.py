@@ -39,7 +39,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from agents.protocols.wire import b64decode, b64encode
+from agents.protocols.event_json import b64decode, b64encode
 from harness.adapter import AgentError, AudioFormat
 
 __all__ = [

@@ -3,7 +3,7 @@
 Wire contract (JSON bodies, UTF-8; audio is base64 of raw samples):
 
     POST   {url}/sessions
-           {"call": <call info, see wire.py>, "audio": {"encoding":"pcm16","sample_rate":16000}}
+           {"call": <call info, see event_json.py>, "audio": {"encoding":"pcm16","sample_rate":16000}}
         -> 201 {"session_id": str, "events": [<greeting events, ending in turn_end or hangup>],
                 "exposes": {"transcripts": bool, "tool_trace": bool}}
     POST   {url}/sessions/{id}/turns
@@ -13,9 +13,10 @@ Wire contract (JSON bodies, UTF-8; audio is base64 of raw samples):
     POST   {url}/sessions/{id}/barge_in  {"played_ms": 1200}   -> 204
     DELETE {url}/sessions/{id}?reason=..                        -> 204
 
-Event objects are those of `wire.py`. `DELETE` is sent once when the call ends, whoever ended it
-(the caller hanging up, the agent hanging up or failing, the harness giving up); a session the
-agent already ended may answer it 204 or 404.
+Event objects are those of `event_json.py`; both sides write and read the bodies with
+`http_wire.py`. `DELETE` is sent once when the call ends, whoever ended it (the caller hanging
+up, the agent hanging up or failing, the harness giving up); a session the agent already ended
+may answer it 204 or 404.
 
 Exposure: `exposes` in the session reply is the agent's declaration that its events carry every
 word it says (`transcripts`: `text` events) and every tool call it makes (`tool_trace`:
@@ -47,14 +48,8 @@ import aiohttp
 
 from agents.protocols._secrets import expand_headers
 from agents.protocols._stream import EventChannel, OpenSessions, describe
-from agents.protocols.wire import (
-    b64encode,
-    call_to_json,
-    declared_exposure,
-    event_from_json,
-    format_to_json,
-    option_capabilities,
-)
+from agents.protocols.event_json import declared_exposure, option_capabilities
+from agents.protocols.http_wire import barge_in_body, dtmf_body, parse_events, session_request, turn_request
 from harness.adapter import (
     AgentError,
     AgentEvent,
@@ -114,7 +109,7 @@ class HttpTurnSession:
         """POST the buffered utterance; the answer's events are queued for `events()`."""
         self._ensure_open()
         audio, self._buf = bytes(self._buf), bytearray()
-        body = {"audio": b64encode(audio), **format_to_json(self._fmt)}
+        body = turn_request(audio, self._fmt)
         try:
             data = await self._adapter.request("POST", f"{self._base}/turns", body, "disconnect")
             await self.deliver(parse_events(data))
@@ -124,7 +119,7 @@ class HttpTurnSession:
     async def send_dtmf(self, digit: str) -> None:
         self._ensure_open()
         try:
-            await self._adapter.request("POST", f"{self._base}/dtmf", {"digit": digit}, "disconnect")
+            await self._adapter.request("POST", f"{self._base}/dtmf", dtmf_body(digit), "disconnect")
         except AgentError as exc:
             raise await self._fail(exc) from None
 
@@ -135,7 +130,7 @@ class HttpTurnSession:
         self._ensure_open()
         try:
             await self._adapter.request(
-                "POST", f"{self._base}/barge_in", {"played_ms": int(played_ms)}, "disconnect"
+                "POST", f"{self._base}/barge_in", barge_in_body(played_ms), "disconnect"
             )
         except AgentError as exc:
             raise await self._fail(exc) from None
@@ -154,12 +149,6 @@ class HttpTurnSession:
             pass  # the call is over either way (a 404 for a session the agent ended is fine)
         finally:
             self._chan.finish(f"closed by harness: {reason}")
-
-
-def parse_events(data: Any) -> list[AgentEvent]:
-    if not isinstance(data, dict) or not isinstance(data.get("events"), list):
-        raise AgentError("malformed_frame", "response has no 'events' list")
-    return [event_from_json(e) for e in data["events"]]
 
 
 class HttpTurnAdapter:
@@ -223,7 +212,7 @@ class HttpTurnAdapter:
             raise AgentError("http_error", f"{method} {url}: {type(exc).__name__}: {exc}") from None
 
     async def connect(self, call: CallInfo) -> HttpTurnSession:
-        body = {"call": call_to_json(call), "audio": format_to_json(self.capabilities.input_format)}
+        body = session_request(call, self.capabilities.input_format)
         data = await self.request("POST", f"{self.url}/sessions", body, "connect_failed")
         if not isinstance(data, dict) or not isinstance(data.get("session_id"), str):
             raise AgentError("malformed_frame", "session creation answered without a 'session_id'")

@@ -23,7 +23,7 @@ import json
 import secrets
 from typing import Any, Literal
 
-from agents.protocols.wire import b64encode
+from agents.protocols.event_json import b64encode
 from harness.adapter import AgentError, AudioFormat
 
 _USAGE_DETAILS: tuple[tuple[str, str, str], ...] = (

@@ -28,7 +28,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.protocols.wire import b64decode, b64encode
+from agents.protocols.event_json import b64decode, b64encode
 from harness.adapter import AgentError, AudioFormat
 
 __all__ = [

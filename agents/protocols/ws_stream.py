@@ -3,7 +3,7 @@
 Wire contract (one WebSocket per call):
 
 harness -> agent
-    text   {"type":"start","call":<call info, see wire.py>,"audio":{"encoding":"pcm16","sample_rate":16000}}
+    text   {"type":"start","call":<call info, see event_json.py>,"audio":{"encoding":"pcm16","sample_rate":16000}}
     binary caller audio in the declared format, one 20 ms frame per message, silence included
     text   {"type":"end_turn"}                 optional hint: the caller stopped speaking
     text   {"type":"dtmf","digit":"1"}
@@ -13,7 +13,7 @@ harness -> agent
 agent -> harness
     text   {"type":"started","session_id":..,"output":{"encoding":..,"sample_rate":..},
             "exposes":{"transcripts":bool,"tool_trace":bool}}  first
-    text   agent event objects (wire.py: audio, text, heard, tool_call, tool_result, state,
+    text   agent event objects (event_json.py: audio, text, heard, tool_call, tool_result, state,
            facts_seen, mark, clear, hangup, error, turn_end)
     binary agent audio in the `output` format of `started`
     close 1000 after a hang-up
@@ -38,15 +38,9 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
+from agents.protocols import ws_wire
 from agents.protocols._stream import OpenSessions, open_ws
-from agents.protocols.wire import (
-    call_to_json,
-    declared_exposure,
-    event_from_json,
-    format_from_json,
-    format_to_json,
-    option_capabilities,
-)
+from agents.protocols.event_json import declared_exposure, event_from_json, option_capabilities
 from agents.protocols.ws_session import MarkingSession, loads
 from harness.adapter import (
     AgentError,
@@ -77,18 +71,11 @@ class WsStreamSession(MarkingSession):
         """The adapter's, with what the agent declared in `started`."""
 
     async def start(self, call: CallInfo, fmt: AudioFormat, timeout_s: float) -> None:
-        await self._send({"type": "start", "call": call_to_json(call), "audio": format_to_json(fmt)})
+        await self._send(ws_wire.start(call, fmt))
         try:
             async with asyncio.timeout(timeout_s):
                 raw = await self._ws.recv()
-            msg = json.loads(raw)
-            if not isinstance(msg, dict) or msg.get("type") != "started":
-                if isinstance(msg, dict) and msg.get("type") == "error":
-                    raise AgentError("connect_failed", f"agent refused the call: {msg.get('message')}")
-                raise AgentError("protocol_error", f"expected 'started', got {str(raw)[:80]!r}")
-            self.session_id = str(msg.get("session_id", ""))
-            self.output = format_from_json(msg.get("output") or {})
-            self.exposes = msg.get("exposes")
+            self.session_id, self.output, self.exposes = ws_wire.read_started(json.loads(raw), raw)
         except TimeoutError:
             raise AgentError("connect_failed", f"no 'started' within {timeout_s:.1f} s") from None
         except ConnectionClosed as exc:
@@ -108,21 +95,21 @@ class WsStreamSession(MarkingSession):
 
     async def end_turn(self) -> None:
         self._ensure_open()
-        await self._send({"type": "end_turn"})
+        await self._send(ws_wire.end_turn())
 
     async def send_dtmf(self, digit: str) -> None:
         self._ensure_open()
-        await self._send({"type": "dtmf", "digit": digit})
+        await self._send(ws_wire.dtmf(digit))
 
     async def _send_mark(self, name: str) -> None:
-        await self._send({"type": "mark", "name": name})
+        await self._send(ws_wire.mark(name))
 
     async def barge_in(self, played_ms: int) -> None:
         self._ensure_open()
-        await self._send({"type": "barge_in", "played_ms": int(played_ms)})
+        await self._send(ws_wire.barge_in(played_ms))
 
     async def _goodbye(self, reason: str) -> None:
-        await self._send({"type": "stop", "reason": reason})
+        await self._send(ws_wire.stop(reason))
 
     async def _on_frame(self, raw: str | bytes) -> AgentEvent | None:
         if isinstance(raw, bytes):

@@ -14,7 +14,14 @@ from typing import Any
 
 from aiohttp import web
 
-from agents.protocols.wire import b64decode, call_from_json, event_to_json, exposure_to_json, format_from_json
+from agents.protocols.event_json import b64decode, event_to_json
+from agents.protocols.http_wire import (
+    error_body,
+    events_reply,
+    read_session_request,
+    read_turn_format,
+    session_reply,
+)
 from agents.serve._inner import InnerCall
 from agents.serve.config import ServeConfig
 from agents.serve.faults import BAD_AUDIO_B64, WireFault, wire_fault
@@ -59,7 +66,7 @@ def _fault_response(request: web.Request, fault: WireFault) -> web.StreamRespons
 
 
 def _error(status: int, kind: FailureKind, message: str) -> web.Response:
-    return web.json_response({"error": {"kind": kind, "message": message}}, status=status)
+    return web.json_response(error_body(kind, message), status=status)
 
 
 async def _json(request: web.Request) -> dict[str, Any]:
@@ -118,8 +125,7 @@ def build_http_app(adapter: AgentAdapter, config: ServeConfig) -> web.Applicatio
 
     async def create(request: web.Request) -> web.Response:
         body = await _json(request)
-        call = call_from_json(body.get("call"), config.default_call)
-        format_from_json(body.get("audio") or {})
+        call, _ = read_session_request(body, config.default_call)
         try:
             inner = await InnerCall.open(adapter, call, config.turn_timeout_s)
         except AgentError as exc:
@@ -130,14 +136,13 @@ def build_http_app(adapter: AgentAdapter, config: ServeConfig) -> web.Applicatio
             events, over = await collect(served, config.greeting_timeout_s)
         if over:
             await finish(sid, "agent ended the call during its greeting")
-        body = {"session_id": sid, "events": events, "exposes": exposure_to_json(adapter.capabilities)}
-        return web.json_response(body, status=201)
+        return web.json_response(session_reply(sid, events, adapter.capabilities), status=201)
 
     def lookup(request: web.Request) -> _Served:
         served = sessions.get(request.match_info["sid"])
         if served is None:
             raise web.HTTPNotFound(
-                text=json.dumps({"error": {"kind": "protocol_error", "message": "unknown session"}}),
+                text=json.dumps(error_body("protocol_error", "unknown session")),
                 content_type="application/json",
             )
         return served
@@ -145,9 +150,7 @@ def build_http_app(adapter: AgentAdapter, config: ServeConfig) -> web.Applicatio
     async def turn(request: web.Request) -> web.Response:
         served = lookup(request)
         body = await _json(request)
-        fmt = format_from_json(
-            {"encoding": body.get("encoding", "pcm16"), "sample_rate": body.get("sample_rate", 16000)}
-        )
+        fmt = read_turn_format(body)
         audio = b64decode(body.get("audio"))
         async with served.lock:
             try:
@@ -158,7 +161,7 @@ def build_http_app(adapter: AgentAdapter, config: ServeConfig) -> web.Applicatio
                 raise
         if over:
             await finish(request.match_info["sid"], "agent ended the call")
-        return web.json_response({"events": events})
+        return web.json_response(events_reply(events))
 
     async def dtmf(request: web.Request) -> web.Response:
         served = lookup(request)

@@ -20,7 +20,7 @@ from agents.protocols.realtime_wire import (
     join_transcript,
     new_id,
 )
-from agents.protocols.wire import b64encode
+from agents.protocols.event_json import b64encode
 from harness.adapter import AudioFormat, ToolCallOut
 
 __all__ = ["ResponseWriter", "Send"]

@@ -47,7 +47,7 @@ from websockets.exceptions import ConnectionClosed
 
 from agents.protocols.audio import convert, to_pcm16
 from agents.protocols.realtime_wire import CancelReason, ServerWire, new_id
-from agents.protocols.wire import b64decode, b64encode
+from agents.protocols.event_json import b64decode, b64encode
 from agents.serve._inner import InnerCall, TurnStatus
 from agents.serve.config import ServeConfig
 from agents.serve.faults import BAD_AUDIO_B64, WireFault, flood, idle_forever, wire_fault

@@ -16,14 +16,9 @@ from typing import Any
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
+from agents.protocols import ws_wire
 from agents.protocols.audio import to_pcm16
-from agents.protocols.wire import (
-    call_from_json,
-    event_to_json,
-    exposure_to_json,
-    format_from_json,
-    format_to_json,
-)
+from agents.protocols.event_json import event_to_json
 from agents.serve._inner import InnerCall
 from agents.serve._tasks import until_first
 from agents.serve.config import ServeConfig
@@ -45,31 +40,19 @@ def ws_handler(adapter: AgentAdapter, config: ServeConfig) -> Any:
         try:
             async with asyncio.timeout(10):
                 raw = await ws.recv()
-            msg = json.loads(raw)
-            if not isinstance(msg, dict) or msg.get("type") != "start":
-                raise AgentError("protocol_error", "first message must be {'type': 'start', ...}")
-            call = call_from_json(msg.get("call"), config.default_call)
-            fmt = format_from_json(msg.get("audio") or {})
+            call, fmt = ws_wire.read_start(json.loads(raw), config.default_call)
             inner = await InnerCall.open(adapter, call, config.turn_timeout_s)
         except (AgentError, json.JSONDecodeError, TimeoutError, ConnectionClosed) as exc:
             kind = exc.kind if isinstance(exc, AgentError) else "protocol_error"
             text = exc.message if isinstance(exc, AgentError) else f"{type(exc).__name__}: {exc}"
             try:
-                await _send(ws, {"type": "error", "kind": kind, "message": text, "fatal": True})
+                await _send(ws, ws_wire.error(kind, text, True))
                 await ws.close(1008, text[:100])
             except ConnectionClosed:
                 pass
             return
         try:
-            await _send(
-                ws,
-                {
-                    "type": "started",
-                    "session_id": secrets.token_hex(8),
-                    "output": format_to_json(inner.input_format),
-                    "exposes": exposure_to_json(adapter.capabilities),
-                },
-            )
+            await _send(ws, ws_wire.started(secrets.token_hex(8), inner.input_format, adapter.capabilities))
             utterances: asyncio.Queue[bytes] = asyncio.Queue(16)
             await until_first(
                 "call over",
@@ -109,10 +92,7 @@ async def _read(
             msg = json.loads(raw)
             t = msg["type"]
         except (json.JSONDecodeError, TypeError, KeyError):
-            await _send(
-                ws,
-                {"type": "error", "kind": "malformed_frame", "message": "bad client message", "fatal": False},
-            )
+            await _send(ws, ws_wire.error("malformed_frame", "bad client message", False))
             continue
         if t == "end_turn":
             flushed = endp.flush()

@@ -12,7 +12,7 @@ from aiohttp import web
 from websockets.asyncio.server import ServerConnection, serve
 
 from agents.protocols import http_adapter, realtime_adapter, twilio_adapter
-from agents.protocols.wire import b64encode
+from agents.protocols.event_json import b64encode
 from harness.adapter import (
     AgentError,
     AgentEvent,

@@ -47,7 +47,7 @@ from openai.types.realtime.realtime_session_create_request import RealtimeSessio
 from websockets.asyncio.client import connect
 
 from agents.protocols.realtime import RealtimeSession, session_config
-from agents.protocols.wire import b64encode
+from agents.protocols.event_json import b64encode
 from agents.serve import ServeConfig, VadConfig, start_server
 from agents.serve.demo import tone
 from harness.adapter import (

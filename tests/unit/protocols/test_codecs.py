@@ -8,7 +8,7 @@ import pytest
 
 from agents.protocols import realtime_wire as rw
 from agents.protocols import twilio_wire as tw
-from agents.protocols.wire import b64encode
+from agents.protocols.event_json import b64encode
 from harness.adapter import AgentError
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from agents.protocols import audio
-from agents.protocols.wire import call_from_json, call_to_json, event_from_json, event_to_json
+from agents.protocols.event_json import call_from_json, call_to_json, event_from_json, event_to_json
 from agents.serve.demo import tone
 from agents.serve.vad import Endpointer, VadConfig
 from harness.adapter import (

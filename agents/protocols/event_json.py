@@ -1,8 +1,10 @@
-"""JSON shapes shared by the harness-side clients and the serving front ends.
+"""The JSON objects both of our own contracts carry: agent events, call info, audio format, exposure.
 
-The HTTP turn API and the WebSocket streaming contract carry agent events as small JSON objects
-tagged by `type`; both sides of the repo use this one codec so a field can never drift between a
-client and the server it is tested against.
+The HTTP turn API (`http_wire`) and the WebSocket streaming contract (`ws_wire`) carry agent
+events as small JSON objects tagged by `type`, and the call and its audio format as the objects
+below; each protocol's own requests and frames are in its wire module. Clients and serving front
+ends use this one codec, so a field can never drift between a client and the server it is tested
+against.
 
 Agent event objects (`type` first):
 
