@@ -43,8 +43,8 @@ from websockets.asyncio.client import ClientConnection
 
 from agents.protocols import realtime_wire as rw
 from agents.protocols._stream import OpenSessions, open_ws
-from agents.protocols.realtime_wire import session_config
 from agents.protocols.event_json import b64decode
+from agents.protocols.realtime_wire import session_config
 from agents.protocols.ws_session import WsSession, loads, refuse_replaced_options
 from harness.adapter import (
     AgentError,

@@ -11,6 +11,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from agents.protocols.event_json import b64encode
 from agents.protocols.realtime_wire import (
     CancelReason,
     ServerWire,
@@ -20,7 +21,6 @@ from agents.protocols.realtime_wire import (
     join_transcript,
     new_id,
 )
-from agents.protocols.event_json import b64encode
 from harness.adapter import AudioFormat, ToolCallOut
 
 __all__ = ["ResponseWriter", "Send"]

@@ -46,8 +46,8 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
 from agents.protocols.audio import convert, to_pcm16
-from agents.protocols.realtime_wire import CancelReason, ServerWire, new_id
 from agents.protocols.event_json import b64decode, b64encode
+from agents.protocols.realtime_wire import CancelReason, ServerWire, new_id
 from agents.serve._inner import InnerCall, TurnStatus
 from agents.serve.config import ServeConfig
 from agents.serve.faults import BAD_AUDIO_B64, WireFault, flood, idle_forever, wire_fault

@@ -46,8 +46,8 @@ from openai.types.realtime.realtime_error import RealtimeError
 from openai.types.realtime.realtime_session_create_request import RealtimeSessionCreateRequest
 from websockets.asyncio.client import connect
 
-from agents.protocols.realtime import RealtimeSession, session_config
 from agents.protocols.event_json import b64encode
+from agents.protocols.realtime import RealtimeSession, session_config
 from agents.serve import ServeConfig, VadConfig, start_server
 from agents.serve.demo import tone
 from harness.adapter import (

@@ -32,9 +32,15 @@ from websockets.asyncio.client import connect
 
 from agents.protocols import http_turn
 from agents.protocols._stream import EventChannel
+from agents.protocols.event_json import (
+    b64encode,
+    call_from_json,
+    call_to_json,
+    event_from_json,
+    format_from_json,
+)
 from agents.protocols.realtime import RealtimeSession
 from agents.protocols.twilio import TwilioSession
-from agents.protocols.event_json import b64encode, call_from_json, call_to_json, event_from_json, format_from_json
 from agents.protocols.ws_stream import WsStreamSession
 from agents.serve import ServeConfig, ToneAgent, start_server
 from harness.adapter import AgentError, AgentEvent, AudioFormat, AudioOut, CallInfo, ErrorOut

@@ -10,9 +10,9 @@ import json
 
 import pytest
 
+from agents.protocols.event_json import call_from_json, call_to_json
 from agents.protocols.realtime import RealtimeAdapter
 from agents.protocols.twilio import TwilioAdapter
-from agents.protocols.event_json import call_from_json, call_to_json
 from agents.serve.realtime_session import FACTS_RE
 from harness.adapter import AgentError, CallInfo
 from harness.disclosure import disclose, fact_ids

@@ -12,8 +12,8 @@ from websockets.asyncio.server import ServerConnection, serve
 
 from agents.protocols._stream import SEND_BUFFER_LIMIT, open_ws, send_message, send_now
 from agents.protocols.audio import dbfs
-from agents.protocols.twilio import FRAME_BYTES, TwilioSession
 from agents.protocols.event_json import b64encode
+from agents.protocols.twilio import FRAME_BYTES, TwilioSession
 from agents.serve.cli import run_loop
 from agents.serve.vad import Endpointer, VadConfig
 from harness.adapter import CallInfo

@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from websockets.asyncio.client import connect
 
 from agents.protocols import gemini_live_wire as gw
-from agents.protocols.gemini_live import GeminiLiveSession
 from agents.protocols.event_json import b64encode
+from agents.protocols.gemini_live import GeminiLiveSession
 from agents.serve import ServeConfig, ToneAgent, start_server
 from harness.adapter import AgentError, AgentEvent, AudioOut, CallInfo, ErrorOut
 from harness.model.failures import FAILURE_KINDS
