@@ -49,6 +49,8 @@ LUFS = -24.0
 
 
 def _campaign(voices: Path) -> str:
+    """The scripted agent walks the caller through every path, four repairs in a row included, so the
+    caller's repair-loop patience is set beyond that walk (it is tested on its own elsewhere)."""
     return f"""\
 name: recorded
 seed: 11
@@ -72,7 +74,7 @@ pacing: accelerated
 tts: {{name: recorded, options: {{dir: "{voices}", pad_ms: {PAD_MS}, gap_ms: {GAP_MS}, target_lufs: {LUFS}}}}}
 asr: {{name: pocketsphinx}}
 channel: {{telephone: false}}
-patience: {{prompt_after_s: 2, prompts_before_human: 2, hang_up_after_s: 9}}
+patience: {{prompt_after_s: 2, prompts_before_human: 2, hang_up_after_s: 9, repairs_before_human: 10, repairs_after_human: 10}}
 timeouts: {{turn_s: 30, call_s: 200}}
 """
 
