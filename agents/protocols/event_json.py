@@ -20,6 +20,10 @@ Agent event objects (`type` first):
     {"type": "hangup", "reason": str}
     {"type": "error", "kind": <FailureKind>, "message": str, "fatal": bool}
     {"type": "turn_end", "compute_ms": float|null}
+    {"type": "usage", "quantities": {meter: number}, "source": str, "model": str|null, "unknown": [meter]}
+                                                       what the agent consumed (a meter left out is unknown)
+    {"type": "signal", "name": str, "detail": {str: scalar}}   a protocol signal, logged as agent_signal
+    {"type": "rate_limit", "retry_after_s": float, "source": str, "message": str}
 
 Call info (`call_to_json`) is one object:
 
@@ -41,6 +45,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -59,11 +64,14 @@ from harness.adapter import (
     HangupOut,
     HeardOut,
     MarkOut,
+    RateLimitOut,
+    SignalOut,
     StateOut,
     TextOut,
     ToolCallOut,
     ToolResultOut,
     TurnEnd,
+    UsageOut,
 )
 from harness.disclosure import disclose
 from harness.model.campaign import AgentSpec, FactsDisclosure
@@ -133,7 +141,9 @@ def call_from_json(data: Any, default: Callable[[], CallInfo] | None = None) -> 
             fallback = default()
             facts, scenario = fallback.facts, str(data.get("scenario_id") or fallback.scenario_id)
         elif "facts" in data:
-            raise AgentError("protocol_error", f"the call discloses no facts ({mode}) and this agent has none of its own")
+            raise AgentError(
+                "protocol_error", f"the call discloses no facts ({mode}) and this agent has none of its own"
+            )
         else:
             raise KeyError("facts")
         return CallInfo(
@@ -236,7 +246,47 @@ def event_to_json(ev: AgentEvent) -> dict[str, Any]:
             return {"type": "error", "kind": ev.kind, "message": ev.message, "fatal": ev.fatal}
         case TurnEnd():
             return {"type": "turn_end", "compute_ms": ev.compute_ms}
+        case UsageOut():
+            return {
+                "type": "usage",
+                "quantities": {str(k): float(v) for k, v in ev.quantities.items()},
+                "source": ev.source,
+                "model": ev.model,
+                "unknown": list(ev.unknown),
+            }
+        case SignalOut():
+            return {"type": "signal", "name": ev.name, "detail": dict(ev.detail)}
+        case RateLimitOut():
+            return {
+                "type": "rate_limit",
+                "retry_after_s": ev.retry_after_s,
+                "source": ev.source,
+                "message": ev.message,
+            }
     raise TypeError(f"not an agent event: {ev!r}")
+
+
+def _quantities(value: Any) -> dict[str, float]:
+    if not isinstance(value, dict):
+        raise AgentError("malformed_frame", "usage quantities must be an object of meter -> number")
+    out: dict[str, float] = {}
+    for k, v in value.items():
+        if isinstance(v, bool) or not isinstance(v, int | float) or not math.isfinite(v) or v < 0:
+            raise AgentError(
+                "malformed_frame", f"usage quantity {k!r} must be a finite number >= 0, not {v!r}"
+            )
+        out[str(k)] = float(v)
+    return out
+
+
+def _detail(value: Any) -> dict[str, str | int | float | bool | None]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(
+        v is None or isinstance(v, str | int | float | bool) for v in value.values()
+    ):
+        raise AgentError("malformed_frame", "signal detail must be an object of scalars")
+    return {str(k): v for k, v in value.items()}
 
 
 def _kind(value: Any) -> FailureKind:
@@ -256,7 +306,10 @@ def event_from_json(data: Any) -> AgentEvent:
                     raise AgentError("malformed_frame", f"unknown audio encoding {enc!r}")
                 rate = data["sample_rate"]
                 if isinstance(rate, bool) or not isinstance(rate, int) or not 4000 <= rate <= 96000:
-                    raise AgentError("malformed_frame", f"audio sample_rate must be an integer in 4000..96000 Hz, not {rate!r}")
+                    raise AgentError(
+                        "malformed_frame",
+                        f"audio sample_rate must be an integer in 4000..96000 Hz, not {rate!r}",
+                    )
                 return AudioOut(b64decode(data["audio"]), rate, enc)
             case "text":
                 return TextOut(str(data["text"]))
@@ -295,6 +348,23 @@ def event_from_json(data: Any) -> AgentEvent:
             case "turn_end":
                 cm = data.get("compute_ms")
                 return TurnEnd(None if cm is None else float(cm))
+            case "usage":
+                model = data.get("model")
+                return UsageOut(
+                    _quantities(data.get("quantities")),
+                    str(data["source"]),
+                    None if model is None else str(model),
+                    tuple(str(m) for m in data.get("unknown") or ()),
+                )
+            case "signal":
+                return SignalOut(str(data["name"]), _detail(data.get("detail")))
+            case "rate_limit":
+                wait = float(data["retry_after_s"])
+                if not math.isfinite(wait) or wait < 0:
+                    raise AgentError(
+                        "malformed_frame", f"rate_limit retry_after_s must be >= 0, not {wait!r}"
+                    )
+                return RateLimitOut(wait, str(data.get("source", "")), str(data.get("message", "")))
     except (KeyError, TypeError, ValueError, OverflowError) as exc:
         raise AgentError("malformed_frame", f"bad {t!r} event: {exc!r}") from None
     raise AgentError("malformed_frame", f"unknown event type {t!r}")
