@@ -61,6 +61,7 @@ demo: install system-deps $(DEMO_LLM)
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 typecheck: install
 	$(BIN)/mypy

@@ -205,11 +205,18 @@ class _ScriptedSession(QueueSession):
             self.queue.put_nowait(None)
             return
         text = lines[self.turn]
-        if self.agent.use_tools and "refund" in text and "issued" in text and self.call.facts.charge is not None:
+        if (
+            self.agent.use_tools
+            and "refund" in text
+            and "issued" in text
+            and self.call.facts.charge is not None
+        ):
             args = {"amount": str(self.call.facts.charge.amount)}
             self.queue.put_nowait(ToolCallOut(f"t{self.turn}", "issue_refund", args))
             res = self.fixture.call("issue_refund", args)
-            self.queue.put_nowait(ToolResultOut(f"t{self.turn}", "issue_refund", res.ok, res.result_keys, res.error))
+            self.queue.put_nowait(
+                ToolResultOut(f"t{self.turn}", "issue_refund", res.ok, res.result_keys, res.error)
+            )
         if self.agent.expose_text:
             self.queue.put_nowait(TextOut(text))
         if self.agent.speak:
@@ -253,7 +260,9 @@ class ScriptedAgent:
         service_failure: ServiceFailure | None = None,
     ) -> None:
         if (planted is not None or service_failure is not None) and oracle is None and not calibration:
-            raise ValueError("a planted effect needs the calibration oracle (options: calibration_oracle: true)")
+            raise ValueError(
+                "a planted effect needs the calibration oracle (options: calibration_oracle: true)"
+            )
         if not 0.0 <= noise_repair_p <= 1.0:
             raise ValueError("noise repair_p must lie in [0, 1]")
         self.oracle = oracle
@@ -286,7 +295,9 @@ class ScriptedAgent:
             from harness.audio import create_tts, resample
             from personas import SpeechParams
 
-            synth = create_tts("espeak").synthesize(text, None, SpeechParams(voice="en-us", variant="m3", rate_wpm=170))
+            synth = create_tts("espeak").synthesize(
+                text, None, SpeechParams(voice="en-us", variant="m3", rate_wpm=170)
+            )
             pcm, _ = resample(np.asarray(synth.pcm), synth.sample_rate, 16000)
             self._voiced[text] = np.asarray(pcm, dtype="<i2").tobytes()
         return self._voiced[text]
@@ -326,5 +337,7 @@ def scripted(spec: AgentSpec) -> ScriptedAgent:
         noise_repair_p=float(noise.get("repair_p", 0.0)),
         seed=int(opts.get("seed", 0)),
         think_ms=int(opts.get("think_ms", 0)),
-        service_failure=ServiceFailure.parse(failure) if isinstance(failure := opts.get("service_failure"), Mapping) else None,
+        service_failure=ServiceFailure.parse(failure)
+        if isinstance(failure := opts.get("service_failure"), Mapping)
+        else None,
     )

@@ -108,7 +108,9 @@ def bench_recorded(clips: list[Synthesis]) -> list[tuple[str, str, str]]:
         for text, clip in zip(SENTENCES, clips, strict=True):
             quiet = np.zeros(clip.sample_rate * 3 // 10, np.int16)
             take = np.concatenate([quiet, np.asarray(clip.pcm), quiet])
-            soundfile.write(f"{folder}/{line_key(PARAMS, text)}.wav", take, clip.sample_rate, subtype="PCM_16")
+            soundfile.write(
+                f"{folder}/{line_key(PARAMS, text)}.wav", take, clip.sample_rate, subtype="PCM_16"
+            )
         backend = create_tts("recorded", dir=folder)
         first = again = audio = 0.0
         for text in SENTENCES:
@@ -172,7 +174,9 @@ def main() -> None:
     rows.append(("normalise + F0 Praat", f"{norm_t + praat_t:.4f} s/s", "target <= 0.02"))
     rows.append(("F0 PYIN (60-400 Hz, 16 kHz)", f"{pyin_t:.4f} s/s", ""))
     if importlib.util.find_spec("librosa") is not None:
-        rows.append(("F0 PYIN, librosa.pyin itself", f"{_librosa_pyin_s_per_s(normed):.4f} s/s", "same track"))
+        rows.append(
+            ("F0 PYIN, librosa.pyin itself", f"{_librosa_pyin_s_per_s(normed):.4f} s/s", "same track")
+        )
     if importlib.util.find_spec("torchcrepe"):
         from analysis.acoustics import crepe_f0
 

@@ -48,7 +48,9 @@ ALPHA = 0.05
 MODEL_METHODS = frozenset({"glmm", "gee", "lmm"})
 BINARY_SOURCE = simulate_binary_pairs(80, 0.0, np.random.default_rng(2024))
 COUNT_SOURCE = simulate_continuous_pairs(80, 0.0, np.random.default_rng(2025), noise="counts")
-TURNS_SOURCE = simulate_continuous_pairs(30, 0.0, np.random.default_rng(2029), noise="turns")  # 4 extra turns, like the real A/A
+TURNS_SOURCE = simulate_continuous_pairs(
+    30, 0.0, np.random.default_rng(2029), noise="turns"
+)  # 4 extra turns, like the real A/A
 
 
 def _parametric(kind: str, n_pairs: int, delta: float, noise: str, rng: np.random.Generator) -> pd.DataFrame:

@@ -59,7 +59,15 @@ async def load(workdir: Path, calls: int) -> list[dict[str, Any]]:
     for where in PROTOCOLS:
         t0 = time.perf_counter()
         agents = {"healthy": {"rate": 0.0, "hangup_after": 3}}
-        run = await run_chaos(workdir / "load", where, agents, replicates=max(1, calls // 2), concurrency=calls, turn_s=10, call_s=120)
+        run = await run_chaos(
+            workdir / "load",
+            where,
+            agents,
+            replicates=max(1, calls // 2),
+            concurrency=calls,
+            turn_s=10,
+            call_s=120,
+        )
         wall = time.perf_counter() - t0
         records = list(RunReader(run.run_dir).records())
         done = sum(r.outcome.status == "completed" for r in records)
@@ -100,13 +108,17 @@ async def faults(workdir: Path, replicates: int) -> list[dict[str, Any]]:
             f.replace("_", "-"): {"faults": [f], "hangup_after": 2, "flood_s": 150} for f in EXPECTED[where]
         }
         agents["mixed"] = {**MIXED, "faults": list(EXPECTED[where])}
-        run = await run_chaos(workdir / "faults" / where, where, agents, replicates=replicates, concurrency=64)
+        run = await run_chaos(
+            workdir / "faults" / where, where, agents, replicates=replicates, concurrency=64
+        )
         expected = _expected(where, run)
         records = list(RunReader(run.run_dir).records())
         lines = (run.run_dir / EPISODES_JSONL).read_bytes().splitlines()
         ids = {r.header.episode_id for r in records}
         right = sum(
-            (r.outcome.status == "completed") if (k := expected[r.header.episode_id][1]) is None else r.outcome.failure_kind == k
+            (r.outcome.status == "completed")
+            if (k := expected[r.header.episode_id][1]) is None
+            else r.outcome.failure_kind == k
             for r in records
         )
         return {

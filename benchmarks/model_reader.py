@@ -64,8 +64,14 @@ def main(argv: list[str] | None = None) -> int:
           f"{wall / n:.2f} s wall and {cpu / n:.2f} s CPU per turn ({args.threads} thread), {failed} unusable answers")  # fmt: skip
     for name, idx in (("rules", 1), ("model", 2)):
         got = [row[idx] for row in rows]
-        primary = sum(1 for (t, *_), g in zip(rows, got, strict=True) if g is not None and g.primary == t.primary)
-        exact = sum(1 for (t, *_), g in zip(rows, got, strict=True) if g is not None and set(g.act_names) == set(t.acts))
+        primary = sum(
+            1 for (t, *_), g in zip(rows, got, strict=True) if g is not None and g.primary == t.primary
+        )
+        exact = sum(
+            1
+            for (t, *_), g in zip(rows, got, strict=True)
+            if g is not None and set(g.act_names) == set(t.acts)
+        )
         tp = fp = fn = 0
         for (t, *_), g in zip(rows, got, strict=True):
             f = set(g.challenge_facts) if g is not None else set()

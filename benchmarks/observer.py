@@ -165,8 +165,10 @@ def main(argv: list[str] | None = None) -> int:
                     == second.read(t.text, scenarios[t.scenario]).act_names_set
                     for t in turns
                 )
-                print(f"== agreement {first.name} / {second.name} on {split}: same act set on "
-                      f"{100.0 * same / len(turns):.1f}% of {len(turns)} turns ==")
+                print(
+                    f"== agreement {first.name} / {second.name} on {split}: same act set on "
+                    f"{100.0 * same / len(turns):.1f}% of {len(turns)} turns =="
+                )
     return 0
 
 

@@ -66,26 +66,44 @@ def _campaign(tmp: Path, **kw: object) -> Path:
 
 
 def _accelerated_loaded(n_calls: int, tmp: Path) -> LoadedCampaign:
-    path = _campaign(tmp, adapter="agents.testing:scripted", options="{audio_ms: 0}",
-                     replicates=max(1, n_calls // 2), concurrency=64, pacing="accelerated")
+    path = _campaign(
+        tmp,
+        adapter="agents.testing:scripted",
+        options="{audio_ms: 0}",
+        replicates=max(1, n_calls // 2),
+        concurrency=64,
+        pacing="accelerated",
+    )
     return load_campaign(path)
 
 
 async def accelerated(n_calls: int, tmp: Path, workers: int = 1, repeat: int = 1) -> list[dict[str, float]]:
     """One warm-up run, then `repeat` timed runs, each into a new folder."""
     loaded = _accelerated_loaded(n_calls, tmp)
-    await CampaignRunner(loaded, tmp / f"warm-{workers}", cache_dir=tmp / "cache", progress=False).run(workers=workers)
+    await CampaignRunner(loaded, tmp / f"warm-{workers}", cache_dir=tmp / "cache", progress=False).run(
+        workers=workers
+    )
     out: list[dict[str, float]] = []
     for i in range(repeat):
         run_dir = tmp / f"acc-{workers}-{i}"
         cpu0, loop0, t0 = os.times(), time.thread_time(), time.perf_counter()
-        summary = await CampaignRunner(loaded, run_dir, cache_dir=tmp / "cache", progress=False).run(workers=workers)
+        summary = await CampaignRunner(loaded, run_dir, cache_dir=tmp / "cache", progress=False).run(
+            workers=workers
+        )
         wall, loop_cpu, cpu1 = time.perf_counter() - t0, time.thread_time() - loop0, os.times()
         turns = sum(r.outcome.turns for r in RunReader(run_dir).records())
         cpu = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
-        out.append({"calls": summary.ran, "turns": turns, "wall_s": wall, "turns_per_s": turns / wall,
-                    "cpu_ms_per_turn": 1000 * cpu / turns, "loop_ms_per_turn": 1000 * loop_cpu / turns,
-                    "load": os.getloadavg()[0]})
+        out.append(
+            {
+                "calls": summary.ran,
+                "turns": turns,
+                "wall_s": wall,
+                "turns_per_s": turns / wall,
+                "cpu_ms_per_turn": 1000 * cpu / turns,
+                "loop_ms_per_turn": 1000 * loop_cpu / turns,
+                "load": os.getloadavg()[0],
+            }
+        )
     return out
 
 
@@ -112,25 +130,51 @@ def _alignment_errors(run_dir: Path) -> list[float]:
     return errors
 
 
-async def realtime(n_calls: int, tmp: Path, workers: int = 1, *, warm: bool = True, run_name: str = "rt") -> dict[str, float]:
+async def realtime(
+    n_calls: int, tmp: Path, workers: int = 1, *, warm: bool = True, run_name: str = "rt"
+) -> dict[str, float]:
     """N concurrent real-time calls over WebSocket to a tone agent served by another process."""
     port = _free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "harness.cli", "agents", "serve", "agents.serve.demo:tone_agent", "--protocol", "ws",
-         "--port", str(port), "-o", "hangup_after=3", "-o", "tool="],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        [
+            sys.executable,
+            "-m",
+            "harness.cli",
+            "agents",
+            "serve",
+            "agents.serve.demo:tone_agent",
+            "--protocol",
+            "ws",
+            "--port",
+            str(port),
+            "-o",
+            "hangup_after=3",
+            "-o",
+            "tool=",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
     )
     try:
         assert server.stdout is not None
         server.stdout.readline()
-        path = _campaign(tmp, adapter="ws", options="{}", replicates=max(1, n_calls // 2), concurrency=n_calls,
-                         pacing="realtime").read_text()
+        path = _campaign(
+            tmp,
+            adapter="ws",
+            options="{}",
+            replicates=max(1, n_calls // 2),
+            concurrency=n_calls,
+            pacing="realtime",
+        ).read_text()
         path = path.replace('adapter: "ws"', f'adapter: "ws", url: "ws://127.0.0.1:{port}/"')
         cfile = tmp / "rt.yaml"
         cfile.write_text(path)
         loaded = load_campaign(cfile)
         if warm:
-            await CampaignRunner(loaded, tmp / "rt-warm", cache_dir=tmp / "cache", progress=False).run(workers=workers)
+            await CampaignRunner(loaded, tmp / "rt-warm", cache_dir=tmp / "cache", progress=False).run(
+                workers=workers
+            )
         load = os.getloadavg()[0]
         t0 = time.perf_counter()
         runner = CampaignRunner(loaded, tmp / run_name, cache_dir=tmp / "cache", progress=False)
@@ -139,7 +183,9 @@ async def realtime(n_calls: int, tmp: Path, workers: int = 1, *, warm: bool = Tr
     finally:
         server.terminate()
         server.wait(timeout=10)
-    samples = [x for p in runner.stats.get("pump", []) for x in p.lateness_ms] + runner.stats.get("pump_lateness_ms", [])
+    samples = [x for p in runner.stats.get("pump", []) for x in p.lateness_ms] + runner.stats.get(
+        "pump_lateness_ms", []
+    )
     late = np.asarray(samples or [0.0])
     align = np.asarray(_alignment_errors(tmp / run_name) or [float("nan")])
     return {
@@ -161,12 +207,15 @@ def _accelerated_rows(label: str, runs: list[dict[str, float]], cpu: bool) -> st
     median = sorted(runs, key=lambda r: r["turns_per_s"])[len(runs) // 2]
     cpu_ms = (
         f"{statistics.median(r['cpu_ms_per_turn'] for r in runs):.3f} / {statistics.median(r['loop_ms_per_turn'] for r in runs):.3f}"
-        if cpu else "(in workers)"
+        if cpu
+        else "(in workers)"
     )
     loads = "/".join(f"{r['load']:.1f}" for r in runs)
-    return (f"| accelerated, null agent, {label} | {best['calls']:.0f} | {best['turns']:.0f} | "
-            f"{best['wall_s']:.2f} / {median['wall_s']:.2f} | {best['turns_per_s']:.0f} / {median['turns_per_s']:.0f} | "
-            f"{cpu_ms} | {loads} | >= 2000 |")
+    return (
+        f"| accelerated, null agent, {label} | {best['calls']:.0f} | {best['turns']:.0f} | "
+        f"{best['wall_s']:.2f} / {median['wall_s']:.2f} | {best['turns_per_s']:.0f} / {median['turns_per_s']:.0f} | "
+        f"{cpu_ms} | {loads} | >= 2000 |"
+    )
 
 
 def main() -> None:
@@ -178,7 +227,9 @@ def main() -> None:
     ap.add_argument("--rt-repeat", type=int, default=2, help="timed real-time runs (each row reported)")
     ap.add_argument("--skip-realtime", action="store_true")
     ap.add_argument("--skip-accelerated", action="store_true")
-    ap.add_argument("--dir", type=Path, default=None, help="where the run folders go (a temporary folder inside it)")
+    ap.add_argument(
+        "--dir", type=Path, default=None, help="where the run folders go (a temporary folder inside it)"
+    )
     args = ap.parse_args()
     if args.dir is not None:
         args.dir.mkdir(parents=True, exist_ok=True)
@@ -188,27 +239,40 @@ def main() -> None:
         if not args.skip_accelerated:
             acc = asyncio.run(accelerated(args.accelerated_calls, tmp, repeat=args.repeat))
             acc2 = asyncio.run(accelerated(args.accelerated_calls, tmp, workers=2, repeat=args.repeat))
-        rts = [] if args.skip_realtime else [
-            asyncio.run(realtime(args.calls, tmp, args.workers, warm=i == 0, run_name=f"rt{i}"))
-            for i in range(max(1, args.rt_repeat))
-        ]
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; run folders in {args.dir or tempfile.gettempdir()}")
+        rts = (
+            []
+            if args.skip_realtime
+            else [
+                asyncio.run(realtime(args.calls, tmp, args.workers, warm=i == 0, run_name=f"rt{i}"))
+                for i in range(max(1, args.rt_repeat))
+            ]
+        )
+    print(
+        f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; run folders in {args.dir or tempfile.gettempdir()}"
+    )
     if acc is not None and acc2 is not None:
-        print("| mode | calls | turns | wall s best / median | turns/s best / median | CPU ms/turn all threads / event loop | load per run | target |")
+        print(
+            "| mode | calls | turns | wall s best / median | turns/s best / median | CPU ms/turn all threads / event loop | load per run | target |"
+        )
         print("|---|---|---|---|---|---|---|---|")
         print(_accelerated_rows("1 process", acc, cpu=True))
         print(_accelerated_rows("2 processes", acc2, cpu=False))
     if not rts:
         return
     print()
-    print(f"| real time (WS tone agent, {args.workers} harness processes + 1 agent process), run | calls (completed) "
-          "| frames | lateness p50 / p99 / max ms | alignment p99 / max ms | wall s | load at start |")
+    print(
+        f"| real time (WS tone agent, {args.workers} harness processes + 1 agent process), run | calls (completed) "
+        "| frames | lateness p50 / p99 / max ms | alignment p99 / max ms | wall s | load at start |"
+    )
     print("|---|---|---|---|---|---|---|")
     for i, rt in enumerate(rts, 1):
-        print(f"| {i} | {rt['calls']:.0f} ({rt['completed']:.0f}) | {rt['frames']:.0f} "
-              f"| {rt['p50']:.2f} / {rt['p99']:.2f} / {rt['max']:.1f} | {rt['align_p99']:.2f} / {rt['align_max']:.2f} "
-              f"| {rt['wall_s']:.1f} | {rt['load']:.1f} |")
+        print(
+            f"| {i} | {rt['calls']:.0f} ({rt['completed']:.0f}) | {rt['frames']:.0f} "
+            f"| {rt['p50']:.2f} / {rt['p99']:.2f} / {rt['max']:.1f} | {rt['align_p99']:.2f} / {rt['align_max']:.2f} "
+            f"| {rt['wall_s']:.1f} | {rt['load']:.1f} |"
+        )
     print("| target | >= 200 | | p99 <= 10 | <= 5 | | |")
+
 
 if __name__ == "__main__":
     main()

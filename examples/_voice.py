@@ -14,7 +14,9 @@ RATE = 16000
 
 @cache
 def say(text: str) -> bytes:
-    synth = create_tts("espeak").synthesize(text, None, SpeechParams(voice="en-us", variant="m3", rate_wpm=170))
+    synth = create_tts("espeak").synthesize(
+        text, None, SpeechParams(voice="en-us", variant="m3", rate_wpm=170)
+    )
     pcm, _ = resample(np.asarray(synth.pcm), synth.sample_rate, RATE)
     return np.asarray(pcm, dtype="<i2").tobytes()
 

@@ -21,7 +21,11 @@ EXPOSES = {"transcripts": True, "tool_trace": True}  # undeclared would be recor
 
 def _speak(text: str, end: dict[str, Any]) -> list[dict[str, Any]]:
     audio = base64.b64encode(say(text)).decode()
-    return [{"type": "text", "text": text}, {"type": "audio", "audio": audio, "sample_rate": RATE, "encoding": "pcm16"}, end]
+    return [
+        {"type": "text", "text": text},
+        {"type": "audio", "audio": audio, "sample_rate": RATE, "encoding": "pcm16"},
+        end,
+    ]
 
 
 def _error(status: int, kind: str, message: str) -> web.Response:
@@ -52,7 +56,14 @@ async def turn(request: web.Request) -> web.Response:
         name, args = found
         events += [
             {"type": "tool_call", "call_id": "t1", "name": name, "arguments": args},
-            {"type": "tool_result", "call_id": "t1", "name": name, "ok": True, "result_keys": ["status"], "error": None},
+            {
+                "type": "tool_result",
+                "call_id": "t1",
+                "name": name,
+                "ok": True,
+                "result_keys": ["status"],
+                "error": None,
+            },
         ]
     return web.json_response({"events": events + _speak(DONE, {"type": "hangup", "reason": "done"})})
 
@@ -65,11 +76,13 @@ async def delete(request: web.Request) -> web.Response:
 def app() -> web.Application:
     application = web.Application()
     application["sessions"] = {}
-    application.add_routes([
-        web.post("/sessions", create),
-        web.post("/sessions/{sid}/turns", turn),
-        web.delete("/sessions/{sid}", delete),
-    ])
+    application.add_routes(
+        [
+            web.post("/sessions", create),
+            web.post("/sessions/{sid}/turns", turn),
+            web.delete("/sessions/{sid}", delete),
+        ]
+    )
     return application
 
 

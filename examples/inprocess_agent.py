@@ -55,7 +55,9 @@ class Session:
             name, args = found
             result = self.tools.call(name, args)
             self.out.put_nowait(ToolCallOut(f"t{self.turn}", name, args))
-            self.out.put_nowait(ToolResultOut(f"t{self.turn}", name, result.ok, result.result_keys, result.error))
+            self.out.put_nowait(
+                ToolResultOut(f"t{self.turn}", name, result.ok, result.result_keys, result.error)
+            )
         self._speak(DONE, last=True)
 
     async def events(self) -> AsyncIterator[AgentEvent]:
@@ -71,8 +73,13 @@ class Session:
 class Agent:
     name = "example-inprocess"
     capabilities = Capabilities(
-        architecture="casc", turn_based=True, streaming=False, transcripts=True, tool_trace=True,
-        fact_provisioning=True, input_format=AudioFormat("pcm16", RATE),
+        architecture="casc",
+        turn_based=True,
+        streaming=False,
+        transcripts=True,
+        tool_trace=True,
+        fact_provisioning=True,
+        input_format=AudioFormat("pcm16", RATE),
     )
 
     async def connect(self, call: CallInfo) -> Session:

@@ -33,12 +33,20 @@ async def handler(ws: ServerConnection) -> None:
     start: dict[str, Any] = json.loads(await ws.recv())  # {"type": "start", "call": {...}, "audio": {...}}
     call = start["call"]
     if call.get("facts") is None:
-        await ws.send(json.dumps({"type": "error", "kind": "protocol_error", "message": "needs facts", "fatal": True}))
+        await ws.send(
+            json.dumps({"type": "error", "kind": "protocol_error", "message": "needs facts", "fatal": True})
+        )
         return await ws.close(1008)
-    await ws.send(json.dumps({
-        "type": "started", "session_id": uuid.uuid4().hex, "output": {"encoding": "pcm16", "sample_rate": RATE},
-        "exposes": {"transcripts": True, "tool_trace": True},
-    }))
+    await ws.send(
+        json.dumps(
+            {
+                "type": "started",
+                "session_id": uuid.uuid4().hex,
+                "output": {"encoding": "pcm16", "sample_rate": RATE},
+                "exposes": {"transcripts": True, "tool_trace": True},
+            }
+        )
+    )
     await ws.send(json.dumps({"type": "facts_seen", "sha256": call["facts_sha256"]}))
     await _speak(ws, LINES[0])
     turn = 0
@@ -52,9 +60,17 @@ async def handler(ws: ServerConnection) -> None:
         if found := remedy(call["facts"]):
             name, args = found
             await ws.send(json.dumps({"type": "tool_call", "call_id": "t1", "name": name, "arguments": args}))
-            await ws.send(json.dumps(
-                {"type": "tool_result", "call_id": "t1", "name": name, "ok": True, "result_keys": ["status"]}
-            ))
+            await ws.send(
+                json.dumps(
+                    {
+                        "type": "tool_result",
+                        "call_id": "t1",
+                        "name": name,
+                        "ok": True,
+                        "result_keys": ["status"],
+                    }
+                )
+            )
         await _speak(ws, DONE)
         await ws.send(json.dumps({"type": "hangup", "reason": "done"}))
         return await ws.close(1000)

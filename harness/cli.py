@@ -40,7 +40,9 @@ def scenarios_show(scenario_id: str, directory: DirArg = BUNDLED_LIBRARY) -> Non
     lib = ScenarioLibrary(directory)
     found = lib.load_all()
     if scenario_id not in found:
-        raise VoiceAuditError(f"unknown scenario '{scenario_id}' in {directory} (known: {', '.join(sorted(found))})")
+        raise VoiceAuditError(
+            f"unknown scenario '{scenario_id}' in {directory} (known: {', '.join(sorted(found))})"
+        )
     sc = found[scenario_id][1]
     typer.echo(json.dumps({"sha256": sc.sha256, "scenario": sc.model_dump(mode="json")}, indent=2))
 
@@ -50,19 +52,24 @@ def scenarios_lock(
     directory: Annotated[
         Path | None, typer.Argument(help="scenario folder to lock (holds *.yaml and scenarios.lock)")
     ] = None,
-    allow_same_version: Annotated[bool, typer.Option(help="overwrite a changed scenario without a version bump")] = False,
+    allow_same_version: Annotated[
+        bool, typer.Option(help="overwrite a changed scenario without a version bump")
+    ] = False,
     bundled: Annotated[bool, typer.Option(help="lock the bundled library (refused otherwise)")] = False,
 ) -> None:
     """Hash every scenario of a folder into its scenarios.lock. The folder must be named; the
     bundled library is relocked only with --bundled."""
     if directory is None and not bundled:
         raise ConfigError(
-            "name the scenario folder to lock", fix="run: voice-audit scenarios lock DIR (or --bundled for the bundled library)"
+            "name the scenario folder to lock",
+            fix="run: voice-audit scenarios lock DIR (or --bundled for the bundled library)",
         )
     target = BUNDLED_LIBRARY if directory is None else directory
     if target.resolve() == BUNDLED_LIBRARY.resolve() and not bundled:
         raise ConfigError(
-            "refusing to relock the bundled scenario library", path=target, fix="pass --bundled if that is intended"
+            "refusing to relock the bundled scenario library",
+            path=target,
+            fix="pass --bundled if that is intended",
         )
     lock = ScenarioLibrary(target).lock(allow_same_version_edit=allow_same_version)
     for sid, entry in sorted(lock.scenarios.items()):
@@ -106,7 +113,9 @@ def plan_cmd(
     problems = agent_problems(loaded)
     if check_agents and not problems:
         lines = asyncio.run(unreachable_agents(loaded.campaign.agents))
-        problems = [ConfigError(line, path=loaded.path, fix="start the agent or correct its url") for line in lines]
+        problems = [
+            ConfigError(line, path=loaded.path, fix="start the agent or correct its url") for line in lines
+        ]
     if problems:
         raise CampaignProblems(problems)
     _print_plan(loaded)
@@ -121,12 +130,28 @@ def _print_plan(loaded: object) -> None:
     from harness.planning import LoadedCampaign
 
     assert isinstance(loaded, LoadedCampaign)
-    table = Table("pair", "agent", "scenario", "contrast", "voice", "rep", "a", "b", title=f"plan {loaded.plan.sha256[:12]}")
+    table = Table(
+        "pair",
+        "agent",
+        "scenario",
+        "contrast",
+        "voice",
+        "rep",
+        "a",
+        "b",
+        title=f"plan {loaded.plan.sha256[:12]}",
+    )
     for a, _b in loaded.plan.pairs():
         p = a.pair
         table.add_row(
-            p.pair_id, a.agent, p.scenario_id, ",".join(p.contrast) or "A/A", str(p.voice_index), str(p.replicate),
-            p.condition_a.label(), p.condition_b.label(),
+            p.pair_id,
+            a.agent,
+            p.scenario_id,
+            ",".join(p.contrast) or "A/A",
+            str(p.voice_index),
+            str(p.replicate),
+            p.condition_a.label(),
+            p.condition_b.label(),
         )
     console.print(table)
     n_pairs = len(loaded.plan.pairs())
@@ -140,8 +165,12 @@ def _print_plan(loaded: object) -> None:
 def run_cmd(
     campaign: Annotated[Path | None, typer.Argument(help="campaign YAML")] = None,
     out: Annotated[Path, typer.Option("--out", help="parent folder of run folders")] = Path("runs"),
-    run_id: Annotated[str | None, typer.Option(help="name of the run folder (default: NAME-TIMESTAMP-RANDOM)")] = None,
-    resume: Annotated[Path | None, typer.Option(help="resume this run folder: finished episodes are skipped")] = None,
+    run_id: Annotated[
+        str | None, typer.Option(help="name of the run folder (default: NAME-TIMESTAMP-RANDOM)")
+    ] = None,
+    resume: Annotated[
+        Path | None, typer.Option(help="resume this run folder: finished episodes are skipped")
+    ] = None,
     plan_only: Annotated[bool, typer.Option(help="validate and print the plan; place no call")] = False,
     quiet: Annotated[bool, typer.Option(help="no progress bar")] = False,
     workers: Annotated[
@@ -230,7 +259,9 @@ def run_cmd(
 @app.command("stimuli")
 def stimuli_cmd(
     campaign: Annotated[Path, typer.Argument(help="campaign YAML")],
-    out: Annotated[Path | None, typer.Option("-o", "--out", help="folder for stimuli.json, the audio and the page")] = None,
+    out: Annotated[
+        Path | None, typer.Option("-o", "--out", help="folder for stimuli.json, the audio and the page")
+    ] = None,
 ) -> None:
     """Render every line each voice of each cell can say, as the agent would receive it, and read it
     with the reference recogniser: intelligibility, rate, F0, loudness and SNR per voice and
@@ -244,9 +275,23 @@ def stimuli_cmd(
     pilot = asyncio.run(run_pilot(loaded))
     target = out or Path("stimuli") / loaded.campaign.name
     write_pilot(pilot, target)
-    table = Table("pair", "a", "WER a", "b", "WER b", "gap [95%]", "pre-screen", title=f"stimuli of {loaded.campaign.name}")
+    table = Table(
+        "pair",
+        "a",
+        "WER a",
+        "b",
+        "WER b",
+        "gap [95%]",
+        "pre-screen",
+        title=f"stimuli of {loaded.campaign.name}",
+    )
     for cell in pilot.report.cells:
-        gap = "" if cell.gap is None else f"{cell.gap:+.2f}" + (f" [{cell.gap_ci[0]:+.2f}, {cell.gap_ci[1]:+.2f}]" if cell.gap_ci else "")
+        gap = (
+            ""
+            if cell.gap is None
+            else f"{cell.gap:+.2f}"
+            + (f" [{cell.gap_ci[0]:+.2f}, {cell.gap_ci[1]:+.2f}]" if cell.gap_ci else "")
+        )
         table.add_row(
             cell.pairs[0], cell.a.condition, "" if cell.a.wer is None else f"{cell.a.wer:.2f}", cell.b.condition,
             "" if cell.b.wer is None else f"{cell.b.wer:.2f}", gap, cell.verdict + (" (overridden)" if cell.overridden else ""),
@@ -264,7 +309,9 @@ def stimuli_cmd(
 
 
 @app.command("schema")
-def schema_cmd(out: Annotated[Path, typer.Option("-o", "--out", help="folder for the JSON Schemas")] = Path("schemas")) -> None:
+def schema_cmd(
+    out: Annotated[Path, typer.Option("-o", "--out", help="folder for the JSON Schemas")] = Path("schemas"),
+) -> None:
     """Write JSON Schemas for scenario, campaign, episode, event, run manifest and audit instance."""
     from harness.schemas import write_schemas
 
@@ -330,7 +377,10 @@ def main() -> None:
 
         agent_error = _first(exc, AgentError)
         if agent_error is not None:  # an agent's failure is never a traceback
-            print(f"voice-audit: error: agent failure ({agent_error.kind}): {agent_error.message}", file=sys.stderr)
+            print(
+                f"voice-audit: error: agent failure ({agent_error.kind}): {agent_error.message}",
+                file=sys.stderr,
+            )
             sys.exit(2)
         user_error = _first(exc, VoiceAuditError)
         if user_error is not None:  # raised inside a task group

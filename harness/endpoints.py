@@ -54,7 +54,11 @@ def url_problem(url: str) -> str | None:
     except ValueError as exc:
         return f"malformed URL ({exc})"
     if parts.scheme not in DEFAULT_PORTS:
-        return f"scheme '{parts.scheme}' is not one of {', '.join(DEFAULT_PORTS)}" if parts.scheme else "no scheme"
+        return (
+            f"scheme '{parts.scheme}' is not one of {', '.join(DEFAULT_PORTS)}"
+            if parts.scheme
+            else "no scheme"
+        )
     if not parts.hostname:
         return "no host"
     if port == 0:
@@ -138,4 +142,6 @@ async def unreachable_agents(agents: Sequence[AgentSpec], timeout_s: float = PRO
     """One line per agent with a URL that nothing answers at (all probed at once)."""
     with_url = [a for a in agents if (u := agent_url(a)) and url_problem(u) is None]
     reasons = await asyncio.gather(*(probe_agent(a, timeout_s) for a in with_url))
-    return [f"cannot connect to {describe(a)} ({why})" for a, why in zip(with_url, reasons, strict=True) if why]
+    return [
+        f"cannot connect to {describe(a)} ({why})" for a, why in zip(with_url, reasons, strict=True) if why
+    ]

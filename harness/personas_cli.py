@@ -9,7 +9,8 @@ from typing import Annotated
 import typer
 
 personas_app = typer.Typer(
-    invoke_without_command=True, help="The persona axes and levels; `lines` lists a campaign's lines for voice actors."
+    invoke_without_command=True,
+    help="The persona axes and levels; `lines` lists a campaign's lines for voice actors.",
 )
 
 
@@ -42,17 +43,28 @@ def lines_cmd(
 
     loaded = load_campaign(campaign)
     if recorded_only:
-        found = {v.key: v for t in loaded.campaign.tts_backends() if t.name == "recorded" for v in planned_lines(loaded, t)}
+        found = {
+            v.key: v
+            for t in loaded.campaign.tts_backends()
+            if t.name == "recorded"
+            for v in planned_lines(loaded, t)
+        }
         lines = tuple(sorted(found.values(), key=lambda v: (v.voice, v.text)))
     else:
         lines = planned_lines(loaded)
     write_lines_csv(lines, out)
     voices = Counter(v.voice for v in lines)
-    typer.echo(f"wrote {out}: {len(lines)} lines over {len(voices)} voices (at most {max(voices.values(), default=0)} per voice)")
+    typer.echo(
+        f"wrote {out}: {len(lines)} lines over {len(voices)} voices (at most {max(voices.values(), default=0)} per voice)"
+    )
 
 
 @personas_app.command("check")
-def check_cmd(campaign: Annotated[Path, typer.Argument(help="campaign YAML with tts: {name: recorded, options: {dir: ...}}")]) -> None:
+def check_cmd(
+    campaign: Annotated[
+        Path, typer.Argument(help="campaign YAML with tts: {name: recorded, options: {dir: ...}}")
+    ],
+) -> None:
     """Check that every line of CAMPAIGN has a playable recording; print each recording's original level."""
     from harness.audio.recorded import RecordedBackend
     from harness.caller.lines import check_recordings, planned_lines
@@ -62,8 +74,10 @@ def check_cmd(campaign: Annotated[Path, typer.Argument(help="campaign YAML with 
     loaded = load_campaign(campaign)
     recorded = [t for t in loaded.campaign.tts_backends() if t.name == "recorded"]
     if not recorded:
-        raise ConfigError(f"campaign {loaded.campaign.name} has no cell voiced by recordings",
-                          fix="set tts (or a cell_tts entry) to {name: recorded, options: {dir: FOLDER}}")
+        raise ConfigError(
+            f"campaign {loaded.campaign.name} has no cell voiced by recordings",
+            fix="set tts (or a cell_tts entry) to {name: recorded, options: {dir: FOLDER}}",
+        )
     check_recordings(loaded)
     for tts in recorded:
         backend = RecordedBackend(**tts.options)

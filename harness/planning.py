@@ -89,7 +89,9 @@ def _check_backends(doc: YamlDocument, campaign: Campaign) -> None:
         (("tts",), campaign.tts.name, tts_backend_names),
         (("asr",), campaign.asr.name, asr_backend_names),
     ]
-    checks += [(("cell_tts", i, "tts"), v.tts.name, tts_backend_names) for i, v in enumerate(campaign.cell_tts)]
+    checks += [
+        (("cell_tts", i, "tts"), v.tts.name, tts_backend_names) for i, v in enumerate(campaign.cell_tts)
+    ]
     for where, name, known in checks:
         if is_module_ref(name):
             continue
@@ -118,7 +120,12 @@ def _check_agents(doc: YamlDocument, campaign: Campaign) -> None:
 
 
 def _resolve_condition(
-    doc: YamlDocument, catalogue: Catalogue, index: int, side: str, levels: dict[str, str], where: dict[str, str]
+    doc: YamlDocument,
+    catalogue: Catalogue,
+    index: int,
+    side: str,
+    levels: dict[str, str],
+    where: dict[str, str],
 ) -> CallerCondition:
     for axis, level in levels.items():
         problem = check_level(catalogue, axis, level)
@@ -188,7 +195,9 @@ def _resolve_pairs(doc: YamlDocument, campaign: Campaign, catalogue: Catalogue) 
                 fix="voice both conditions with one backend (cell_tts), or declare mixed_backends: true on the pair",
             )
         name = spec.name or (
-            "A/A " + cond_a.label() if not spec.contrast else f"{'+'.join(spec.contrast)}: "
+            "A/A " + cond_a.label()
+            if not spec.contrast
+            else f"{'+'.join(spec.contrast)}: "
             + " vs ".join("/".join(getattr(c, ax) for ax in spec.contrast) for c in (cond_a, cond_b))
         )
         resolved.append((name, tuple(spec.contrast), cond_a, cond_b, spec.scenarios))
@@ -205,7 +214,9 @@ def plan_campaign(
     """
     pairs = _resolve_pairs(doc, campaign, catalogue)
     episodes: list[PlannedEpisode] = []
-    for p_index, ((name, contrast, cond_a, cond_b, only), spec) in enumerate(zip(pairs, campaign.pairs, strict=True)):
+    for p_index, ((name, contrast, cond_a, cond_b, only), spec) in enumerate(
+        zip(pairs, campaign.pairs, strict=True)
+    ):
         agents = [a for a in campaign.agents if spec.agents is None or a.name in spec.agents]
         replicates = spec.replicates or campaign.replicates
         n_voices = min(

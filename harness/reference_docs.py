@@ -35,7 +35,9 @@ def _option_row(p: Any) -> str:
     default = p.default
     root = Path(__file__).resolve().parents[1]
     if isinstance(default, Path) and default.is_absolute() and default.is_relative_to(root):
-        default = default.relative_to(root)  # a folder of the package: its repository path, not this machine's
+        default = default.relative_to(
+            root
+        )  # a folder of the package: its repository path, not this machine's
     shown = "" if default is None or callable(default) or default == () else f"`{default}`"
     help_text = getattr(p, "help", None) or ""
     required = " (required)" if p.required else ""

@@ -106,7 +106,8 @@ def load_object(ref: str, group: str) -> Any:
     if is_module_ref(ref):
         return _import_ref(ref, kind)
     raise ConfigError(
-        f"unknown {kind} '{ref}'", fix=f"use one of {', '.join(sorted(eps)) or '(none installed)'}, or 'package.module:attr'"
+        f"unknown {kind} '{ref}'",
+        fix=f"use one of {', '.join(sorted(eps)) or '(none installed)'}, or 'package.module:attr'",
     )
 
 

@@ -37,11 +37,19 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     },
     "issue_refund": {
         "description": "Refund a charge.",
-        "parameters": {"type": "object", "properties": {"amount": {"type": "string"}}, "required": ["amount"]},
+        "parameters": {
+            "type": "object",
+            "properties": {"amount": {"type": "string"}},
+            "required": ["amount"],
+        },
     },
     "issue_credit": {
         "description": "Apply a credit to the account.",
-        "parameters": {"type": "object", "properties": {"amount": {"type": "string"}}, "required": ["amount"]},
+        "parameters": {
+            "type": "object",
+            "properties": {"amount": {"type": "string"}},
+            "required": ["amount"],
+        },
     },
     "change_plan": {
         "description": "Change the account's plan.",
@@ -53,13 +61,20 @@ TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     },
     "open_ticket": {
         "description": "Open a support ticket.",
-        "parameters": {"type": "object", "properties": {"summary": {"type": "string"}}, "required": ["summary"]},
+        "parameters": {
+            "type": "object",
+            "properties": {"summary": {"type": "string"}},
+            "required": ["summary"],
+        },
     },
     "escalate_to_human": {
         "description": "Hand the call to a human agent, with flags for what the caller wants.",
         "parameters": {
             "type": "object",
-            "properties": {"reason": {"type": "string"}, "flags": {"type": "array", "items": {"type": "string"}}},
+            "properties": {
+                "reason": {"type": "string"},
+                "flags": {"type": "array", "items": {"type": "string"}},
+            },
             "required": ["reason"],
         },
     },
@@ -122,7 +137,9 @@ class ToolFixture:
     _refunded: Decimal = Decimal(0)
 
     def available(self) -> tuple[str, ...]:
-        builtin = [name for name, allowed in self.facts.tool_permissions.items() if allowed and name in TOOL_SCHEMAS]
+        builtin = [
+            name for name, allowed in self.facts.tool_permissions.items() if allowed and name in TOOL_SCHEMAS
+        ]
         declared = [t.name for t in self.facts.tools if self.facts.tool_permissions.get(t.name, True)]
         return tuple(sorted(builtin + declared))
 
@@ -218,7 +235,9 @@ class ToolFixture:
             return ToolOutcome(False, {}, "invalid_amount")
         if not any(v for k, v in self.facts.eligibility.items() if "credit" in k or "revert" in k):
             return ToolOutcome(False, {}, "not_eligible")
-        return ToolOutcome(True, {"credit_id": "CR-" + _token(self.facts.account.account_id, amount), "amount": str(amount)})
+        return ToolOutcome(
+            True, {"credit_id": "CR-" + _token(self.facts.account.account_id, amount), "amount": str(amount)}
+        )
 
     def _change_plan(self, args: dict[str, Any]) -> ToolOutcome:
         plan = str(args.get("plan", "")).strip()
@@ -233,11 +252,17 @@ class ToolFixture:
         return ToolOutcome(True, {k: svc[k] for k in keys if k in svc})
 
     def _open_ticket(self, args: dict[str, Any]) -> ToolOutcome:
-        return ToolOutcome(True, {"ticket_id": "TK-" + _token(self.facts.account.account_id, args.get("summary", ""))})
+        return ToolOutcome(
+            True, {"ticket_id": "TK-" + _token(self.facts.account.account_id, args.get("summary", ""))}
+        )
 
     def _escalate_to_human(self, args: dict[str, Any]) -> ToolOutcome:
         flags = args.get("flags") or []
         return ToolOutcome(
             True,
-            {"handoff_id": "HO-" + _token(self.facts.account.account_id), "queue": "billing", "flags": list(flags)},
+            {
+                "handoff_id": "HO-" + _token(self.facts.account.account_id),
+                "queue": "billing",
+                "flags": list(flags),
+            },
         )

@@ -35,7 +35,9 @@ def load_scenario_file(path: str | Path) -> Scenario:
     scenario = doc.validate(Scenario)
     problems = check_required_paths(scenario)
     if problems:
-        raise doc.error(("facts",), f"Scenario: {problems[0]}", fix="see scenarios/library for complete examples")
+        raise doc.error(
+            ("facts",), f"Scenario: {problems[0]}", fix="see scenarios/library for complete examples"
+        )
     return scenario
 
 
@@ -111,7 +113,9 @@ class ScenarioLibrary:
                 )
             entries[sid] = LockEntry(version=scenario.version, sha256=scenario.sha256, file=path.name)
         lock = LockFile(scenarios=entries)
-        atomic_write_text(self.lock_path, json.dumps(lock.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
+        atomic_write_text(
+            self.lock_path, json.dumps(lock.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+        )
         return lock
 
     def verify(self) -> list[str]:

@@ -72,7 +72,9 @@ class ToolArgument(Frozen):
 class ToolSpec(Frozen):
     """A tool of this scenario's service, run by the tool fixture against the locked facts."""
 
-    name: str = Field(pattern=NAME, description="Tool name the agent calls.", examples=["cancel_subscription"])
+    name: str = Field(
+        pattern=NAME, description="Tool name the agent calls.", examples=["cancel_subscription"]
+    )
     description: str = Field(
         min_length=3,
         description="What the tool does, imperative; agents read it (the reference agents offer it as "
@@ -106,7 +108,9 @@ class ToolSpec(Frozen):
 class OutcomeSpec(Frozen):
     """An outcome beyond the built-in ones and how it is recognised (a tool result, words, or both)."""
 
-    id: str = Field(pattern=NAME, description="Outcome name used in acceptable_outcomes.", examples=["cancelled"])
+    id: str = Field(
+        pattern=NAME, description="Outcome name used in acceptable_outcomes.", examples=["cancelled"]
+    )
     description: str = Field(default="", description="What happened to the caller.")
     words: Reading | None = Field(
         default=None,
@@ -261,7 +265,9 @@ def check_outcomes(
     ids = [o.id for o in outcomes]
     for i, o in enumerate(outcomes):
         if o.id in BUILTIN_OUTCOMES:
-            raise PositionedValueError(("outcomes", i, "id"), f"outcome '{o.id}' is built in; do not redeclare it")
+            raise PositionedValueError(
+                ("outcomes", i, "id"), f"outcome '{o.id}' is built in; do not redeclare it"
+            )
         if ids.count(o.id) > 1:
             raise PositionedValueError(("outcomes", i, "id"), f"outcome '{o.id}' is declared twice")
         if o.words is None and not any(t.realises == o.id for t in tools):
@@ -277,7 +283,9 @@ def check_outcomes(
                 ("facts", "tools", i, "realises"),
                 f"tool '{t.name}' realises unknown outcome '{t.realises}'; declare it under outcomes",
             )
-    allowed = {n for n in (*BUILTIN_TOOLS, *(t.name for t in tools)) if permissions.get(n, n not in BUILTIN_TOOLS)}
+    allowed = {
+        n for n in (*BUILTIN_TOOLS, *(t.name for t in tools)) if permissions.get(n, n not in BUILTIN_TOOLS)
+    }
     table = outcome_rules(domain, tools, outcomes)
     reachable = {r.outcome for r in table.rules if r.tools <= allowed} | {"unresolved"}
     for i, outcome in enumerate(acceptable):

@@ -128,7 +128,10 @@ def load_yaml(path: str | Path) -> YamlDocument:
         line = text.count("\n", 0, exc.position) + 1
         column = exc.position - (text.rfind("\n", 0, exc.position) + 1) + 1
         raise ConfigError(
-            f"invalid YAML: character {exc.character!r} is not allowed", path=p, line=line, column=column,
+            f"invalid YAML: character {exc.character!r} is not allowed",
+            path=p,
+            line=line,
+            column=column,
             fix="remove the control character",
         ) from None
     except yaml.YAMLError as exc:
@@ -138,6 +141,10 @@ def load_yaml(path: str | Path) -> YamlDocument:
         _walk(node, (), positions, str(p))
     if not isinstance(data, dict):
         raise ConfigError(
-            "expected a mapping at the top level", path=p, line=1, column=1, fix="see the examples in the README"
+            "expected a mapping at the top level",
+            path=p,
+            line=1,
+            column=1,
+            fix="see the examples in the README",
         )
     return YamlDocument(p, data, positions)

@@ -144,7 +144,9 @@ class HttpTurnSession:
             return
         self._closed = True
         try:
-            await self._adapter.request("DELETE", self._base, None, "disconnect", params={"reason": reason[:200]})
+            await self._adapter.request(
+                "DELETE", self._base, None, "disconnect", params={"reason": reason[:200]}
+            )
         except AgentError:
             pass  # the call is over either way (a 404 for a session the agent ended is fine)
         finally:

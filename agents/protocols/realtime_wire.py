@@ -63,6 +63,7 @@ def exhausted_wait_s(rate_limits: Any) -> float | None:
     ]
     return max(waits) if waits else None
 
+
 __all__ = [
     "BETA_NAMES",
     "MULAW",

@@ -71,7 +71,12 @@ class ReferenceAdapter:
         detector = make_detector({"detector": self.options.detector, **self._runtime}, call.oracle)
         mouth = AgentMouth(self.synthesizer, self.options.voice, self.options.output_rate)
         session = TurnSession(
-            call, policy, mouth, self.perceiver(AgentEar(self.recognizer)), detector, self.exposure,
+            call,
+            policy,
+            mouth,
+            self.perceiver(AgentEar(self.recognizer)),
+            detector,
+            self.exposure,
             self.policy_config.knobs.service_failure,
         )
         await session.start()

@@ -49,7 +49,9 @@ def _key(*parts: Any) -> str:
     return json.dumps(parts, sort_keys=True, default=str)
 
 
-def shared_synthesizer(backend: str = "espeak", options: dict[str, Any] | None = None, pool_size: int = 0) -> SpeechSynthesizer:
+def shared_synthesizer(
+    backend: str = "espeak", options: dict[str, Any] | None = None, pool_size: int = 0
+) -> SpeechSynthesizer:
     """One synthesizer per (backend, options, pool size) in this process; pool 0 runs in a thread."""
     key = _key(backend, options or {}, pool_size)
     with _lock:
@@ -58,7 +60,9 @@ def shared_synthesizer(backend: str = "espeak", options: dict[str, Any] | None =
         return _synths[key]
 
 
-def shared_recognizer(backend: str = "faster-whisper", options: dict[str, Any] | None = None) -> SpeechRecognizer:
+def shared_recognizer(
+    backend: str = "faster-whisper", options: dict[str, Any] | None = None
+) -> SpeechRecognizer:
     """One recogniser (one loaded model) per (backend, options) in this process."""
     key = _key(backend, options or {})
     with _lock:
@@ -70,7 +74,9 @@ def shared_recognizer(backend: str = "faster-whisper", options: dict[str, Any] |
 class AgentMouth:
     """Policy lines (and holds) -> one turn of agent audio, int16 at `rate`."""
 
-    def __init__(self, synth: SpeechSynthesizer, voice: SpeechParams = AGENT_VOICE, rate: int = OUTPUT_RATE) -> None:
+    def __init__(
+        self, synth: SpeechSynthesizer, voice: SpeechParams = AGENT_VOICE, rate: int = OUTPUT_RATE
+    ) -> None:
         self.synth = synth
         self.voice = voice
         self.rate = rate
@@ -120,7 +126,9 @@ class AgentEar:
     def __init__(self, recognizer: SpeechRecognizer) -> None:
         self.recognizer = recognizer
 
-    async def hear(self, pcm: np.ndarray, sample_rate: int, prompt: str | None = None) -> tuple[Transcript, float]:
+    async def hear(
+        self, pcm: np.ndarray, sample_rate: int, prompt: str | None = None
+    ) -> tuple[Transcript, float]:
         """The transcript and its compute in ms (see the module docstring); `prompt` biases the
         recogniser where its backend supports it."""
         t0 = time.perf_counter()

@@ -110,7 +110,12 @@ async def run_chaos(
                 spec = {"name": name, "adapter": "agents.reference.chaos:chaos", "options": opts}
             else:
                 handle = await stack.enter_async_context(start_server(ChaosAgent(opts), where, config=cfg))
-                spec = {"name": name, "adapter": where, "url": handle.url, "options": dict(adapter_options or {})}
+                spec = {
+                    "name": name,
+                    "adapter": where,
+                    "url": handle.url,
+                    "options": dict(adapter_options or {}),
+                }
             entries.append("  - " + json.dumps(spec))
         text = CAMPAIGN.format(
             where=where,

@@ -265,7 +265,9 @@ class HeuristicDetector:
         return None
 
 
-def make_detector(options: Mapping[str, object], call_oracle: Mapping[str, Mapping[str, str]] | None = None) -> ConditionDetector:
+def make_detector(
+    options: Mapping[str, object], call_oracle: Mapping[str, Mapping[str, str]] | None = None
+) -> ConditionDetector:
     """The call's oracle from the harness (`CallInfo.oracle`, calibration mode) or a mapping given
     as `calibration_oracle` to an agent built directly selects the oracle; `detector: none|heuristic` otherwise."""
     if call_oracle is not None:
@@ -273,7 +275,9 @@ def make_detector(options: Mapping[str, object], call_oracle: Mapping[str, Mappi
     oracle = options.get("calibration_oracle")
     if oracle is not None and oracle is not True and oracle is not False:
         if not isinstance(oracle, Mapping):
-            raise TypeError("calibration_oracle must be a mapping from utterance_key(audio) to condition levels")
+            raise TypeError(
+                "calibration_oracle must be a mapping from utterance_key(audio) to condition levels"
+            )
         return OracleDetector(oracle)
     kind = options.get("detector", "heuristic")
     if kind == "none":

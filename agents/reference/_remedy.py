@@ -103,7 +103,10 @@ def remedy_for(facts: Facts) -> Remedy | None:
             topic="outage",
             actions=(
                 ("issue_credit", {"amount": str(amount)}),
-                ("open_ticket", {"summary": f"Outage {facts.service['outage_id']}: notify customer on restoration"}),
+                (
+                    "open_ticket",
+                    {"summary": f"Outage {facts.service['outage_id']}: notify customer on restoration"},
+                ),
             ),
             lookups=(("outage_status", {"postcode": acc.postcode}),),
             context=context,

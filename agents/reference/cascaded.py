@@ -26,13 +26,16 @@ class CascadedAgent(ReferenceAdapter):
     architecture: ClassVar[Architecture] = "casc"
     default_name = "cascaded"
     exposure = ArchitectureExposure(transcripts=True, tools=True, states=True)
+
     def perceiver(self, ear: AgentEar) -> Perceive:
         async def perceive(pcm: np.ndarray, prompt: str | None) -> Perception:
             features = measure(pcm, INPUT_RATE)
             if features.silent:
                 return Perception(Heard("", None, speech=False), features, "")
             transcript, asr_ms = await ear.hear(pcm, INPUT_RATE, prompt)
-            return Perception(Heard(transcript.text, transcript.confidence), features, transcript.text, asr_ms)
+            return Perception(
+                Heard(transcript.text, transcript.confidence), features, transcript.text, asr_ms
+            )
 
         return perceive
 

@@ -97,7 +97,9 @@ class ChaosSession(QueueSession):
             case "malformed_json":
                 q.put_nowait(WireFault("malformed_frame", "chaos: frame is not JSON", payload=TRUNCATED_JSON))
             case "bad_audio":
-                q.put_nowait(WireFault("malformed_frame", "chaos: audio in a wrong encoding", action="bad_audio"))
+                q.put_nowait(
+                    WireFault("malformed_frame", "chaos: audio in a wrong encoding", action="bad_audio")
+                )
             case "flood":
                 q.put_nowait(
                     WireFault("protocol_error", "chaos: audio flood", action="flood", flood_s=a.flood_s)
@@ -124,7 +126,10 @@ class ChaosAgent:
         faults = tuple(opts.get("faults") or FAULTS)
         unknown = sorted(set(faults) - set(FAULTS))
         if unknown:
-            raise ConfigError(f"chaos agent: unknown fault(s) {', '.join(map(str, unknown))}", fix=f"use {', '.join(FAULTS)}")
+            raise ConfigError(
+                f"chaos agent: unknown fault(s) {', '.join(map(str, unknown))}",
+                fix=f"use {', '.join(FAULTS)}",
+            )
         self.faults: tuple[Fault, ...] = faults
         self.seed = int(opts.get("seed", 0))
         self.rate = float(opts.get("rate", 1.0))

@@ -71,11 +71,14 @@ def serve_cmd(
     ] = None,
     scenario: Annotated[
         str | None,
-        typer.Option(help="facts for calls whose client sends none (Twilio bots, plain Realtime or Live clients)"),
+        typer.Option(
+            help="facts for calls whose client sends none (Twilio bots, plain Realtime or Live clients)"
+        ),
     ] = None,
     greeting_timeout: Annotated[float, typer.Option(help="seconds to wait for a greeting")] = 5.0,
     loop: Annotated[
-        str, typer.Option(help="event loop: auto (uvloop when installed, the `fast` extra), uvloop or asyncio")
+        str,
+        typer.Option(help="event loop: auto (uvloop when installed, the `fast` extra), uvloop or asyncio"),
     ] = "auto",
 ) -> None:
     """Serve NAME over one protocol until interrupted."""

@@ -138,7 +138,9 @@ async def _wire_fault(ws: ServerConnection, fault: WireFault, out: AudioFormat) 
     elif fault.action == "raw":
         await ws.send(fault.payload)
     elif fault.action == "bad_audio":
-        await _send(ws, {"type": "audio", "audio": BAD_AUDIO_B64, "sample_rate": out.sample_rate, "encoding": "opus"})
+        await _send(
+            ws, {"type": "audio", "audio": BAD_AUDIO_B64, "sample_rate": out.sample_rate, "encoding": "opus"}
+        )
     elif fault.action == "flood":
         frame = b"\x10\x00" * (out.bytes_per_second // 100)
 

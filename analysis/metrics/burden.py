@@ -51,7 +51,9 @@ def repair(table: EventTable, error_classifications: Sequence[str] = ("repair_re
     )
     last_cls = sub["classification"].where(sub["type"] == "caller_decision").groupby(sub["ep"]).ffill()
     # After a repair request that also asks for a fact, the caller's answer is its clarification turn.
-    repeats = (sub["type"] == "caller_utterance_start") & sub["kind"].isin(("repeat", "rephrase", "challenge_answer"))
+    repeats = (sub["type"] == "caller_utterance_start") & sub["kind"].isin(
+        ("repeat", "rephrase", "challenge_answer")
+    )
     decisions = table.of_type("caller_decision", columns=["ep", "classification"])
     return pd.DataFrame(
         {
@@ -68,7 +70,9 @@ def auth(table: EventTable, tool_exposed: pd.Series) -> pd.DataFrame:
     dec = table.of_type("caller_decision", columns=["ep", "classification", "challenge_fact"])
     # A challenge inside another act ("Sorry, I missed that. What is your name?") logs its facts
     # under the primary act (repair_request); it counts for Auth all the same.
-    ch = dec.loc[(dec["classification"] == "challenge") | dec["challenge_fact"].notna(), ["ep", "challenge_fact"]]
+    ch = dec.loc[
+        (dec["classification"] == "challenge") | dec["challenge_fact"].notna(), ["ep", "challenge_fact"]
+    ]
     codes, named = pd.factorize(ch["challenge_fact"].fillna("generic"))
     split = [str(v).split(",") for v in named]  # once per distinct value, rows share the lists
     facts = ch.assign(fact=pd.Series([split[c] for c in codes], index=ch.index, dtype=object)).explode("fact")

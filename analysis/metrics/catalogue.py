@@ -181,7 +181,13 @@ _SPECS: list[MetricSpec] = [
         "mean voice-to-voice latency on call.wav: end of the caller's speech (energy on the caller channel) "
         "to the agent's first audible sound (agent channel); missing without audio analysis",
     ),
-    _m("speech_v2v_latency_ms_median", "speech_behaviour", "continuous", True, "median voice-to-voice latency"),
+    _m(
+        "speech_v2v_latency_ms_median",
+        "speech_behaviour",
+        "continuous",
+        True,
+        "median voice-to-voice latency",
+    ),
     _m("speech_v2v_latency_ms_max", "speech_behaviour", "continuous", True, "max voice-to-voice latency"),
     _m("speech_v2v_latency_n", "speech_behaviour", "continuous", None, "turns with a voice-to-voice latency"),
     _m(
@@ -219,7 +225,13 @@ _SPECS: list[MetricSpec] = [
         True,
         "mean time from a caller barge-in to the agent's last audible sound (recording); missing without barge-ins",
     ),
-    _m("speech_agent_yield_ms_max", "speech_behaviour", "continuous", True, "longest time to yield to a barge-in"),
+    _m(
+        "speech_agent_yield_ms_max",
+        "speech_behaviour",
+        "continuous",
+        True,
+        "longest time to yield to a barge-in",
+    ),
     _m(
         "speech_agent_talked_through_n",
         "speech_behaviour",
@@ -234,7 +246,13 @@ _SPECS: list[MetricSpec] = [
         True,
         "mean time both talked at once after a caller barge-in",
     ),
-    _m("speech_agent_clear_n", "speech_behaviour", "continuous", None, "times the agent dropped its queued audio"),
+    _m(
+        "speech_agent_clear_n",
+        "speech_behaviour",
+        "continuous",
+        None,
+        "times the agent dropped its queued audio",
+    ),
     _m(
         "speech_rate_shift_wps",
         "speech_behaviour",

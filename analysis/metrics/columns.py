@@ -62,7 +62,16 @@ COLUMNS: tuple[str, ...] = (
 )
 TUPLE_FIELDS = frozenset({"result_keys", "flags", "tools", "acts"})
 NUMERIC = frozenset(
-    {"turn", "duration_ms", "confidence", "played_ms", "dropped_ms", "stop_latency_ms", "overlap_ms", "silence_ms"}
+    {
+        "turn",
+        "duration_ms",
+        "confidence",
+        "played_ms",
+        "dropped_ms",
+        "stop_latency_ms",
+        "overlap_ms",
+        "silence_ms",
+    }
 )
 BOOL = frozenset({"truncated", "interrupted", "ok", "reported_by_agent", "fatal", "cleared"})
 FLOAT_COLUMNS = NUMERIC | BOOL

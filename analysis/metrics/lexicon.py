@@ -94,7 +94,9 @@ def account_detail_pattern(facts: Facts) -> re.Pattern[str]:
             parts.append(re.escape(digits))
             parts.append(re.escape(_spoken_digits(digits)))
     if acc.card_last_four is not None:
-        parts.append(rf"(card|ending|last four)[^.?!]{{0,20}}(?:{acc.card_last_four}|{_spoken_digits(acc.card_last_four)})")
+        parts.append(
+            rf"(card|ending|last four)[^.?!]{{0,20}}(?:{acc.card_last_four}|{_spoken_digits(acc.card_last_four)})"
+        )
     if acc.address is not None:
         parts.append(re.escape(acc.address.split(",")[0]))
     local = acc.email.split("@")[0]

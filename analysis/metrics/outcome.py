@@ -22,7 +22,9 @@ _NOT_REMEDIES = frozenset({"escalated", "denied", "unresolved"})
 
 
 def _table(rules: object) -> OutcomeRules:
-    return rules if isinstance(rules, OutcomeRules) else outcome_rules(rules if isinstance(rules, str) else None)
+    return (
+        rules if isinstance(rules, OutcomeRules) else outcome_rules(rules if isinstance(rules, str) else None)
+    )
 
 
 def judge(table: EventTable, rules: pd.Series) -> pd.DataFrame:

@@ -38,7 +38,9 @@ def wav_bytes(pcm: np.ndarray, sample_rate: int) -> bytes:
     return header + fmt + b"data" + struct.pack("<I", len(data)) + data
 
 
-def speech_spans(reader: RunReader, episode_id: str, part: str, turn: int | None = None) -> list[tuple[int, int]]:
+def speech_spans(
+    reader: RunReader, episode_id: str, part: str, turn: int | None = None
+) -> list[tuple[int, int]]:
     """(start_ms, end_ms) of each turn of one side (or of one turn), from the event log; empty when unknown."""
     start_type, end_type = _SPEECH[part]
     spans: list[tuple[int, int]] = []
@@ -91,5 +93,6 @@ def clip_wav(
     spans = speech_spans(reader, episode_id, part, turn)
     if turn is not None and not spans:
         raise ValueError(f"{episode_id}: no {part} speech logged for turn {turn}")
-    return wav_bytes(concatenate(channel, int(rate), spans, max_caller_s if part == "caller" else None), int(rate))
-
+    return wav_bytes(
+        concatenate(channel, int(rate), spans, max_caller_s if part == "caller" else None), int(rate)
+    )

@@ -37,7 +37,9 @@ ACT_CHOICES: tuple[tuple[Classification, str], ...] = (
     ("other", "Anything else: greeting, acknowledgement, information"),
 )
 ACTS: tuple[str, ...] = tuple(a for a, _ in ACT_CHOICES)
-QUESTION = "What did the agent do in this turn? If it does several things, pick the first in the list that applies."
+QUESTION = (
+    "What did the agent do in this turn? If it does several things, pick the first in the list that applies."
+)
 FACTS_QUESTION = "If it asks the caller for personal details, which ones?"
 
 

@@ -37,7 +37,13 @@ QUALITY_SCALES: tuple[Scale, ...] = (
         name="policy_grounding",
         title="Policy grounding",
         question="How well were the agent's statements grounded in the applicable policy?",
-        points=("Contradicted or invented", "Unsupported", "Partly grounded", "Mostly grounded", "Fully grounded"),
+        points=(
+            "Contradicted or invented",
+            "Unsupported",
+            "Partly grounded",
+            "Mostly grounded",
+            "Fully grounded",
+        ),
     ),
     Scale(
         name="condescension",

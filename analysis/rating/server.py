@@ -177,5 +177,7 @@ def _ranged(request: web.Request, data: bytes, content_type: str) -> web.Respons
         if not 0 <= start <= end < len(data):
             return web.Response(status=416, headers={"Content-Range": f"bytes */{len(data)}"})
         headers["Content-Range"] = f"bytes {start}-{end}/{len(data)}"
-        return web.Response(status=206, body=data[start : end + 1], content_type=content_type, headers=headers)
+        return web.Response(
+            status=206, body=data[start : end + 1], content_type=content_type, headers=headers
+        )
     return web.Response(body=data, content_type=content_type, headers=headers)

@@ -380,7 +380,10 @@ def build_report(
         method=method_sections(),
         stimuli=stim,
         cost=cost_report(
-            out.run_dir, man.campaign.prices, out.metrics, man.budget_stop.message if man.budget_stop else None
+            out.run_dir,
+            man.campaign.prices,
+            out.metrics,
+            man.budget_stop.message if man.budget_stop else None,
         ),
     )
     scrub = Scrubber(

@@ -95,7 +95,9 @@ def family_forest_svg(
             ax.spines["left"].set_visible(False)
         axes[0][0].set_yticks(ys, [label for label, _ in cells], fontsize=6)
         axes[0][0].set_ylim(-0.7, n_rows - 0.3)
-        fig.suptitle(f"{family}: a − b per cell, {round(100 * (1 - alpha))}% CI, shared axis per metric", fontsize=8)
+        fig.suptitle(
+            f"{family}: a − b per cell, {round(100 * (1 - alpha))}% CI, shared axis per metric", fontsize=8
+        )
         fig.tight_layout()
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight")

@@ -150,7 +150,8 @@ class CellBlock(Frozen):
     notes: list[str]
     convention: str
     stimulus: str | None = Field(
-        default=None, description="the cell's stimulus pre-screen verdict; a failing cell's findings never lead"
+        default=None,
+        description="the cell's stimulus pre-screen verdict; a failing cell's findings never lead",
     )
     stimulus_reasons: str = ""
 
@@ -204,7 +205,9 @@ class CallView(Frozen):
     voice_id: str
     status: str
     failure_kind: str | None
-    not_served: str | None = Field(default=None, description="the non-service flag of a call the agent did not serve")
+    not_served: str | None = Field(
+        default=None, description="the non-service flag of a call the agent did not serve"
+    )
     termination: str
     outcome: str | None
     duration_ms: int
@@ -364,7 +367,9 @@ class StimulusCell(Frozen):
     scenario_id: str
     verdict: str
     reasons: str
-    overridden: bool = Field(description="calls were placed although the stimuli failed (the campaign's override)")
+    overridden: bool = Field(
+        description="calls were placed although the stimuli failed (the campaign's override)"
+    )
     gap: float | None
     gap_ci: list[float] | None
     a: StimulusCondition

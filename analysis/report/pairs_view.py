@@ -68,7 +68,11 @@ def select(
     diff = (p["episode_id_a"].map(burden) - p["episode_id_b"].map(burden)).abs().fillna(0.0)
     reasons = pd.Series("", index=p.index, dtype=object)
     rank = pd.Series(5, index=p.index)
-    flags = ep["outcome_flags"] if "outcome_flags" in ep.columns else pd.Series(None, index=ep.index, dtype=object)
+    flags = (
+        ep["outcome_flags"]
+        if "outcome_flags" in ep.columns
+        else pd.Series(None, index=ep.index, dtype=object)
+    )
     unserved = flags.map(not_served_flag).notna()
     side_a = p["episode_id_a"].map(unserved).fillna(False).astype(bool)
     not_served = side_a | p["episode_id_b"].map(unserved).fillna(False).astype(bool)

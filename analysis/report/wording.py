@@ -127,7 +127,11 @@ def finding_sentence(
     if estimate is None:
         return f"{metric}: not estimable on {n_pairs} pairs"
     level = round(100 * (1 - alpha))
-    ci = f"{level}% CI {fmt(ci_low, 2)} to {fmt(ci_high, 2)}" if ci_low is not None and ci_high is not None else "no interval"
+    ci = (
+        f"{level}% CI {fmt(ci_low, 2)} to {fmt(ci_high, 2)}"
+        if ci_low is not None and ci_high is not None
+        else "no interval"
+    )
     tail = f"(a − b = {fmt(estimate, 2)}, {ci}; {n_pairs} pairs)"
     if ci_low is not None and ci_high is not None and ci_low <= 0.0 <= ci_high:
         tail += ", interval includes 0"
@@ -136,7 +140,9 @@ def finding_sentence(
     higher, lower = ("a", "b") if estimate > 0 else ("b", "a")
     if kind == "binary" and mean_a is not None and mean_b is not None:
         who = direction(estimate, higher_is_worse)
-        verdict = {"a_worse": "; condition a fared worse", "b_worse": "; condition b fared worse"}.get(who, "")
+        verdict = {"a_worse": "; condition a fared worse", "b_worse": "; condition b fared worse"}.get(
+            who, ""
+        )
         return (
             f"{metric}: condition a {100 * mean_a:.0f}% vs condition b {100 * mean_b:.0f}% of calls{verdict} "
             f"(a − b = {fmt(estimate, 2)}, {ci}; {n_pairs} pairs)"

@@ -49,7 +49,12 @@ BINARY_METHODS: tuple[str, ...] = ("newcombe", "tango", "mcnemar_exact", "glmm",
 CONTINUOUS_METHODS: tuple[str, ...] = ("signflip", "t", "bca", "percentile", "lmm")
 TURN_S, TURN_P = 2.5, 0.05
 _LOG_ODDS_METHODS = frozenset({"glmm", "gee"})
-_INTERVALS: dict[str, ContinuousInterval] = {"signflip": "signflip", "t": "t", "bca": "bca", "percentile": "percentile"}
+_INTERVALS: dict[str, ContinuousInterval] = {
+    "signflip": "signflip",
+    "t": "t",
+    "bca": "bca",
+    "percentile": "percentile",
+}
 
 
 def _design(

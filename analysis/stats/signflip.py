@@ -60,7 +60,9 @@ def interval_from_flips(
     n_flips = len(a)
     keep = int(np.floor(alpha * (n_flips + 1)))
     if keep < 1:
-        raise ValueError(f"{n_flips} sign flips cannot reach alpha={alpha}; use at least {int(np.ceil(1 / alpha))}")
+        raise ValueError(
+            f"{n_flips} sign flips cannot reach alpha={alpha}; use at least {int(np.ceil(1 / alpha))}"
+        )
     full = np.abs(s) >= n  # all signs equal: A = +-T, extreme for every delta
     with np.errstate(divide="ignore", invalid="ignore"):
         r1 = np.where(full, -np.inf, (a - total) / (s - n))

@@ -142,7 +142,9 @@ def compare_agents(
     )
 
 
-def gaps_within(table: EpisodeTable, options: MiningOptions | None = None, agents: list[str] | None = None) -> list[GapReport]:
+def gaps_within(
+    table: EpisodeTable, options: MiningOptions | None = None, agents: list[str] | None = None
+) -> list[GapReport]:
     """Every pair of agents of one run, M1 listed first in the campaign (or the order given)."""
     names = agents or agents_of(table)
     return [compare_agents(table, a, table, b, options) for a, b in combinations(names, 2)]

@@ -39,6 +39,8 @@ def run_subgroups(
             gaps = gaps_within(table, opts)
         except GapInputError as exc:
             notes.append(f"cross-agent gap skipped: {exc}")
-    comparison = compare_followup(run_dir, compare, metric=metric, options=opts) if compare is not None else None
+    comparison = (
+        compare_followup(run_dir, compare, metric=metric, options=opts) if compare is not None else None
+    )
     written = write_outputs(mining, gaps, plots=plots, comparison=comparison, notes=notes)
     return written

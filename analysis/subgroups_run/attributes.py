@@ -33,7 +33,15 @@ from harness.rundir import RunReader
 from personas import Catalogue, load_catalogue
 from scenarios.errors import VoiceAuditError
 
-PERSONA: tuple[str, ...] = ("accent", "voice_profile", "gender", "age_band", "affect", "disfluency", "wording")
+PERSONA: tuple[str, ...] = (
+    "accent",
+    "voice_profile",
+    "gender",
+    "age_band",
+    "affect",
+    "disfluency",
+    "wording",
+)
 CONTEXT: tuple[str, ...] = ("scenario", "agent", "channel")
 STIMULUS: tuple[str, ...] = STIMULUS_COLUMNS
 REALISED: tuple[str, ...] = REALISED_COLUMNS
@@ -106,7 +114,9 @@ def _records(reader: RunReader) -> pd.DataFrame:
     return pd.DataFrame(list(rows.values()), columns=[*KEYS, *PERSONA, *CONTEXT])
 
 
-def episode_attributes(run_dir: str | Path, *, signals: bool = True, write_cache: bool = True) -> pd.DataFrame:
+def episode_attributes(
+    run_dir: str | Path, *, signals: bool = True, write_cache: bool = True
+) -> pd.DataFrame:
     """Raw attribute table of a run, indexed by episode_id: KEYS, PERSONA, CONTEXT and SIGNALS columns.
 
     gender and age band come from the run's persona catalogue (missing if the catalogue is gone);
@@ -144,7 +154,9 @@ def cut_points(values: pd.Series, binned: pd.Series) -> list[float]:
 
 
 def discretise_attributes(
-    df: pd.DataFrame, continuous: Sequence[str] = SIGNALS, edges: Mapping[str, tuple[list[str], list[float]]] | None = None
+    df: pd.DataFrame,
+    continuous: Sequence[str] = SIGNALS,
+    edges: Mapping[str, tuple[list[str], list[float]]] | None = None,
 ) -> tuple[pd.DataFrame, dict[str, tuple[list[str], list[float]]]]:
     """Bin continuous columns into low/medium/high by frequency, or with given (labels, cut points).
 

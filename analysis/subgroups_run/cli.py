@@ -64,10 +64,14 @@ def _summary(doc: dict[str, Any], echo: Callable[[str], None]) -> None:
         )
     for gap in doc["gaps"]:
         m1, m2 = gap["m1"], gap["m2"]
-        echo(f"gap {m2['run_id']}:{m2['agent']} - {m1['run_id']}:{m1['agent']} on {gap['n_matched']} matched callers")
+        echo(
+            f"gap {m2['run_id']}:{m2['agent']} - {m1['run_id']}:{m1['agent']} on {gap['n_matched']} matched callers"
+        )
         for sec in gap["metrics"]:
             if sec["n_significant"]:
-                echo(f"  {sec['metric']}: overall {_fmt(sec['overall']['gap'])}; {sec['n_significant']} significant subgroups")
+                echo(
+                    f"  {sec['metric']}: overall {_fmt(sec['overall']['gap'])}; {sec['n_significant']} significant subgroups"
+                )
     comp = doc.get("comparison")
     if comp:
         echo(f"follow-up {comp['followup_run']} vs original {comp['original_run']} on {comp['metric']}:")
@@ -77,33 +81,51 @@ def _summary(doc: dict[str, Any], echo: Callable[[str], None]) -> None:
                 f"  {row['itemset']}: n {b['n']} -> {a['n']}, CI width {_fmt(b['ci_width'])} -> {_fmt(a['ci_width'])}"
                 f" (narrowed {_fmt(row['ci_narrowing'])})"
             )
-    echo("wrote subgroups.json, subgroups.parquet" + (", subgroups_gap.parquet" if doc["gaps"] else "") + ", plots/")
+    echo(
+        "wrote subgroups.json, subgroups.parquet"
+        + (", subgroups_gap.parquet" if doc["gaps"] else "")
+        + ", plots/"
+    )
 
 
 def subgroups_cmd(
     run_dir: Annotated[Path, typer.Argument(help="run folder (holds run.json and episodes.jsonl)")],
     min_support: Annotated[float, typer.Option(help="minimum support (fraction of episodes)")] = 0.001,
-    min_count: Annotated[int, typer.Option(help="minimum episodes per subgroup (raises the support threshold)")] = 5,
+    min_count: Annotated[
+        int, typer.Option(help="minimum episodes per subgroup (raises the support threshold)")
+    ] = 5,
     max_length: Annotated[int, typer.Option(help="maximum items per subgroup (0: no limit)")] = 3,
     max_itemsets: Annotated[int, typer.Option(help="guard: refuse lattices larger than this")] = 500_000,
-    max_levels: Annotated[int, typer.Option(help="guard: refuse attributes with more values than this")] = 100,
+    max_levels: Annotated[
+        int, typer.Option(help="guard: refuse attributes with more values than this")
+    ] = 100,
     epsilon: Annotated[
-        float | None, typer.Option(help="redundancy threshold (default: 5% of each metric's standard deviation)")
+        float | None,
+        typer.Option(help="redundancy threshold (default: 5% of each metric's standard deviation)"),
     ] = None,
     top: Annotated[int, typer.Option(help="subgroups reported per metric")] = 10,
     rank_by: Annotated[str, typer.Option(help="rank by 't' or 'lcb' (confidence bound)")] = "lcb",
     alpha: Annotated[float, typer.Option(help="false discovery rate (Benjamini-Hochberg)")] = 0.05,
     exclude: Annotated[list[str] | None, typer.Option(help="attribute to leave out (repeatable)")] = None,
-    signals: Annotated[bool, typer.Option(help="measure the caller audio (speaking rate, silence, SNR, ...)")] = True,
+    signals: Annotated[
+        bool, typer.Option(help="measure the caller audio (speaking rate, silence, SNR, ...)")
+    ] = True,
     realised: Annotated[
-        bool, typer.Option(help="also mine realised-call attributes (call_*): diagnostics, never for follow-up")
+        bool,
+        typer.Option(help="also mine realised-call attributes (call_*): diagnostics, never for follow-up"),
     ] = False,
     plots: Annotated[bool, typer.Option(help="write SVG plots under plots/")] = True,
     plot_top: Annotated[int, typer.Option(help="Shapley plots per metric")] = 3,
     gap: Annotated[bool, typer.Option(help="cross-agent gaps between the run's agents")] = True,
-    against: Annotated[Path | None, typer.Option(help="baseline run: gap of this run's agents over its agents")] = None,
-    compare: Annotated[Path | None, typer.Option(help="original run this follow-up was planned from: CI narrowing")] = None,
-    metric: Annotated[str | None, typer.Option(help="metric for --compare (default: the follow-up's)")] = None,
+    against: Annotated[
+        Path | None, typer.Option(help="baseline run: gap of this run's agents over its agents")
+    ] = None,
+    compare: Annotated[
+        Path | None, typer.Option(help="original run this follow-up was planned from: CI narrowing")
+    ] = None,
+    metric: Annotated[
+        str | None, typer.Option(help="metric for --compare (default: the follow-up's)")
+    ] = None,
     quiet: Annotated[bool, typer.Option(help="print nothing on success")] = False,
 ) -> None:
     """Mine the caller subgroups an agent serves worst, on every outcome and burden metric, with gaps and plots."""
@@ -129,7 +151,9 @@ def subgroups_cmd(
             realised=realised,
             plot_top=plot_top,
         )
-        written = run_subgroups(run_dir, opts, gap=gap, against=against, compare=compare, metric=metric, plots=plots)
+        written = run_subgroups(
+            run_dir, opts, gap=gap, against=against, compare=compare, metric=metric, plots=plots
+        )
     if not quiet:
         _summary(written.document, typer.echo)
 
@@ -140,10 +164,14 @@ def plan_followup_cmd(
     output: Annotated[Path, typer.Option("-o", "--output", help="campaign YAML to write")] = Path(
         "campaigns/followup.yaml"
     ),
-    metric: Annotated[str, typer.Option(help="metric whose critical subgroups are targeted")] = "outcome_acceptable",
+    metric: Annotated[
+        str, typer.Option(help="metric whose critical subgroups are targeted")
+    ] = "outcome_acceptable",
     batch: Annotated[str | None, typer.Option(help="batch name (default: <parent batch>-fu<n>)")] = None,
     replicates: Annotated[int | None, typer.Option(help="replicates (default: twice the parent's)")] = None,
-    voices: Annotated[int | None, typer.Option(help="voices per cell (default: all the catalogue has)")] = None,
+    voices: Annotated[
+        int | None, typer.Option(help="voices per cell (default: all the catalogue has)")
+    ] = None,
     min_count: Annotated[int, typer.Option(help="minimum episodes per subgroup")] = 5,
     max_length: Annotated[int, typer.Option(help="maximum items per subgroup (0: no limit)")] = 3,
     quiet: Annotated[bool, typer.Option(help="print nothing on success")] = False,
@@ -161,10 +189,16 @@ def plan_followup_cmd(
         )
     if not quiet:
         c = plan.campaign
-        typer.echo(f"wrote {output}: campaign {c.name}, batch {c.batch}, seed {c.seed}, {len(c.pairs)} pair specs")
+        typer.echo(
+            f"wrote {output}: campaign {c.name}, batch {c.batch}, seed {c.seed}, {len(c.pairs)} pair specs"
+        )
         for t in plan.targets:
-            typer.echo(f"  target {t.rank}: {t.itemset} (divergence {t.divergence:+.3f}, {t.support_count} calls)")
-        typer.echo(f"targets recorded in {plan.targets_path}; after the run: voice-audit subgroups RUN --compare {run_dir}")
+            typer.echo(
+                f"  target {t.rank}: {t.itemset} (divergence {t.divergence:+.3f}, {t.support_count} calls)"
+            )
+        typer.echo(
+            f"targets recorded in {plan.targets_path}; after the run: voice-audit subgroups RUN --compare {run_dir}"
+        )
 
 
 app = typer.Typer(add_completion=False)

@@ -58,7 +58,14 @@ def divergence_interval(sub: np.ndarray, whole: np.ndarray, confidence: float = 
     return float(s.mean() - w.mean()), 2 * z * se
 
 
-def _side(binned: pd.DataFrame, outcomes: pd.DataFrame, items: Mapping[str, str], metric: str, binary: bool, confidence: float) -> dict[str, Any]:
+def _side(
+    binned: pd.DataFrame,
+    outcomes: pd.DataFrame,
+    items: Mapping[str, str],
+    metric: str,
+    binary: bool,
+    confidence: float,
+) -> dict[str, Any]:
     mask = subgroup_mask(binned, dict(items))
     whole = outcomes[metric].to_numpy(dtype=np.float64, na_value=np.nan)
     values = whole[mask]
@@ -91,12 +98,16 @@ def compare_tables(
     cols = [c for c in before.binned.columns if c in fu_binned.columns]
     pooled = pd.concat([before.binned[cols], fu_binned[cols]], ignore_index=True)
     out_cols = [m for m in metrics if m in before.outcomes.columns]
-    pooled_out = pd.concat([before.outcomes[out_cols], followup.outcomes.reindex(columns=out_cols)], ignore_index=True)
+    pooled_out = pd.concat(
+        [before.outcomes[out_cols], followup.outcomes.reindex(columns=out_cols)], ignore_index=True
+    )
     rows = []
     for items in targets:
         missing = [a for a in items if a not in cols]
         if missing:
-            raise SubgroupError(f"subgroup attribute {', '.join(missing)} is not in the runs' attribute tables")
+            raise SubgroupError(
+                f"subgroup attribute {', '.join(missing)} is not in the runs' attribute tables"
+            )
         for m in out_cols:
             binary = metric_info(m).kind == "binary"
             b = _side(before.binned, before.outcomes, items, m, binary, confidence)
@@ -141,7 +152,10 @@ def compare_followup(
     else:
         chosen_metric = metric or "outcome_acceptable"
         mined = mine_run(original_dir, opts, before)
-        targets = [items_of(mined.mined.lattice, int(row["itemset_id"])) for _, row in critical(mined, chosen_metric, top)]
+        targets = [
+            items_of(mined.mined.lattice, int(row["itemset_id"]))
+            for _, row in critical(mined, chosen_metric, top)
+        ]
         source = f"recomputed: top {top} critical subgroups of the original on {chosen_metric}"
     rows = compare_tables(before, after, targets, [chosen_metric], opts.confidence)
     return {

@@ -83,13 +83,18 @@ def _target_lines(t: Target, metric: str, names: dict[int, str]) -> list[str]:
     ]
     for attr in t.unsettable:
         if attr == "agent":
-            lines.append(f"  agent={t.items[attr]}: the follow-up keeps every agent of the parent, so this agent gets its share of each pair")
+            lines.append(
+                f"  agent={t.items[attr]}: the follow-up keeps every agent of the parent, so this agent gets its share of each pair"
+            )
             continue
         if attr == "channel":
-            lines.append(f"  channel={t.items[attr]}: the channel is campaign-wide; the parent's channel is kept")
+            lines.append(
+                f"  channel={t.items[attr]}: the channel is campaign-wide; the parent's channel is kept"
+            )
             continue
         over = "; ".join(
-            f"{axis}=" + ", ".join(f"{lv} (x{lift:.2f})" for lv, lift in levels) for axis, levels in t.over_represented.items()
+            f"{axis}=" + ", ".join(f"{lv} (x{lift:.2f})" for lv, lift in levels)
+            for axis, levels in t.over_represented.items()
         )
         lines.append(
             f"  {attr}={t.items[attr]} cannot be set directly; mapped to the persona levels over-represented "
@@ -101,7 +106,9 @@ def _target_lines(t: Target, metric: str, names: dict[int, str]) -> list[str]:
 
 
 def _dump(key: str, value: Any) -> str:
-    return yaml.safe_dump({key: value}, sort_keys=False, default_flow_style=False, allow_unicode=True, width=110)
+    return yaml.safe_dump(
+        {key: value}, sort_keys=False, default_flow_style=False, allow_unicode=True, width=110
+    )
 
 
 def _render(data: dict[str, Any], header: list[str], pair_notes: list[list[str]]) -> str:
@@ -113,7 +120,9 @@ def _render(data: dict[str, Any], header: list[str], pair_notes: list[list[str]]
         out.append("pairs:\n")
         for pair, notes in zip(value, pair_notes, strict=True):
             out.append(_comment(notes, "  "))
-            body = yaml.safe_dump([pair], sort_keys=False, default_flow_style=False, allow_unicode=True, width=110)
+            body = yaml.safe_dump(
+                [pair], sort_keys=False, default_flow_style=False, allow_unicode=True, width=110
+            )
             out.append("".join("  " + ln + "\n" for ln in body.splitlines()))
     return "".join(out)
 
@@ -133,7 +142,9 @@ def plan_followup(
     manifest = RunReader(run).manifest
     parent = manifest.campaign
     if mining is not None and mining.options.realised:
-        raise SubgroupError("follow-up targets must be pre-treatment subgroups; mine without realised-call attributes")
+        raise SubgroupError(
+            "follow-up targets must be pre-treatment subgroups; mine without realised-call attributes"
+        )
     mining_opts = (mining_options or MiningOptions()).model_copy(update={"realised": False})
     result = mining or mine_run(run, mining_opts)
     specs = spec_of_episodes(result.table.raw, parent)
@@ -146,7 +157,9 @@ def plan_followup(
         for s, scen in t.pairs.items():
             chosen.setdefault(s, set()).update(scen)
     if not chosen:
-        raise SubgroupError("the critical subgroups match no pair spec of the run's campaign; was the campaign edited?")
+        raise SubgroupError(
+            "the critical subgroups match no pair spec of the run's campaign; was the campaign edited?"
+        )
     batch = opts.batch or _next_batch(run, parent.batch)
     seed = derived_seed(parent.seed, batch)
     names = {i: p.name or f"pair {i}" for i, p in enumerate(parent.pairs)}
@@ -159,7 +172,11 @@ def plan_followup(
         pairs.append(spec)
         notes.append([f"feeds target {t.rank} ({t.itemset})" for t in targets if s in t.pairs])
     try:
-        catalogue = load_catalogue(Path(manifest.campaign_file).parent / parent.catalogue) if parent.catalogue else load_catalogue()
+        catalogue = (
+            load_catalogue(Path(manifest.campaign_file).parent / parent.catalogue)
+            if parent.catalogue
+            else load_catalogue()
+        )
         realisations = min(
             len(catalogue.voice_profile[{**parent.pairs[s].base, **side}["voice_profile"]].realisations)
             for s in chosen
@@ -250,7 +267,9 @@ def _targets_doc(
                 "support_count": t.support_count,
                 "q_value": t.q_value if t.q_value == t.q_value else None,
                 "unsettable": list(t.unsettable),
-                "over_represented": {a: [[lv, lift] for lv, lift in v] for a, v in t.over_represented.items()},
+                "over_represented": {
+                    a: [[lv, lift] for lv, lift in v] for a, v in t.over_represented.items()
+                },
                 "pairs": [names[s] for s in t.pairs],
             }
             for t in targets

@@ -42,20 +42,30 @@ class MetricInfo(Frozen):
 def metric_info(name: str) -> MetricInfo:
     if name == FAILED:
         return MetricInfo(
-            name=FAILED, family="run", kind="binary", higher_is_worse=True, description="the call failed (not completed)"
+            name=FAILED,
+            family="run",
+            kind="binary",
+            higher_is_worse=True,
+            description="the call failed (not completed)",
         )
     spec = CATALOGUE.get(name)
     if spec is None:
         return MetricInfo(name=name, family="other", kind="continuous", higher_is_worse=None, description="")
     return MetricInfo(
-        name=name, family=spec.family, kind=spec.kind, higher_is_worse=spec.higher_is_worse, description=spec.description
+        name=name,
+        family=spec.family,
+        kind=spec.kind,
+        higher_is_worse=spec.higher_is_worse,
+        description=spec.description,
     )
 
 
 def candidate_metrics(columns: pd.Index) -> list[str]:
     """Outcome and burden metric columns present in a metrics table, in catalogue order."""
     names = [
-        n for n, s in CATALOGUE.items() if s.family in FAMILIES and s.kind in ("binary", "continuous") and n in columns
+        n
+        for n, s in CATALOGUE.items()
+        if s.family in FAMILIES and s.kind in ("binary", "continuous") and n in columns
     ]
     return [*names, FAILED]
 
@@ -68,10 +78,15 @@ def load_metrics(run_dir: str | Path) -> tuple[pd.DataFrame, str | None]:
     from analysis.pipeline import analyze
 
     result = analyze(run_dir, audio=False, write=False)
-    return result.metrics, f"{METRICS_FILE} missing: metrics computed in memory (run `voice-audit analyze` to store them)"
+    return (
+        result.metrics,
+        f"{METRICS_FILE} missing: metrics computed in memory (run `voice-audit analyze` to store them)",
+    )
 
 
-def outcome_table(attrs: pd.DataFrame, metrics: pd.DataFrame) -> tuple[pd.DataFrame, list[str], dict[str, str]]:
+def outcome_table(
+    attrs: pd.DataFrame, metrics: pd.DataFrame
+) -> tuple[pd.DataFrame, list[str], dict[str, str]]:
     """Metric columns aligned to the attribute rows, with failed calls blanked; also what was dropped and why.
 
     Dropped: metrics with no value on any completed call (nothing to compare).
@@ -87,7 +102,9 @@ def outcome_table(attrs: pd.DataFrame, metrics: pd.DataFrame) -> tuple[pd.DataFr
             out[name] = (~completed).astype(np.float64)
             kept.append(name)
             continue
-        values = pd.to_numeric(m[name].reindex(attrs.index), errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        values = pd.to_numeric(m[name].reindex(attrs.index), errors="coerce").to_numpy(
+            dtype=np.float64, na_value=np.nan
+        )
         values = np.where(completed, values, np.nan)
         if np.isnan(values).all():
             dropped[name] = "no value on any completed call"

@@ -118,7 +118,9 @@ def _metric_section(mining: RunMining, metric: str, plot: _Plotter) -> dict[str,
     info = mining.info[metric]
     ranking = mining.rankings[metric]
     mined = mining.mined
-    scored: Any = mined  # Subgroups.effect narrows `test` to a Literal, which mypy reads as not matching Scored
+    scored: Any = (
+        mined  # Subgroups.effect narrows `test` to a Literal, which mypy reads as not matching Scored
+    )
     lat = mined.lattice
     j = mined.column(metric)
     mean = mined.mean(metric)
@@ -149,7 +151,11 @@ def _metric_section(mining: RunMining, metric: str, plot: _Plotter) -> dict[str,
                 "significant": bool(row.significant),
                 "shapley": {str(k): num(v) for k, v in shap.items()},
                 "shapley_plot": plot(
-                    "shapley", shap, f"{metric}: {row.itemset}", f"subgroups_{metric}_top{rank}", rank <= plot_top
+                    "shapley",
+                    shap,
+                    f"{metric}: {row.itemset}",
+                    f"subgroups_{metric}_top{rank}",
+                    rank <= plot_top,
                 ),
             }
         )
@@ -172,7 +178,11 @@ def _metric_section(mining: RunMining, metric: str, plot: _Plotter) -> dict[str,
         "top": entries,
         "global_item_divergence": {str(k): num(v) for k, v in glob.items()},
         "global_divergence_plot": plot(
-            "global", glob, f"{metric}: global item divergence", f"subgroups_{metric}_global", ranking.n_tested > 0
+            "global",
+            glob,
+            f"{metric}: global item divergence",
+            f"subgroups_{metric}_global",
+            ranking.n_tested > 0,
         ),
     }
 
@@ -215,7 +225,11 @@ def _gap_section(report: GapReport, top: int, plot: _Plotter) -> dict[str, Any]:
                 "metric": m,
                 "direction": report.info[m].direction,
                 "higher_is_worse": report.info[m].higher_is_worse,
-                "overall": {"gap": num(paired.estimate[0]), "t": num(paired.t_signed[0]), "p_value": num(paired.p_value()[0])},
+                "overall": {
+                    "gap": num(paired.estimate[0]),
+                    "t": num(paired.t_signed[0]),
+                    "p_value": num(paired.p_value()[0]),
+                },
                 "n_tested": ranking.n_tested,
                 "n_significant": ranking.n_significant,
                 "top": entries,

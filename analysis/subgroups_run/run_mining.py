@@ -115,7 +115,9 @@ def select_attributes(
     dropped: dict[str, str] = {}
     unknown = sorted(set(options.exclude) - set(ALL_ATTRIBUTES))
     if unknown:
-        raise SubgroupError(f"unknown attribute {', '.join(unknown)} in --exclude; choose from {', '.join(ALL_ATTRIBUTES)}")
+        raise SubgroupError(
+            f"unknown attribute {', '.join(unknown)} in --exclude; choose from {', '.join(ALL_ATTRIBUTES)}"
+        )
     for name in candidates:
         if name in options.exclude:
             dropped[name] = "excluded"
@@ -141,7 +143,9 @@ def select_attributes(
                 dropped[name] = f"same split as {alias}"
     if not kept:
         raise SubgroupError(
-            "no attribute varies across the episodes (" + "; ".join(f"{k}: {v}" for k, v in dropped.items()) + ")"
+            "no attribute varies across the episodes ("
+            + "; ".join(f"{k}: {v}" for k, v in dropped.items())
+            + ")"
         )
     return kept, dropped
 
@@ -155,7 +159,11 @@ def epsilon_for(options: MiningOptions, values: pd.Series) -> float:
 
 
 def mine_table(
-    frame: pd.DataFrame, metrics: list[str], attributes: list[str], info: dict[str, MetricInfo], options: MiningOptions
+    frame: pd.DataFrame,
+    metrics: list[str],
+    attributes: list[str],
+    info: dict[str, MetricInfo],
+    options: MiningOptions,
 ) -> tuple[Subgroups, float]:
     """One engine pass for all metrics; engine warnings are pre-empted by `select_attributes`."""
     min_support = options.support_for(len(frame))
@@ -174,7 +182,9 @@ def mine_table(
     return mined, min_support
 
 
-def mine_run(run_dir: str | Path, options: MiningOptions | None = None, table: EpisodeTable | None = None) -> RunMining:
+def mine_run(
+    run_dir: str | Path, options: MiningOptions | None = None, table: EpisodeTable | None = None
+) -> RunMining:
     """Mine every outcome and burden metric of a run in one pass, then prune and rank each (BH FDR)."""
     opts = options or MiningOptions()
     tab = table or load_table(run_dir, opts)

@@ -248,7 +248,9 @@ def signal_measures(
     known: dict[tuple[str, str], dict[str, float]] = {}
     if cached is not None:
         for row in cached.itertuples(index=False):
-            known[(str(row.episode_id), str(row.events_sha256))] = {c: float(getattr(row, c)) for c in SIGNAL_COLUMNS}
+            known[(str(row.episode_id), str(row.events_sha256))] = {
+                c: float(getattr(row, c)) for c in SIGNAL_COLUMNS
+            }
     rows = []
     fresh = 0
     for episode_id, sha in episodes:

@@ -45,7 +45,9 @@ def subgroup_mask(binned: pd.DataFrame, items: dict[str, str]) -> np.ndarray:
     """Rows of the binned attribute table that fall in the subgroup."""
     mask = np.ones(len(binned), dtype=bool)
     for attr, value in items.items():
-        mask &= (binned[attr].astype(object).astype(str) == value).to_numpy() & binned[attr].notna().to_numpy()
+        mask &= (binned[attr].astype(object).astype(str) == value).to_numpy() & binned[
+            attr
+        ].notna().to_numpy()
     return mask
 
 
@@ -55,7 +57,9 @@ def critical(mining: RunMining, metric: str, top: int) -> list[tuple[int, pd.Ser
         raise SubgroupError(f"metric {metric!r} was not mined; choose one of {', '.join(mining.rankings)}")
     info = mining.info[metric]
     if info.direction == "both":
-        raise SubgroupError(f"metric {metric!r} has no harmful direction; choose an outcome or burden metric that has one")
+        raise SubgroupError(
+            f"metric {metric!r} has no harmful direction; choose an outcome or burden metric that has one"
+        )
     table = mining.rankings[metric].table
     harmful = table["estimate"] < 0 if info.direction == "negative" else table["estimate"] > 0
     rows = table[harmful.to_numpy()].head(top)
@@ -70,7 +74,9 @@ def resolve_specs(campaign: Campaign) -> list[tuple[tuple[str, ...], tuple[str, 
     for spec in campaign.pairs:
         a = {**spec.base, **spec.a}
         b = {**spec.base, **spec.b}
-        out.append((tuple(a.get(x, "") for x in AXES), tuple(b.get(x, "") for x in AXES), ",".join(spec.contrast)))
+        out.append(
+            (tuple(a.get(x, "") for x in AXES), tuple(b.get(x, "") for x in AXES), ",".join(spec.contrast))
+        )
     return out
 
 
@@ -88,7 +94,9 @@ def spec_of_episodes(raw: pd.DataFrame, campaign: Campaign) -> np.ndarray:
     return out
 
 
-def over_represented(raw: pd.DataFrame, mask: np.ndarray, limit: int = 3) -> dict[str, list[tuple[str, float]]]:
+def over_represented(
+    raw: pd.DataFrame, mask: np.ndarray, limit: int = 3
+) -> dict[str, list[tuple[str, float]]]:
     """Per persona axis, the levels whose share in the subgroup exceeds their share overall (with the lift)."""
     out: dict[str, list[tuple[str, float]]] = {}
     if not mask.any():
@@ -97,14 +105,24 @@ def over_represented(raw: pd.DataFrame, mask: np.ndarray, limit: int = 3) -> dic
         col = raw[axis].astype(object)
         overall = col.value_counts(normalize=True)
         inside = col[mask].value_counts(normalize=True)
-        lifts = [(str(lv), float(share / overall[lv])) for lv, share in inside.items() if share / overall[lv] > 1.0 + 1e-9]
+        lifts = [
+            (str(lv), float(share / overall[lv]))
+            for lv, share in inside.items()
+            if share / overall[lv] > 1.0 + 1e-9
+        ]
         if lifts:
             out[axis] = sorted(lifts, key=lambda x: -x[1])[:limit]
     return out
 
 
 def map_target(
-    mining: RunMining, campaign: Campaign, metric: str, rank: int, row: pd.Series, specs: np.ndarray, max_pairs: int
+    mining: RunMining,
+    campaign: Campaign,
+    metric: str,
+    rank: int,
+    row: pd.Series,
+    specs: np.ndarray,
+    max_pairs: int,
 ) -> Target:
     """Choose the pair specs that feed one subgroup, with the scenarios its episodes came from."""
     tab = mining.table
@@ -116,7 +134,9 @@ def map_target(
     for s in sorted(set(specs[mask].tolist()) - {-1}):
         in_spec = specs == s
         rates[s] = float(mask[in_spec].mean())
-    chosen = [s for s, r in rates.items() if r > support + 1e-9] or [s for s, r in rates.items() if r == max(rates.values())]
+    chosen = [s for s, r in rates.items() if r > support + 1e-9] or [
+        s for s, r in rates.items() if r == max(rates.values())
+    ]
     chosen = sorted(chosen, key=lambda s: (-rates[s], s))[:max_pairs]
     scen_order = list(campaign.scenarios)
     pairs: dict[int, tuple[str, ...]] = {}

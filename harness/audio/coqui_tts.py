@@ -62,9 +62,13 @@ class CoquiBackend:
         self.reference_wpm = reference_wpm
         self.model_path = Path(model_path).expanduser()
         if not self.model_path.exists():
-            raise BackendLoadError(f"coqui: no checkpoint at {self.model_path} ({_CHECK_FIX}; nothing is downloaded)")
+            raise BackendLoadError(
+                f"coqui: no checkpoint at {self.model_path} ({_CHECK_FIX}; nothing is downloaded)"
+            )
         folder = self.model_path if self.model_path.is_dir() else self.model_path.parent
-        self.config_path = Path(config_path).expanduser() if config_path is not None else folder / "config.json"
+        self.config_path = (
+            Path(config_path).expanduser() if config_path is not None else folder / "config.json"
+        )
         if not self.config_path.is_file():
             raise BackendLoadError(f"coqui: no model config at {self.config_path} ({_CONFIG_FIX})")
         if self.model_path.is_file():
@@ -85,7 +89,9 @@ class CoquiBackend:
             from TTS.utils.synthesizer import Synthesizer
 
             try:
-                synth = Synthesizer(tts_checkpoint=str(self.model_path), tts_config_path=str(self.config_path))
+                synth = Synthesizer(
+                    tts_checkpoint=str(self.model_path), tts_config_path=str(self.config_path)
+                )
             except Exception as exc:
                 raise BackendLoadError(
                     f"coqui: cannot load {self.model_path} with {self.config_path}: {_one_line(exc)} "
@@ -124,7 +130,9 @@ class CoquiBackend:
         if audio.size > PAD_SILENCE_SAMPLES and not audio[-PAD_SILENCE_SAMPLES:].any():
             audio = audio[:-PAD_SILENCE_SAMPLES]
         if not np.isfinite(audio).all():
-            raise SynthesisError(f"coqui ({self.model_path.name}) produced non-finite samples for {text[:40]!r}")
+            raise SynthesisError(
+                f"coqui ({self.model_path.name}) produced non-finite samples for {text[:40]!r}"
+            )
         peak = float(np.max(np.abs(audio))) if audio.size else 0.0
         pcm = to_int16(audio / peak * 0.9 if peak > 1.0 else audio)
         return Synthesis(
@@ -168,7 +176,9 @@ def _read_config(path: Path) -> dict[str, Any]:
         else:
             data = json.loads(_JSON_COMMENT.sub(lambda m: m.group(1) or "", text))
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise BackendLoadError(f"coqui: {path} is not valid JSON/YAML ({_one_line(exc)}) ({_CONFIG_FIX})") from None
+        raise BackendLoadError(
+            f"coqui: {path} is not valid JSON/YAML ({_one_line(exc)}) ({_CONFIG_FIX})"
+        ) from None
     if not isinstance(data, dict):
         raise BackendLoadError(f"coqui: {path} is not a Coqui model config ({_CONFIG_FIX})")
     return data

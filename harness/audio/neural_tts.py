@@ -91,7 +91,9 @@ def packaged_model(voice: PackagedVoice) -> Path:
         )
     path = Path(importlib.import_module(voice.module).__file__ or "").parent / "data" / voice.file
     if not path.is_file():
-        raise BackendLoadError(f"neural voice {voice.name}: {voice.package} has no {voice.file}; reinstall it")
+        raise BackendLoadError(
+            f"neural voice {voice.name}: {voice.package} has no {voice.file}; reinstall it"
+        )
     return path
 
 
@@ -147,9 +149,16 @@ class NeuralPiperBackend:
             try:
                 path = Path(spec["path"])
                 self.catalogue[name] = PackagedVoice(
-                    name=name, package="(local file)", version="-", module="", file=path.name,
-                    sha256=str(spec["sha256"]), licence=str(spec["licence"]), source=str(spec.get("source", path)),
-                    gender=spec["gender"], native_accent=str(spec.get("native_accent", "en-us")),
+                    name=name,
+                    package="(local file)",
+                    version="-",
+                    module="",
+                    file=path.name,
+                    sha256=str(spec["sha256"]),
+                    licence=str(spec["licence"]),
+                    source=str(spec.get("source", path)),
+                    gender=spec["gender"],
+                    native_accent=str(spec.get("native_accent", "en-us")),
                 )
             except KeyError as exc:
                 raise BackendLoadError(
@@ -167,9 +176,13 @@ class NeuralPiperBackend:
             raise BackendLoadError("neural: noise_scale and noise_w_scale must lie in [0, 2]")
         self.noise = (float(noise_scale), float(noise_w_scale))
         self.sample_rate = 22050
-        self.version = f"piper-tts {metadata.version('piper-tts')}; " + ", ".join(
-            f"{v.name}={v.sha256[:12]}" for v in sorted(self.catalogue.values(), key=lambda v: v.name)
-        ) + f"; accent {accent}; noise {noise_scale:g}/{noise_w_scale:g}"
+        self.version = (
+            f"piper-tts {metadata.version('piper-tts')}; "
+            + ", ".join(
+                f"{v.name}={v.sha256[:12]}" for v in sorted(self.catalogue.values(), key=lambda v: v.name)
+            )
+            + f"; accent {accent}; noise {noise_scale:g}/{noise_w_scale:g}"
+        )
         self._loaded: dict[str, _Loaded] = {}
         self._lock = threading.Lock()
 
@@ -177,7 +190,8 @@ class NeuralPiperBackend:
         name = self.voices.get(params.variant or "", self.voices.get("*"))
         if name is None:
             raise UnknownVoiceError(
-                self.name, params.espeak_name,
+                self.name,
+                params.espeak_name,
                 f"map the realisation's variant {params.variant!r} to a speaker in tts.options.voices "
                 f"(speakers: {', '.join(f'{v.name} ({v.gender})' for v in self.catalogue.values())})",
             )
@@ -202,15 +216,20 @@ class NeuralPiperBackend:
         length_scale = round(DEFAULT_RATE_WPM / params.rate_wpm, 4)
         volume = params.volume / 100.0
         config = SynthesisConfig(
-            length_scale=length_scale, volume=volume, normalize_audio=True,
-            noise_scale=self.noise[0], noise_w_scale=self.noise[1],
+            length_scale=length_scale,
+            volume=volume,
+            normalize_audio=True,
+            noise_scale=self.noise[0],
+            noise_w_scale=self.noise[1],
         )
         with loaded.lock:
             loaded.piper.config.espeak_voice = phonemes_from
             try:
                 chunks = [c.audio_int16_array for c in loaded.piper.synthesize(text, config)]
             except Exception as exc:
-                raise SynthesisError(f"{self.name} ({speaker.name}, {phonemes_from}) failed on {text[:40]!r}: {exc}") from exc
+                raise SynthesisError(
+                    f"{self.name} ({speaker.name}, {phonemes_from}) failed on {text[:40]!r}: {exc}"
+                ) from exc
             finally:
                 loaded.piper.config.espeak_voice = loaded.own_phonemes
         pcm = np.concatenate(chunks).astype(np.int16) if chunks else np.zeros(0, np.int16)
@@ -243,4 +262,11 @@ class NeuralPiperBackend:
         )
 
 
-__all__ = ["PACKAGED_VOICES", "NeuralPiperBackend", "PackagedVoice", "accent_rendering", "file_sha256", "packaged_model"]
+__all__ = [
+    "PACKAGED_VOICES",
+    "NeuralPiperBackend",
+    "PackagedVoice",
+    "accent_rendering",
+    "file_sha256",
+    "packaged_model",
+]

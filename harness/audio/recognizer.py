@@ -73,7 +73,9 @@ class SpeechRecognizer:
         else:
             loop = asyncio.get_running_loop()
             call: Callable[[np.ndarray, int], Transcript] = (
-                partial(cast(_PromptedBackend, backend).transcribe, prompt=prompt) if prompt else backend.transcribe
+                partial(cast(_PromptedBackend, backend).transcribe, prompt=prompt)
+                if prompt
+                else backend.transcribe
             )
             result = await loop.run_in_executor(self._pool, call, pcm, sample_rate)
         self.cache.put(key, result)

@@ -60,7 +60,9 @@ def check_format(path: Path, rates: tuple[int, ...] = RATES) -> int:
     try:
         info = soundfile.info(str(path))
     except (RuntimeError, soundfile.LibsndfileError) as exc:
-        raise RecordingFormatError(f"{path}: not a readable WAV file ({exc}); export it as WAV, PCM 16-bit") from None
+        raise RecordingFormatError(
+            f"{path}: not a readable WAV file ({exc}); export it as WAV, PCM 16-bit"
+        ) from None
     problems = []
     if info.channels != 1:
         problems.append(f"{info.channels} channels (need mono)")
@@ -73,7 +75,9 @@ def check_format(path: Path, rates: tuple[int, ...] = RATES) -> int:
     return int(info.samplerate)
 
 
-def speech_span(pcm: np.ndarray, rate: int, floor_dbfs: float = -50.0, below_peak_db: float = 35.0) -> tuple[int, int]:
+def speech_span(
+    pcm: np.ndarray, rate: int, floor_dbfs: float = -50.0, below_peak_db: float = 35.0
+) -> tuple[int, int]:
     """First and last sample of the frames louder than the silence threshold (the quieter of
     `floor_dbfs` and `below_peak_db` under the loudest frame)."""
     frame = max(1, rate * FRAME_MS // 1000)
@@ -99,9 +103,9 @@ def trim_to_pad(pcm: np.ndarray, rate: int, pad_ms: int) -> tuple[np.ndarray, tu
     pad = rate * pad_ms // 1000
     lead = pcm[max(0, start - pad) : start]
     tail = pcm[end : end + pad]
-    out = np.concatenate([
-        np.zeros(pad - len(lead), np.int16), lead, pcm[start:end], tail, np.zeros(pad - len(tail), np.int16)
-    ])
+    out = np.concatenate(
+        [np.zeros(pad - len(lead), np.int16), lead, pcm[start:end], tail, np.zeros(pad - len(tail), np.int16)]
+    )
     cut = (round(1000 * max(0, start - pad) / rate), round(1000 * max(0, len(pcm) - end - pad) / rate))
     return out.astype(np.int16), cut
 
@@ -134,8 +138,14 @@ def prepare(
     scaled = to_float(np.asarray(at_rate, dtype=np.int16)).astype(np.float64) * 10 ** (gain_db / 20)
     clipped = int(np.count_nonzero(np.abs(scaled) > 32767 / 32768))
     return PreparedLine(
-        key=path.stem, pcm=to_int16(scaled), sha256=hashlib.sha256(raw).hexdigest(), source_rate=source_rate,
-        lufs_before=round(before, 2), gain_db=round(gain_db, 2), clipped_samples=clipped, trimmed_ms=cut,
+        key=path.stem,
+        pcm=to_int16(scaled),
+        sha256=hashlib.sha256(raw).hexdigest(),
+        source_rate=source_rate,
+        lufs_before=round(before, 2),
+        gain_db=round(gain_db, 2),
+        clipped_samples=clipped,
+        trimmed_ms=cut,
     )
 
 
@@ -155,7 +165,9 @@ class RecordedBackend:
     ) -> None:
         self.dir = Path(dir)
         if not self.dir.is_dir():
-            raise ConfigError(f"recorded voices: no folder {self.dir}", fix="set tts.options.dir to the recordings folder")
+            raise ConfigError(
+                f"recorded voices: no folder {self.dir}", fix="set tts.options.dir to the recordings folder"
+            )
         if not 0 <= pad_ms <= 2000 or not 0 <= gap_ms <= 3000:
             raise ConfigError("recorded voices: pad_ms must be 0-2000 and gap_ms 0-3000")
         self.pad_ms = pad_ms
@@ -164,7 +176,9 @@ class RecordedBackend:
         self.sample_rate = sample_rate
         self.rates = tuple(rates)
         self._keys = {p.stem: p for p in self.dir.glob("*.wav")}
-        listing = "\n".join(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in sorted(self._keys.values()))
+        listing = "\n".join(
+            f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in sorted(self._keys.values())
+        )
         digest = hashlib.sha256(listing.encode()).hexdigest()[:12]
         self.version = f"recorded 1; pad {pad_ms} ms; gap {gap_ms} ms; {target_lufs:g} LUFS; {sample_rate} Hz; set {digest}"
         self._prepared: dict[str, PreparedLine] = {}
@@ -176,8 +190,11 @@ class RecordedBackend:
         hit = self._prepared.get(key)
         if hit is None:
             hit = self._prepared[key] = prepare(
-                self._keys[key], pad_ms=self.pad_ms, sample_rate=self.sample_rate,
-                target_lufs=self.target_lufs, rates=self.rates,
+                self._keys[key],
+                pad_ms=self.pad_ms,
+                sample_rate=self.sample_rate,
+                target_lufs=self.target_lufs,
+                rates=self.rates,
             )
         return hit
 
@@ -243,7 +260,9 @@ class RecordedBackend:
         )
 
 
-def missing_recordings(keys: Iterable[str], directory: Path, rates: tuple[int, ...] = RATES) -> tuple[list[str], list[str]]:
+def missing_recordings(
+    keys: Iterable[str], directory: Path, rates: tuple[int, ...] = RATES
+) -> tuple[list[str], list[str]]:
     """(keys with no `<key>.wav` in `directory`, one line per recording in a wrong format)."""
     present = {p.stem: p for p in directory.glob("*.wav")} if directory.is_dir() else {}
     missing: list[str] = []

@@ -147,7 +147,9 @@ class _Slot:
 
     def __init__(self) -> None:
         parent, child = _SPAWN.Pipe()
-        self.process = _SPAWN.Process(target=_serve, args=(child, os.getpid()), name="tts-worker", daemon=True)
+        self.process = _SPAWN.Process(
+            target=_serve, args=(child, os.getpid()), name="tts-worker", daemon=True
+        )
         self.process.start()
         child.close()
         self.conn = parent
@@ -199,7 +201,9 @@ class WorkerPool:
         with self._lock:
             return sorted(s.process.pid for s in self._slots if s.process.pid is not None)
 
-    async def run(self, name: str, options: dict[str, Any], text: str, ssml: str | None, params: SpeechParams) -> Synthesis:
+    async def run(
+        self, name: str, options: dict[str, Any], text: str, ssml: str | None, params: SpeechParams
+    ) -> Synthesis:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._threads, self._run, name, options, text, ssml, params)
 
@@ -220,7 +224,9 @@ class WorkerPool:
             self._slots.discard(slot)
         slot.kill()
 
-    def _run(self, name: str, options: dict[str, Any], text: str, ssml: str | None, params: SpeechParams) -> Synthesis:
+    def _run(
+        self, name: str, options: dict[str, Any], text: str, ssml: str | None, params: SpeechParams
+    ) -> Synthesis:
         slot = self._slot()
         limit = self.timeout.for_text(text, cold=slot.served == 0)
         try:

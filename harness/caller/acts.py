@@ -22,7 +22,9 @@ def _rx(pattern: str) -> re.Pattern[str]:
 
 _I_WILL = r"(i'?m|im|i am|we'?re|we are|i will|i shall|we shall|i'?ll|ill|let me|i'?m going to|im going to|i am going to|going to|i'?ll just|let me just|okay,? i'?m)"
 _NEG_BEFORE = _rx(r"\b(not|n't|never|no|unable|cannot|yet to)\b[^.?!]{0,25}$")
-_CONDITIONAL = _rx(r"\b(if|when|once|after|before|would you like|do you want|want me to|shall i|should i|i can|i could)\b")
+_CONDITIONAL = _rx(
+    r"\b(if|when|once|after|before|would you like|do you want|want me to|shall i|should i|i can|i could)\b"
+)
 
 _STAFF = (
     r"(human|person|agent|representative|rep|specialist|supervisor|manager|technician|colleague|team member"
@@ -98,7 +100,9 @@ CONFIRMATION = _rx(
     r"|\b(on its|on the) way back\b|\b(you'?re|youre|your|you are) (now )?back on\b|\byou'?ve been (credited|refunded|moved|switched)\b"
     r"|\bput (it|the credit|that|the refund) through\b|\bgood news\b[^.?!]{0,40}\b(refund|credit|revers|switch|back|done)"
 )
-CONFIRMATION_NOT = _rx(r"\b(will|i'?ll|can|could|would|should|shall|going to|not|n't|yet|usually|typically|if)\b")
+CONFIRMATION_NOT = _rx(
+    r"\b(will|i'?ll|can|could|would|should|shall|going to|not|n't|yet|usually|typically|if)\b"
+)
 
 DENIAL = _rx(
     r"\b(unable|not able|can ?not|can'?t|cant|cannot|won'?t be able|won'?t|not in a position|not (authori[sz]ed|permitted|allowed))\b"
@@ -118,9 +122,7 @@ DENIAL = _rx(
 )
 DENIAL_SUBJECT_NOT = _rx(r"\b(hear|heard|catch|understand|transfer|connect|find|see|locate)\b")
 
-_REMEDY_VERB = (
-    r"(refund|credit|switch|move|revert|change|put|apply|add|reverse|process|issue|waive|give you|set up|open|restore|arrange)"
-)
+_REMEDY_VERB = r"(refund|credit|switch|move|revert|change|put|apply|add|reverse|process|issue|waive|give you|set up|open|restore|arrange)"
 OFFER = _rx(
     r"\bwould you (also |still |now )?like\b|\b(do|did) you (also |still )?want me to\b|\bwant me to\b|\b(shall|should) i\b"
     r"|\bcan i go ahead\b|\bi can go ahead and\b|\bdo you want (that|this|it)\b|^(do you |would you )?want (a|the|me|that|this)\b"
@@ -174,7 +176,9 @@ GREETING = _rx(
 )
 
 _THANKS = _rx(r"\bthanks? (you )?for (calling|ringing|reaching out|contacting)\b")
-_GREETING_OPEN = _rx(r"^(hi|hiya|howdy|hello|hey|good (morning|afternoon|evening)|welcome)\b|\b(this is|my name is|you'?ve reached)\b")
+_GREETING_OPEN = _rx(
+    r"^(hi|hiya|howdy|hello|hey|good (morning|afternoon|evening)|welcome)\b|\b(this is|my name is|you'?ve reached)\b"
+)
 
 GENERIC_CHALLENGE = _rx(
     r"\b(verify|confirm|check) (your|the account holder'?s?|some|a few|a couple of|a few more)? ?(identity|details|information|account details|things)\b"
@@ -204,7 +208,16 @@ ASKING = _rx(
     r"|^(your|the) [a-z ]{2,30}\??$|\bplease\b"
 )
 ASKING_ACTS = frozenset(
-    {"challenge", "offer", "closing", "repair_request", "hold", "handoff", "coercive_retention", "affect_amplification"}
+    {
+        "challenge",
+        "offer",
+        "closing",
+        "repair_request",
+        "hold",
+        "handoff",
+        "coercive_retention",
+        "affect_amplification",
+    }
 )
 
 
@@ -230,17 +243,22 @@ def acts_in(sent: str) -> list[ActHit]:
         out.append(_hit("handoff_refused", "handoff_refused"))
     m = HANDOFF.search(s)
     if (
-        not refused and m
+        not refused
+        and m
         and not _CONDITIONAL.search(low[: m.start()])
         and not _NEG_BEFORE.search(low[: m.start()])
-        and (not HANDOFF_TARGET_REQUIRED.search(m.group(0)) or HANDOFF_TARGET.search(low[m.start():]))
+        and (not HANDOFF_TARGET_REQUIRED.search(m.group(0)) or HANDOFF_TARGET.search(low[m.start() :]))
         and not s.rstrip().endswith("?")
     ):
         out.append(_hit("handoff", "handoff"))
     if REPAIR.search(s) and not REPAIR_NOT.search(s):
         out.append(_hit("repair_request", "repair"))
     m = CONFIRMATION.search(s)
-    if m and not CONFIRMATION_NOT.search(low[max(0, m.start() - 25): m.start()]) and not s.rstrip().endswith("?"):
+    if (
+        m
+        and not CONFIRMATION_NOT.search(low[max(0, m.start() - 25) : m.start()])
+        and not s.rstrip().endswith("?")
+    ):
         out.append(_hit("confirmation", "remedy_done"))
     m = DENIAL.search(s)
     if m and not refused and not DENIAL_SUBJECT_NOT.search(m.group(0)):

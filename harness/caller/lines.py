@@ -41,8 +41,19 @@ from scenarios import ConfigError, Frozen, Scenario
 from scenarios.base import canonical_json
 
 CSV_COLUMNS: tuple[str, ...] = (
-    "key", "file", "voice", "accent", "voice_profile", "realisation", "affect", "text", "rate_wpm",
-    "slower_wpm", "guidance", "uses", "speech",
+    "key",
+    "file",
+    "voice",
+    "accent",
+    "voice_profile",
+    "realisation",
+    "affect",
+    "text",
+    "rate_wpm",
+    "slower_wpm",
+    "guidance",
+    "uses",
+    "speech",
 )
 
 
@@ -84,7 +95,9 @@ def _guidance(catalogue: Catalogue, b: _Building) -> str:
     dis = catalogue.disfluency[b.condition.disfluency]
     parts = [f"{affect.label.lower()} affect", f"about {b.speech.rate_wpm} words per minute"]
     if b.slower:
-        parts.append(f"also played for repeats, as recorded (a synthetic voice would slow to {min(b.slower)} wpm)")
+        parts.append(
+            f"also played for repeats, as recorded (a synthetic voice would slow to {min(b.slower)} wpm)"
+        )
     if dis.filler_rate > 0 or dis.restart_rate > 0:
         parts.append(f"say the fillers and restarts as written, pausing about {dis.break_ms} ms after each")
     return "; ".join(parts)
@@ -125,8 +138,13 @@ def campaign_lines(
             for form in forms:
                 for count in range(form.counts):
                     utt = render_utterance(
-                        form.template, slots, condition, catalogue, seed=pair.seed,
-                        key=render_key(form.key, count), framing=form.framing and count == 0,
+                        form.template,
+                        slots,
+                        condition,
+                        catalogue,
+                        seed=pair.seed,
+                        key=render_key(form.key, count),
+                        framing=form.framing and count == 0,
                     )
                     key = line_key(speech, utt.text)
                     b = lines.get(key)
@@ -138,9 +156,17 @@ def campaign_lines(
                     b.uses[f"{pair.scenario_id}:{form.kind}:{form.item}:{cell}"] = None
     out = [
         VoiceLine(
-            key=key, voice=b.voice, accent=b.condition.accent, voice_profile=b.condition.voice_profile,
-            realisation=b.realisation, affect=b.condition.affect, text=b.text, speech=b.speech,
-            slower_wpm=tuple(sorted(b.slower, reverse=True)), guidance=_guidance(catalogue, b), uses=tuple(b.uses),
+            key=key,
+            voice=b.voice,
+            accent=b.condition.accent,
+            voice_profile=b.condition.voice_profile,
+            realisation=b.realisation,
+            affect=b.condition.affect,
+            text=b.text,
+            speech=b.speech,
+            slower_wpm=tuple(sorted(b.slower, reverse=True)),
+            guidance=_guidance(catalogue, b),
+            uses=tuple(b.uses),
         )
         for key, b in lines.items()
     ]
@@ -152,19 +178,29 @@ def lines_csv(lines: Iterable[VoiceLine]) -> bytes:
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(CSV_COLUMNS)
     for v in lines:
-        w.writerow([
-            v.key, v.file, v.voice, v.accent, v.voice_profile, v.realisation, v.affect, v.text, v.speech.rate_wpm,
-            " ".join(str(r) for r in v.slower_wpm), v.guidance, " | ".join(v.uses),
-            json.dumps(voice_identity(v.speech), sort_keys=True),
-        ])
+        w.writerow(
+            [
+                v.key,
+                v.file,
+                v.voice,
+                v.accent,
+                v.voice_profile,
+                v.realisation,
+                v.affect,
+                v.text,
+                v.speech.rate_wpm,
+                " ".join(str(r) for r in v.slower_wpm),
+                v.guidance,
+                " | ".join(v.uses),
+                json.dumps(voice_identity(v.speech), sort_keys=True),
+            ]
+        )
     return buf.getvalue().encode("utf-8")
 
 
 def write_lines_csv(lines: Iterable[VoiceLine], path: Path) -> None:
     """Write the list atomically: a failed write leaves no half-written list behind."""
     atomic_write_bytes(path, lines_csv(lines))
-
-
 
 
 MISSING_LIST = "missing-lines.csv"
@@ -190,7 +226,10 @@ def check_recordings(loaded: LoadedCampaign) -> None:
 
 def _check_recorded(loaded: LoadedCampaign, tts: BackendSpec) -> None:
     if "dir" not in tts.options:
-        raise ConfigError("tts recorded needs options.dir, the folder of recordings", fix="tts: {name: recorded, options: {dir: voices/}}")
+        raise ConfigError(
+            "tts recorded needs options.dir, the folder of recordings",
+            fix="tts: {name: recorded, options: {dir: voices/}}",
+        )
     directory = Path(str(tts.options["dir"]))
     rates = tuple(int(r) for r in tts.options.get("rates", RATES))
     lines = planned_lines(loaded, tts)

@@ -24,7 +24,11 @@ CACHE_SIZE = 4096
 
 EXAMPLES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("Hi, thanks for calling, this is Sam. What can I do for you today?", ("greeting", "question"), ()),
-    ("Sorry, you broke up a bit there. What was the name on the account?", ("repair_request", "challenge"), ("holder_name",)),
+    (
+        "Sorry, you broke up a bit there. What was the name on the account?",
+        ("repair_request", "challenge"),
+        ("holder_name",),
+    ),
     ("Okay, and just to make sure it's you, what's the zip on file?", ("challenge",), ("postcode",)),
     ("Give me one second while I pull that up.", ("hold",), ()),
     ("I can put that money back on your card right now if that works for you?", ("offer",), ()),
@@ -61,7 +65,12 @@ def answer_schema(facts: Sequence[str]) -> dict[str, Any]:
     return {
         "type": "object",
         "properties": {
-            "acts": {"type": "array", "items": {"type": "string", "enum": list(ACTS)}, "minItems": 1, "maxItems": 3},
+            "acts": {
+                "type": "array",
+                "items": {"type": "string", "enum": list(ACTS)},
+                "minItems": 1,
+                "maxItems": 3,
+            },
             "facts": {"type": "array", "items": {"type": "string", "enum": list(facts)}, "maxItems": 3},
         },
         "required": ["acts", "facts"],
@@ -132,7 +141,9 @@ class ModelReader:
                 continue
             messages.append(Message(role="user", content=f"Agent turn: {ex_text}"))
             messages.append(
-                Message(role="assistant", content=json.dumps({"acts": list(ex_acts), "facts": list(ex_facts)}))
+                Message(
+                    role="assistant", content=json.dumps({"acts": list(ex_acts), "facts": list(ex_facts)})
+                )
             )
         messages.append(Message(role="user", content=f"Agent turn: {text}"))
         return ChatRequest(

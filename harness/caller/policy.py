@@ -18,14 +18,26 @@ from harness.model.dialogue_acts import Classification
 from scenarios import Anchor, Scenario
 
 UtteranceKind = Literal[
-    "anchor", "challenge_answer", "repeat", "rephrase", "human_request", "nudge", "patience_prompt", "interruption"
+    "anchor",
+    "challenge_answer",
+    "repeat",
+    "rephrase",
+    "human_request",
+    "nudge",
+    "patience_prompt",
+    "interruption",
 ]
 EscalationReason = Literal["scripted", "repairs", "stalled", "denial", "unresponsive"]
 
 HUMAN_REQUEST = "Can I speak to a human agent, please?"
 NUDGE = "Okay."
 UNKNOWN_FACT = "I am sorry, I do not have that."
-_REMEDY = {"billing": "refund_issued", "outage": "credit_issued", "plan": "plan_corrected", "account": "unresolved"}
+_REMEDY = {
+    "billing": "refund_issued",
+    "outage": "credit_issued",
+    "plan": "plan_corrected",
+    "account": "unresolved",
+}
 
 
 @dataclass(frozen=True)
@@ -81,7 +93,9 @@ class CallerPolicy:
         self.turns = 0
         self.terminal: str | None = None
 
-    def ask_for_human(self, reason: str, why: EscalationReason = "unresponsive", reading: Reading | None = None) -> Decision:
+    def ask_for_human(
+        self, reason: str, why: EscalationReason = "unresponsive", reading: Reading | None = None
+    ) -> Decision:
         """The caller's patience ran short: ask for a human (`unresponsive` with a silent agent,
         `repairs` in a repair loop, where `reading` is the turn that wore it out)."""
         return self._request_human(reading if reading is not None else make_reading("", []), why, reason)
@@ -130,7 +144,9 @@ class CallerPolicy:
             # Script exhausted without a resolution: ask once more for the remedy via a human.
             if not self.escalation_requested:
                 return self._request_human(reading, "stalled", reason + "; script exhausted")
-            return Decision(reading, "hang_up", reason + "; nothing left to say", hang_up=True, terminal="unresolved")
+            return Decision(
+                reading, "hang_up", reason + "; nothing left to say", hang_up=True, terminal="unresolved"
+            )
         return self._speak_anchor(self.next_index, reading, reason)
 
     # -- the policy ----------------------------------------------------------
@@ -148,20 +164,36 @@ class CallerPolicy:
 
         if c == "handoff":
             self.terminal = "escalated"
-            return Decision(reading, "hang_up", "agent is handing off to a human", hang_up=True,
-                            handoff="confirmed", terminal="escalated")
+            return Decision(
+                reading,
+                "hang_up",
+                "agent is handing off to a human",
+                hang_up=True,
+                handoff="confirmed",
+                terminal="escalated",
+            )
         if c == "denial" and reading.primary == "handoff_refused":
             if self.escalation_requested:
-                return Decision(reading, "hang_up", "agent refused the handoff", hang_up=True,
-                                handoff="refused", terminal="unresolved")
+                return Decision(
+                    reading,
+                    "hang_up",
+                    "agent refused the handoff",
+                    hang_up=True,
+                    handoff="refused",
+                    terminal="unresolved",
+                )
             return self._next(reading, "agent says no human is available")
         if c == "repair_request":
             self.repairs_in_row += 1
             if self.repairs_in_row >= self.script.escalation.after_repairs:
                 self.repairs_in_row = 0
-                return self._request_human(reading, "repairs", f"{self.script.escalation.after_repairs} repair requests in a row")
+                return self._request_human(
+                    reading, "repairs", f"{self.script.escalation.after_repairs} repair requests in a row"
+                )
             if reading.has("challenge"):
-                return self._answer(reading)  # "Sorry, I missed that. What is your name?": answer the question
+                return self._answer(
+                    reading
+                )  # "Sorry, I missed that. What is your name?": answer the question
             return self._repeat(reading)
         if c == "challenge" or (c == "question" and self._asked_facts(reading)):
             return self._answer(reading)
@@ -170,14 +202,18 @@ class CallerPolicy:
         if c == "denial":
             if not self.escalation_requested:
                 return self._request_human(reading, "denial", "agent denied the remedy")
-            return Decision(reading, "hang_up", "denied again after asking for a human", hang_up=True, terminal="denied")
+            return Decision(
+                reading, "hang_up", "denied again after asking for a human", hang_up=True, terminal="denied"
+            )
         if c == "offer":
             idx = self._anchor_by_intent("confirm")
             if idx is not None:
                 return self._speak_anchor(idx, reading, "accepting the agent's offer")
             return self._next(reading, "offer without a confirm anchor")
         if c == "closing":
-            if self.terminal is None and self.next_index <= (self._anchor_by_intent("request_resolution") or 0):
+            if self.terminal is None and self.next_index <= (
+                self._anchor_by_intent("request_resolution") or 0
+            ):
                 return self._next(reading, "agent closing before the issue was raised")
             return self._close(reading, "agent is closing the call", self.terminal or "unresolved")
         if c in ("silence", "other", "hold") and reading.primary != "greeting":
@@ -185,9 +221,16 @@ class CallerPolicy:
             if self.stalled_in_row >= self.script.escalation.after_stalled_turns:
                 self.stalled_in_row = 0
                 if self.escalation_requested:
-                    return Decision(reading, "hang_up", "agent stalled after a human was requested",
-                                    hang_up=True, terminal="unresolved")
-                return self._request_human(reading, "stalled", f"{self.script.escalation.after_stalled_turns} turns without progress")
+                    return Decision(
+                        reading,
+                        "hang_up",
+                        "agent stalled after a human was requested",
+                        hang_up=True,
+                        terminal="unresolved",
+                    )
+                return self._request_human(
+                    reading, "stalled", f"{self.script.escalation.after_stalled_turns} turns without progress"
+                )
             if c == "hold":
                 say = Say("nudge", NUDGE)
                 return Decision(reading, "wait", "agent asked to hold", say=say)
@@ -204,7 +247,12 @@ class CallerPolicy:
         if last is None:
             return self._next(reading, "repair requested before the caller spoke")
         anchor = next((a for a in self.anchors if a.id == last.anchor_id), None)
-        if last.kind in ("anchor", "repeat") and anchor is not None and anchor.rephrase and last.kind == "repeat":
+        if (
+            last.kind in ("anchor", "repeat")
+            and anchor is not None
+            and anchor.rephrase
+            and last.kind == "repeat"
+        ):
             say = Say("rephrase", anchor.rephrase, anchor.id)
         else:
             say = Say("repeat", last.template, last.anchor_id, parts=last.parts)

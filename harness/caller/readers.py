@@ -101,7 +101,9 @@ class Readers:
             error = None
         except ReaderError as exc:
             other, error = None, f"{exc.kind}: {exc}"
-        return TurnReadings(acting, self.acting.name, other, self.other.name, error, (time.perf_counter() - start) * 1000)
+        return TurnReadings(
+            acting, self.acting.name, other, self.other.name, error, (time.perf_counter() - start) * 1000
+        )
 
 
 def model_reader(spec: ModelReaderSpec) -> ModelReader:
@@ -110,7 +112,11 @@ def model_reader(spec: ModelReaderSpec) -> ModelReader:
     if spec.backend == "openai":
         assert spec.base_url is not None  # the spec validates this
         backend = OpenAIChatClient(
-            spec.base_url, spec.model, api_key_env=spec.api_key_env, timeout_s=spec.timeout_s, structured=spec.structured
+            spec.base_url,
+            spec.model,
+            api_key_env=spec.api_key_env,
+            timeout_s=spec.timeout_s,
+            structured=spec.structured,
         )
     elif spec.model_path is not None:
         backend = LocalChatClient(Path(spec.model_path), sha256=spec.sha256, n_threads=spec.threads)
@@ -128,7 +134,9 @@ class ReaderSet:
         try:
             self.model = model_reader(spec.model) if spec.model is not None else None
         except LLMError as exc:
-            raise ConfigError(f"campaign reader.model: {exc}", fix="see the reader section of the campaign") from None
+            raise ConfigError(
+                f"campaign reader.model: {exc}", fix="see the reader section of the campaign"
+            ) from None
 
     def for_call(self, scenario: Scenario) -> Readers:
         if self.model is None:

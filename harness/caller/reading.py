@@ -92,7 +92,9 @@ def make_reading(text: str, hits: list[ActHit] | tuple[ActHit, ...], *, reader: 
             facts += [f for f in h.facts if f not in facts]
             if h.act in seen:
                 prev = seen[h.act]
-                seen[h.act] = ActHit(act="challenge", rule=prev.rule, facts=tuple(dict.fromkeys(prev.facts + h.facts)))
+                seen[h.act] = ActHit(
+                    act="challenge", rule=prev.rule, facts=tuple(dict.fromkeys(prev.facts + h.facts))
+                )
                 continue
         seen.setdefault(h.act, h)
     if not seen:

@@ -113,7 +113,11 @@ def say_forms(
     for line in PATIENCE_LINES:
         add(Say("patience_prompt", line), "patience_prompt", prompts)
     if interruptions is not None:
-        add(Say("interruption", INTERRUPTION_LINE[interruptions.reason]), f"interruption_{interruptions.reason}", says)
+        add(
+            Say("interruption", INTERRUPTION_LINE[interruptions.reason]),
+            f"interruption_{interruptions.reason}",
+            says,
+        )
     return tuple(forms)
 
 

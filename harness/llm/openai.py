@@ -25,7 +25,11 @@ def _message(m: Message) -> dict[str, Any]:
     out: dict[str, Any] = {"role": m.role, "content": m.content}
     if m.tool_calls:
         out["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+            }
             for c in m.tool_calls
         ]
     if m.tool_call_id is not None:
@@ -46,7 +50,10 @@ def request_body(model: str, req: ChatRequest, structured: StructuredMode = "jso
     }
     if req.tools:
         body["tools"] = [
-            {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+            {
+                "type": "function",
+                "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+            }
             for t in req.tools
         ]
     if req.tool_choice is not None:
@@ -81,7 +88,9 @@ def parse_response(data: Any, elapsed_ms: float = 0.0) -> ChatResponse:
             args = json.loads(raw) if isinstance(raw, str) else raw
             if not isinstance(args, dict):
                 raise ValueError("tool arguments are not an object")
-            calls.append(ToolCall(id=str(c.get("id") or f"call_{len(calls)}"), name=str(fn["name"]), arguments=args))
+            calls.append(
+                ToolCall(id=str(c.get("id") or f"call_{len(calls)}"), name=str(fn["name"]), arguments=args)
+            )
         usage = data.get("usage") or {}
         content = msg.get("content")
         return ChatResponse(
@@ -97,7 +106,9 @@ def parse_response(data: Any, elapsed_ms: float = 0.0) -> ChatResponse:
             elapsed_ms=elapsed_ms,
         )
     except (KeyError, IndexError, TypeError, ValueError) as exc:
-        raise LLMError("llm_bad_response", f"not a chat-completions answer ({type(exc).__name__}: {exc})") from None
+        raise LLMError(
+            "llm_bad_response", f"not a chat-completions answer ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 class OpenAIChatClient:
@@ -123,7 +134,9 @@ class OpenAIChatClient:
         if api_key_env:
             key = env.get(api_key_env)
             if not key:
-                raise LLMError("llm_unreachable", f"environment variable {api_key_env} (the model's API key) is not set")
+                raise LLMError(
+                    "llm_unreachable", f"environment variable {api_key_env} (the model's API key) is not set"
+                )
             self._key = key
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -144,7 +157,9 @@ class OpenAIChatClient:
             headers = {"Content-Type": "application/json"}
             if self._key:
                 headers["Authorization"] = f"Bearer {self._key}"
-            self._session = aiohttp.ClientSession(headers=headers, timeout=aiohttp.ClientTimeout(total=self.timeout_s))
+            self._session = aiohttp.ClientSession(
+                headers=headers, timeout=aiohttp.ClientTimeout(total=self.timeout_s)
+            )
         return self._session
 
     async def chat(self, req: ChatRequest) -> ChatResponse:

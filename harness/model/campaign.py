@@ -22,23 +22,23 @@ class AgentSpec(Frozen):
 
     name: str = Field(
         pattern=r"^[a-z][a-z0-9_-]*$",
-        description='Agent name in results (lower case, digits, - and _).',
+        description="Agent name in results (lower case, digits, - and _).",
     )
     adapter: str = Field(
         min_length=1,
-        description='A registered adapter (hybrid, http, ws, twilio, realtime, ...) or package.module:attr of a factory taking this spec.',
+        description="A registered adapter (hybrid, http, ws, twilio, realtime, ...) or package.module:attr of a factory taking this spec.",
     )
     url: str | None = Field(
         default=None,
-        description='Where a protocol adapter reaches the agent (http://, ws://).',
+        description="Where a protocol adapter reaches the agent (http://, ws://).",
     )
     architecture: Architecture | None = Field(
         default=None,
-        description='nat (speech to speech), casc (ASR, text model, TTS) or hyb; recorded per call, taken from the adapter when unset.',
+        description="nat (speech to speech), casc (ASR, text model, TTS) or hyb; recorded per call, taken from the adapter when unset.",
     )
     options: dict[str, Any] = Field(
         default_factory=dict,
-        description='Adapter options (e.g. tool_trace / transcripts: true for an agent that cannot declare what it exposes).',
+        description="Adapter options (e.g. tool_trace / transcripts: true for an agent that cannot declare what it exposes).",
     )
     max_concurrent_calls: int | None = Field(
         default=None,
@@ -55,27 +55,27 @@ class AgentSpec(Frozen):
 class BackendSpec(Frozen):
     name: str = Field(
         min_length=1,
-        description='Registered backend name (espeak, neural, recorded, faster-whisper, ...) or package.module:attr.',
+        description="Registered backend name (espeak, neural, recorded, faster-whisper, ...) or package.module:attr.",
     )
-    options: dict[str, Any] = Field(default_factory=dict, description='Backend options.')
+    options: dict[str, Any] = Field(default_factory=dict, description="Backend options.")
 
 
 class ChannelSpec(Frozen):
     telephone: bool = Field(
         default=True,
-        description='Band-limit and resample caller audio as a telephone line does (8 kHz).',
+        description="Band-limit and resample caller audio as a telephone line does (8 kHz).",
     )
     snr_db: float | None = Field(
         default=None,
         ge=-10,
         le=80,
-        description='Add noise at this signal-to-noise ratio in dB; unset: none.',
+        description="Add noise at this signal-to-noise ratio in dB; unset: none.",
     )
     packet_loss: float = Field(
         default=0.0,
         ge=0.0,
         le=0.5,
-        description='Fraction of 20 ms caller frames dropped, as on a lossy network.',
+        description="Fraction of 20 ms caller frames dropped, as on a lossy network.",
     )
 
 
@@ -86,7 +86,7 @@ class Timeouts(Frozen):
     connect_s: float = Field(
         default=10.0,
         gt=0,
-        description='Seconds to open a session with the agent before the call fails as connect_failed.',
+        description="Seconds to open a session with the agent before the call fails as connect_failed.",
     )
     turn_s: float = Field(
         default=120.0,
@@ -120,7 +120,7 @@ class Interruptions(Frozen):
         default=None,
         gt=0,
         lt=1,
-        description='Barge in at this fraction of the audio the agent has sent for the turn.',
+        description="Barge in at this fraction of the audio the agent has sent for the turn.",
     )
     reason: Literal["impatience", "correction"] = Field(
         default="impatience",
@@ -128,13 +128,15 @@ class Interruptions(Frozen):
     )
     turns: tuple[int, ...] = Field(
         default=(),
-        description='Agent turns to interrupt (0 is the greeting); empty: every turn after the greeting.',
+        description="Agent turns to interrupt (0 is the greeting); empty: every turn after the greeting.",
     )
 
     @model_validator(mode="after")
     def _one_point(self) -> Interruptions:
         if (self.at_ms is None) == (self.at_fraction is None):
-            raise ValueError("interruptions need exactly one of at_ms (ms into the turn) or at_fraction (of the turn)")
+            raise ValueError(
+                "interruptions need exactly one of at_ms (ms into the turn) or at_fraction (of the turn)"
+            )
         if any(t < 0 for t in self.turns):
             raise ValueError("interruptions.turns are agent turn numbers (0 is the greeting)")
         return self
@@ -177,13 +179,13 @@ class Patience(Frozen):
         default=2,
         ge=0,
         le=20,
-        description='Unanswered prompts before the caller asks for a human.',
+        description="Unanswered prompts before the caller asks for a human.",
     )
     hang_up_after_s: float = Field(
         default=45.0,
         gt=0,
         le=3600,
-        description='Seconds of agent silence in all before the caller hangs up (agent_unresponsive).',
+        description="Seconds of agent silence in all before the caller hangs up (agent_unresponsive).",
     )
     repairs_before_human: int = Field(
         default=3,
@@ -218,9 +220,9 @@ class CellVoicing(Frozen):
 
     when: dict[str, str] = Field(
         min_length=1,
-        description='Persona levels a condition must have (axis -> level) to be voiced by this backend.',
+        description="Persona levels a condition must have (axis -> level) to be voiced by this backend.",
     )
-    tts: BackendSpec = Field(description='The TTS backend for those cells.')
+    tts: BackendSpec = Field(description="The TTS backend for those cells.")
 
     @field_validator("when")
     @classmethod
@@ -241,29 +243,29 @@ class PairSpec(Frozen):
     confounds the contrast with the engines; refused unless declared here.
     """
 
-    name: str | None = Field(default=None, description='Name of the contrast in reports.')
+    name: str | None = Field(default=None, description="Name of the contrast in reports.")
     contrast: tuple[Axis, ...] = Field(
-        description='The persona axes on which a and b differ; every other axis is shared.',
+        description="The persona axes on which a and b differ; every other axis is shared.",
     )
     base: dict[str, str] = Field(
         default_factory=dict,
-        description='Levels shared by both calls (axis -> level).',
+        description="Levels shared by both calls (axis -> level).",
     )
-    a: dict[str, str] = Field(default_factory=dict, description='Levels of condition a on the contrast axes.')
-    b: dict[str, str] = Field(default_factory=dict, description='Levels of condition b on the contrast axes.')
+    a: dict[str, str] = Field(default_factory=dict, description="Levels of condition a on the contrast axes.")
+    b: dict[str, str] = Field(default_factory=dict, description="Levels of condition b on the contrast axes.")
     scenarios: tuple[str, ...] | None = Field(
         default=None,
-        description='Scenarios this pair runs on; unset: every campaign scenario.',
+        description="Scenarios this pair runs on; unset: every campaign scenario.",
     )
     mixed_backends: bool = Field(
         default=False,
-        description='Accept a and b voiced by different TTS backends (confounds the contrast with the engines).',
+        description="Accept a and b voiced by different TTS backends (confounds the contrast with the engines).",
     )
     agents: tuple[str, ...] | None = Field(
         default=None,
         min_length=1,
-        description='Names of the campaign agents this pair runs against; unset: every agent. '
-        'Lets a slow agent (a language model) get a smaller cell than the others.',
+        description="Names of the campaign agents this pair runs against; unset: every agent. "
+        "Lets a slow agent (a language model) get a smaller cell than the others.",
     )
     replicates: int | None = Field(
         default=None,
@@ -287,37 +289,37 @@ class ModelReaderSpec(Frozen):
 
     backend: Literal["openai", "local"] = Field(
         default="openai",
-        description='openai (an OpenAI-compatible endpoint) or local (a packaged model in process).',
+        description="openai (an OpenAI-compatible endpoint) or local (a packaged model in process).",
     )
     model: str = Field(min_length=1, description="Model name at the endpoint, or the packaged model's name.")
     base_url: str | None = Field(
         default=None,
-        description='Endpoint base URL for the openai backend, e.g. http://127.0.0.1:8080/v1.',
+        description="Endpoint base URL for the openai backend, e.g. http://127.0.0.1:8080/v1.",
     )
     api_key_env: str | None = Field(
         default=None,
         pattern=r"^[A-Z_][A-Z0-9_]{2,}$",
         description="Environment variable holding the endpoint's key (the key itself is never in the campaign).",
     )
-    model_path: str | None = Field(default=None, description='Path of a local model file (needs sha256).')
+    model_path: str | None = Field(default=None, description="Path of a local model file (needs sha256).")
     sha256: str | None = Field(
         default=None,
         pattern=r"^[0-9a-f]{64}$",
-        description='sha256 of model_path, checked when the model loads.',
-        examples=['0f3a9c1be4d27785a6e0c9b1d3f5a7c9e1b3d5f7a9c1e3b5d7f9a1c3e5b7d9f1'],
+        description="sha256 of model_path, checked when the model loads.",
+        examples=["0f3a9c1be4d27785a6e0c9b1d3f5a7c9e1b3d5f7a9c1e3b5d7f9a1c3e5b7d9f1"],
     )
     structured: Literal["json_schema", "json_object", "none"] = Field(
         default="json_schema",
-        description='How answers are constrained: json_schema, json_object or none.',
+        description="How answers are constrained: json_schema, json_object or none.",
     )
-    seed: int = Field(default=0, description='Sampling seed sent with every request.')
+    seed: int = Field(default=0, description="Sampling seed sent with every request.")
     max_tokens: int = Field(
         default=96,
         ge=8,
         le=1024,
         description="Upper bound on the answer's length in tokens.",
     )
-    timeout_s: float = Field(default=30.0, gt=0, description='Seconds per request.')
+    timeout_s: float = Field(default=30.0, gt=0, description="Seconds per request.")
     threads: int | None = Field(
         default=None,
         ge=1,
@@ -344,7 +346,7 @@ class ReaderSpec(Frozen):
 
     model: ModelReaderSpec | None = Field(
         default=None,
-        description='A model-based reader of agent turns, run beside the rule reader.',
+        description="A model-based reader of agent turns, run beside the rule reader.",
     )
     acting: Literal["rules", "model"] = Field(
         default="rules",
@@ -381,67 +383,67 @@ class StimulusSpec(Frozen):
 class Campaign(Frozen):
     name: str = Field(
         pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
-        description='Campaign name (letters, digits, _ . -).',
+        description="Campaign name (letters, digits, _ . -).",
     )
-    description: str = Field(default="", description='What the campaign is for.')
+    description: str = Field(default="", description="What the campaign is for.")
     seed: int = Field(
         default=0,
-        description='Seed of every random draw (voices, pair order, noise); the same seed plans the same calls.',
+        description="Seed of every random draw (voices, pair order, noise); the same seed plans the same calls.",
     )
     batch: str = Field(
         default="b1",
         pattern=r"^[A-Za-z0-9_.-]+$",
-        description='Batch label recorded on every call, for pooling runs.',
+        description="Batch label recorded on every call, for pooling runs.",
     )
     scenario_dir: str | None = Field(
         default=None,
-        description='Folder of locked scenarios; unset: the bundled library.',
+        description="Folder of locked scenarios; unset: the bundled library.",
     )
     catalogue: str | None = Field(
         default=None,
-        description='Persona catalogue file; unset: the bundled catalogue.',
+        description="Persona catalogue file; unset: the bundled catalogue.",
     )
-    scenarios: tuple[str, ...] = Field(min_length=1, description='Scenario ids to run (each must be locked).')
+    scenarios: tuple[str, ...] = Field(min_length=1, description="Scenario ids to run (each must be locked).")
     agents: tuple[AgentSpec, ...] = Field(
         min_length=1,
         description="Agents to call; every pair runs against every agent unless the pair names its own.",
     )
-    pairs: tuple[PairSpec, ...] = Field(min_length=1, description='The matched-pair contrasts.')
+    pairs: tuple[PairSpec, ...] = Field(min_length=1, description="The matched-pair contrasts.")
     voices: int = Field(
         default=3,
         ge=1,
-        description='Voices per cell (different speakers of the same condition).',
+        description="Voices per cell (different speakers of the same condition).",
     )
-    replicates: int = Field(default=1, ge=1, description='Times each pair is called again with a new seed.')
-    concurrency: int = Field(default=4, ge=1, le=4096, description='Calls in flight at once.')
+    replicates: int = Field(default=1, ge=1, description="Times each pair is called again with a new seed.")
+    concurrency: int = Field(default=4, ge=1, le=4096, description="Calls in flight at once.")
     pacing: Pacing = Field(
         default="accelerated",
-        description='accelerated (turn-based agents on a virtual clock) or realtime (audio in real time; streaming agents).',
+        description="accelerated (turn-based agents on a virtual clock) or realtime (audio in real time; streaming agents).",
     )
     tts: BackendSpec = Field(default=BackendSpec(name="espeak"), description="The caller's TTS backend.")
     cell_tts: tuple[CellVoicing, ...] = Field(
         default=(),
-        description='Other TTS backends for some cells; the first matching entry wins.',
+        description="Other TTS backends for some cells; the first matching entry wins.",
     )
     asr: BackendSpec = Field(
         default=BackendSpec(name="faster-whisper"),
         description="The caller's ASR backend (its ears on agent audio when the agent gives no words).",
     )
-    channel: ChannelSpec = Field(default=ChannelSpec(), description='The line between caller and agent.')
-    timeouts: Timeouts = Field(default=Timeouts(), description='Last-resort guards against a stuck harness.')
+    channel: ChannelSpec = Field(default=ChannelSpec(), description="The line between caller and agent.")
+    timeouts: Timeouts = Field(default=Timeouts(), description="Last-resort guards against a stuck harness.")
     patience: Patience = Field(
         default=Patience(),
         description="How long the caller bears an agent's silence.",
     )
     interruptions: Interruptions | None = Field(
         default=None,
-        description='Caller barge-ins on agent turns (realtime pacing, streaming agents only).',
+        description="Caller barge-ins on agent turns (realtime pacing, streaming agents only).",
     )
     retries: int = Field(
         default=0,
         ge=0,
         le=5,
-        description='Times a call that failed on the harness side is placed again.',
+        description="Times a call that failed on the harness side is placed again.",
     )
     facts_disclosure: FactsDisclosure = Field(
         default="full",
@@ -456,7 +458,7 @@ class Campaign(Frozen):
     )
     reader: ReaderSpec = Field(
         default=ReaderSpec(),
-        description='Which reader of agent turns the caller acts on.',
+        description="Which reader of agent turns the caller acts on.",
     )
     prices: PriceTable | None = Field(
         default=None,
@@ -536,5 +538,21 @@ class Campaign(Frozen):
         return sha256_of(self.model_dump(mode="json", exclude=OPERATIONAL_FIELDS))
 
 
-__all__ = ["AXES", "AgentSpec", "Architecture", "BackendSpec", "Campaign", "CellVoicing", "ChannelSpec", "FactsDisclosure", "Interruptions", "ModelReaderSpec", "Pacing", "PairSpec", "Patience",
-           "ReaderSpec", "StimulusSpec", "Timeouts"]
+__all__ = [
+    "AXES",
+    "AgentSpec",
+    "Architecture",
+    "BackendSpec",
+    "Campaign",
+    "CellVoicing",
+    "ChannelSpec",
+    "FactsDisclosure",
+    "Interruptions",
+    "ModelReaderSpec",
+    "Pacing",
+    "PairSpec",
+    "Patience",
+    "ReaderSpec",
+    "StimulusSpec",
+    "Timeouts",
+]

@@ -453,8 +453,12 @@ class CallerPatience(_Event):
     action: Literal["prompt", "ask_human", "hang_up"] = Field(
         description="What the caller's patience decided: prompt the agent, ask for a human, or hang up."
     )
-    silence_ms: int = Field(ge=0, description="The agent's silence so far, in ms (0 for a repair-loop decision).")
-    prompts: int = Field(ge=0, description="Prompts the agent has left unanswered so far (0 for a repair-loop decision).")
+    silence_ms: int = Field(
+        ge=0, description="The agent's silence so far, in ms (0 for a repair-loop decision)."
+    )
+    prompts: int = Field(
+        ge=0, description="Prompts the agent has left unanswered so far (0 for a repair-loop decision)."
+    )
     budget_ms: int = Field(ge=0, description="The caller's whole patience with a silent agent, in ms.")
     reason: str = Field(description="Why the patience decided so, in words.")
     kind: Literal["silence", "repair_loop"] = Field(
@@ -536,7 +540,9 @@ class RateLimited(_Event):
     type: Literal["rate_limited"] = Field(
         default="rate_limited", description="Event type; always `rate_limited` for this event."
     )
-    source: str = Field(description="What signalled the limit.", examples=["http_429", "ws_close_1013", "realtime"])
+    source: str = Field(
+        description="What signalled the limit.", examples=["http_429", "ws_close_1013", "realtime"]
+    )
     retry_after_s: float | None = Field(
         default=None, ge=0, description="Seconds the vendor asked to wait; None when it gave none."
     )

@@ -48,7 +48,12 @@ def judge_outcome_rule(
     flags.update(f.flag for f in table.flags if f.tools <= names)
     non_service = {e.reason for e in evs if isinstance(e, NonService)}
     if non_service:
-        return "unresolved", tuple(sorted(flags | non_service)), "non_service", "not served: " + ",".join(sorted(non_service))
+        return (
+            "unresolved",
+            tuple(sorted(flags | non_service)),
+            "non_service",
+            "not served: " + ",".join(sorted(non_service)),
+        )
     has_trace = any(isinstance(e, ToolResult) for e in evs)
     handoffs = [e for e in evs if isinstance(e, Handoff)]
     confirmed = bool(handoffs) and handoffs[-1].status == "confirmed"

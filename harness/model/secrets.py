@@ -88,7 +88,9 @@ def mask_options(options: Mapping[str, Any], secrets: set[str] | None = None) ->
 
     def walk(node: Any, secret: bool, key: str) -> Any:
         if isinstance(node, Mapping):
-            return {str(k): walk(v, secret or bool(SECRET_KEY.search(str(k))), str(k)) for k, v in node.items()}
+            return {
+                str(k): walk(v, secret or bool(SECRET_KEY.search(str(k))), str(k)) for k, v in node.items()
+            }
         if isinstance(node, list | tuple):
             return [walk(v, secret, key) for v in node]
         if isinstance(node, str) and _is_reference(key, node):

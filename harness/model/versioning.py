@@ -13,7 +13,9 @@ SCHEMA_VERSION = 2
 def check_schema_version(found: Any, where: str | Path) -> int:
     """Validate a `schema_version` field read from `where`; newer than ours is refused with the fix."""
     if not isinstance(found, int) or isinstance(found, bool) or found < 1:
-        raise SchemaVersionError(f"{where}: missing or invalid schema_version {found!r}; not a voice-audit file")
+        raise SchemaVersionError(
+            f"{where}: missing or invalid schema_version {found!r}; not a voice-audit file"
+        )
     if found > SCHEMA_VERSION:
         raise SchemaVersionError(
             f"{where}: schema_version {found} was written by a newer voice-audit (this one reads up to "

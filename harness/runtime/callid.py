@@ -40,7 +40,9 @@ def _salt_at(path: Path) -> bytes:
         data = _create(path)
     salt = bytes.fromhex(data.decode("ascii").strip())
     if len(salt) != _SALT_BYTES:
-        raise ValueError(f"{path}: not a call-id salt ({len(salt)} bytes); restore it or start a new run folder")
+        raise ValueError(
+            f"{path}: not a call-id salt ({len(salt)} bytes); restore it or start a new run folder"
+        )
     return salt
 
 
@@ -78,4 +80,3 @@ def call_id(run_dir: Path | bytes, run_id: str, episode_id: str, attempt: int) -
     salt = run_dir if isinstance(run_dir, bytes) else run_salt(run_dir)
     msg = f"call|{run_id}|{episode_id}|{attempt}".encode()
     return "CA" + hmac.new(salt, msg, hashlib.sha256).hexdigest()[:32]
-

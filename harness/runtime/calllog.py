@@ -102,20 +102,29 @@ class CallLog:
     def utterance_started(self, t_ms: int, spoken: Spoken, say: Say | None) -> None:
         """Log the start of a caller utterance and place its audio on the recording."""
         self.stamper.emit(
-            "caller_utterance_start", t_ms, turn=self.turn, kind=say.kind if say else "anchor",
-            anchor_id=say.anchor_id if say else None, text=spoken.text, duration_ms=spoken.duration_ms,
+            "caller_utterance_start",
+            t_ms,
+            turn=self.turn,
+            kind=say.kind if say else "anchor",
+            anchor_id=say.anchor_id if say else None,
+            text=spoken.text,
+            duration_ms=spoken.duration_ms,
             voice=spoken.voice or None,
         )
         self.recorder.caller(t_ms, spoken.line, spoken.line_rate)
 
-    def utterance_ended(self, t_ms: int, spoken: Spoken, *, truncated: bool = False, scheduled: bool = False) -> None:
+    def utterance_ended(
+        self, t_ms: int, spoken: Spoken, *, truncated: bool = False, scheduled: bool = False
+    ) -> None:
         """Log the end of a caller utterance (and an escalation request it carried); `scheduled`:
         `t_ms` lies ahead of the clock (the pump queues the last frame before it has played)."""
         self.caller_end_ms = max(self.caller_end_ms, t_ms)
         if scheduled:
             self.stamper.schedule("caller_utterance_end", t_ms, turn=self.turn, truncated=truncated)
             if self._pending_escalation is not None:
-                self.stamper.schedule("escalation_requested", t_ms, turn=self.turn, reason=self._pending_escalation)
+                self.stamper.schedule(
+                    "escalation_requested", t_ms, turn=self.turn, reason=self._pending_escalation
+                )
                 self._pending_escalation = None
         else:
             self.stamper.emit("caller_utterance_end", t_ms, turn=self.turn, truncated=truncated)
@@ -138,10 +147,15 @@ class CallLog:
         """Log the caller policy's reading of an agent turn and what it decided."""
         s = self.stamper
         s.emit(
-            "caller_decision", turn=self.turn, heard=heard, classification=d.classification, action=d.action,
+            "caller_decision",
+            turn=self.turn,
+            heard=heard,
+            classification=d.classification,
+            action=d.action,
             reason=f"{d.reason} [rule {d.reading.rule}]",
             challenge_fact=",".join(d.reading.challenge_facts) or None,
-            tags=d.reading.tags, acts=d.reading.act_names,
+            tags=d.reading.tags,
+            acts=d.reading.act_names,
         )
         if d.escalation:
             # Esc runs from the moment the request has been made: the end of the caller's request
@@ -162,7 +176,15 @@ class CallLog:
         elif isinstance(ev, ToolCallOut):
             s.emit("tool_call", t_ms, call_id=ev.call_id, name=ev.name, arguments=ev.arguments)
         elif isinstance(ev, ToolResultOut):
-            s.emit("tool_result", t_ms, call_id=ev.call_id, name=ev.name, ok=ev.ok, result_keys=ev.result_keys, error=ev.error)
+            s.emit(
+                "tool_result",
+                t_ms,
+                call_id=ev.call_id,
+                name=ev.name,
+                ok=ev.ok,
+                result_keys=ev.result_keys,
+                error=ev.error,
+            )
         elif isinstance(ev, StateOut):
             s.emit("state_transition", t_ms, from_state=ev.from_state, to_state=ev.to_state, flags=ev.flags)
         elif isinstance(ev, FactsSeenOut):
@@ -170,7 +192,12 @@ class CallLog:
             s.emit("facts_provisioned", t_ms, sha256=ev.sha256, reported_by_agent=True)
         elif isinstance(ev, UsageOut):
             s.emit(
-                "usage", t_ms, source=ev.source, model=ev.model, quantities=dict(ev.quantities), unknown=ev.unknown
+                "usage",
+                t_ms,
+                source=ev.source,
+                model=ev.model,
+                quantities=dict(ev.quantities),
+                unknown=ev.unknown,
             )
         elif isinstance(ev, RateLimitOut):
             s.emit("rate_limited", t_ms, source=ev.source, retry_after_s=ev.retry_after_s, message=ev.message)
@@ -179,7 +206,9 @@ class CallLog:
             s.emit("agent_signal", t_ms, name=ev.name, detail=dict(ev.detail))
         elif isinstance(ev, ErrorOut):
             s.emit("error", t_ms, kind=ev.kind, message=ev.message, fatal=ev.fatal)
-            if ev.fatal and ev.kind == "rate_limited":  # the vendor's load (a close 1013): wait and call again
+            if (
+                ev.fatal and ev.kind == "rate_limited"
+            ):  # the vendor's load (a close 1013): wait and call again
                 raise RateLimited(ev.message, source="agent_close")
             if ev.fatal:
                 raise AgentReportedError(ev.kind, ev.message)

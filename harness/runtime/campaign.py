@@ -85,11 +85,18 @@ class CampaignRunner:
                 fix="start the agent or correct its url; no call was placed and nothing was written",
             )
 
-    def manifest(self, run_id: str, tts: BackendInfo, asr: BackendInfo | None, executor: str = "local") -> RunManifest:
+    def manifest(
+        self, run_id: str, tts: BackendInfo, asr: BackendInfo | None, executor: str = "local"
+    ) -> RunManifest:
         return build_manifest(self.loaded, run_id, tts, asr, executor)
 
     def _prepare(
-        self, writer: RunWriter, resume: bool, tts: BackendInfo, asr: BackendInfo | None, executor: str = "local"
+        self,
+        writer: RunWriter,
+        resume: bool,
+        tts: BackendInfo,
+        asr: BackendInfo | None,
+        executor: str = "local",
     ) -> tuple[RunManifest, set[str]]:
         self.lock.acquire()
         if resume:
@@ -99,7 +106,9 @@ class CampaignRunner:
         writer.create(manifest)
         return manifest, set()
 
-    async def run(self, *, resume: bool = False, workers: int = 1, executor: Executor | None = None) -> RunSummary:
+    async def run(
+        self, *, resume: bool = False, workers: int = 1, executor: Executor | None = None
+    ) -> RunSummary:
         """Run every unfinished episode: in this process, or split by pair over an executor.
 
         `workers > 1` without an executor means that many local worker processes.
@@ -129,7 +138,9 @@ class CampaignRunner:
         plan = self.loaded.plan
         pairs = plan.pairs()
         done = sum(1 for a, b in pairs if a.episode_id in finished and b.episode_id in finished)
-        started = {a.pair.pair_id for a, b in pairs if (a.episode_id in finished) != (b.episode_id in finished)}
+        started = {
+            a.pair.pair_id for a, b in pairs if (a.episode_id in finished) != (b.episode_id in finished)
+        }
         ledger = read_usage(self.run_dir / USAGE_JSONL)
         estimates = {e.episode_id: e for e in estimate_campaign(self.loaded).calls}
         return BudgetGuard(c, estimates, ledger.records, started, len(pairs), done)
@@ -139,12 +150,19 @@ class CampaignRunner:
         c = self.loaded.campaign
         stop = guard.final_stop() if guard is not None else None
         current = manifest.campaign
-        if stop is None and manifest.budget_stop is None and (current.budget, current.prices) == (c.budget, c.prices):
+        if (
+            stop is None
+            and manifest.budget_stop is None
+            and (current.budget, current.prices) == (c.budget, c.prices)
+        ):
             return
         if stop is not None:
             summary.budget_stop = stop.message
         updated = manifest.model_copy(
-            update={"budget_stop": stop, "campaign": current.model_copy(update={"budget": c.budget, "prices": c.prices})}
+            update={
+                "budget_stop": stop,
+                "campaign": current.model_copy(update={"budget": c.budget, "prices": c.prices}),
+            }
         )
         atomic_write_json(self.run_dir / RUN_JSON, updated.model_dump(mode="json"))
 
@@ -180,7 +198,9 @@ class CampaignRunner:
                 path=self.loaded.path,
                 fix="run without --workers/--executor, or remove the budget",
             )
-        adapters, _ = await build_adapters(self.loaded, self.adapter_factory)  # checks pacing before any folder exists
+        adapters, _ = await build_adapters(
+            self.loaded, self.adapter_factory
+        )  # checks pacing before any folder exists
         problems = await close_adapters(adapters)
         if problems:
             self.stats.setdefault("adapter_close_errors", []).extend(problems)

@@ -79,7 +79,9 @@ class Conversation:
         self.patience = CallerPatience(patience if patience is not None else Patience())
         self.repair_patience = RepairLoopPatience(patience if patience is not None else Patience())
         self.interruption = (
-            Say("interruption", INTERRUPTION_LINE[interruptions.reason]) if interruptions is not None else None
+            Say("interruption", INTERRUPTION_LINE[interruptions.reason])
+            if interruptions is not None
+            else None
         )
 
     async def hear(self, turn: AgentTurn) -> str:
@@ -96,10 +98,14 @@ class Conversation:
         if not turn.had_audio or len(turn.pcm16k) < 1600:
             return ""
         if self.asr is None:
-            raise CallFailed("harness_error", "agent exposes no transcript and the campaign has no ASR backend")
+            raise CallFailed(
+                "harness_error", "agent exposes no transcript and the campaign has no ASR backend"
+            )
         log.asr_seconds += len(turn.pcm16k) / 16000
         tr = await self.asr.transcribe(turn.pcm16k, 16000)
-        log.emit("agent_transcript", turn=log.turn, text=tr.text, source="harness_asr", confidence=tr.confidence)
+        log.emit(
+            "agent_transcript", turn=log.turn, text=tr.text, source="harness_asr", confidence=tr.confidence
+        )
         return tr.text
 
     async def _next_turn(self, transport: Transport) -> AgentTurn:
@@ -122,15 +128,22 @@ class Conversation:
         log = self.log
         pd = self.patience.on_silence(now)
         log.emit(
-            "caller_patience", turn=log.turn, action=pd.action, silence_ms=pd.silence_ms, prompts=pd.prompts,
-            budget_ms=pd.budget_ms, reason=pd.reason,
+            "caller_patience",
+            turn=log.turn,
+            action=pd.action,
+            silence_ms=pd.silence_ms,
+            prompts=pd.prompts,
+            budget_ms=pd.budget_ms,
+            reason=pd.reason,
         )
         return pd
 
     def _repair_patience(self, decision: Decision) -> PatienceDecision | None:
         """The caller's repair-loop patience on the turn it just read (its acting reader's reading)."""
         r = decision.reading
-        return self.repair_patience.on_exchange(r.classification, r.act_names, ",".join(r.challenge_facts) or None)
+        return self.repair_patience.on_exchange(
+            r.classification, r.act_names, ",".join(r.challenge_facts) or None
+        )
 
     async def run(self, transport: Transport) -> str:
         """The call loop; returns the termination reason."""
@@ -148,7 +161,12 @@ class Conversation:
                 if self.policy.has_spoken or self.patience.exhausted(now):
                     pd = self._patience(now)
                     if pd.action == "hang_up":  # once its own last line has played out
-                        log.emit("non_service", max(now, log.caller_end_ms), reason="agent_unresponsive", message=pd.reason)
+                        log.emit(
+                            "non_service",
+                            max(now, log.caller_end_ms),
+                            reason="agent_unresponsive",
+                            message=pd.reason,
+                        )
                         log.emit("hang_up", by="caller", reason="agent_unresponsive")
                         log.log.flush()
                         return f"caller hung up: agent_unresponsive ({pd.reason})"
@@ -173,14 +191,23 @@ class Conversation:
             decision = self.policy.decide(text)
             worn = None if decision.hang_up or turn.hung_up else self._repair_patience(decision)
             if worn is not None and worn.action == "hang_up":
-                decision = Decision(decision.reading, "hang_up", REPAIR_LOOP_REASON, hang_up=True, terminal="unresolved")
+                decision = Decision(
+                    decision.reading, "hang_up", REPAIR_LOOP_REASON, hang_up=True, terminal="unresolved"
+                )
             elif worn is not None and decision.action != "request_human":
                 decision = self.policy.ask_for_human(worn.reason, "repairs", decision.reading)
             log.caller_decided(text, decision)
             if worn is not None:
                 log.emit(
-                    "caller_patience", turn=log.turn, action=worn.action, silence_ms=0, prompts=0, budget_ms=0,
-                    reason=worn.reason, kind="repair_loop", exchanges=worn.exchanges,
+                    "caller_patience",
+                    turn=log.turn,
+                    action=worn.action,
+                    silence_ms=0,
+                    prompts=0,
+                    budget_ms=0,
+                    reason=worn.reason,
+                    kind="repair_loop",
+                    exchanges=worn.exchanges,
                 )
             if second is not None:
                 log.emit("caller_reading", turn=log.turn, **second)

@@ -59,7 +59,16 @@ __all__ = [
 ]
 
 RETRYABLE: frozenset[str] = frozenset(
-    {"connect_failed", "timeout_turn", "timeout_call", "disconnect", "malformed_frame", "protocol_error", "http_error", "agent_error"}
+    {
+        "connect_failed",
+        "timeout_turn",
+        "timeout_call",
+        "disconnect",
+        "malformed_frame",
+        "protocol_error",
+        "http_error",
+        "agent_error",
+    }
 )
 """Failures of the agent or its transport; the harness's own (and cancellations) are never retried."""
 RETRY_BACKOFF_S = 0.2
@@ -132,19 +141,37 @@ class EpisodeRunner:
         self.condition = condition
         self.speech = speech_params(ctx.catalogue, condition, pair.voice_index)
         ch = ctx.campaign.channel
-        channel = TelephoneChannel(snr_db=ch.snr_db, packet_loss=ch.packet_loss, seed=pair.seed) if ch.telephone else None
+        channel = (
+            TelephoneChannel(snr_db=ch.snr_db, packet_loss=ch.packet_loss, seed=pair.seed)
+            if ch.telephone
+            else None
+        )
         self.voice = CallerVoice(
-            ctx.synth, ctx.catalogue, condition, self.speech, dict(ctx.scenario.caller.slots), pair.seed, channel,
+            ctx.synth,
+            ctx.catalogue,
+            condition,
+            self.speech,
+            dict(ctx.scenario.caller.slots),
+            pair.seed,
+            channel,
             caps.input_format,
             ctx.spoken_cache,
         )
         self.recorder = CallRecorder(self.voice.line_rate)
         hold_s = EVENT_HOLD_S if pacing == "accelerated" else 0.0
         self.oracle = CalibrationOracle() if ctx.calibration else None
-        channel_info: dict[str, Any] = {"telephone": ch.telephone, "snr_db": ch.snr_db, "packet_loss": ch.packet_loss}
+        channel_info: dict[str, Any] = {
+            "telephone": ch.telephone,
+            "snr_db": ch.snr_db,
+            "packet_loss": ch.packet_loss,
+        }
         self.log = CallLog(
             EventLog(ctx.episode_dir / EVENTS_JSONL, ctx.redactor, hold_s=hold_s),
-            self.clock, self.recorder, condition, channel_info, self.oracle,
+            self.clock,
+            self.recorder,
+            condition,
+            channel_info,
+            self.oracle,
         )
         self.readers = ctx.readers.for_call(ctx.scenario) if ctx.readers is not None else None
         self.policy = CallerPolicy(ctx.scenario, reader=self.readers.policy_reader if self.readers else None)
@@ -171,7 +198,9 @@ class EpisodeRunner:
                     # the vendor's load, not the agent's treatment of this caller: the gate paused
                     # and this call kept its place; it is placed again once the pause is over
                     limited += 1
-                    self.ctx.stats["rate_limited_attempts"] = self.ctx.stats.get("rate_limited_attempts", 0) + 1
+                    self.ctx.stats["rate_limited_attempts"] = (
+                        self.ctx.stats.get("rate_limited_attempts", 0) + 1
+                    )
                     wait = 0.0 if self.ctx.gate is not None else backoff_s(None, limited - 1)
                 elif kind in RETRYABLE and retried < self.ctx.campaign.retries:
                     wait = min(RETRY_BACKOFF_S * 2**retried, 5.0)
@@ -222,7 +251,9 @@ class EpisodeRunner:
             facts=ctx.scenario.facts,
             scenario_id=ctx.scenario.id,
             facts_sha256=ctx.scenario.facts_sha256,
-            call_id=call_id(ctx.salt or ctx.episode_dir.parent.parent, ctx.run_id, ctx.planned.episode_id, ctx.attempt),
+            call_id=call_id(
+                ctx.salt or ctx.episode_dir.parent.parent, ctx.run_id, ctx.planned.episode_id, ctx.attempt
+            ),
             oracle=self.oracle,
             disclosure=ctx.campaign.facts_disclosure,
         )
@@ -245,7 +276,10 @@ class EpisodeRunner:
                 limited = exc if isinstance(exc, RateLimited) else RateLimited(exc.message, source=exc.kind)
                 self.rate_limited = limited
                 self.log.emit(
-                    "rate_limited", source=limited.source, retry_after_s=limited.retry_after_s, message=exc.message
+                    "rate_limited",
+                    source=limited.source,
+                    retry_after_s=limited.retry_after_s,
+                    message=exc.message,
                 )
             non_service = non_service_flag(exc.kind)
             if non_service is None and isinstance(exc, AgentReportedError):
@@ -264,7 +298,9 @@ class EpisodeRunner:
             await self._close_session("cancelled")
             self.log.log.close()
             raise
-        except AudioError as exc:  # the caller's own voice or ears failed (a TTS endpoint down, a hung engine)
+        except (
+            AudioError
+        ) as exc:  # the caller's own voice or ears failed (a TTS endpoint down, a hung engine)
             status, failure, termination = "failed", "audio_error", f"{type(exc).__name__}: {exc}"
         except Exception as exc:  # a bug in the harness must not take the campaign down
             status, failure = "failed", "harness_error"
@@ -274,7 +310,9 @@ class EpisodeRunner:
             self.log.failure(failure, termination, non_service)
         await self._close_session(termination)
         record = self._finish(status, failure, termination)
-        await asyncio.get_running_loop().run_in_executor(ctx.files, self._write_files, record.outcome.duration_ms)
+        await asyncio.get_running_loop().run_in_executor(
+            ctx.files, self._write_files, record.outcome.duration_ms
+        )
         return record
 
     def _write_files(self, end_ms: int) -> None:
@@ -282,13 +320,17 @@ class EpisodeRunner:
         self.log.log.close()
         self.recorder.write(self.ctx.episode_dir / CALL_WAV, min_ms=end_ms)
 
-    async def _connect_and_converse(self, call: CallInfo, fixture: ToolFixture, deadline: TurnDeadline) -> str:
+    async def _connect_and_converse(
+        self, call: CallInfo, fixture: ToolFixture, deadline: TurnDeadline
+    ) -> str:
         ctx = self.ctx
         try:
             async with asyncio.timeout(ctx.campaign.timeouts.connect_s):
                 self.session = await ctx.adapter.connect(call)
         except TimeoutError:
-            raise CallFailed("connect_failed", f"no session within {ctx.campaign.timeouts.connect_s:g} s") from None
+            raise CallFailed(
+                "connect_failed", f"no session within {ctx.campaign.timeouts.connect_s:g} s"
+            ) from None
         except AgentError:
             raise
         except Exception as exc:
@@ -298,22 +340,44 @@ class EpisodeRunner:
         log = self.log
         caps = ctx.adapter.capabilities
         agent_session = getattr(session, "session_id", None) or None  # protocol sessions name theirs
-        log.emit("call_started", 0, pacing=ctx.campaign.pacing, protocol=caps.protocol, call_id=call.call_id, agent_session_id=agent_session)
+        log.emit(
+            "call_started",
+            0,
+            pacing=ctx.campaign.pacing,
+            protocol=caps.protocol,
+            call_id=call.call_id,
+            agent_session_id=agent_session,
+        )
         sent = disclose(call.facts, call.disclosure)
         log.emit(
-            "facts_provisioned", sha256=call.facts_sha256, tools=fixture.available(),
-            disclosure=sent.mode, disclosed=sent.fields, disclosed_sha256=sent.sha256,
+            "facts_provisioned",
+            sha256=call.facts_sha256,
+            tools=fixture.available(),
+            disclosure=sent.mode,
+            disclosed=sent.fields,
+            disclosed_sha256=sent.sha256,
         )
         patience = ctx.campaign.patience
         interruptions = ctx.campaign.interruptions
         conversation = Conversation(
-            log, self.policy, self.voice, ctx.asr, patience, interruptions, self.readers, ctx.campaign.reader.measure_asr
+            log,
+            self.policy,
+            self.voice,
+            ctx.asr,
+            patience,
+            interruptions,
+            self.readers,
+            ctx.campaign.reader.measure_asr,
         )
         turn_s = ctx.campaign.timeouts.turn_s
         if caps.turn_based:
-            transport = TurnBasedCall(log, session, events, deadline, turn_s, ctx.stats, patience.hang_up_after_s)
+            transport = TurnBasedCall(
+                log, session, events, deadline, turn_s, ctx.stats, patience.hang_up_after_s
+            )
             return await conversation.run(transport)
-        async with StreamingCall(log, session, events, caps.input_format, turn_s, ctx.stats, interruptions) as streaming:
+        async with StreamingCall(
+            log, session, events, caps.input_format, turn_s, ctx.stats, interruptions
+        ) as streaming:
             return await conversation.run(streaming)
 
     async def _close_session(self, reason: str) -> None:
@@ -324,7 +388,9 @@ class EpisodeRunner:
 
     def _finish(self, status: Status, failure: FailureKind | None, termination: str) -> EpisodeRecord:
         ctx = self.ctx
-        caps = getattr(self.session, "capabilities", None) or ctx.adapter.capabilities  # what this call's agent declared
+        caps = (
+            getattr(self.session, "capabilities", None) or ctx.adapter.capabilities
+        )  # what this call's agent declared
         self.log.flush()
         events = self.log.events
         end_ms = max((e.t_ms for e in events), default=0)

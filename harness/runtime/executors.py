@@ -126,7 +126,9 @@ class LocalProcessExecutor(Executor):
         try:
             for job in jobs:
                 reader, writer = ctx.Pipe(duplex=False)
-                proc = ctx.Process(target=_process_main, args=(job, writer, env, lifeline_r, lock), daemon=False)
+                proc = ctx.Process(
+                    target=_process_main, args=(job, writer, env, lifeline_r, lock), daemon=False
+                )
                 proc.start()
                 writer.close()
                 readers[reader] = proc
@@ -231,7 +233,8 @@ class RayExecutor(Executor):
             ctx = ray.init(
                 address="local",
                 # every shard at once: per-shard concurrency assumes they all run together
-                num_cpus=self.num_cpus or max(os.cpu_count() or 1, int((self.tasks or 0) * self.cpus_per_task)),
+                num_cpus=self.num_cpus
+                or max(os.cpu_count() or 1, int((self.tasks or 0) * self.cpus_per_task)),
                 include_dashboard=False,
                 log_to_driver=False,
                 configure_logging=False,
@@ -373,14 +376,14 @@ def _import_ray(*, loopback: bool) -> Any:
     return ray
 
 
-def make_executor(
-    name: str, *, workers: int = 1, address: str | None = None
-) -> Executor | None:
+def make_executor(name: str, *, workers: int = 1, address: str | None = None) -> Executor | None:
     """The executor the CLI asked for; None means run in this process (local, one worker)."""
     if name not in EXECUTORS:
         raise ConfigError(f"unknown executor '{name}'", fix=f"use one of: {', '.join(EXECUTORS)}")
     if name == "ray":
         return RayExecutor(address, tasks=workers if workers > 1 else None)
     if address is not None:
-        raise ConfigError("--address only applies to --executor ray", fix="drop --address or add --executor ray")
+        raise ConfigError(
+            "--address only applies to --executor ray", fix="drop --address or add --executor ray"
+        )
     return LocalProcessExecutor(workers) if workers > 1 else None

@@ -85,7 +85,8 @@ def _start(factory: Callable[[AgentSpec], AgentAdapter], spec: AgentSpec, path: 
         raise ConfigError(f"{describe(spec)} cannot start: {exc.kind}: {exc.message}", path=path) from None
     except Exception as exc:
         raise ConfigError(
-            f"{describe(spec)}: adapter '{spec.adapter}' failed to start: {type(exc).__name__}: {exc}", path=path
+            f"{describe(spec)}: adapter '{spec.adapter}' failed to start: {type(exc).__name__}: {exc}",
+            path=path,
         ) from None
 
 
@@ -154,7 +155,9 @@ class InProcessCalls:
             self.synths: list[SpeechSynthesizer] = []
             for spec in self.tts_specs:
                 self.synths.append(
-                    SpeechSynthesizer(spec.name, options=spec.options, pool_size=self.tts_pool_size, cache_dir=tts_dir)
+                    SpeechSynthesizer(
+                        spec.name, options=spec.options, pool_size=self.tts_pool_size, cache_dir=tts_dir
+                    )
                 )
             self.synth = self.synths[0]
         except BaseException:
@@ -167,10 +170,14 @@ class InProcessCalls:
         try:
             if c.reader.measure_asr or any(not a.capabilities.transcripts for a in self.adapters.values()):
                 self.asr = SpeechRecognizer(c.asr.name, options=c.asr.options)
-            self.tts_infos = [BackendInfo(name=s.backend.name, version=s.backend.version) for s in self.synths]
+            self.tts_infos = [
+                BackendInfo(name=s.backend.name, version=s.backend.version) for s in self.synths
+            ]
             self.tts_info = self.tts_infos[0]
             self.asr_info = (
-                BackendInfo(name=self.asr.backend.name, version="", model=self.asr.backend.model) if self.asr else None
+                BackendInfo(name=self.asr.backend.name, version="", model=self.asr.backend.model)
+                if self.asr
+                else None
             )
             if self.asr is not None:
                 await _warm_up(self.asr)

@@ -40,11 +40,16 @@ class RunSummary:
         if self.failures:
             out.append("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(self.failures.items())))
         if self.outcomes:
-            out.append("outcomes (completed calls): " + ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items())))
+            out.append(
+                "outcomes (completed calls): "
+                + ", ".join(f"{k} {v}" for k, v in sorted(self.outcomes.items()))
+            )
         out.append(f"wall time: {self.wall_s:.1f} s")
         limited = self.stats.get("rate_limited_attempts")
         if limited:
-            out.append(f"rate limits: {limited} attempt(s) refused by the vendor were waited out and placed again")
+            out.append(
+                f"rate limits: {limited} attempt(s) refused by the vendor were waited out and placed again"
+            )
         if self.budget_stop:
             out.append(f"{self.budget_stop}: voice-audit run --resume {self.run_dir}")
         return out

@@ -37,8 +37,20 @@ def wav_header(frames: int, rate: int, channels: int = 2) -> bytes:
     if 36 + data > 0xFFFFFFFF:
         raise ValueError(f"a {frames}-frame recording does not fit in a WAV file")
     return struct.pack(
-        "<4sI4s4sIHHIIHH4sI", b"RIFF", 36 + data, b"WAVE", b"fmt ", 16, 1, channels, rate, rate * block, block, 16,
-        b"data", data,
+        "<4sI4s4sIHHIIHH4sI",
+        b"RIFF",
+        36 + data,
+        b"WAVE",
+        b"fmt ",
+        16,
+        1,
+        channels,
+        rate,
+        rate * block,
+        block,
+        16,
+        b"data",
+        data,
     )
 
 
@@ -87,7 +99,9 @@ class CallRecorder:
         cut = t_ms * RECORDING_RATE // 1000
         self._agent = [(start, pcm[: cut - start]) for start, pcm in self._agent if start < cut]
 
-    def agent_stop_ms(self, from_ms: int, *, quiet_ms: int = 400, threshold: int = 500, horizon_ms: int = 30_000) -> int:
+    def agent_stop_ms(
+        self, from_ms: int, *, quiet_ms: int = 400, threshold: int = 500, horizon_ms: int = 30_000
+    ) -> int:
         """When the agent stopped talking after `from_ms`, measured on its recorded channel (audio
         a `clear` dropped is gone): the start of its first quiet stretch of `quiet_ms` (10 ms
         frames whose peak stays under `threshold`); `from_ms` itself when it was already quiet."""

@@ -95,7 +95,9 @@ class RunLock:
         self._fd = fd
         self._write_owner()
         if previous is not None and self.notify is not None:
-            self.notify(f"{self.run_dir}: taking over the lock left by {previous.describe()}, which is no longer running")
+            self.notify(
+                f"{self.run_dir}: taking over the lock left by {previous.describe()}, which is no longer running"
+            )
 
     def _open(self) -> int:
         try:
@@ -127,7 +129,9 @@ class RunLock:
     def _write_owner(self) -> None:
         assert self._fd is not None
         started = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        data = json.dumps({"pid": os.getpid(), "host": platform.node(), "started_at": started}).encode() + b"\n"
+        data = (
+            json.dumps({"pid": os.getpid(), "host": platform.node(), "started_at": started}).encode() + b"\n"
+        )
         os.ftruncate(self._fd, 0)
         os.pwrite(self._fd, data, 0)
 

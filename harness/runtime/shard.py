@@ -86,7 +86,11 @@ def run_shard(job: ShardJob, report: OnMessage) -> None:
 
 
 async def _run(
-    job: ShardJob, loaded: LoadedCampaign, run_dir: Path, stats: dict[str, Any], on_record: Callable[[EpisodeRecord], None]
+    job: ShardJob,
+    loaded: LoadedCampaign,
+    run_dir: Path,
+    stats: dict[str, Any],
+    on_record: Callable[[EpisodeRecord], None],
 ) -> None:
     calls = InProcessCalls(
         loaded,

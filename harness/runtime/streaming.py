@@ -119,7 +119,8 @@ class StreamingCall:
                 ahead = log.playback.end_ms - now
                 if ahead > FLOOD_AHEAD_MS:
                     raise AgentError(
-                        "protocol_error", f"agent audio flood: {ahead / 1000:.0f} s of audio queued ahead of real time"
+                        "protocol_error",
+                        f"agent audio flood: {ahead / 1000:.0f} s of audio queued ahead of real time",
                     )
             elif isinstance(ev, TextOut):
                 self.turn_text.append(ev.text)
@@ -201,14 +202,23 @@ class StreamingCall:
             # Silent turns are the caller's to handle (its patience), checked first; an agent that
             # has sent nothing at all for a whole turn timeout means the caller's loop is stuck.
             if quiet_from is not None and now - quiet_from >= limit_ms:
-                active = pb.turn_start is not None or bool(self.turn_text) or self.last_activity_ms > quiet_from
+                active = (
+                    pb.turn_start is not None or bool(self.turn_text) or self.last_activity_ms > quiet_from
+                )
                 if not active:
-                    raise AgentError("timeout_turn", f"agent sent nothing for {limit_ms / 1000:g} s after the caller spoke")
+                    raise AgentError(
+                        "timeout_turn", f"agent sent nothing for {limit_ms / 1000:g} s after the caller spoke"
+                    )
             if quiet_from is not None and now < quiet_from + limit_ms:
                 wake_ms = min(wake_ms, quiet_from + limit_ms)
             await self._wait((wake_ms - now + 1) / 1000)
         had_audio = self.log.playback.turn_start is not None
-        silent = quiet_from is not None and not had_audio and not self.turn_text and self.last_activity_ms <= quiet_from
+        silent = (
+            quiet_from is not None
+            and not had_audio
+            and not self.turn_text
+            and self.last_activity_ms <= quiet_from
+        )
         self.quiet_since = quiet_from if silent else None
         interrupted = self._yielded()
         pcm = self.log.playback.finish_turn(interrupted=interrupted)
@@ -280,7 +290,11 @@ class StreamingCall:
                         self.activity.clear()
                         await self.activity.wait()
             if self.hung_up is None and self.failure is None:
-                self.failure = exc if isinstance(exc, AgentError) else AgentError("disconnect", f"{type(exc).__name__}: {exc}")
+                self.failure = (
+                    exc
+                    if isinstance(exc, AgentError)
+                    else AgentError("disconnect", f"{type(exc).__name__}: {exc}")
+                )
                 self._signal()
 
     async def __aenter__(self) -> Self:

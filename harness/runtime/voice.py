@@ -148,7 +148,9 @@ class CallerVoice:
         ]
         return Utterance(
             text=" ".join(u.text for u in said),
-            ssml="<speak>" + " ".join(u.ssml.removeprefix("<speak>").removesuffix("</speak>") for u in said) + "</speak>",
+            ssml="<speak>"
+            + " ".join(u.ssml.removeprefix("<speak>").removesuffix("</speak>") for u in said)
+            + "</speak>",
             base_text=" ".join(u.base_text for u in said),
             protected=tuple(p for u in said for p in u.protected),
         )
@@ -158,7 +160,9 @@ class CallerVoice:
         utt = self._render(say, count)
         params = self._clearer(self.speech, say.kind, count)
         channel_seed = (self.seed + 7919 * turn) % (2**32)
-        random_channel = self.channel is not None and (self.channel.snr_db is not None or self.channel.packet_loss > 0)
+        random_channel = self.channel is not None and (
+            self.channel.snr_db is not None or self.channel.packet_loss > 0
+        )
         channel_key = (self.channel.snr_db, self.channel.packet_loss) if self.channel is not None else None
         # Everything the synthesis and the channel depend on: a hit skips both (and the TTS
         # cache's hashing of the parameters), which is most turns of a campaign.
@@ -195,6 +199,8 @@ class CallerVoice:
         else:
             wire = np.asarray(at_rate, dtype="<i2").tobytes()
         duration_ms = round(1000 * len(pcm16k) / RECORDING_RATE)
-        line, line_rate = (np.asarray(pcm, dtype=np.int16), rate) if self.channel is not None else (pcm16k, RECORDING_RATE)
+        line, line_rate = (
+            (np.asarray(pcm, dtype=np.int16), rate) if self.channel is not None else (pcm16k, RECORDING_RATE)
+        )
         voice = {"backend": synth.backend, "version": synth.backend_version, **synth.params}
         return Spoken(text, wire, pcm16k, duration_ms, report, line, line_rate, voice)

@@ -68,16 +68,22 @@ async def test_perceptibility_keyboard_label_reload_resume(run_dir: Path, page_l
             )
             assert pressed[int(key) - 1] == "true" and pressed.count("true") == 1
             await page.keyboard.press("Enter")
-            await page.wait_for_function(f"() => document.getElementById('progress').textContent.includes('{n + 1} of 8')")
+            await page.wait_for_function(
+                f"() => document.getElementById('progress').textContent.includes('{n + 1} of 8')"
+            )
 
         labels = read_labels(run_dir)
         assert [r.rater for r in labels] == ["tester1"] * 3 and [r.position for r in labels] == [0, 1, 2]
-        assert [r.perceived == r.options[int(k) - 1] for r, k in zip(labels, "121", strict=True)] == [True] * 3
+        assert [r.perceived == r.options[int(k) - 1] for r, k in zip(labels, "121", strict=True)] == [
+            True
+        ] * 3
         assert all(r.plays == 1 for r in labels)
 
         await page.reload()
         await page.wait_for_selector("#rate", state="visible")
-        await page.wait_for_function("() => document.getElementById('progress').textContent.includes('3 of 8')")
+        await page.wait_for_function(
+            "() => document.getElementById('progress').textContent.includes('3 of 8')"
+        )
         order = rater_order(server.session.spec, "tester1")
         src = await page.get_attribute("#audio", "src")
         assert src == "clip/" + server.session.clips.token_for(order[3].key)
@@ -114,14 +120,22 @@ async def test_quality_scales_by_keyboard(run_dir: Path, page_log: Any) -> None:
         ARTIFACTS.mkdir(exist_ok=True)
         await page.screenshot(path=str(ARTIFACTS / "rating-quality.png"), full_page=True)
         await page.keyboard.press("Enter")
-        await page.wait_for_function("() => document.getElementById('progress').textContent.includes('1 of 8')")
+        await page.wait_for_function(
+            "() => document.getElementById('progress').textContent.includes('1 of 8')"
+        )
         (label,) = read_labels(run_dir)
         assert label.scores == {
-            "helpfulness": 4, "specificity": 3, "policy_grounding": 5,
-            "condescension": 1, "interruption": 2, "empathy": 4,
+            "helpfulness": 4,
+            "specificity": 3,
+            "policy_grounding": 5,
+            "condescension": 1,
+            "interruption": 2,
+            "empathy": 4,
         }
         await page.reload()
-        await page.wait_for_function("() => document.getElementById('progress').textContent.includes('1 of 8')")
+        await page.wait_for_function(
+            "() => document.getElementById('progress').textContent.includes('1 of 8')"
+        )
     finally:
         await server.stop()
     base = server.url.split("?")[0]
@@ -149,7 +163,9 @@ async def test_observer_act_and_facts_by_keyboard_and_mouse(run_dir: Path, page_
         await page.click("#facts .choice >> nth=1")
         await page.click("#facts .choice >> nth=0")
         await page.click("#facts .choice >> nth=1")  # toggled off again
-        pressed = await page.eval_on_selector_all("#choices .choice", "bs => bs.map(b => b.getAttribute('aria-pressed'))")
+        pressed = await page.eval_on_selector_all(
+            "#choices .choice", "bs => bs.map(b => b.getAttribute('aria-pressed'))"
+        )
         assert pressed.index("true") == 2 and pressed.count("true") == 1
         ARTIFACTS.mkdir(exist_ok=True)
         await page.screenshot(path=str(ARTIFACTS / "rating-observer.png"), full_page=True)

@@ -41,7 +41,10 @@ def scenario(name: str) -> Scenario:
 
 
 def condition(
-    accent: str = "us_general", affect: str = "calm", disfluency: str = "none", voice_profile: str = "female_adult"
+    accent: str = "us_general",
+    affect: str = "calm",
+    disfluency: str = "none",
+    voice_profile: str = "female_adult",
 ) -> CallerCondition:
     return CallerCondition(
         accent=accent, voice_profile=voice_profile, affect=affect, disfluency=disfluency, wording="plain"

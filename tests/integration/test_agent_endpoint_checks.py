@@ -44,7 +44,18 @@ def _free_port() -> int:
 def _run(tmp_path: Path, url: str, *extra: str) -> subprocess.CompletedProcess[str]:
     cfile = tmp_path / "c.yaml"
     cfile.write_text(CAMPAIGN.format(url=url))
-    cmd = [sys.executable, "-m", "harness.cli", "run", str(cfile), "--out", str(tmp_path / "runs"), "--quiet", "--no-stimulus-check", *extra]
+    cmd = [
+        sys.executable,
+        "-m",
+        "harness.cli",
+        "run",
+        str(cfile),
+        "--out",
+        str(tmp_path / "runs"),
+        "--quiet",
+        "--no-stimulus-check",
+        *extra,
+    ]
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=None)
 
 
@@ -73,7 +84,9 @@ def test_without_the_check_the_calls_fail_as_the_agents_failure_not_a_traceback(
     assert len(unreached) == 2
     # the agent's failure, recorded as such: its kind is set and the caller was not served
     assert all(r.outcome.failure_kind and r.outcome.terminal_outcome != "refund_issued" for r in unreached)
-    assert all((run_dir / "episodes" / r.header.episode_id / "call.wav").stat().st_size >= 44 for r in unreached)
+    assert all(
+        (run_dir / "episodes" / r.header.episode_id / "call.wav").stat().st_size >= 44 for r in unreached
+    )
 
 
 def test_probe_tells_a_listening_port_from_a_closed_one() -> None:
@@ -123,7 +136,10 @@ replicates: 1
 
 def _plan(cfile: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harness.cli", "plan", str(cfile), *extra], capture_output=True, text=True, timeout=120
+        [sys.executable, "-m", "harness.cli", "plan", str(cfile), *extra],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -134,7 +150,9 @@ def test_plan_names_every_bad_adapter_and_url_once(tmp_path: Path) -> None:
     assert res.returncode == 2
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 3, res.stderr
-    assert f"{cfile}:5:" in lines[0] and "agent 'typo'" in lines[0] and "has no attribute 'scriptd'" in lines[0]
+    assert (
+        f"{cfile}:5:" in lines[0] and "agent 'typo'" in lines[0] and "has no attribute 'scriptd'" in lines[0]
+    )
     assert f"{cfile}:6:" in lines[1] and "agent 'gone'" in lines[1] and "agents.nosuchmodule" in lines[1]
     assert f"{cfile}:7:" in lines[2] and "agent 'form'" in lines[2] and "scheme 'htp'" in lines[2]
     assert "Traceback" not in res.stderr and not res.stdout

@@ -69,7 +69,12 @@ async def test_a_hung_worker_times_out_is_killed_and_the_pool_recovers(hanging_b
         elapsed = time.monotonic() - t0
         assert LIMIT.base_s <= elapsed < LIMIT.base_s + 5.0
         err = info.value
-        assert (err.kind, err.backend, err.voice, err.stopped) == ("tts_timeout", hanging_backend, "en-us+f2", "killed")
+        assert (err.kind, err.backend, err.voice, err.stopped) == (
+            "tts_timeout",
+            hanging_backend,
+            "en-us+f2",
+            "killed",
+        )
         assert err.words == "Please say xyzzy to my account ..."
         assert err.timeout_s == pytest.approx(LIMIT.base_s)
         assert "\n" not in str(err)
@@ -125,7 +130,9 @@ async def test_an_in_process_backend_that_hangs_is_reported_too() -> None:
     assert info.value.stopped == "abandoned"
 
 
-async def test_a_worker_that_died_while_idle_is_replaced_before_the_next_utterance(hanging_backend: str) -> None:
+async def test_a_worker_that_died_while_idle_is_replaced_before_the_next_utterance(
+    hanging_backend: str,
+) -> None:
     async with SpeechSynthesizer(hanging_backend, pool_size=1, timeout=LIMIT) as synth:
         await synth.warm_up()
         assert synth._pool is not None

@@ -65,7 +65,12 @@ def test_a_contrast_across_backends_is_refused_unless_declared(tmp_path: Path) -
     message = str(err.value)
     assert "pair 0" in message and "'espeak'" in message and "'recorded'" in message
     assert "mixed backends confound the contrast" in message and "mixed_backends: true" in message
-    cfile.write_text(_campaign(tmp_path, MIXED.replace("  - contrast: [accent]", "  - contrast: [accent]\n    mixed_backends: true")))
+    cfile.write_text(
+        _campaign(
+            tmp_path,
+            MIXED.replace("  - contrast: [accent]", "  - contrast: [accent]\n    mixed_backends: true"),
+        )
+    )
     loaded = load_campaign(cfile)
     recorded = loaded.campaign.cell_tts[0].tts
     assert {v.accent for v in planned_lines(loaded, recorded)} == {"gb_scottish"}
@@ -74,7 +79,9 @@ def test_a_contrast_across_backends_is_refused_unless_declared(tmp_path: Path) -
 
 def test_an_unknown_level_in_cell_tts_is_positioned(tmp_path: Path) -> None:
     cfile = tmp_path / "c.yaml"
-    cfile.write_text(_campaign(tmp_path, SAME_BACKEND).replace("accent: gb_scottish}", "accent: gb_klingon}", 1))
+    cfile.write_text(
+        _campaign(tmp_path, SAME_BACKEND).replace("accent: gb_scottish}", "accent: gb_klingon}", 1)
+    )
     with pytest.raises(ConfigError, match=r"cell_tts 0: unknown level 'gb_klingon'") as err:
         load_campaign(cfile)
     assert err.value.line is not None
@@ -102,7 +109,10 @@ def test_each_call_is_voiced_by_its_cell_s_backend(tmp_path: Path) -> None:
         header = by_episode[ep.episode_id]
         expected = "recorded" if header["condition"]["accent"] == "gb_scottish" else "espeak"
         assert header["tts"]["name"] == expected
-        events = [json.loads(x) for x in (run_dir / EPISODES_DIR / ep.episode_id / EVENTS_JSONL).read_text().splitlines()]
+        events = [
+            json.loads(x)
+            for x in (run_dir / EPISODES_DIR / ep.episode_id / EVENTS_JSONL).read_text().splitlines()
+        ]
         starts = [e for e in events if e["type"] == "caller_utterance_start"]
         assert starts and {e["voice"]["backend"] for e in starts} == {expected}
 
@@ -116,8 +126,12 @@ def test_lines_can_be_listed_for_the_recorded_cells_only(tmp_path: Path) -> None
     cfile.write_text(_campaign(tmp_path, SAME_BACKEND))
     main = "import sys; from harness.cli import main; sys.argv[0] = 'voice-audit'; main()"
     out = tmp_path / "lines.csv"
-    res = subprocess.run([sys.executable, "-c", main, "personas", "lines", str(cfile), "-o", str(out), "--recorded-only"],
-                         capture_output=True, text=True, timeout=120)
+    res = subprocess.run(
+        [sys.executable, "-c", main, "personas", "lines", str(cfile), "-o", str(out), "--recorded-only"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert res.returncode == 0, res.stderr
     accents = {row["accent"] for row in csv.DictReader(out.open())}
     assert accents == {"gb_scottish"}

@@ -33,7 +33,9 @@ def _check_matrix(where: Where, run_dir: Path) -> None:
     ids = [r.header.episode_id for r in records]
     lines = (run_dir / EPISODES_JSONL).read_bytes().splitlines()
     assert len(ids) == len(set(ids)) == len(lines) == reader.manifest.n_planned_episodes == 2 * len(expected)
-    got = {(r.header.agent, r.outcome.status, r.outcome.failure_kind, r.outcome.outcome_flags) for r in records}
+    got = {
+        (r.header.agent, r.outcome.status, r.outcome.failure_kind, r.outcome.outcome_flags) for r in records
+    }
     want = {
         (f.replace("_", "-"), "completed", k, (NON_SERVICE[f],) if NON_SERVICE[f] else ())
         for f, k in expected.items()
@@ -94,7 +96,10 @@ def test_report_counts_no_faulted_call_as_acceptable(runs: dict[Where, ChaosRun]
 
 def _analyze_and_report(run_dir: Path, out: Path) -> None:
     """The report counts faulted calls as completed non-service, never as acceptable."""
-    for args in (["analyze", str(run_dir), "--no-audio", "--quiet"], ["report", str(run_dir), "-o", str(out), "--quiet"]):
+    for args in (
+        ["analyze", str(run_dir), "--no-audio", "--quiet"],
+        ["report", str(run_dir), "-o", str(out), "--quiet"],
+    ):
         res = subprocess.run([*VOICE_AUDIT, *args], capture_output=True, text=True, timeout=120)
         assert res.returncode == 0, res.stdout + res.stderr
     report = json.loads((out / "report.json").read_text())

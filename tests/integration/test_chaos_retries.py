@@ -45,7 +45,10 @@ def test_retries_are_separate_attempts(tmp_path: Path, where: Where) -> None:
             assert rec.outcome.failure_kind is None and "agent_disconnected" not in rec.outcome.outcome_flags
         else:
             assert rec.outcome.failure_kind == "disconnect"
-            assert rec.outcome.terminal_outcome == "unresolved" and "agent_disconnected" in rec.outcome.outcome_flags
+            assert (
+                rec.outcome.terminal_outcome == "unresolved"
+                and "agent_disconnected" in rec.outcome.outcome_flags
+            )
         folder = run.run_dir / "episodes" / planned.episode_id
         assert (folder / EVENTS_JSONL).exists() and (folder / CALL_WAV).exists()
         earlier = _attempts(folder)
@@ -56,7 +59,10 @@ def test_retries_are_separate_attempts(tmp_path: Path, where: Where) -> None:
             assert a.outcome.status == "completed" and a.outcome.failure_kind == "disconnect"
             assert a.outcome.outcome_flags == ("agent_disconnected",)
             kept = folder / ATTEMPTS_DIR / str(a.header.attempt)
-            assert a.outcome.audio_file == f"episodes/{planned.episode_id}/{ATTEMPTS_DIR}/{a.header.attempt}/{CALL_WAV}"
+            assert (
+                a.outcome.audio_file
+                == f"episodes/{planned.episode_id}/{ATTEMPTS_DIR}/{a.header.attempt}/{CALL_WAV}"
+            )
             assert (kept / CALL_WAV).exists()
             events = [json.loads(x) for x in (kept / EVENTS_JSONL).read_text().splitlines()]
             assert events[-1]["type"] == "hang_up" and any(e["type"] == "error" for e in events)

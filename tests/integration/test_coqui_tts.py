@@ -49,7 +49,9 @@ async def test_registry_path_loads_the_checkpoint_and_speaks_in_a_worker(tiny: T
         s = await synth.speak(ONE, None, VOICE)
         again = await synth.speak(ONE, None, VOICE)
     assert s.pcm.dtype == np.int16 and s.pcm.ndim == 1 and s.sample_rate == 16000
-    assert s.pcm.size == tiny.samples(ONE), "one sentence: tokens x frames x hop, Coqui's trailing pad removed"
+    assert s.pcm.size == tiny.samples(ONE), (
+        "one sentence: tokens x frames x hop, Coqui's trailing pad removed"
+    )
     assert 0 < np.abs(s.pcm).max() <= 32767 and np.abs(s.pcm.astype(np.int32)).mean() > 10
     assert again.cached and np.array_equal(again.pcm, s.pcm)
     digest = hashlib.sha256(tiny.checkpoint.read_bytes()).hexdigest()
@@ -57,7 +59,9 @@ async def test_registry_path_loads_the_checkpoint_and_speaks_in_a_worker(tiny: T
     assert s.params["model_sha256"] == digest
     assert s.params["config_sha256"] == hashlib.sha256(tiny.config.read_bytes()).hexdigest()
     assert s.backend == "coqui"
-    assert s.backend_version.startswith(f"coqui-tts {metadata.version('coqui-tts')}; model.pth sha256:{digest[:16]}")
+    assert s.backend_version.startswith(
+        f"coqui-tts {metadata.version('coqui-tts')}; model.pth sha256:{digest[:16]}"
+    )
 
 
 def test_sentences_keep_their_pause_and_the_output_is_reproducible(tiny: TinyVits) -> None:
@@ -74,7 +78,9 @@ def test_sentences_keep_their_pause_and_the_output_is_reproducible(tiny: TinyVit
     torch.manual_seed(123)
     again = create_tts("coqui", model_path=tiny.checkpoint).synthesize(TWO, None, VOICE)
     assert torch.equal(torch.rand(3), expected_next), "the caller's torch RNG must be left as it was"
-    assert np.array_equal(again.pcm, s.pcm), "VITS samples noise: the same request must still give the same audio"
+    assert np.array_equal(again.pcm, s.pcm), (
+        "VITS samples noise: the same request must still give the same audio"
+    )
     other = backend.synthesize("Can you refund me today?", None, VOICE)
     assert other.pcm.size > tiny.samples(second) and other.params["seed"] != s.params["seed"]
 
@@ -86,7 +92,9 @@ def test_cache_keys_follow_the_model_file_content(tiny: TinyVits, tmp_path: Path
     shutil.copytree(tiny.checkpoint.parent, copy)
 
     def key(path: Path) -> str:
-        return SpeechSynthesizer("coqui", options={"model_path": str(path)}, pool_size=0).key(ONE, None, VOICE)
+        return SpeechSynthesizer("coqui", options={"model_path": str(path)}, pool_size=0).key(
+            ONE, None, VOICE
+        )
 
     assert key(tiny.checkpoint) != key(retrained.checkpoint), "same file name, other weights"
     assert key(tiny.checkpoint) == key(copy / "model.pth"), "same bytes elsewhere: the cache stays shareable"
@@ -95,7 +103,9 @@ def test_cache_keys_follow_the_model_file_content(tiny: TinyVits, tmp_path: Path
     assert a.pcm.size == b.pcm.size and not np.array_equal(a.pcm, b.pcm)
 
     shutil.copyfile(retrained.checkpoint, copy / "model.pth")
-    assert key(copy / "model.pth") == key(retrained.checkpoint), "a checkpoint rewritten in place is hashed again"
+    assert key(copy / "model.pth") == key(retrained.checkpoint), (
+        "a checkpoint rewritten in place is hashed again"
+    )
 
 
 def test_missing_or_corrupt_files_give_one_clear_line(tiny: TinyVits, tmp_path: Path) -> None:
@@ -126,7 +136,9 @@ def test_missing_or_corrupt_files_give_one_clear_line(tiny: TinyVits, tmp_path: 
     _one_line_naming(str(info.value), str(lonely / "config.json"), "not valid JSON")
 
 
-def test_a_config_that_does_not_fit_the_checkpoint_fails_at_load_in_one_line(tiny: TinyVits, tmp_path: Path) -> None:
+def test_a_config_that_does_not_fit_the_checkpoint_fails_at_load_in_one_line(
+    tiny: TinyVits, tmp_path: Path
+) -> None:
     config = tiny.config.read_text().replace('"hidden_channels": 16', '"hidden_channels": 24')
     assert config != tiny.config.read_text()
     (tmp_path / "other.json").write_text(config)
@@ -137,7 +149,9 @@ def test_a_config_that_does_not_fit_the_checkpoint_fails_at_load_in_one_line(tin
 
 
 @pytest.mark.parametrize("module", ["TTS", "torchaudio", "torchcodec"])
-def test_missing_engine_names_the_coqui_extra(monkeypatch: pytest.MonkeyPatch, tiny: TinyVits, module: str) -> None:
+def test_missing_engine_names_the_coqui_extra(
+    monkeypatch: pytest.MonkeyPatch, tiny: TinyVits, module: str
+) -> None:
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda m, *a: None if m == module else real(m, *a))
     with pytest.raises(MissingBackendError, match=r"pip install 'voice-audit\[coqui\]'"):
@@ -154,7 +168,9 @@ def test_persona_rate_scales_every_token_through_the_models_length_scale(tiny: T
         assert s.params["length_scale"] == pytest.approx(scale)
         assert s.params["rate_wpm_requested"] == rate and s.params["reference_wpm"] == 165
         assert s.pcm.size == tiny.tokens(ONE) * int(np.ceil(natural * scale)) * 256
-    assert backend.synthesize(ONE, None, VOICE).pcm.size == tiny.samples(ONE), "the model's own scale is restored"
+    assert backend.synthesize(ONE, None, VOICE).pcm.size == tiny.samples(ONE), (
+        "the model's own scale is restored"
+    )
     slow_ref = create_tts("coqui", model_path=tiny.checkpoint, reference_wpm=330)
     assert slow_ref.synthesize(ONE, None, VOICE).params["length_scale"] == pytest.approx(2.0)
     with pytest.raises(BackendLoadError, match="reference_wpm"):

@@ -42,14 +42,20 @@ async def _no_server() -> AsyncIterator[str]:
     yield ""
 
 
-async def _run(tmp_path: Path, adapter: str, pacing: str, server: contextlib.AbstractAsyncContextManager[str]) -> Path:
+async def _run(
+    tmp_path: Path, adapter: str, pacing: str, server: contextlib.AbstractAsyncContextManager[str]
+) -> Path:
     lib = cancel_library(tmp_path / "lib")
     async with server as url:
         cfile = tmp_path / "c.yaml"
         cfile.write_text(
-            CAMPAIGN.format(lib=lib.directory, adapter=adapter, url=f', url: "{url}"' if url else "", pacing=pacing)
+            CAMPAIGN.format(
+                lib=lib.directory, adapter=adapter, url=f', url: "{url}"' if url else "", pacing=pacing
+            )
         )
-        runner = CampaignRunner(load_campaign(cfile), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False)
+        runner = CampaignRunner(
+            load_campaign(cfile), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False
+        )
         await runner.run()
     return tmp_path / "run"
 
@@ -65,7 +71,11 @@ def _check(run_dir: Path, protocol: str, facts_sha256: str) -> None:
         assert rec.outcome.terminal_outcome == "cancelled", rec.outcome
         assert rec.outcome.facts_sha256_seen == facts_sha256
         exp = rec.header.exposure
-        assert exp is not None and (exp.protocol, exp.transcripts, exp.tool_trace) == (protocol, True, True), exp
+        assert exp is not None and (exp.protocol, exp.transcripts, exp.tool_trace) == (
+            protocol,
+            True,
+            True,
+        ), exp
         row = metrics.loc[rec.header.episode_id]
         assert row["outcome_source"] == "tool_trace" and row["outcome_acceptable"] == 1.0
         assert row["tool_trace_exposed"] == 1.0 and row["safety_unbacked_remedy_claim"] == 0.0

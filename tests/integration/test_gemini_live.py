@@ -44,7 +44,10 @@ from harness.runtime import CampaignRunner
 from harness.tools import ToolFixture
 from scenarios import BUNDLED_LIBRARY, ScenarioLibrary, canonical_json
 
-pytestmark = [pytest.mark.slow, pytest.mark.serial]  # serial: real-time calls; the yield to a barge-in is measured
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.serial,
+]  # serial: real-time calls; the yield to a barge-in is measured
 
 
 def _tls(tmp_path: Path) -> tuple[ssl.SSLContext, ssl.SSLContext]:

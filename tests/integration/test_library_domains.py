@@ -36,7 +36,10 @@ pacing: accelerated
 timeouts: {turn_s: 60, call_s: 300}
 """
 
-REMEDY = {"account_verification": ("account_unlocked", "unlock_account"), "retention_cancel": ("cancelled", "cancel_subscription")}
+REMEDY = {
+    "account_verification": ("account_unlocked", "unlock_account"),
+    "retention_cancel": ("cancelled", "cancel_subscription"),
+}
 FLAG = {
     "account_verification": "unlock_intent_flagged",
     "retention_cancel": "cancel_intent_flagged",
@@ -51,7 +54,9 @@ def test_hybrid_agent_serves_every_new_domain(tmp_path: Path) -> None:
     assert library.verify() == []
     cfile = tmp_path / "c.yaml"
     cfile.write_text(CAMPAIGN)
-    runner = CampaignRunner(load_campaign(cfile), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False)
+    runner = CampaignRunner(
+        load_campaign(cfile), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False
+    )
     asyncio.run(runner.run())
     reader = RunReader(tmp_path / "run")
     records = list(reader.records())
@@ -75,7 +80,9 @@ def test_hybrid_agent_serves_every_new_domain(tmp_path: Path) -> None:
         if out == "escalated":  # a handoff is acceptable only with the caller's request carried
             assert FLAG[sid] in rec.outcome.outcome_flags
         else:
-            assert "verify_identity" in ok and "policy_lookup" in ok  # served only after verification, from policy
+            assert (
+                "verify_identity" in ok and "policy_lookup" in ok
+            )  # served only after verification, from policy
             if sid in REMEDY:
                 assert (out, row["outcome_source"]) == (REMEDY[sid][0], "tool_trace") and REMEDY[sid][1] in ok
                 assert row["safety_unbacked_remedy_claim"] == 0.0

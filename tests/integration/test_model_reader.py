@@ -89,7 +89,13 @@ async def _read_all(url: str, key: str, scenario: Scenario) -> list[dict[str, ob
         out = []
         for text in TURNS:
             r = await reader.aread(text, scenario)
-            out.append({"acts": list(r.act_names), "facts": list(r.challenge_facts), "classification": r.classification})
+            out.append(
+                {
+                    "acts": list(r.act_names),
+                    "facts": list(r.challenge_facts),
+                    "classification": r.classification,
+                }
+            )
         return out
     finally:
         await reader.close()
@@ -134,7 +140,9 @@ async def test_readings_over_http_are_parsed_logged_and_identical_across_process
     assert key not in log.read_text(errors="replace")
 
 
-def test_in_process_readings_are_identical_across_processes_and_orders(scenario: Scenario, weights: Path) -> None:
+def test_in_process_readings_are_identical_across_processes_and_orders(
+    scenario: Scenario, weights: Path
+) -> None:
     """Two fresh processes with the in-process backend give the same readings, in either order."""
     code = (
         "import json, sys\n"
@@ -150,7 +158,12 @@ def test_in_process_readings_are_identical_across_processes_and_orders(scenario:
     env = {k: v for k, v in os.environ.items() if k != KEY_ENV}
     runs = [
         subprocess.run(
-            [sys.executable, "-c", code, json.dumps(order)], capture_output=True, text=True, timeout=600, check=True, env=env
+            [sys.executable, "-c", code, json.dumps(order)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=True,
+            env=env,
         ).stdout
         for order in (list(TURNS), list(reversed(TURNS)))
     ]
@@ -179,7 +192,9 @@ reader:
 
 
 @pytest.mark.parametrize("acting", ["rules", "model"])
-def test_a_run_logs_both_readings_per_turn_and_never_the_key(weights: Path, tmp_path: Path, acting: str) -> None:
+def test_a_run_logs_both_readings_per_turn_and_never_the_key(
+    weights: Path, tmp_path: Path, acting: str
+) -> None:
     key = "sk-" + secrets.token_hex(16)
     with llama_server(weights, key, tmp_path / "server.log") as url:
         asyncio.run(wait_ready(url, timeout_s=120, api_key=key))

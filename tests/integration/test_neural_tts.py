@@ -88,8 +88,11 @@ def test_a_model_file_that_does_not_match_its_hash_is_refused(tmp_path: Path) ->
         f.seek(1_000_000)
         f.write(bytes([byte[0] ^ 0xFF]))
     backend = create_tts(
-        "neural", voices={"*": "mine"},
-        extra_voices={"mine": {"path": str(copy), "sha256": JOE.sha256, "licence": "CC0-1.0", "gender": "male"}},
+        "neural",
+        voices={"*": "mine"},
+        extra_voices={
+            "mine": {"path": str(copy), "sha256": JOE.sha256, "licence": "CC0-1.0", "gender": "male"}
+        },
     )
     with pytest.raises(BackendLoadError, match="sha256"):
         backend.synthesize(TEXT, None, SpeechParams(voice="en-us", variant="m1"))
@@ -116,15 +119,22 @@ channel: {telephone: true}
     )
     loaded = load_campaign(cfile)
     run_dir = tmp_path / "run"
-    summary = asyncio.run(CampaignRunner(loaded, run_dir, cache_dir=None, progress=False, tts_pool_size=0).run())
+    summary = asyncio.run(
+        CampaignRunner(loaded, run_dir, cache_dir=None, progress=False, tts_pool_size=0).run()
+    )
     assert summary.statuses.get("completed", 0) == 2, summary.lines()
     seen = {"en-us": 0, "en-gb-scotland": 0}
     for ep in loaded.plan.episodes:
-        events = [json.loads(x) for x in (run_dir / EPISODES_DIR / ep.episode_id / EVENTS_JSONL).read_text().splitlines()]
+        events = [
+            json.loads(x)
+            for x in (run_dir / EPISODES_DIR / ep.episode_id / EVENTS_JSONL).read_text().splitlines()
+        ]
         starts = [e for e in events if e["type"] == "caller_utterance_start"]
         assert starts
         for e in starts:
             v = e["voice"]
-            assert v["backend"] == "neural" and v["model_sha256"] == JOE.sha256 and v["licence"] == JOE.licence
+            assert (
+                v["backend"] == "neural" and v["model_sha256"] == JOE.sha256 and v["licence"] == JOE.licence
+            )
             seen[v["phonemes_from"]] += 1
     assert all(seen.values())

@@ -69,7 +69,9 @@ async def test_pipecat_twilio_bot_hears_us_and_answers(monkeypatch: pytest.Monke
     stats = bot.BotStats()
     rest_calls: list[dict[str, Any]] = []
     rest, rest_url = await _rest_stub(rest_calls)
-    config = uvicorn.Config(bot.build_app(stats, rest_url), host="127.0.0.1", port=0, log_level="warning", lifespan="off")
+    config = uvicorn.Config(
+        bot.build_app(stats, rest_url), host="127.0.0.1", port=0, log_level="warning", lifespan="off"
+    )
     server = uvicorn.Server(config)
     serving = asyncio.create_task(server.serve())
     events: list[AgentEvent] = []
@@ -82,6 +84,7 @@ async def test_pipecat_twilio_bot_hears_us_and_answers(monkeypatch: pytest.Monke
         call = CallInfo(facts=sc.facts, scenario_id=sc.id)
         adapter = twilio_adapter(AgentSpec(name="pipecat", adapter="twilio", url=f"ws://127.0.0.1:{port}/ws"))
         session = await adapter.connect(call)
+
         async def read() -> None:
             async for ev in session.events():
                 events.append(ev)
@@ -90,7 +93,11 @@ async def test_pipecat_twilio_bot_hears_us_and_answers(monkeypatch: pytest.Monke
         utterance = CALLER.read_bytes()
         async with asyncio.timeout(30), asyncio.TaskGroup() as tg:
             tg.create_task(read())
-            frames = [silence] * 25 + [utterance[i : i + 160] for i in range(0, len(utterance), 160)] + [silence] * 100
+            frames = (
+                [silence] * 25
+                + [utterance[i : i + 160] for i in range(0, len(utterance), 160)]
+                + [silence] * 100
+            )
             clock = asyncio.get_running_loop().time()
             for frame in frames:  # real-time pacing: Silero and Pipecat's clocks expect it
                 await session.send_audio(frame)
@@ -167,7 +174,11 @@ async def _campaign_against(
     stats = bots.ServiceBotStats()
     rest, rest_url = await _rest_stub([])
     config = uvicorn.Config(
-        bots.build_app(stats, behaviour, rest_url), host="127.0.0.1", port=0, log_level="warning", lifespan="off"
+        bots.build_app(stats, behaviour, rest_url),
+        host="127.0.0.1",
+        port=0,
+        log_level="warning",
+        lifespan="off",
     )
     server = uvicorn.Server(config)
     serving = asyncio.create_task(server.serve())
@@ -179,7 +190,11 @@ async def _campaign_against(
         path = tmp_path / f"{behaviour}.yaml"
         path.write_text(CAMPAIGN.format(name=behaviour, port=port, extra=extra))
         runner = CampaignRunner(
-            load_campaign(path), tmp_path / behaviour, cache_dir=tmp_path / "cache", progress=False, tts_pool_size=1
+            load_campaign(path),
+            tmp_path / behaviour,
+            cache_dir=tmp_path / "cache",
+            progress=False,
+            tts_pool_size=1,
         )
         summary = await runner.run()
         assert summary.statuses == {"completed": 2}, (summary.statuses, summary.failures)
@@ -202,7 +217,10 @@ async def test_bot_that_ignores_the_caller_is_unresolved_not_failed(
     for rec in records:
         o = rec.outcome
         assert (o.status, o.terminal_outcome, o.outcome_flags, o.failure_kind) == (
-            "completed", "unresolved", ("agent_unresponsive",), None
+            "completed",
+            "unresolved",
+            ("agent_unresponsive",),
+            None,
         )
         events = reader.events(rec.header.episode_id)
         actions = [e.action for e in events if e.type == "caller_patience"]
@@ -239,7 +257,9 @@ async def test_bot_that_clears_on_barge_in_yields_and_it_is_measured(
             yielded = next(e for e in after if e.type == "agent_yield")
             assert yielded.turn == b.turn and yielded.cleared
             # it stopped well before the end of its 3 s answer, after the caller started talking
-            assert yielded.stop_latency_ms is not None and 0 < yielded.stop_latency_ms < 3000 - 800 - 200, yielded
+            assert yielded.stop_latency_ms is not None and 0 < yielded.stop_latency_ms < 3000 - 800 - 200, (
+                yielded
+            )
             assert yielded.overlap_ms <= yielded.stop_latency_ms
             line = next(e for e in after if e.type == "caller_utterance_start")
             assert line.kind == "interruption" and line.text == "Sorry, can I just stop you there?"

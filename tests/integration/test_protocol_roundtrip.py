@@ -38,7 +38,9 @@ from harness.model.campaign import AgentSpec
 from scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
 PCM16K = AudioFormat("pcm16", 16000)
-CFG = ServeConfig(greeting_timeout_s=2.0, turn_timeout_s=10.0, vad=VadConfig(hangover_ms=300), hangup_grace_s=1.0)
+CFG = ServeConfig(
+    greeting_timeout_s=2.0, turn_timeout_s=10.0, vad=VadConfig(hangover_ms=300), hangup_grace_s=1.0
+)
 
 
 def _call() -> CallInfo:
@@ -88,7 +90,9 @@ def _types(events: Sequence[AgentEvent], *keep: type) -> list[str]:
     return [n for i, n in enumerate(names) if not (n == "AudioOut" and i and names[i - 1] == "AudioOut")]
 
 
-async def _streamed_call(adapter: AgentAdapter, turns: int, end_turn: bool) -> tuple[list[AgentEvent], AgentSession]:
+async def _streamed_call(
+    adapter: AgentAdapter, turns: int, end_turn: bool
+) -> tuple[list[AgentEvent], AgentSession]:
     """Greeting, then `turns` caller utterances, each followed by silence until the agent's turn ends."""
     fmt = adapter.capabilities.input_format
     session = await adapter.connect(_call())
@@ -101,7 +105,9 @@ async def _streamed_call(adapter: AgentAdapter, turns: int, end_turn: bool) -> t
             if end_turn:
                 await session.end_turn()
             before = len(events)
-            while len(events) == before or not any(isinstance(e, TurnEnd | MarkOut | HangupOut) for e in events[before:]):
+            while len(events) == before or not any(
+                isinstance(e, TurnEnd | MarkOut | HangupOut) for e in events[before:]
+            ):
                 if reader.done():
                     break
                 try:
@@ -263,7 +269,9 @@ async def test_realtime_manual_turns_with_tool_calls(api: str) -> None:
     agent = ToneAgent(AgentSpec(name="tone", adapter="x", options={"hangup_after": 2}))
     async with start_server(agent, "realtime", config=CFG) as srv:
         adapter = realtime_adapter(_spec("realtime", srv.url, api=api, turn_detection="none"))
-        assert adapter.capabilities.turn_based and adapter.capabilities.input_format == AudioFormat("pcm16", 24000)
+        assert adapter.capabilities.turn_based and adapter.capabilities.input_format == AudioFormat(
+            "pcm16", 24000
+        )
         session = await adapter.connect(_call())
         events: list[AgentEvent] = []
         async with asyncio.timeout(20), asyncio.TaskGroup() as tg:

@@ -38,11 +38,27 @@ MOUNT = (
 def test_rate_command_serves_on_loopback_and_stops_on_ctrl_c(tmp_path: Path) -> None:
     (tmp_path / "c.yaml").write_text(CAMPAIGN)
     exe = Path(sys.executable).with_name("voice-audit")
-    subprocess.run([str(exe), "run", str(tmp_path / "c.yaml"), "--out", str(tmp_path), "--run-id", "r", "--quiet", "--no-stimulus-check"],
-                   check=True, capture_output=True, timeout=300)
+    subprocess.run(
+        [
+            str(exe),
+            "run",
+            str(tmp_path / "c.yaml"),
+            "--out",
+            str(tmp_path),
+            "--run-id",
+            "r",
+            "--quiet",
+            "--no-stimulus-check",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
     proc = subprocess.Popen(
         [sys.executable, "-c", MOUNT, str(tmp_path / "r"), "--rater", "ann", "--task", "perceptibility"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert proc.stdout is not None

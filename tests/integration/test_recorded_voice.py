@@ -41,7 +41,16 @@ PATHS = [
     "What is the address on the account? And what was the amount and the date of the charge?",
     "I have issued a refund of twenty four dollars and ninety nine cents.",
 ]
-SILENT = ["Thank you for calling. How can I help you today?", "What seems to be the problem?", "", "", "", "", "", ""]
+SILENT = [
+    "Thank you for calling. How can I help you today?",
+    "What seems to be the problem?",
+    "",
+    "",
+    "",
+    "",
+    "",
+    "",
+]
 
 PAD_MS = 120
 GAP_MS = 180
@@ -92,7 +101,9 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     for line in planned_lines(load_campaign(cfile)):
         synth = espeak.synthesize(line.text, None, line.speech)
         rate = synth.sample_rate
-        take = np.concatenate([np.zeros(rate * 3 // 10, np.int16), np.asarray(synth.pcm), np.zeros(rate // 4, np.int16)])
+        take = np.concatenate(
+            [np.zeros(rate * 3 // 10, np.int16), np.asarray(synth.pcm), np.zeros(rate // 4, np.int16)]
+        )
         soundfile.write(str(voices / line.file), take, rate, subtype="PCM_16")
     return cfile, voices
 
@@ -101,7 +112,9 @@ def _events(episode: Path) -> list[dict[str, object]]:
     return [json.loads(x) for x in (episode / EVENTS_JSONL).read_text().splitlines() if x.strip()]
 
 
-def test_campaign_on_recordings_plays_exactly_the_listed_lines(study: tuple[Path, Path], tmp_path: Path) -> None:
+def test_campaign_on_recordings_plays_exactly_the_listed_lines(
+    study: tuple[Path, Path], tmp_path: Path
+) -> None:
     cfile, voices = study
     loaded = load_campaign(cfile)
     lines = {v.key: v for v in planned_lines(loaded)}
@@ -112,7 +125,9 @@ def test_campaign_on_recordings_plays_exactly_the_listed_lines(study: tuple[Path
     voice_of_side: dict[str, str] = {}
     for ep in loaded.plan.episodes:
         cond = ep.pair.condition_a if ep.side == "a" else ep.pair.condition_b
-        voice_of_side[ep.episode_id] = f"{cond.accent}/{cond.voice_profile}/{ep.pair.voice_index}/{cond.affect}"
+        voice_of_side[ep.episode_id] = (
+            f"{cond.accent}/{cond.voice_profile}/{ep.pair.voice_index}/{cond.affect}"
+        )
 
     kinds: set[str] = set()
     multi_line = 0
@@ -128,7 +143,9 @@ def test_campaign_on_recordings_plays_exactly_the_listed_lines(study: tuple[Path
                 continue
             kinds.add(str(ev["kind"]))
             voice = ev["voice"]
-            assert isinstance(voice, dict) and voice["backend"] == "recorded" and voice["rate_applied"] is False
+            assert (
+                isinstance(voice, dict) and voice["backend"] == "recorded" and voice["rate_applied"] is False
+            )
             keys = voice["lines"]
             assert all(k in lines for k in keys), f"a line outside the list was played: {ev['text']!r}"
             assert {lines[k].voice for k in keys} == {voice_of_side[ep.episode_id]}, "a line of another voice"
@@ -137,16 +154,28 @@ def test_campaign_on_recordings_plays_exactly_the_listed_lines(study: tuple[Path
             pieces = []
             for i, k in enumerate(keys):
                 if k not in prepared:
-                    prepared[k] = prepare(voices / f"{k}.wav", pad_ms=PAD_MS, sample_rate=16000, target_lufs=LUFS).pcm
+                    prepared[k] = prepare(
+                        voices / f"{k}.wav", pad_ms=PAD_MS, sample_rate=16000, target_lufs=LUFS
+                    ).pcm
                 if i:
                     pieces.append(np.zeros(16000 * GAP_MS // 1000, np.int16))
                 pieces.append(prepared[k])
             expected = np.concatenate(pieces)
             start = int(ev["t_ms"]) * 16
             got = caller[start : start + len(expected)]
-            assert got.tobytes() == expected.tobytes(), f"caller audio differs from the recording for {ev['text']!r}"
+            assert got.tobytes() == expected.tobytes(), (
+                f"caller audio differs from the recording for {ev['text']!r}"
+            )
             compared += 1
-    assert kinds >= {"anchor", "repeat", "rephrase", "human_request", "nudge", "challenge_answer", "patience_prompt"}
+    assert kinds >= {
+        "anchor",
+        "repeat",
+        "rephrase",
+        "human_request",
+        "nudge",
+        "challenge_answer",
+        "patience_prompt",
+    }
     assert multi_line > 0
     assert compared > 40
 
@@ -199,16 +228,24 @@ def test_check_command_reports_the_recordings(study: tuple[Path, Path]) -> None:
 
     cfile, voices = study
     main = "import sys; from harness.cli import main; sys.argv[0] = 'voice-audit'; main()"
-    res = subprocess.run([sys.executable, "-c", main, "personas", "check", str(cfile)], capture_output=True,
-                         text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-c", main, "personas", "check", str(cfile)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr
     n = len(planned_lines(load_campaign(cfile)))
     assert f"all {n} lines recorded in {voices}" in res.stdout and f"played at {LUFS:g} LUFS" in res.stdout
     victim = planned_lines(load_campaign(cfile))[-1]
     (voices / victim.file).rename(voices / "aside.tmp")
     try:
-        res = subprocess.run([sys.executable, "-c", main, "personas", "check", str(cfile)], capture_output=True,
-                             text=True, timeout=300)
+        res = subprocess.run(
+            [sys.executable, "-c", main, "personas", "check", str(cfile)],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     finally:
         (voices / "aside.tmp").rename(voices / victim.file)
         (voices / MISSING_LIST).unlink(missing_ok=True)

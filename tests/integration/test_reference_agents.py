@@ -45,8 +45,16 @@ async def _pair(cls: type[CascadedAgent], knobs: dict[str, Any], engines: tuple[
     for profile in ("male_adult", "female_adult"):
         oracle: dict[str, dict[str, str]] = {}
         # The design's low-confidence extra challenge is switched off so only the planted knob can add one.
-        agent = cls({"knobs": knobs, "calibration_oracle": oracle, "policy": {"extra_challenge_below_confidence": None}})
-        logs[profile] = await run_call(agent, REFUND, condition(voice_profile=profile), synth, asr, oracle=oracle)
+        agent = cls(
+            {
+                "knobs": knobs,
+                "calibration_oracle": oracle,
+                "policy": {"extra_challenge_below_confidence": None},
+            }
+        )
+        logs[profile] = await run_call(
+            agent, REFUND, condition(voice_profile=profile), synth, asr, oracle=oracle
+        )
     return logs
 
 

@@ -34,7 +34,9 @@ def run(tmp_path: Path, text: str = CAMPAIGN, resume: bool = False) -> Path:
     path.write_text(text)
     run_dir = tmp_path / "run"
     summary = asyncio.run(
-        CampaignRunner(load_campaign(path), run_dir, cache_dir=tmp_path / "cache", progress=False, tts_pool_size=1).run(resume=resume)
+        CampaignRunner(
+            load_campaign(path), run_dir, cache_dir=tmp_path / "cache", progress=False, tts_pool_size=1
+        ).run(resume=resume)
     )
     assert summary.stats.get("harness_errors") is None
     return run_dir
@@ -58,7 +60,9 @@ def test_accelerated_calls_log_aligned_events_and_audio(tmp_path: Path) -> None:
             if ev.type == "agent_speech_start":
                 i = ev.t_ms * rate // 1000
                 if i > 0:
-                    assert np.abs(audio[max(0, i - rate // 200) : i, 1]).max() < 50, "agent audio before its start event"
+                    assert np.abs(audio[max(0, i - rate // 200) : i, 1]).max() < 50, (
+                        "agent audio before its start event"
+                    )
                 assert np.abs(audio[i : i + rate // 200, 1]).max() > 1000, "no agent audio at its start event"
             if ev.type == "caller_utterance_start":
                 i = ev.t_ms * rate // 1000
@@ -78,7 +82,9 @@ def test_pairs_differ_in_caller_audio_only_by_accent(tmp_path: Path) -> None:
     reader = RunReader(run_dir)
     recs = list(reader.records())
     for rec in recs:
-        other = next(r for r in recs if r.header.pair_id == rec.header.pair_id and r.header.side != rec.header.side)
+        other = next(
+            r for r in recs if r.header.pair_id == rec.header.pair_id and r.header.side != rec.header.side
+        )
         a, b = rec.header.speech, other.header.speech
         assert {k for k in type(a).model_fields if getattr(a, k) != getattr(b, k)} == {"voice"}
 
@@ -97,11 +103,17 @@ def test_split_over_worker_processes_writes_each_episode_once(tmp_path: Path) ->
     path.write_text(CAMPAIGN.replace("voices: 2", "voices: 3\nreplicates: 2"))
     loaded = load_campaign(path)
     run_dir = tmp_path / "run"
-    summary = asyncio.run(CampaignRunner(loaded, run_dir, cache_dir=tmp_path / "cache", progress=False).run(workers=2))
+    summary = asyncio.run(
+        CampaignRunner(loaded, run_dir, cache_dir=tmp_path / "cache", progress=False).run(workers=2)
+    )
     assert summary.ran == 12 and summary.statuses["completed"] == 12
     ids = [r.header.episode_id for r in RunReader(run_dir).records()]
     assert sorted(ids) == sorted(e.episode_id for e in loaded.plan.episodes)
-    again = asyncio.run(CampaignRunner(loaded, run_dir, cache_dir=tmp_path / "cache", progress=False).run(resume=True, workers=2))
+    again = asyncio.run(
+        CampaignRunner(loaded, run_dir, cache_dir=tmp_path / "cache", progress=False).run(
+            resume=True, workers=2
+        )
+    )
     assert again.ran == 0 and again.resumed == 12
 
 
@@ -112,12 +124,15 @@ def test_caller_tts_endpoint_down_is_an_audio_error_not_a_pass(tmp_path: Path) -
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     text = CAMPAIGN.replace(
-        "voices: 2", f'voices: 1\ntts: {{name: openai, options: {{base_url: "http://127.0.0.1:{port}/v1", timeout_s: 2}}}}'
+        "voices: 2",
+        f'voices: 1\ntts: {{name: openai, options: {{base_url: "http://127.0.0.1:{port}/v1", timeout_s: 2}}}}',
     )
     path = tmp_path / "c.yaml"
     path.write_text(text)
     run_dir = tmp_path / "run"
-    summary = asyncio.run(CampaignRunner(load_campaign(path), run_dir, cache_dir=tmp_path / "cache", progress=False).run())
+    summary = asyncio.run(
+        CampaignRunner(load_campaign(path), run_dir, cache_dir=tmp_path / "cache", progress=False).run()
+    )
     assert summary.stats.get("harness_errors") is None
     records = list(RunReader(run_dir).records())
     assert len(records) == 2

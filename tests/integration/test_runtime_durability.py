@@ -86,7 +86,11 @@ def test_kill9_at_random_points_then_resume(tmp_path: Path) -> None:
     first = True
     kills = 0
     for _ in range(KILL_POINTS):
-        args = [str(campaign), "--out", str(tmp_path / "runs"), "--run-id", "k"] if first else ["--resume", str(run_dir)]
+        args = (
+            [str(campaign), "--out", str(tmp_path / "runs"), "--run-id", "k"]
+            if first
+            else ["--resume", str(run_dir)]
+        )
         # Its own process group, so the kill takes the runner and its TTS pool together (as a crash
         # would) and leaves no orphans behind.
         proc = subprocess.Popen(
@@ -104,7 +108,9 @@ def test_kill9_at_random_points_then_resume(tmp_path: Path) -> None:
 
 def _finish_and_check(run_dir: Path, planned: set[str], env: dict[str, str]) -> None:
     """Resume to the end, then: every planned episode exactly once, whole, and nothing else."""
-    final = subprocess.run(_cmd("--resume", str(run_dir)), env=env, capture_output=True, text=True, timeout=600)
+    final = subprocess.run(
+        _cmd("--resume", str(run_dir)), env=env, capture_output=True, text=True, timeout=600
+    )
     assert final.returncode == 0, final.stderr
     lines = (run_dir / "episodes.jsonl").read_bytes().splitlines()
     ids = [json.loads(line)["header"]["episode_id"] for line in lines]
@@ -123,8 +129,10 @@ def _finish_and_check(run_dir: Path, planned: set[str], env: dict[str, str]) -> 
     assert not (run_dir / "run.lock").exists(), "a finished run leaves no lock behind"
 
 
-SPLIT_CAMPAIGN = CAMPAIGN.replace("name: kill", "name: split").replace("replicates: 25", "replicates: 14").replace(
-    "concurrency: 3", "concurrency: 4"
+SPLIT_CAMPAIGN = (
+    CAMPAIGN.replace("name: kill", "name: split")
+    .replace("replicates: 25", "replicates: 14")
+    .replace("concurrency: 3", "concurrency: 4")
 )
 SPLIT_LIVES = 10
 
@@ -172,19 +180,32 @@ def test_split_run_survives_its_parent_or_a_worker_killed_alone(tmp_path: Path) 
     must_take_over = taken_over_expected = False
     for life in range(SPLIT_LIVES):
         fresh = not (run_dir / "run.json").exists()
-        args = [str(campaign), "--out", str(tmp_path / "runs"), "--run-id", "s"] if fresh else ["--resume", str(run_dir)]
+        args = (
+            [str(campaign), "--out", str(tmp_path / "runs"), "--run-id", "s"]
+            if fresh
+            else ["--resume", str(run_dir)]
+        )
         err_file = tmp_path / f"stderr-{life}.txt"
         with open(err_file, "wb") as err:
             proc = subprocess.Popen(
-                [*_cmd(*args), "--workers", "2"], env=env, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True
+                [*_cmd(*args), "--workers", "2"],
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                start_new_session=True,
             )
         try:
             if life == 0:
                 # A second writer while this one runs: refused with one line naming the holder.
                 _wait_for_progress(proc, run_dir, random.Random(0), 1)
-                second = subprocess.run(_cmd("--resume", str(run_dir)), env=env, capture_output=True, text=True, timeout=120)
+                second = subprocess.run(
+                    _cmd("--resume", str(run_dir)), env=env, capture_output=True, text=True, timeout=120
+                )
                 assert second.returncode == 2
-                assert second.stderr.count("\n") == 1 and f"in use by voice-audit pid {proc.pid}" in second.stderr
+                assert (
+                    second.stderr.count("\n") == 1
+                    and f"in use by voice-audit pid {proc.pid}" in second.stderr
+                )
             kind = "worker" if life % 3 == 1 else "parent"
             if not _wait_for_progress(proc, run_dir, rng, MAX_RECORDS_PER_LIFE):
                 kind = "finished"
@@ -193,10 +214,16 @@ def test_split_run_survives_its_parent_or_a_worker_killed_alone(tmp_path: Path) 
                 if workers:
                     os.kill(rng.choice(workers), signal.SIGKILL)
                     # the parent goes on with the other shard; then it is killed alone as well
-                    kind = "worker+parent" if _wait_for_progress(proc, run_dir, rng, MAX_RECORDS_PER_LIFE) else "worker"
+                    kind = (
+                        "worker+parent"
+                        if _wait_for_progress(proc, run_dir, rng, MAX_RECORDS_PER_LIFE)
+                        else "worker"
+                    )
                     if kind == "worker":
                         assert proc.wait(timeout=60) != 0
-                        assert "shard(s) failed" in err_file.read_text() and "--resume" in err_file.read_text()
+                        assert (
+                            "shard(s) failed" in err_file.read_text() and "--resume" in err_file.read_text()
+                        )
             if kind in ("parent", "worker+parent") and proc.poll() is None:
                 locked = (run_dir / "run.lock").exists()
                 os.kill(proc.pid, signal.SIGKILL)  # the parent alone: its workers must go with it
@@ -224,7 +251,9 @@ def test_workers_die_with_a_parent_killed_alone(tmp_path: Path) -> None:
     env = {**os.environ, "HOME": str(tmp_path)}
     run_dir = tmp_path / "runs" / "slow"
     args = [str(campaign), "--out", str(tmp_path / "runs"), "--run-id", "slow", "--workers", "2"]
-    proc = subprocess.Popen(_cmd(*args), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        _cmd(*args), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     try:
         deadline = time.monotonic() + 120
         while len(_shard_workers(proc.pid)) < 2 and proc.poll() is None and time.monotonic() < deadline:

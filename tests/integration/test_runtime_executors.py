@@ -83,7 +83,9 @@ def ray_executor() -> Iterator[RayExecutor]:
     asyncio.run(executor.__aenter__())
     gcs = ray.get_runtime_context().gcs_address
     try:
-        assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"}, "Ray must listen on loopback only"
+        assert {n["NodeManagerAddress"] for n in ray.nodes()} == {"127.0.0.1"}, (
+            "Ray must listen on loopback only"
+        )
         assert gcs.startswith("127.0.0.1:")
         yield executor
     finally:
@@ -101,7 +103,11 @@ def _campaign(tmp_path: Path) -> LoadedCampaign:
 
 
 def _run(
-    loaded: LoadedCampaign, run_dir: Path, tmp_path: Path, executor: Executor | None = None, resume: bool = False
+    loaded: LoadedCampaign,
+    run_dir: Path,
+    tmp_path: Path,
+    executor: Executor | None = None,
+    resume: bool = False,
 ) -> RunSummary:
     runner = CampaignRunner(loaded, run_dir, cache_dir=tmp_path / "cache", progress=False, tts_pool_size=1)
     summary = asyncio.run(runner.run(resume=resume, executor=executor))
@@ -129,7 +135,9 @@ def _content(run_dir: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def test_local_and_ray_runs_hold_the_same_episodes_and_resume(tmp_path: Path, ray_executor: RayExecutor) -> None:
+def test_local_and_ray_runs_hold_the_same_episodes_and_resume(
+    tmp_path: Path, ray_executor: RayExecutor
+) -> None:
     loaded = _campaign(tmp_path)
     planned = {e.episode_id for e in loaded.plan.episodes}
     local = _run(loaded, tmp_path / "local", tmp_path)
@@ -154,10 +162,16 @@ def test_local_and_ray_runs_hold_the_same_episodes_and_resume(tmp_path: Path, ra
         assert (done.resumed, done.ran) == (12, 0)
 
 
-def test_a_shard_that_cannot_see_the_run_folder_is_reported(tmp_path: Path, ray_executor: RayExecutor) -> None:
+def test_a_shard_that_cannot_see_the_run_folder_is_reported(
+    tmp_path: Path, ray_executor: RayExecutor
+) -> None:
     job = ShardJob(
-        campaign_file=str(tmp_path / "c.yaml"), run_dir=str(tmp_path / "nowhere"), episode_ids=("x",),
-        concurrency=1, plan_sha256="0" * 64, records_to_driver=True,
+        campaign_file=str(tmp_path / "c.yaml"),
+        run_dir=str(tmp_path / "nowhere"),
+        episode_ids=("x",),
+        concurrency=1,
+        plan_sha256="0" * 64,
+        records_to_driver=True,
     )
 
     async def go() -> list[str]:
@@ -166,7 +180,6 @@ def test_a_shard_that_cannot_see_the_run_folder_is_reported(tmp_path: Path, ray_
 
     errors = asyncio.run(go())
     assert len(errors) == 1 and "not visible on host" in errors[0]
-
 
 
 def test_an_open_session_to_another_cluster_is_not_silently_reused(ray_executor: RayExecutor) -> None:

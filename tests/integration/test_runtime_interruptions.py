@@ -43,7 +43,11 @@ async def _run(tmp_path: Path) -> RunReader:
         path = tmp_path / "c.yaml"
         path.write_text(CAMPAIGN.format(url=handle.url))
         runner = CampaignRunner(
-            load_campaign(path), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False, tts_pool_size=1
+            load_campaign(path),
+            tmp_path / "run",
+            cache_dir=tmp_path / "cache",
+            progress=False,
+            tts_pool_size=1,
         )
         summary = await runner.run()
         assert summary.statuses == {"completed": 2}, (summary.statuses, summary.failures)
@@ -57,7 +61,9 @@ def test_barge_in_on_an_agent_that_talks_on(tmp_path: Path) -> None:
         events = reader.events(rec.header.episode_id)
         barges = [e for e in events if e.type == "barge_in" and e.by == "caller"]
         assert [b.turn for b in barges] == [1, 2]
-        assert all(b.reason == "correction" and b.played_ms is not None and 500 <= b.played_ms < 700 for b in barges)
+        assert all(
+            b.reason == "correction" and b.played_ms is not None and 500 <= b.played_ms < 700 for b in barges
+        )
         points[rec.header.side] = [b.turn for b in barges]
         for b in barges:
             after = events[events.index(b) :]

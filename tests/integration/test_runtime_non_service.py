@@ -54,7 +54,11 @@ def _run(
     path.write_text(text)
     run_dir = tmp / name
     runner = CampaignRunner(
-        load_campaign(path), run_dir, cache_dir=tmp / "cache", progress=False, tts_pool_size=1,
+        load_campaign(path),
+        run_dir,
+        cache_dir=tmp / "cache",
+        progress=False,
+        tts_pool_size=1,
         check_agents=check_agents,
     )
     summary = asyncio.run(runner.run())
@@ -110,7 +114,9 @@ def _check_patience(logs: list[list[Event]]) -> None:
     silent turns are logged as silence, never read as the agent's words."""
     for events in logs:
         actions = [e.action for e in events if e.type == "caller_patience"]
-        assert actions[:2] == ["prompt", "prompt"] and actions[2] == "ask_human" and actions[-1] == "hang_up", actions
+        assert (
+            actions[:2] == ["prompt", "prompt"] and actions[2] == "ask_human" and actions[-1] == "hang_up"
+        ), actions
         silences = [e for e in events if e.type == "agent_silence"]
         assert len(silences) == len(actions)
         assert [e.silence_ms for e in silences] == sorted(e.silence_ms for e in silences)
@@ -119,7 +125,11 @@ def _check_patience(logs: list[list[Event]]) -> None:
         assert kinds.count("patience_prompt") == actions.count("prompt")
         first_silence = events.index(silences[0])
         assert not [e for e in events[first_silence:] if e.type == "caller_decision"]
-        assert events[-1].type == "hang_up" and events[-1].by == "caller" and events[-1].reason == "agent_unresponsive"
+        assert (
+            events[-1].type == "hang_up"
+            and events[-1].by == "caller"
+            and events[-1].reason == "agent_unresponsive"
+        )
 
 
 def test_accelerated_silent_hang_up_and_disconnect_stay_in_the_deltas(tmp_path: Path) -> None:
@@ -178,7 +188,10 @@ def test_unreachable_agent_is_an_outcome_with_a_valid_empty_recording(tmp_path: 
     """An HTTP agent on a loopback port nobody listens on (gone after the run's own endpoint check,
     which is skipped here): every call completes as unresolved (`agent_unreachable`, failure kind
     `connect_failed`), its call.wav is a valid empty recording, and the campaign goes on."""
-    agents = _scripted("twin", None) + f'  - {{name: gone, adapter: http, url: "http://127.0.0.1:{_closed_port()}"}}\n'
+    agents = (
+        _scripted("twin", None)
+        + f'  - {{name: gone, adapter: http, url: "http://127.0.0.1:{_closed_port()}"}}\n'
+    )
     text = _campaign("ns-gone", agents, "voices: 1\nreplicates: 2\nconcurrency: 4\npacing: accelerated\n")
     res, records, reader = _run(tmp_path, "gone", text, check_agents=False)
     gone = [r for r in records if r.header.agent == "gone"]
@@ -186,7 +199,10 @@ def test_unreachable_agent_is_an_outcome_with_a_valid_empty_recording(tmp_path: 
     for rec in gone:
         o = rec.outcome
         assert (o.status, o.failure_kind, o.terminal_outcome, o.outcome_flags) == (
-            "completed", "connect_failed", "unresolved", ("agent_unreachable",)
+            "completed",
+            "connect_failed",
+            "unresolved",
+            ("agent_unreachable",),
         )
         with wave.open(str(reader.run_dir / o.audio_file)) as w:  # type: ignore[operator]
             assert (w.getnchannels(), w.getframerate(), w.getnframes()) == (2, o.audio_sample_rate, 0)

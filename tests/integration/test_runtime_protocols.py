@@ -54,11 +54,15 @@ async def _run(
 ) -> tuple[Path, ScriptedAgent]:
     agent = ScriptedAgent(speak=True, audio_ms=0)
     async with start_server(agent, protocol, config=config) as handle:  # type: ignore[arg-type]
-        text = CAMPAIGN.format(adapter=adapter, url=handle.url + path, options=options, pacing=pacing, extra=extra)
+        text = CAMPAIGN.format(
+            adapter=adapter, url=handle.url + path, options=options, pacing=pacing, extra=extra
+        )
         tmp_path.mkdir(exist_ok=True)
         cfile = tmp_path / "c.yaml"
         cfile.write_text(text)
-        runner = CampaignRunner(load_campaign(cfile), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False)
+        runner = CampaignRunner(
+            load_campaign(cfile), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False
+        )
         summary = await runner.run()
         assert summary.stats.get("harness_errors") is None, summary.stats.get("harness_errors")
     return tmp_path / "run", agent
@@ -81,7 +85,11 @@ def _check_identity(run_dir: Path, agent: ScriptedAgent) -> set[str]:
 def _provisioned(run_dir: Path) -> list[Any]:
     reader = RunReader(run_dir)
     return [
-        next(e for e in reader.events(rec.header.episode_id) if e.type == "facts_provisioned" and not e.reported_by_agent)
+        next(
+            e
+            for e in reader.events(rec.header.episode_id)
+            if e.type == "facts_provisioned" and not e.reported_by_agent
+        )
         for rec in reader.records()
     ]
 
@@ -98,7 +106,9 @@ def _check_run(run_dir: Path, *, expect_refund: bool) -> None:
         assert "agent_speech_start" in kinds and "caller_utterance_start" in kinds
         if expect_refund:
             assert rec.outcome.terminal_outcome == "refund_issued", [
-                (e.type, getattr(e, "text", getattr(e, "heard", ""))) for e in events if e.type in ("agent_transcript", "caller_decision")
+                (e.type, getattr(e, "text", getattr(e, "heard", "")))
+                for e in events
+                if e.type in ("agent_transcript", "caller_decision")
             ]
         audio, rate = sf.read(reader.audio_path(rec.header.episode_id), dtype="int16")
         # Each agent turn's logged start must match the energy onset of the agent channel.
@@ -127,7 +137,9 @@ def test_twilio_media_streams_full_call(tmp_path: Path) -> None:
         assert any(e.type == "agent_transcript" and e.source == "harness_asr" for e in events)
         assert any(e.type == "caller_decision" and e.classification == "challenge" for e in events)
         assert sum(e.type == "caller_utterance_start" for e in events) >= 4
-        assert any(e.type == "mark" and e.action == "echoed" for e in events), "marks must be echoed after playback"
+        assert any(e.type == "mark" and e.action == "echoed" for e in events), (
+            "marks must be echoed after playback"
+        )
 
 
 @pytest.mark.serial  # real-time timing is asserted

@@ -32,7 +32,9 @@ concurrency: 2
 
 
 @pytest.mark.parametrize(("code", "words"), [(errno.ENOSPC, "the disk is full"), (errno.EROFS, "read-only")])
-def test_write_failure_stops_cleanly_and_resumes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int, words: str) -> None:
+def test_write_failure_stops_cleanly_and_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, code: int, words: str
+) -> None:
     cfile = tmp_path / "c.yaml"
     cfile.write_text(CAMPAIGN)
     loaded = load_campaign(cfile)
@@ -64,7 +66,9 @@ def test_write_failure_stops_cleanly_and_resumes(tmp_path: Path, monkeypatch: py
     reader = RunReader(run_dir)
     whole = [r.header.episode_id for r in reader.records()]
     assert len(whole) == 3, "the records written before the failure stay valid"
-    summary = asyncio.run(CampaignRunner(loaded, run_dir, cache_dir=tmp_path / "cache", progress=False).run(resume=True))
+    summary = asyncio.run(
+        CampaignRunner(loaded, run_dir, cache_dir=tmp_path / "cache", progress=False).run(resume=True)
+    )
     assert summary.resumed == 3
     lines = (run_dir / "episodes.jsonl").read_bytes().splitlines()
     ids = [json.loads(line)["header"]["episode_id"] for line in lines]

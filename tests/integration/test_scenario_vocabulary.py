@@ -40,7 +40,9 @@ def test_hybrid_agent_realises_the_scenario_defined_outcome(tmp_path: Path) -> N
     lib = cancel_library(tmp_path / "lib")
     cfile = tmp_path / "c.yaml"
     cfile.write_text(CAMPAIGN.format(lib=lib.directory))
-    runner = CampaignRunner(load_campaign(cfile), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False)
+    runner = CampaignRunner(
+        load_campaign(cfile), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False
+    )
     asyncio.run(runner.run())
     reader = RunReader(tmp_path / "run")
     records = {r.header.episode_id: r for r in reader.records()}
@@ -54,8 +56,15 @@ def test_hybrid_agent_realises_the_scenario_defined_outcome(tmp_path: Path) -> N
         if rec.outcome.terminal_outcome == "cancelled":
             cancelled += 1
             events = reader.events(eid)
-            done = [e for e in events if e.type == "tool_result" and getattr(e, "name", "") == "cancel_subscription"]
+            done = [
+                e
+                for e in events
+                if e.type == "tool_result" and getattr(e, "name", "") == "cancel_subscription"
+            ]
             assert done and done[-1].ok and row["outcome_source"] == "tool_trace"
         else:  # the only other acceptable end: a handoff carrying the cancel intent
-            assert rec.outcome.terminal_outcome == "escalated" and "cancel_intent_flagged" in rec.outcome.outcome_flags
+            assert (
+                rec.outcome.terminal_outcome == "escalated"
+                and "cancel_intent_flagged" in rec.outcome.outcome_flags
+            )
     assert cancelled >= 1

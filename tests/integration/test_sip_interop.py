@@ -33,7 +33,10 @@ from harness.runtime import CampaignRunner
 from scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 from tests.helpers.sip_peers import Baresip, Sipp, dominant_hz, free_port_pair, read_wav, tone
 
-pytestmark = [pytest.mark.slow, pytest.mark.serial]  # serial: real-time RTP pacing; answer and RTP timeouts decide the outcomes
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.serial,
+]  # serial: real-time RTP pacing; answer and RTP timeouts decide the outcomes
 
 FACTS = ScenarioLibrary(BUNDLED_LIBRARY).load_all()["refund_duplicate_charge"][1].facts
 

@@ -43,7 +43,11 @@ def test_one_turn_clip_is_that_turn_of_the_agent_channel(pristine_run: Path) -> 
     spec = build_task(pristine_run, "observer")
     item = spec.items[0]
     reader = RunReader(pristine_run)
-    (ms,) = [ev.duration_ms for ev in reader.events(item.episode_id) if ev.type == "agent_speech_end" and ev.turn == item.turn]
+    (ms,) = [
+        ev.duration_ms
+        for ev in reader.events(item.episode_id)
+        if ev.type == "agent_speech_end" and ev.turn == item.turn
+    ]
     one, rate = sf.read(io.BytesIO(clip_wav(reader, item.episode_id, "agent", turn=item.turn)))
     whole, _ = sf.read(io.BytesIO(clip_wav(reader, item.episode_id, "agent")))
     assert one.ndim == 1 and abs(len(one) / rate * 1000 - ms) <= 25
@@ -71,5 +75,11 @@ async def test_labels_are_validated_and_stored_for_the_gate(run_dir: Path) -> No
     frame, skipped = read_observer_labels(run_dir)
     assert not skipped
     assert frame.to_dict("records") == [
-        {"episode_id": item.episode_id, "turn": item.turn, "rater": "ann", "act": "challenge", "facts": "holder_name,postcode"}
+        {
+            "episode_id": item.episode_id,
+            "turn": item.turn,
+            "rater": "ann",
+            "act": "challenge",
+            "facts": "holder_name,postcode",
+        }
     ]

@@ -43,7 +43,9 @@ async def live(run_dir: Path) -> AsyncIterator[Live]:
 async def raw(port: int, request_line: str, extra: bytes = b"", headers: str = "") -> tuple[int, bytes, str]:
     """Send a request line verbatim, so no client library normalises '..' or percent escapes away."""
     reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 5)
-    writer.write(f"{request_line}\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n{headers}\r\n".encode() + extra)
+    writer.write(
+        f"{request_line}\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n{headers}\r\n".encode() + extra
+    )
     await writer.drain()
     data = await asyncio.wait_for(reader.read(), 10)
     writer.close()
@@ -53,12 +55,27 @@ async def raw(port: int, request_line: str, extra: bytes = b"", headers: str = "
 
 async def test_requests_without_the_token_are_refused(live: Live) -> None:
     t = live.token
-    for target in ["/", "/static/app.js", "/api/next?rater=a", f"/?token={t}", f"/x{t}/", f"/{t[:-1]}/",
-                   f"/{t.upper()}/", "/favicon.ico", f"/%2F{t}/", f"//{t}/"]:
+    for target in [
+        "/",
+        "/static/app.js",
+        "/api/next?rater=a",
+        f"/?token={t}",
+        f"/x{t}/",
+        f"/{t[:-1]}/",
+        f"/{t.upper()}/",
+        "/favicon.ico",
+        f"/%2F{t}/",
+        f"//{t}/",
+    ]:
         status, body, head = await raw(live.port, f"GET {target} HTTP/1.1")
         assert status == 403, target
         assert b"forbidden" in body and "Referrer-Policy: no-referrer" in head
-    status, _, _ = await raw(live.port, "POST /api/label HTTP/1.1", b"{}", "Content-Type: application/json\r\nContent-Length: 2\r\n")
+    status, _, _ = await raw(
+        live.port,
+        "POST /api/label HTTP/1.1",
+        b"{}",
+        "Content-Type: application/json\r\nContent-Length: 2\r\n",
+    )
     assert status == 403
     status, _, _ = await raw(live.port, f"GET /{t}/ HTTP/1.1")
     assert status == 200
@@ -69,12 +86,24 @@ async def test_paths_outside_the_app_cannot_be_fetched(live: Live, run_dir: Path
     eid = next(RunReader(run_dir).records()).header.episode_id
     secrets_on_disk = [b'"campaign_sha256"', b"schema_version", b"root:", eid.encode()]
     targets = [
-        f"/{t}/static/../../run.json", f"/{t}/static/..%2F..%2Frun.json", f"/{t}/static/%2e%2e/%2e%2e/run.json",
-        f"/{t}/static/%252e%252e%252frun.json", f"/{t}/static/..%5c..%5crun.json", f"/{t}/../run.json",
-        f"/{t}/%2e%2e/episodes.jsonl", f"/{t}/clip/..%2Fepisodes.jsonl", f"/{t}/clip/{eid}",
-        f"/{t}/clip/episodes%2F{eid}%2Fcall.wav", f"/{t}/static//etc/passwd", f"/{t}/static/%2Fetc%2Fpasswd",
-        f"/{t}//etc/passwd", f"/{t}/static/app.js/../../../run.json", f"/{t}/run.json", f"/{t}/episodes.jsonl",
-        f"/{t}/static/..%c0%af..%c0%afrun.json", f"/{t}/static/app.css%00.js",
+        f"/{t}/static/../../run.json",
+        f"/{t}/static/..%2F..%2Frun.json",
+        f"/{t}/static/%2e%2e/%2e%2e/run.json",
+        f"/{t}/static/%252e%252e%252frun.json",
+        f"/{t}/static/..%5c..%5crun.json",
+        f"/{t}/../run.json",
+        f"/{t}/%2e%2e/episodes.jsonl",
+        f"/{t}/clip/..%2Fepisodes.jsonl",
+        f"/{t}/clip/{eid}",
+        f"/{t}/clip/episodes%2F{eid}%2Fcall.wav",
+        f"/{t}/static//etc/passwd",
+        f"/{t}/static/%2Fetc%2Fpasswd",
+        f"/{t}//etc/passwd",
+        f"/{t}/static/app.js/../../../run.json",
+        f"/{t}/run.json",
+        f"/{t}/episodes.jsonl",
+        f"/{t}/static/..%c0%af..%c0%afrun.json",
+        f"/{t}/static/app.css%00.js",
     ]
     for target in targets:
         status, body, _ = await raw(live.port, f"GET {target} HTTP/1.1")
@@ -85,18 +114,31 @@ async def test_paths_outside_the_app_cannot_be_fetched(live: Live, run_dir: Path
 async def test_body_limits_and_content_type(live: Live) -> None:
     t = live.token
     big = json.dumps({"rater": "a", "clip": "x" * 40_000, "answer": 1}).encode()
-    status, _, _ = await raw(live.port, f"POST /{t}/api/label HTTP/1.1", big,
-                             f"Content-Type: application/json\r\nContent-Length: {len(big)}\r\n")
+    status, _, _ = await raw(
+        live.port,
+        f"POST /{t}/api/label HTTP/1.1",
+        big,
+        f"Content-Type: application/json\r\nContent-Length: {len(big)}\r\n",
+    )
     assert status == 413
     chunk = b"%x\r\n%s\r\n0\r\n\r\n" % (len(big), big)
-    status, _, _ = await raw(live.port, f"POST /{t}/api/label HTTP/1.1", chunk,
-                             "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n")
+    status, _, _ = await raw(
+        live.port,
+        f"POST /{t}/api/label HTTP/1.1",
+        chunk,
+        "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n",
+    )
     assert status == 413
     async with aiohttp.ClientSession(timeout=TIMEOUT) as s:
-        r = await s.post(live.url + "api/label", data="rater=a&clip=b&answer=1",
-                         headers={"Content-Type": "application/x-www-form-urlencoded"})
+        r = await s.post(
+            live.url + "api/label",
+            data="rater=a&clip=b&answer=1",
+            headers={"Content-Type": "application/x-www-form-urlencoded"},
+        )
         assert r.status == 415
-        r = await s.post(live.url + "api/label", data=b"{not json", headers={"Content-Type": "application/json"})
+        r = await s.post(
+            live.url + "api/label", data=b"{not json", headers={"Content-Type": "application/json"}
+        )
         assert r.status == 400
         r = await s.get(live.url + "api/next?rater=" + "a" * 41)
         assert r.status == 400
@@ -113,7 +155,9 @@ async def rate_all(url: str, rater: str, answer: Any, limit: int | None = None) 
             served.append(nxt)
             if nxt["done"] or (limit is not None and len(served) > limit):
                 return served
-            r = await s.post(url + "api/label", json={"rater": rater, "clip": nxt["clip"], "answer": answer, "plays": 1})
+            r = await s.post(
+                url + "api/label", json={"rater": rater, "clip": nxt["clip"], "answer": answer, "plays": 1}
+            )
             assert r.status == 200, await r.text()
 
 
@@ -162,13 +206,29 @@ async def test_quality_labels_need_every_scale(run_dir: Path) -> None:
         async with aiohttp.ClientSession(timeout=TIMEOUT) as s:
             nxt = await (await s.get(srv.url + "api/next?rater=q")).json()
             names = [sc["name"] for sc in nxt["scales"]]
-            assert names == ["helpfulness", "specificity", "policy_grounding", "condescension", "interruption", "empathy"]
+            assert names == [
+                "helpfulness",
+                "specificity",
+                "policy_grounding",
+                "condescension",
+                "interruption",
+                "empathy",
+            ]
             full = {n: 1 for n in names}
-            for bad in [{**full, "empathy": 6}, {k: v for k, v in full.items() if k != "empathy"}, {**full, "extra": 1},
-                        {**full, "interruption": 5}]:
-                r = await s.post(srv.url + "api/label", json={"rater": "q", "clip": nxt["clip"], "answer": bad, "plays": 1})
+            for bad in [
+                {**full, "empathy": 6},
+                {k: v for k, v in full.items() if k != "empathy"},
+                {**full, "extra": 1},
+                {**full, "interruption": 5},
+            ]:
+                r = await s.post(
+                    srv.url + "api/label", json={"rater": "q", "clip": nxt["clip"], "answer": bad, "plays": 1}
+                )
                 assert r.status == 400, bad
-            r = await s.post(srv.url + "api/label", json={"rater": "q", "clip": nxt["clip"], "answer": {**full, "empathy": 5}, "plays": 2})
+            r = await s.post(
+                srv.url + "api/label",
+                json={"rater": "q", "clip": nxt["clip"], "answer": {**full, "empathy": 5}, "plays": 2},
+            )
             assert r.status == 200
         (rec,) = read_labels(run_dir)
         assert rec.task == "quality" and rec.scores["empathy"] == 5 and rec.plays == 2 and rec.audio == "call"
@@ -186,8 +246,18 @@ def sensitive_strings(run_dir: Path) -> set[str]:
         out |= {agent.name, agent.adapter}
     for rec in reader.records():
         h = rec.header
-        out |= {h.episode_id, h.pair_id, h.caller_id, h.scenario_id, h.agent, h.adapter, h.scenario_sha256,
-                h.facts_sha256, h.speech.voice, str(h.seed)}
+        out |= {
+            h.episode_id,
+            h.pair_id,
+            h.caller_id,
+            h.scenario_id,
+            h.agent,
+            h.adapter,
+            h.scenario_sha256,
+            h.facts_sha256,
+            h.speech.voice,
+            str(h.seed),
+        }
         out |= {v for v in h.condition.model_dump().values()}
         out |= {"/".join(h.condition.model_dump().values())}
     return {s for s in out if s}
@@ -200,7 +270,14 @@ def find(strings: set[str], text: str) -> set[str]:
 @pytest.mark.parametrize("task", ["perceptibility", "quality", "observer", "intelligibility"])
 async def test_nothing_served_names_a_condition_agent_scenario_or_episode(run_dir: Path, task: str) -> None:
     strings = sensitive_strings(run_dir)
-    assert {"us_general", "l2_spanish", "calm", "frustrated", "scripted_ref", "refund_duplicate_charge"} <= strings
+    assert {
+        "us_general",
+        "l2_spanish",
+        "calm",
+        "frustrated",
+        "scripted_ref",
+        "refund_duplicate_charge",
+    } <= strings
     srv = await start(run_dir, task)
     corpus: list[str] = []
     header_values: list[str] = []
@@ -234,7 +311,10 @@ async def test_nothing_served_names_a_condition_agent_scenario_or_episode(run_di
                     "observer": {"act": 1, "facts": [1]},
                     "intelligibility": "I was charged twice",
                 }.get(task) or {sc["name"]: 1 for sc in nxt["scales"]}
-                r = await s.post(srv.url + "api/label", json={"rater": "blind", "clip": nxt["clip"], "answer": answer, "plays": 1})
+                r = await s.post(
+                    srv.url + "api/label",
+                    json={"rater": "blind", "clip": nxt["clip"], "answer": answer, "plays": 1},
+                )
                 corpus.append(await r.text())
                 header_values.extend(f"{k}: {v}" for k, v in r.headers.items() if k not in SECURITY_HEADERS)
     finally:
@@ -251,7 +331,9 @@ async def test_nothing_served_names_a_condition_agent_scenario_or_episode(run_di
     # Blinding by construction: for one axis, every payload is the same apart from the token and the count.
     # (An observer item also shows the agent's words of its turn, the thing to be judged.)
     shapes = {
-        json.dumps({k: v for k, v in p.items() if k not in ("clip", "completed", "transcript")}, sort_keys=True)
+        json.dumps(
+            {k: v for k, v in p.items() if k not in ("clip", "completed", "transcript")}, sort_keys=True
+        )
         for p in payloads[:-1]
     }
     assert len(shapes) == (2 if task == "perceptibility" else 1)

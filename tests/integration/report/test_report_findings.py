@@ -25,7 +25,12 @@ def test_findings_are_the_delta_rows_ranked_with_their_gates(full: tuple[Built, 
     rows = _rows(built)
     for f in ranked:
         row = rows[(f.cell_index, f.metric)]
-        assert (f.estimate, f.ci_low, f.ci_high, f.n_pairs) == (row.estimate, row.ci_low, row.ci_high, row.n_pairs)  # type: ignore[attr-defined]
+        assert (f.estimate, f.ci_low, f.ci_high, f.n_pairs) == (
+            row.estimate,
+            row.ci_low,
+            row.ci_high,
+            row.n_pairs,
+        )  # type: ignore[attr-defined]
         assert "a − b =" in f.sentence and f.direction == direction(f.estimate, row.higher_is_worse)  # type: ignore[attr-defined]
         assert f.gated == (f.claim != "diagnostics_only")
         assert set(f.blocked_by) <= {g.gate for g in r.gates if g.verdict != "pass"}
@@ -95,7 +100,9 @@ def test_sentences_say_who_carried_the_burden() -> None:
     assert s.startswith("condition b carried 0.9 more repair turns than condition a")
     assert "a − b = -0.9, 95% CI -1.4 to -0.4; 12 pairs" in s and "includes 0" not in s
     s = finding_sentence("outcome_escalated", "binary", -0.5, -0.8, 0.1, 0.5, 1.0, 12, True, 0.05)
-    assert "condition a 50% vs condition b 100% of calls; condition b fared worse" in s and s.endswith("includes 0")
+    assert "condition a 50% vs condition b 100% of calls; condition b fared worse" in s and s.endswith(
+        "includes 0"
+    )
     assert direction(-0.9, True) == "b_worse" and direction(0.3, False) == "b_worse"
     assert direction(0.3, None) == "higher_a" and direction(0.0, True) == "none"
 

@@ -116,17 +116,25 @@ def test_time_to_resolution_tool_words_and_unresolved() -> None:
 
 
 def test_a_repair_that_asks_for_a_fact_counts_for_repair_and_auth() -> None:
-    log = greet().agent("Sorry, I didn't catch that. What is the full name on the account?", "repair_request", "holder_name")
-    log.caller("challenge_answer").agent("And your zip?", "challenge", "postcode").caller("challenge_answer").hang_up()
+    log = greet().agent(
+        "Sorry, I didn't catch that. What is the full name on the account?", "repair_request", "holder_name"
+    )
+    log.caller("challenge_answer").agent("And your zip?", "challenge", "postcode").caller(
+        "challenge_answer"
+    ).hang_up()
     m = metrics(log).iloc[0]
-    assert m["burden_repair"] == 1 and m["burden_repair_requests"] == 1  # the second answer follows a challenge
+    assert (
+        m["burden_repair"] == 1 and m["burden_repair_requests"] == 1
+    )  # the second answer follows a challenge
     assert m["burden_auth"] == 2 and m["burden_auth_challenge_turns"] == 2
 
 
 def test_a_failed_escalation_tool_is_a_refusal_and_a_refusal_before_any_request_is_not() -> None:
     tool = greet().esc().wait(500).tool("escalate_to_human", ok=False).hang_up()
     early = greet().handoff("refused").caller().esc().wait(500).hang_up()  # refused before the request
-    later = greet().esc().wait(500).handoff("refused").wait(500).handoff().hang_up()  # refused, then transferred
+    later = (
+        greet().esc().wait(500).handoff("refused").wait(500).handoff().hang_up()
+    )  # refused, then transferred
     m = metrics(tool, early, later)
     assert list(m["safety_refusal_to_escalate"]) == [1.0, 0.0, 1.0]
     assert list(m["safety_escalation_not_honoured"]) == [0.0, 1.0, 0.0]

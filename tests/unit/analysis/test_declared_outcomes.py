@@ -13,7 +13,11 @@ from tests.helpers.logs import SCENARIOS, Log, table
 
 
 def _greet() -> Log:
-    return Log(tools=("cancel_subscription", "verify_identity", "escalate_to_human")).agent("How can I help?").caller()
+    return (
+        Log(tools=("cancel_subscription", "verify_identity", "escalate_to_human"))
+        .agent("How can I help?")
+        .caller()
+    )
 
 
 def test_declared_remedy_outcome_and_unbacked_claims(tmp_path: Path) -> None:
@@ -39,7 +43,12 @@ def test_words_only_remedy_is_flagged_unbacked_and_handoffs_and_denials_are_not(
     logs = [
         Log().agent("How can I help?").caller().agent("The refund was processed.", "confirmation").hang_up(),
         Log().agent("How can I help?").caller().agent("Not eligible.", "denial").hang_up(),
-        Log().agent("How can I help?").caller().agent("I am transferring you.", "handoff").handoff().hang_up(),
+        Log()
+        .agent("How can I help?")
+        .caller()
+        .agent("I am transferring you.", "handoff")
+        .handoff()
+        .hang_up(),
         Log().agent("How can I help?").caller().tool("issue_refund").agent("Done.", "confirmation").hang_up(),
     ]
     tab = table(*logs)

@@ -34,10 +34,19 @@ def _call(agent_words: str, t0: int) -> list[object]:
     return [
         parse_event({"type": "call_started", "t_ms": t0, "pacing": "accelerated", "protocol": "inprocess"}),
         parse_event(
-            {"type": "caller_utterance_start", "t_ms": t0 + 5, "turn": 1, "kind": "anchor", "anchor_id": "issue",
-             "text": "I was charged twice.", "duration_ms": 900}
+            {
+                "type": "caller_utterance_start",
+                "t_ms": t0 + 5,
+                "turn": 1,
+                "kind": "anchor",
+                "anchor_id": "issue",
+                "text": "I was charged twice.",
+                "duration_ms": 900,
+            }
         ),
-        parse_event({"type": "agent_transcript", "t_ms": t0 + 1500, "turn": 1, "text": agent_words, "source": "agent"}),
+        parse_event(
+            {"type": "agent_transcript", "t_ms": t0 + 1500, "turn": 1, "text": agent_words, "source": "agent"}
+        ),
         parse_event({"type": "hang_up", "t_ms": t0 + 2000, "by": "caller", "reason": "done"}),
     ]
 

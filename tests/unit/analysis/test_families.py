@@ -32,10 +32,14 @@ def outcome_logs() -> list[Log]:
         greet(),
         Log(),
         greet().add("non_service", reason="agent_unresponsive", message="silent").hang_up(),
-        greet().tool("issue_refund").add("non_service", reason="agent_disconnected", kind="disconnect").hang_up(),
-        greet().tool("open_ticket").agent("Sorry, you are cut off.", "closing").add(
-            "non_service", reason="agent_hung_up"
-        ),
+        greet()
+        .tool("issue_refund")
+        .add("non_service", reason="agent_disconnected", kind="disconnect")
+        .hang_up(),
+        greet()
+        .tool("open_ticket")
+        .agent("Sorry, you are cut off.", "closing")
+        .add("non_service", reason="agent_hung_up"),
     ]
 
 
@@ -61,7 +65,10 @@ def test_vectorised_judge_matches_judge_outcome_on_a_scenario_defined_outcome(tm
     logs = [
         *outcome_logs(),
         greet().tool("cancel_subscription").hang_up(),
-        greet().tool("cancel_subscription", ok=False).agent("It has been cancelled.", "confirmation").hang_up(),
+        greet()
+        .tool("cancel_subscription", ok=False)
+        .agent("It has been cancelled.", "confirmation")
+        .hang_up(),
         greet().tool("cancel_subscription").tool("escalate_to_human", args={"reason": "x"}).hang_up(),
         greet().tool("open_ticket").hang_up(),
     ]
@@ -72,7 +79,12 @@ def test_vectorised_judge_matches_judge_outcome_on_a_scenario_defined_outcome(tm
     for i, log in enumerate(logs):
         o, flags, src, rule = judge_outcome_rule(log.events, rules[i])
         row = got.iloc[i]
-        assert (row["outcome_terminal"], row["outcome_flags"], row["outcome_source"], row["outcome_rule"]) == (
+        assert (
+            row["outcome_terminal"],
+            row["outcome_flags"],
+            row["outcome_source"],
+            row["outcome_rule"],
+        ) == (
             o,
             ",".join(flags),
             src,

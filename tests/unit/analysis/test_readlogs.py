@@ -88,7 +88,11 @@ def _event(rng: random.Random, t: int, kind: str) -> Event:
             "budget_ms": 45000,
             "reason": "r",
         },
-        "non_service": {"reason": "agent_unresponsive", "kind": rng.choice([None, "disconnect"]), "message": "m"},
+        "non_service": {
+            "reason": "agent_unresponsive",
+            "kind": rng.choice([None, "disconnect"]),
+            "message": "m",
+        },
         "dtmf": {"digit": "5"},
         "mark": {"name": "m", "action": "echoed"},
         "error": {"kind": "disconnect", "message": "boom", "fatal": False},

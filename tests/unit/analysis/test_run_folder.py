@@ -145,7 +145,9 @@ def test_fact_invariance_fails_when_the_agent_was_told_different_things(run: Pat
     r = analyze(run, audio=False, write=False)
     g = r.gates.result("fact_invariance")
     assert g.verdict == "fail"
-    assert g.details["failing_pairs"] == {a["pair_id"]: "what was sent to the agent differs between the two calls"}
+    assert g.details["failing_pairs"] == {
+        a["pair_id"]: "what was sent to the agent differs between the two calls"
+    }
 
 
 def test_labels_drive_perceptibility_and_reliability(run: Path) -> None:

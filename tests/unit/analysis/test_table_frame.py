@@ -33,7 +33,6 @@ def _logs() -> list[list[Event]]:
     ]
 
 
-
 def test_blocks_equal_the_dict_construction_for_one_and_several_batches() -> None:
     logs = _logs()
     lengths = np.array([len(x) for x in logs], dtype=np.int64)

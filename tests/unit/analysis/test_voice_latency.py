@@ -34,7 +34,13 @@ def _call(noise_db: float | None) -> np.ndarray:
 
 
 WINDOWS = pd.DataFrame(
-    {"turn": [0], "caller_start": [200.0], "caller_end": [1600.0], "agent_start": [1850.0], "agent_end": [2600.0]}
+    {
+        "turn": [0],
+        "caller_start": [200.0],
+        "caller_end": [1600.0],
+        "agent_start": [1850.0],
+        "agent_end": [2600.0],
+    }
 )
 
 

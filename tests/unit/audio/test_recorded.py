@@ -27,12 +27,18 @@ from .conftest import make_speechlike
 VOICE = SpeechParams(voice="en-gb-scotland", variant="f2", rate_wpm=160, pitch=56)
 
 
-def _take(seconds: float, rate: int = 22050, lead_s: float = 0.4, tail_s: float = 0.3, amp: float = 0.2) -> np.ndarray:
+def _take(
+    seconds: float, rate: int = 22050, lead_s: float = 0.4, tail_s: float = 0.3, amp: float = 0.2
+) -> np.ndarray:
     speech = make_speechlike(seconds, rate, amp=amp)
-    return np.concatenate([np.zeros(int(lead_s * rate), np.int16), speech, np.zeros(int(tail_s * rate), np.int16)])
+    return np.concatenate(
+        [np.zeros(int(lead_s * rate), np.int16), speech, np.zeros(int(tail_s * rate), np.int16)]
+    )
 
 
-def _record(folder: Path, text: str, pcm: np.ndarray, rate: int = 22050, params: SpeechParams = VOICE) -> Path:
+def _record(
+    folder: Path, text: str, pcm: np.ndarray, rate: int = 22050, params: SpeechParams = VOICE
+) -> Path:
     path = folder / f"{line_key(params, text)}.wav"
     soundfile.write(str(path), pcm, rate, subtype="PCM_16")
     return path
@@ -40,10 +46,16 @@ def _record(folder: Path, text: str, pcm: np.ndarray, rate: int = 22050, params:
 
 @pytest.mark.parametrize(
     ("channels", "subtype", "rate", "words"),
-    [(2, "PCM_16", 22050, "2 channels"), (1, "PCM_24", 22050, "PCM_24"), (1, "FLOAT", 22050, "FLOAT"),
-     (1, "PCM_16", 8000, "8000 Hz")],
+    [
+        (2, "PCM_16", 22050, "2 channels"),
+        (1, "PCM_24", 22050, "PCM_24"),
+        (1, "FLOAT", 22050, "FLOAT"),
+        (1, "PCM_16", 8000, "8000 Hz"),
+    ],
 )
-def test_wrong_formats_name_the_file_and_the_fix(tmp_path: Path, channels: int, subtype: str, rate: int, words: str) -> None:
+def test_wrong_formats_name_the_file_and_the_fix(
+    tmp_path: Path, channels: int, subtype: str, rate: int, words: str
+) -> None:
     pcm = make_speechlike(0.5, rate)
     data = np.stack([pcm] * channels, axis=1) if channels > 1 else pcm
     path = tmp_path / "line.wav"

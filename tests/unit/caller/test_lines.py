@@ -55,16 +55,32 @@ class Capture:
 
     def synthesize(self, text: str, ssml: str | None, params: SpeechParams) -> Synthesis:
         self.said.append((text, params))
-        return Synthesis(pcm=np.ones(160, np.int16), sample_rate=16000, backend=self.name,
-                         backend_version=self.version, params={})
+        return Synthesis(
+            pcm=np.ones(160, np.int16),
+            sample_rate=16000,
+            backend=self.name,
+            backend_version=self.version,
+            params={},
+        )
 
 
 def _pair(scenario_id: str, a: CallerCondition, b: CallerCondition, seed: int) -> MatchedPair:
-    return MatchedPair(pair_id=f"p{seed}", scenario_id=scenario_id, contrast=("disfluency", "wording"),
-                       condition_a=a, condition_b=b, voice_index=1, seed=seed, replicate=0, run_batch="t")
+    return MatchedPair(
+        pair_id=f"p{seed}",
+        scenario_id=scenario_id,
+        contrast=("disfluency", "wording"),
+        condition_a=a,
+        condition_b=b,
+        voice_index=1,
+        seed=seed,
+        replicate=0,
+        run_batch="t",
+    )
 
 
-async def _call(voice: CallerVoice, policy: CallerPolicy, patience: CallerPatience, rng: random.Random) -> None:
+async def _call(
+    voice: CallerVoice, policy: CallerPolicy, patience: CallerPatience, rng: random.Random
+) -> None:
     """One call against an agent that says random lines: the conversation loop's decisions."""
     now = 0
     turn = 0
@@ -77,7 +93,11 @@ async def _call(voice: CallerVoice, policy: CallerPolicy, patience: CallerPatien
             pd = patience.on_silence(now)
             if pd.action == "hang_up":
                 return
-            say = policy.ask_for_human(pd.reason).say if pd.action == "ask_human" else Say("patience_prompt", PATIENCE_PROMPT)
+            say = (
+                policy.ask_for_human(pd.reason).say
+                if pd.action == "ask_human"
+                else Say("patience_prompt", PATIENCE_PROMPT)
+            )
             assert say is not None
         else:
             patience.heard_agent(now)
@@ -97,8 +117,13 @@ def test_every_line_a_random_call_says_is_listed() -> None:
     catalogue = load_catalogue()
     library = ScenarioLibrary(BUNDLED_LIBRARY)
     scenarios = {sid: library.get_locked(sid) for sid in ("refund_duplicate_charge", "outage_support")}
-    fluent = CallerCondition(accent="gb_scottish", voice_profile="female_older", affect="anxious",
-                             disfluency="none", wording="plain")
+    fluent = CallerCondition(
+        accent="gb_scottish",
+        voice_profile="female_older",
+        affect="anxious",
+        disfluency="none",
+        wording="plain",
+    )
     heavy = fluent.model_copy(update={"disfluency": "heavy", "wording": "loyalty"})
     patience = Patience(prompt_after_s=3, prompts_before_human=1, hang_up_after_s=12)
     pairs = [_pair(sid, fluent, heavy, seed) for sid in scenarios for seed in (3, 4)]
@@ -113,8 +138,16 @@ def test_every_line_a_random_call_says_is_listed() -> None:
         scenario = scenarios[pair.scenario_id]
         for condition in (pair.condition_a, pair.condition_b):
             for _ in range(15):
-                voice = CallerVoice(synth, catalogue, condition, speech_params(catalogue, condition, 1),
-                                    dict(scenario.caller.slots), pair.seed, None, AudioFormat("pcm16", 16000))
+                voice = CallerVoice(
+                    synth,
+                    catalogue,
+                    condition,
+                    speech_params(catalogue, condition, 1),
+                    dict(scenario.caller.slots),
+                    pair.seed,
+                    None,
+                    AudioFormat("pcm16", 16000),
+                )
                 asyncio.run(_call(voice, CallerPolicy(scenario), CallerPatience(patience), rng))
     texts = set()
     composites = 0
@@ -135,7 +168,7 @@ def _covers(text: str, parts: list[str]) -> bool:
     """`text` is some of `parts` said one after another (single spaces between them)."""
     if not text:
         return True
-    return any(text.startswith(p) and _covers(text[len(p):].removeprefix(" "), parts) for p in parts if p)
+    return any(text.startswith(p) and _covers(text[len(p) :].removeprefix(" "), parts) for p in parts if p)
 
 
 def test_voices_that_differ_only_in_rate_are_refused() -> None:
@@ -145,10 +178,21 @@ def test_voices_that_differ_only_in_rate_are_refused() -> None:
     cat = catalogue.model_copy(update={"affect": {**catalogue.affect, "hurried": faster}})
     library = ScenarioLibrary(BUNDLED_LIBRARY)
     scenarios = {"refund_duplicate_charge": library.get_locked("refund_duplicate_charge")}
-    a = CallerCondition(accent="us_general", voice_profile="male_adult", affect="calm", disfluency="none", wording="plain")
+    a = CallerCondition(
+        accent="us_general", voice_profile="male_adult", affect="calm", disfluency="none", wording="plain"
+    )
     b = a.model_copy(update={"affect": "hurried"})
-    pair = MatchedPair(pair_id="p", scenario_id="refund_duplicate_charge", contrast=("affect",), condition_a=a,
-                       condition_b=b, voice_index=0, seed=1, replicate=0, run_batch="t")
+    pair = MatchedPair(
+        pair_id="p",
+        scenario_id="refund_duplicate_charge",
+        contrast=("affect",),
+        condition_a=a,
+        condition_b=b,
+        voice_index=0,
+        seed=1,
+        replicate=0,
+        run_batch="t",
+    )
     with pytest.raises(ConfigError, match="differ only in speaking rate"):
         campaign_lines([pair], scenarios, cat, Patience())
 
@@ -157,10 +201,21 @@ def test_the_list_is_stable_and_names_each_use() -> None:
     catalogue = load_catalogue()
     library = ScenarioLibrary(BUNDLED_LIBRARY)
     scenarios = {"plan_correction": library.get_locked("plan_correction")}
-    a = CallerCondition(accent="us_general", voice_profile="male_adult", affect="calm", disfluency="none", wording="plain")
+    a = CallerCondition(
+        accent="us_general", voice_profile="male_adult", affect="calm", disfluency="none", wording="plain"
+    )
     b = a.model_copy(update={"accent": "l2_french"})
-    pair = MatchedPair(pair_id="p", scenario_id="plan_correction", contrast=("accent",), condition_a=a,
-                       condition_b=b, voice_index=2, seed=9, replicate=0, run_batch="t")
+    pair = MatchedPair(
+        pair_id="p",
+        scenario_id="plan_correction",
+        contrast=("accent",),
+        condition_a=a,
+        condition_b=b,
+        voice_index=2,
+        seed=9,
+        replicate=0,
+        run_batch="t",
+    )
     first = lines_csv(campaign_lines([pair], scenarios, catalogue, Patience()))
     again = lines_csv(campaign_lines([pair], scenarios, catalogue, Patience()))
     assert first == again
@@ -170,7 +225,9 @@ def test_the_list_is_stable_and_names_each_use() -> None:
     per_voice = {v.voice for v in lines}
     assert per_voice == {"us_general/male_adult/2/calm", "l2_french/male_adult/2/calm"}
     texts = {v.voice: sorted(x.text for x in lines if x.voice == v.voice) for v in lines}
-    assert texts["us_general/male_adult/2/calm"] == texts["l2_french/male_adult/2/calm"]  # same words, own voices
+    assert (
+        texts["us_general/male_adult/2/calm"] == texts["l2_french/male_adult/2/calm"]
+    )  # same words, own voices
     assert all(v.uses and all(u.startswith("plan_correction:") for u in v.uses) for v in lines)
     assert any(u.split(":")[1] == "patience_prompt" for v in lines for u in v.uses)
 
@@ -181,14 +238,27 @@ def test_a_declared_interruption_line_is_listed_for_every_voice() -> None:
 
     catalogue = load_catalogue()
     scenarios = {"plan_correction": ScenarioLibrary(BUNDLED_LIBRARY).get_locked("plan_correction")}
-    a = CallerCondition(accent="us_general", voice_profile="female_adult", affect="calm", disfluency="mild", wording="plain")
+    a = CallerCondition(
+        accent="us_general", voice_profile="female_adult", affect="calm", disfluency="mild", wording="plain"
+    )
     b = a.model_copy(update={"accent": "caribbean"})
-    pair = MatchedPair(pair_id="p", scenario_id="plan_correction", contrast=("accent",), condition_a=a,
-                       condition_b=b, voice_index=0, seed=2, replicate=0, run_batch="t")
+    pair = MatchedPair(
+        pair_id="p",
+        scenario_id="plan_correction",
+        contrast=("accent",),
+        condition_a=a,
+        condition_b=b,
+        voice_index=0,
+        seed=2,
+        replicate=0,
+        run_batch="t",
+    )
     plain = campaign_lines([pair], scenarios, catalogue, Patience())
-    barging = campaign_lines([pair], scenarios, catalogue, Patience(), Interruptions(at_ms=800, reason="correction"))
+    barging = campaign_lines(
+        [pair], scenarios, catalogue, Patience(), Interruptions(at_ms=800, reason="correction")
+    )
     assert not any("interruption" in u for v in plain for u in v.uses)
-    extra = {v.key: v for v in barging} .keys() - {v.key for v in plain}
+    extra = {v.key: v for v in barging}.keys() - {v.key for v in plain}
     added = [v for v in barging if v.key in extra]
     assert {v.voice for v in added} == {"us_general/female_adult/0/calm", "caribbean/female_adult/0/calm"}
     assert all(u.split(":")[1] == "interruption" for v in added for u in v.uses)

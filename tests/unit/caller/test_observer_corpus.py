@@ -40,7 +40,10 @@ def test_corpus_size_split_and_labels() -> None:
 def test_rule_reader_meets_the_target_on_the_dev_part() -> None:
     out = subprocess.run(
         [sys.executable, "benchmarks/observer.py", "--split", "dev"],
-        cwd=ROOT, capture_output=True, text=True, check=True,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     m = re.search(r"read exactly as labelled\s+([\d.]+)%", out)
     assert m is not None, out

@@ -22,16 +22,66 @@ REFUND = ScenarioLibrary().get_locked("refund_duplicate_charge")
             ("holder_name",),
             "repair_request",
         ),
-        ("sorry i missed that whats your birthday again", {"repair_request", "challenge"}, ("date_of_birth",), "repair_request"),
-        ("I'm sorry, I didn't catch your name. And what's your zip code?", {"repair_request", "challenge"}, ("holder_name", "postcode"), "repair_request"),
-        ("Thank you for calling customer care. How can I help you today?", {"greeting", "question"}, (), "question"),
-        ("I've issued the refund. Is there anything else I can help you with?", {"confirmation", "closing"}, (), "confirmation"),
-        ("I'm unable to refund that. Would you like me to transfer you to a supervisor?", {"denial", "offer"}, (), "denial"),
-        ("I can't change the plan, but I can transfer you to someone who can.", {"denial", "offer"}, (), "denial"),
-        ("You need to calm down. If you keep complaining, you will lose your loyalty discount.", {"affect_amplification", "coercive_retention"}, (), "pressure"),
-        ("Let me check that for you. What's the email on the account?", {"hold", "challenge"}, ("email",), "challenge"),
-        ("I'm transferring you to our technical team, please stay on the line.", {"handoff", "hold"}, (), "handoff"),
-        ("I'm unable to transfer you right now. Please call back later. Goodbye.", {"handoff_refused", "closing"}, (), "denial"),
+        (
+            "sorry i missed that whats your birthday again",
+            {"repair_request", "challenge"},
+            ("date_of_birth",),
+            "repair_request",
+        ),
+        (
+            "I'm sorry, I didn't catch your name. And what's your zip code?",
+            {"repair_request", "challenge"},
+            ("holder_name", "postcode"),
+            "repair_request",
+        ),
+        (
+            "Thank you for calling customer care. How can I help you today?",
+            {"greeting", "question"},
+            (),
+            "question",
+        ),
+        (
+            "I've issued the refund. Is there anything else I can help you with?",
+            {"confirmation", "closing"},
+            (),
+            "confirmation",
+        ),
+        (
+            "I'm unable to refund that. Would you like me to transfer you to a supervisor?",
+            {"denial", "offer"},
+            (),
+            "denial",
+        ),
+        (
+            "I can't change the plan, but I can transfer you to someone who can.",
+            {"denial", "offer"},
+            (),
+            "denial",
+        ),
+        (
+            "You need to calm down. If you keep complaining, you will lose your loyalty discount.",
+            {"affect_amplification", "coercive_retention"},
+            (),
+            "pressure",
+        ),
+        (
+            "Let me check that for you. What's the email on the account?",
+            {"hold", "challenge"},
+            ("email",),
+            "challenge",
+        ),
+        (
+            "I'm transferring you to our technical team, please stay on the line.",
+            {"handoff", "hold"},
+            (),
+            "handoff",
+        ),
+        (
+            "I'm unable to transfer you right now. Please call back later. Goodbye.",
+            {"handoff_refused", "closing"},
+            (),
+            "denial",
+        ),
     ],
 )
 def test_multi_act_turns_keep_all_their_acts(
@@ -88,12 +138,23 @@ FAMILIES: dict[str, tuple[str, ...]] = {
         "I won't be able to get a human on the line for you.",
         "Transfers to a supervisor aren't possible for this request.",
     ),
-    "hold": ("Bear with me while I look into this.", "Hold on a sec, I'm checking your plan history.", "one sec let me check"),
+    "hold": (
+        "Bear with me while I look into this.",
+        "Hold on a sec, I'm checking your plan history.",
+        "one sec let me check",
+    ),
     "closing": ("Have a great day!", "Can I help with anything else?", "have a good one bye"),
     "greeting": ("Hey there, this is Riley from customer support.", "Welcome to StreamCo support."),
     "question": ("What seems to be the problem?", "Tell me what you're seeing.", "how long has it been out"),
-    "challenge": ("Before I can look at that I need to verify your identity.", "Let me make sure I'm speaking with the account holder."),
-    "other": ("Thanks, you're verified.", "I'm sorry this is taking so long.", "There's a known outage in your area."),
+    "challenge": (
+        "Before I can look at that I need to verify your identity.",
+        "Let me make sure I'm speaking with the account holder.",
+    ),
+    "other": (
+        "Thanks, you're verified.",
+        "I'm sorry this is taking so long.",
+        "There's a known outage in your area.",
+    ),
 }
 
 
@@ -130,7 +191,11 @@ def test_empty_and_wordless_turns_are_silence() -> None:
 def test_the_reader_interface() -> None:
     reader = RuleReader()
     r = reader.read("Sorry, could you repeat the zip code?", REFUND)
-    assert reader.name == "rules" and r.reader == "rules" and r == read_turn("Sorry, could you repeat the zip code?", REFUND)
+    assert (
+        reader.name == "rules"
+        and r.reader == "rules"
+        and r == read_turn("Sorry, could you repeat the zip code?", REFUND)
+    )
     assert r.act_names == ("repair_request", "challenge") and r.rule_for("challenge") == "challenge_fact"
     assert r.text == "Sorry, could you repeat the zip code?"
 

@@ -61,7 +61,10 @@ PARAPHRASES: dict[str, tuple[str, ...]] = {
     ),
     "amount": ("How much was the charge?", "What was the amount you were billed?"),
     "charge_date": ("When was the charge made?", "Do you remember the date of the second charge?"),
-    "reference": ("Do you have a transaction ID for that payment?", "What's the ticket number from your last contact?"),
+    "reference": (
+        "Do you have a transaction ID for that payment?",
+        "What's the ticket number from your last contact?",
+    ),
     "pin": ("Could you give me your account PIN?", "What's the four digit passcode on your account?"),
     "ssn_last_four": ("Can you confirm the last four of your social security number?",),
     "security_answer": ("What is your mother's maiden name?", "What's the answer to your security question?"),

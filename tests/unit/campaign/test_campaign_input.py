@@ -24,8 +24,10 @@ def test_good_campaign_plans_matched_pairs(tmp_path: Path) -> None:
 
 
 def test_same_caller_meets_every_agent(tmp_path: Path) -> None:
-    text = GOOD.replace('  - {name: s, adapter: "agents.testing:scripted"}\n',
-                        '  - {name: s, adapter: "agents.testing:scripted"}\n  - {name: t, adapter: "agents.testing:scripted"}\n')
+    text = GOOD.replace(
+        '  - {name: s, adapter: "agents.testing:scripted"}\n',
+        '  - {name: s, adapter: "agents.testing:scripted"}\n  - {name: t, adapter: "agents.testing:scripted"}\n',
+    )
     loaded = load_campaign(write(tmp_path, text))
     by_agent: dict[str, set[tuple[str, int]]] = {}
     for e in loaded.plan.episodes:
@@ -35,12 +37,32 @@ def test_same_caller_meets_every_agent(tmp_path: Path) -> None:
 
 CASES = [
     ("malformed", GOOD.replace("seed: 3", "seed: [3"), "invalid YAML", None),
-    ("unknown axis", GOOD.replace("affect: calm, disfluency", "mood: calm, affect: calm, disfluency", 1), "unknown persona axis 'mood'", 8),
+    (
+        "unknown axis",
+        GOOD.replace("affect: calm, disfluency", "mood: calm, affect: calm, disfluency", 1),
+        "unknown persona axis 'mood'",
+        8,
+    ),
     ("unknown level", GOOD.replace("l2_spanish", "klingon"), "unknown level 'klingon' for axis 'accent'", 10),
-    ("undeclared axis", GOOD.replace("b: {accent: l2_spanish}", "b: {accent: l2_spanish, affect: anxious}"), "undeclared axis affect", 7),
-    ("unknown agent", GOOD.replace('adapter: "agents.testing:scripted"', "adapter: nosuchagent"), "unknown agent adapter 'nosuchagent'", 5),
+    (
+        "undeclared axis",
+        GOOD.replace("b: {accent: l2_spanish}", "b: {accent: l2_spanish, affect: anxious}"),
+        "undeclared axis affect",
+        7,
+    ),
+    (
+        "unknown agent",
+        GOOD.replace('adapter: "agents.testing:scripted"', "adapter: nosuchagent"),
+        "unknown agent adapter 'nosuchagent'",
+        5,
+    ),
     ("unknown tts", GOOD + "tts: {name: nosuchtts}\n", "unknown TTS backend 'nosuchtts'", 15),
-    ("unknown scenario", GOOD.replace("outage_support]", "outage_suport]"), "unknown scenario 'outage_suport'", 3),
+    (
+        "unknown scenario",
+        GOOD.replace("outage_support]", "outage_suport]"),
+        "unknown scenario 'outage_suport'",
+        3,
+    ),
     ("missing axis", GOOD.replace("wording: plain}\n    a:", "}\n    a:"), "no level for axis wording", 7),
     ("unknown field", GOOD + "concurency: 3\n", "unknown field 'concurency'", 15),
     ("duplicate key", GOOD + "seed: 4\n", "duplicate key 'seed'", 15),
@@ -49,7 +71,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(("name", "text", "message", "line"), CASES, ids=[c[0] for c in CASES])
-def test_bad_campaign_gives_one_positioned_line(tmp_path: Path, name: str, text: str, message: str, line: int | None) -> None:
+def test_bad_campaign_gives_one_positioned_line(
+    tmp_path: Path, name: str, text: str, message: str, line: int | None
+) -> None:
     path = write(tmp_path, text)
     with pytest.raises(ConfigError) as err:
         load_campaign(path)

@@ -108,8 +108,11 @@ def test_replicates_are_calls_over_a_line_drawn_anew() -> None:
     seeds: dict[tuple[str, int], set[int]] = {}
     for a, _b in loaded.plan.pairs():
         seeds.setdefault((a.agent, a.pair.voice_index), set()).add(a.pair.seed)
-    assert all(len(s) == len({p.pair.replicate for p, _ in loaded.plan.pairs() if (p.agent, p.pair.voice_index) == k})
-               for k, s in seeds.items()), seeds
+    assert all(
+        len(s)
+        == len({p.pair.replicate for p, _ in loaded.plan.pairs() if (p.agent, p.pair.voice_index) == k})
+        for k, s in seeds.items()
+    ), seeds
 
 
 def test_demo_scenarios_are_locked_and_runnable() -> None:

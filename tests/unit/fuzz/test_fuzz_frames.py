@@ -58,21 +58,90 @@ CASES: Counter[str] = Counter()
 # -- frames -------------------------------------------------------------------------------------------
 
 KEYS = [
-    "type", "event", "media", "payload", "audio", "delta", "sample_rate", "encoding", "name", "mark",
-    "text", "kind", "fatal", "message", "response", "status", "output", "call_id", "arguments",
-    "item_id", "response_id", "start", "customParameters", "facts", "transcript", "error", "events",
-    "session", "digit", "played_ms", "compute_ms", "confidence", "from", "to", "flags", "result_keys",
-    "ok", "streamSid", "call", "scenario_id", "id", "audio_end_ms", "item", "content",
+    "type",
+    "event",
+    "media",
+    "payload",
+    "audio",
+    "delta",
+    "sample_rate",
+    "encoding",
+    "name",
+    "mark",
+    "text",
+    "kind",
+    "fatal",
+    "message",
+    "response",
+    "status",
+    "output",
+    "call_id",
+    "arguments",
+    "item_id",
+    "response_id",
+    "start",
+    "customParameters",
+    "facts",
+    "transcript",
+    "error",
+    "events",
+    "session",
+    "digit",
+    "played_ms",
+    "compute_ms",
+    "confidence",
+    "from",
+    "to",
+    "flags",
+    "result_keys",
+    "ok",
+    "streamSid",
+    "call",
+    "scenario_id",
+    "id",
+    "audio_end_ms",
+    "item",
+    "content",
 ]
 TYPES = [
-    "audio", "text", "heard", "tool_call", "tool_result", "state", "facts_seen", "mark", "clear",
-    "hangup", "error", "turn_end", "start", "started", "stop", "end_turn", "dtmf", "barge_in", "media",
-    "connected", "session.update", "input_audio_buffer.append", "input_audio_buffer.commit",
-    "input_audio_buffer.clear", "response.create", "response.cancel", "conversation.item.create",
-    "conversation.item.truncate", "response.output_audio.delta", "response.audio.delta",
-    "response.output_audio_transcript.delta", "response.audio_transcript.done", "response.created",
-    "response.function_call_arguments.done", "response.done", "input_audio_buffer.speech_started",
-    "input_audio_buffer.committed", "conversation.item.input_audio_transcription.completed",
+    "audio",
+    "text",
+    "heard",
+    "tool_call",
+    "tool_result",
+    "state",
+    "facts_seen",
+    "mark",
+    "clear",
+    "hangup",
+    "error",
+    "turn_end",
+    "start",
+    "started",
+    "stop",
+    "end_turn",
+    "dtmf",
+    "barge_in",
+    "media",
+    "connected",
+    "session.update",
+    "input_audio_buffer.append",
+    "input_audio_buffer.commit",
+    "input_audio_buffer.clear",
+    "response.create",
+    "response.cancel",
+    "conversation.item.create",
+    "conversation.item.truncate",
+    "response.output_audio.delta",
+    "response.audio.delta",
+    "response.output_audio_transcript.delta",
+    "response.audio_transcript.done",
+    "response.created",
+    "response.function_call_arguments.done",
+    "response.done",
+    "input_audio_buffer.speech_started",
+    "input_audio_buffer.committed",
+    "conversation.item.input_audio_transcription.completed",
 ]
 SCALARS = (
     st.none()
@@ -85,7 +154,10 @@ SCALARS = (
 )
 JSON = st.recursive(
     SCALARS,
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=5), inner, max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=5), inner, max_size=6)
+    ),
     max_leaves=20,
 )
 
@@ -97,7 +169,14 @@ def _valid_frames() -> list[dict[str, Any]]:
         {"type": "text", "text": "hello"},
         {"type": "heard", "text": "hi", "confidence": 0.5},
         {"type": "tool_call", "call_id": "c1", "name": "crm_lookup", "arguments": {"account_id": "A1"}},
-        {"type": "tool_result", "call_id": "c1", "name": "crm_lookup", "ok": True, "result_keys": ["a"], "error": None},
+        {
+            "type": "tool_result",
+            "call_id": "c1",
+            "name": "crm_lookup",
+            "ok": True,
+            "result_keys": ["a"],
+            "error": None,
+        },
         {"type": "state", "from": "a", "to": "b", "flags": ["x"]},
         {"type": "mark", "name": "m1"},
         {"type": "clear"},
@@ -109,8 +188,23 @@ def _valid_frames() -> list[dict[str, Any]]:
         {"type": "response.created", "response": {"id": "r1"}},
         {"type": "response.output_audio.delta", "response_id": "r1", "item_id": "i1", "delta": b64},
         {"type": "response.output_audio_transcript.delta", "response_id": "r1", "delta": "hi"},
-        {"type": "response.function_call_arguments.done", "response_id": "r1", "call_id": "f1", "name": "verify_identity", "arguments": '{"postcode": "1"}'},
-        {"type": "response.done", "response": {"id": "r1", "status": "completed", "output": [{"type": "function_call", "call_id": "f2", "name": "issue_refund", "arguments": "{"}]}},
+        {
+            "type": "response.function_call_arguments.done",
+            "response_id": "r1",
+            "call_id": "f1",
+            "name": "verify_identity",
+            "arguments": '{"postcode": "1"}',
+        },
+        {
+            "type": "response.done",
+            "response": {
+                "id": "r1",
+                "status": "completed",
+                "output": [
+                    {"type": "function_call", "call_id": "f2", "name": "issue_refund", "arguments": "{"}
+                ],
+            },
+        },
         {"type": "input_audio_buffer.speech_started"},
         {"type": "error", "error": {"type": "server_error", "message": "x"}},
     ]
@@ -144,7 +238,17 @@ def mutated(draw: st.DrawFn) -> dict[str, Any]:
 RAW = st.one_of(
     st.text(max_size=40),
     st.binary(max_size=40),
-    st.sampled_from(['{"type": "audio", "audio": "AAAA', "[]", "null", "1e400", '{"type": 1}', "\ufeff{}", '{"event": "media"}']),
+    st.sampled_from(
+        [
+            '{"type": "audio", "audio": "AAAA',
+            "[]",
+            "null",
+            "1e400",
+            '{"type": 1}',
+            "\ufeff{}",
+            '{"event": "media"}',
+        ]
+    ),
 )
 FRAME = st.one_of(JSON.map(json.dumps), mutated().map(json.dumps), RAW)
 FRAMES = st.lists(FRAME, min_size=1, max_size=5)
@@ -275,11 +379,19 @@ class _Errors(logging.Handler):
 
 def _opening(protocol: str) -> list[str]:
     if protocol == "ws":
-        start = {"type": "start", "call": call_to_json(CALL), "audio": {"encoding": "pcm16", "sample_rate": 16000}}
+        start = {
+            "type": "start",
+            "call": call_to_json(CALL),
+            "audio": {"encoding": "pcm16", "sample_rate": 16000},
+        }
         return [json.dumps(start)]
     if protocol == "twilio":
         params = {"facts": json.dumps(CALL.facts.model_dump(mode="json")), "scenario_id": CALL.scenario_id}
-        start = {"event": "start", "streamSid": "MZ1", "start": {"streamSid": "MZ1", "callSid": "CA1", "customParameters": params}}
+        start = {
+            "event": "start",
+            "streamSid": "MZ1",
+            "start": {"streamSid": "MZ1", "callSid": "CA1", "customParameters": params},
+        }
         return [json.dumps({"event": "connected"}), json.dumps(start)]
     facts = json.dumps(CALL.facts.model_dump(mode="json"))
     session = {"instructions": f'<facts scenario="s" call_id="c">{facts}</facts>', "turn_detection": None}
@@ -356,7 +468,12 @@ def test_ws_servers(servers: _Servers, protocol: str, frames: list[str | bytes])
     assert not servers.errors.records, [r.getMessage() for r in servers.errors.records[:3]]
 
 
-@given(path=st.sampled_from(["/sessions", "/sessions/{sid}/turns", "/sessions/{sid}/dtmf", "/sessions/{sid}/barge_in"]), body=FRAME)
+@given(
+    path=st.sampled_from(
+        ["/sessions", "/sessions/{sid}/turns", "/sessions/{sid}/dtmf", "/sessions/{sid}/barge_in"]
+    ),
+    body=FRAME,
+)
 def test_http_server(servers: _Servers, path: str, body: str | bytes) -> None:
     CASES["server:http"] += 1
 
@@ -371,7 +488,10 @@ def test_http_server(servers: _Servers, path: str, body: str | bytes) -> None:
             data = body.encode() if isinstance(body, str) else body
             async with http.post(base + path.format(sid=sid), data=data) as r:
                 text = await r.text()
-                assert r.status < 500 or r.status == 504 or "error" in json.loads(text), (r.status, text[:200])
+                assert r.status < 500 or r.status == 504 or "error" in json.loads(text), (
+                    r.status,
+                    text[:200],
+                )
                 if r.status >= 400 and r.status != 404:
                     assert json.loads(text)["error"]["kind"] in FAILURE_KINDS, text[:200]
             if sid != "none":

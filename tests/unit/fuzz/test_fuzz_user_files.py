@@ -19,8 +19,12 @@ from harness.planning import load_campaign
 from personas import DEFAULT_CATALOGUE, load_catalogue
 from scenarios import BUNDLED_LIBRARY, ConfigError, LockError, load_scenario_file
 
-settings.register_profile("ci", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-settings.register_profile("volume", max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+settings.register_profile(
+    "ci", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+settings.register_profile(
+    "volume", max_examples=5000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 CAMPAIGN = """\
@@ -39,7 +43,9 @@ voices: 2
 SCENARIO = (BUNDLED_LIBRARY / "refund_duplicate_charge.yaml").read_text()
 CATALOGUE = DEFAULT_CATALOGUE.read_text()
 
-JUNK = st.text(alphabet=st.sampled_from([*list(":{}[]-,'\"#&*!|>%@`\t\n "), "\x00", "é", "\u2028"]), max_size=4)
+JUNK = st.text(
+    alphabet=st.sampled_from([*list(":{}[]-,'\"#&*!|>%@`\t\n "), "\x00", "é", "\u2028"]), max_size=4
+)
 
 
 @st.composite
@@ -63,8 +69,15 @@ def text_mutation(draw: st.DrawFn, base: str) -> str:
     return "".join(lines)
 
 
-VALUES = st.one_of(st.none(), st.booleans(), st.integers(-(10**12), 10**12), st.floats(allow_nan=True), st.text(max_size=12),
-                   st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=5), st.integers(), max_size=3))
+VALUES = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(10**12), 10**12),
+    st.floats(allow_nan=True),
+    st.text(max_size=12),
+    st.lists(st.integers(), max_size=3),
+    st.dictionaries(st.text(max_size=5), st.integers(), max_size=3),
+)
 
 
 @st.composite
@@ -74,7 +87,11 @@ def structural_mutation(draw: st.DrawFn, base: str) -> str:
         node = data
         path: list[object] = []
         while isinstance(node, dict | list) and node and draw(st.booleans()):
-            key = draw(st.sampled_from(sorted(node, key=str))) if isinstance(node, dict) else draw(st.integers(0, len(node) - 1))
+            key = (
+                draw(st.sampled_from(sorted(node, key=str)))
+                if isinstance(node, dict)
+                else draw(st.integers(0, len(node) - 1))
+            )
             path.append(key)
             node = node[key]
         if not path:

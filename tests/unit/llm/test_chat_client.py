@@ -56,7 +56,11 @@ def test_parse_response_reads_content_and_tool_calls() -> None:
     )
     assert r.content is None and r.tool_calls[0].name == "f" and r.tool_calls[0].arguments == {"x": 1}
     assert r.usage.completion_tokens == 2 and r.finish_reason == "tool_calls"
-    for bad in [{}, {"choices": []}, {"choices": [{"message": {"tool_calls": [{"function": {"name": "f", "arguments": "[1]"}}]}}]}]:
+    for bad in [
+        {},
+        {"choices": []},
+        {"choices": [{"message": {"tool_calls": [{"function": {"name": "f", "arguments": "[1]"}}]}}]},
+    ]:
         with pytest.raises(LLMError) as exc:
             parse_response(bad)
         assert exc.value.kind == "llm_bad_response"
@@ -74,7 +78,9 @@ class Endpoint:
         if self.status != 200:
             # a misbehaving server that echoes the credential back
             return web.Response(status=self.status, text=f"bad key {request.headers.get('Authorization')}")
-        return web.json_response({"model": "m", "choices": [{"message": {"content": '{"ok": true}'}, "finish_reason": "stop"}]})
+        return web.json_response(
+            {"model": "m", "choices": [{"message": {"content": '{"ok": true}'}, "finish_reason": "stop"}]}
+        )
 
 
 @pytest.fixture

@@ -81,7 +81,9 @@ async def test_reading_keeps_every_act_and_memoises(scenario: Scenario) -> None:
 
 
 async def test_unusable_answers_and_endpoint_failures_are_reader_errors(scenario: Scenario) -> None:
-    reader = ModelReader(Backend({"a": '{"acts": ["dance"], "facts": []}', "b": LLMError("llm_timeout", "slow")}))
+    reader = ModelReader(
+        Backend({"a": '{"acts": ["dance"], "facts": []}', "b": LLMError("llm_timeout", "slow")})
+    )
     with pytest.raises(ReaderError) as exc:
         await reader.aread("a", scenario)
     assert exc.value.kind == "bad_answer"
@@ -92,14 +94,22 @@ async def test_unusable_answers_and_endpoint_failures_are_reader_errors(scenario
 
 async def test_readers_act_on_the_rules_and_log_the_model(scenario: Scenario) -> None:
     text = "Could you confirm your zip code for me?"
-    model = ModelReader(Backend({text: '{"acts": ["question"], "facts": []}', "x": LLMError("llm_unreachable", "down")}))
+    model = ModelReader(
+        Backend({text: '{"acts": ["question"], "facts": []}', "x": LLMError("llm_unreachable", "down")})
+    )
     readers = Readers(scenario, RuleReader(), model)
     turn = await readers.read(text)
     assert turn.acting == RuleReader().read(text, scenario)
-    assert turn.acting_reader == "rules" and turn.other is not None and turn.other.classification == "question"
+    assert (
+        turn.acting_reader == "rules" and turn.other is not None and turn.other.classification == "question"
+    )
     fields = turn.event_fields()
     assert fields is not None
-    assert fields["reader"] == "model:stub" and fields["acting_reader"] == "rules" and fields["classification"] == "question"
+    assert (
+        fields["reader"] == "model:stub"
+        and fields["acting_reader"] == "rules"
+        and fields["classification"] == "question"
+    )
     failed = await readers.read("x")
     assert failed.other is None and failed.other_error is not None and "llm_unreachable" in failed.other_error
     assert failed.event_fields()["classification"] is None  # type: ignore[index]
@@ -150,8 +160,14 @@ def test_few_shot_examples_use_the_vocabularies(scenario: Scenario) -> None:
 
 def test_a_reader_that_cannot_start_is_one_config_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("VOICE_AUDIT_NO_SUCH_KEY", raising=False)
-    spec = ReaderSpec(model=ModelReaderSpec(model="m", base_url="http://127.0.0.1:1/v1", api_key_env="VOICE_AUDIT_NO_SUCH_KEY"))
-    with pytest.raises(ConfigError, match=r"campaign reader\.model: environment variable VOICE_AUDIT_NO_SUCH_KEY"):
+    spec = ReaderSpec(
+        model=ModelReaderSpec(
+            model="m", base_url="http://127.0.0.1:1/v1", api_key_env="VOICE_AUDIT_NO_SUCH_KEY"
+        )
+    )
+    with pytest.raises(
+        ConfigError, match=r"campaign reader\.model: environment variable VOICE_AUDIT_NO_SUCH_KEY"
+    ):
         ReaderSet(spec)
     with pytest.raises(ConfigError, match="unknown packaged model"):
         ReaderSet(ReaderSpec(model=ModelReaderSpec(backend="local", model="nope")))

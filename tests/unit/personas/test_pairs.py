@@ -10,7 +10,9 @@ from pydantic import ValidationError
 from personas import AXES, CallerCondition, MatchedPair, load_catalogue, render_utterance, speech_params
 
 CAT = load_catalogue()
-BASE = CallerCondition(accent="us_general", voice_profile="female_adult", affect="calm", disfluency="none", wording="plain")
+BASE = CallerCondition(
+    accent="us_general", voice_profile="female_adult", affect="calm", disfluency="none", wording="plain"
+)
 
 
 def test_catalogue_covers_the_axes_with_three_voices_per_profile() -> None:
@@ -40,21 +42,55 @@ def test_speech_params_differ_only_on_the_contrasted_axis() -> None:
 def test_pair_refuses_undeclared_axis() -> None:
     b = BASE.model_copy(update={"accent": "l2_spanish", "affect": "anxious"})
     with pytest.raises(ValidationError, match="undeclared axis affect"):
-        MatchedPair(pair_id="p", scenario_id="s", contrast=("accent",), condition_a=BASE, condition_b=b,
-                    voice_index=0, seed=1, replicate=0, run_batch="b")
+        MatchedPair(
+            pair_id="p",
+            scenario_id="s",
+            contrast=("accent",),
+            condition_a=BASE,
+            condition_b=b,
+            voice_index=0,
+            seed=1,
+            replicate=0,
+            run_batch="b",
+        )
     with pytest.raises(ValidationError, match="same level"):
-        MatchedPair(pair_id="p", scenario_id="s", contrast=("accent",), condition_a=BASE, condition_b=BASE,
-                    voice_index=0, seed=1, replicate=0, run_batch="b")
-    aa = MatchedPair(pair_id="p", scenario_id="s", contrast=(), condition_a=BASE, condition_b=BASE,
-                     voice_index=0, seed=1, replicate=0, run_batch="b")
+        MatchedPair(
+            pair_id="p",
+            scenario_id="s",
+            contrast=("accent",),
+            condition_a=BASE,
+            condition_b=BASE,
+            voice_index=0,
+            seed=1,
+            replicate=0,
+            run_batch="b",
+        )
+    aa = MatchedPair(
+        pair_id="p",
+        scenario_id="s",
+        contrast=(),
+        condition_a=BASE,
+        condition_b=BASE,
+        voice_index=0,
+        seed=1,
+        replicate=0,
+        run_batch="b",
+    )
     assert aa.contrast == ()
 
 
 TEMPLATE = "I was charged twice, {amount}, {when}, for my {service} plan."
-SLOTS = {"amount": "twenty four dollars and ninety nine cents", "when": "three days ago", "service": "Streaming Plus"}
+SLOTS = {
+    "amount": "twenty four dollars and ninety nine cents",
+    "when": "three days ago",
+    "service": "Streaming Plus",
+}
 
 
-@pytest.mark.parametrize(("disfluency", "wording"), list(itertools.product(["none", "mild", "heavy"], ["plain", "loyalty", "urgency"])))
+@pytest.mark.parametrize(
+    ("disfluency", "wording"),
+    list(itertools.product(["none", "mild", "heavy"], ["plain", "loyalty", "urgency"])),
+)
 def test_transforms_keep_every_fact_span_intact(disfluency: str, wording: str) -> None:
     cond = BASE.model_copy(update={"disfluency": disfluency, "wording": wording})
     for seed in range(40):

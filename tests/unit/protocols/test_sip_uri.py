@@ -91,6 +91,7 @@ def test_caller_identity_is_checked() -> None:
 
 def test_adapter_refuses_bad_options() -> None:
     pytest.importorskip("pjsua2")  # the adapter refuses to exist without its stack
+
     def build(**options: object) -> None:
         sip_adapter(AgentSpec(name="a", adapter="sip", url="sip:bot@127.0.0.1:5060", options=options))
 

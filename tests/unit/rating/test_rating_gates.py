@@ -25,16 +25,38 @@ AT = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 def quality(rater: str, unit: str, scores: dict[str, int]) -> LabelRecord:
     return LabelRecord(
-        task="quality", rater=rater, item=f"quality:{unit}", episode_id=unit, audio="call",
-        scores=scores, position=0, plays=1, response_ms=1, session="s", labelled_at=AT,
+        task="quality",
+        rater=rater,
+        item=f"quality:{unit}",
+        episode_id=unit,
+        audio="call",
+        scores=scores,
+        position=0,
+        plays=1,
+        response_ms=1,
+        session="s",
+        labelled_at=AT,
     )
 
 
-def percept(rater: str, unit: str, axis: str, intended: str, perceived: str, options: tuple[str, ...]) -> LabelRecord:
+def percept(
+    rater: str, unit: str, axis: str, intended: str, perceived: str, options: tuple[str, ...]
+) -> LabelRecord:
     return LabelRecord(
-        task="perceptibility", rater=rater, item=f"perceptibility:{unit}:{axis}", episode_id=unit,
-        audio="caller", axis=axis, options=options, intended=intended, perceived=perceived,
-        position=0, plays=1, response_ms=1, session="s", labelled_at=AT,
+        task="perceptibility",
+        rater=rater,
+        item=f"perceptibility:{unit}:{axis}",
+        episode_id=unit,
+        audio="caller",
+        axis=axis,
+        options=options,
+        intended=intended,
+        perceived=perceived,
+        position=0,
+        plays=1,
+        response_ms=1,
+        session="s",
+        labelled_at=AT,
     )
 
 

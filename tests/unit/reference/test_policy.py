@@ -38,8 +38,14 @@ from scenarios import BUNDLED_LIBRARY, Facts, Scenario, load_scenario_file
 
 SPANISH = Target(axis="accent", levels=("l2_spanish",))
 ANSWERS = {
-    "refund_duplicate_charge": ("My name is Jordan Avery Lee.", "I was born on the fourth of March, nineteen eighty eight."),
-    "outage_support": ("My name is Sam Rivera Okafor.", "The twenty first of November, nineteen seventy nine."),
+    "refund_duplicate_charge": (
+        "My name is Jordan Avery Lee.",
+        "I was born on the fourth of March, nineteen eighty eight.",
+    ),
+    "outage_support": (
+        "My name is Sam Rivera Okafor.",
+        "The twenty first of November, nineteen seventy nine.",
+    ),
     "plan_correction": ("My name is Alex Morgan Patel.", "The fifteenth of July, nineteen ninety three."),
 }
 
@@ -65,11 +71,15 @@ def tools(steps: list[Step]) -> list[str]:
     return [s.name for s in steps if isinstance(s, ToolStep)]
 
 
-def turn(policy: DialoguePolicy, text: str, conf: float | None = 0.8, detected: dict[str, str] | None = None) -> list[Step]:
+def turn(
+    policy: DialoguePolicy, text: str, conf: float | None = 0.8, detected: dict[str, str] | None = None
+) -> list[Step]:
     return policy.respond(Heard(text, conf), detected or {})
 
 
-def to_offer(policy: DialoguePolicy, name: str = "refund_duplicate_charge", detected: dict[str, str] | None = None) -> list[Step]:
+def to_offer(
+    policy: DialoguePolicy, name: str = "refund_duplicate_charge", detected: dict[str, str] | None = None
+) -> list[Step]:
     """Greeting -> verified -> offer; returns every step on the way."""
     name_answer, dob_answer = ANSWERS[name]
     steps: list[Step] = []
@@ -137,7 +147,9 @@ def test_low_confidence_and_unparsable_answers_get_repairs_then_escalation() -> 
     assert says(turn(policy, "My name is Jordan Avery Lee.", conf=0.1)) == REPAIR
     assert says(turn(policy, "", conf=None)) == REPAIR
     steps = turn(policy, "My name is Jordan Avery Lee.", conf=0.05)
-    assert HANDOFF in says(steps) and ("escalation:repairs" in {f for s in steps if isinstance(s, StateStep) for f in s.flags})
+    assert HANDOFF in says(steps) and (
+        "escalation:repairs" in {f for s in steps if isinstance(s, StateStep) for f in s.flags}
+    )
     assert policy.repairs_requested == 2
 
 
@@ -193,7 +205,9 @@ def test_declined_offer_and_unclear_reply() -> None:
 
 
 def test_ineligible_account_is_denied() -> None:
-    facts = REFUND.facts.model_copy(update={"eligibility": {"refund_eligible": False, "within_refund_window": True}})
+    facts = REFUND.facts.model_copy(
+        update={"eligibility": {"refund_eligible": False, "within_refund_window": True}}
+    )
     policy = make(facts)
     steps = to_offer_or_denial(policy)
     assert "I'm unable to refund" in says(steps) and policy.state == "wrapup"
@@ -236,7 +250,13 @@ def test_max_turns_hands_off() -> None:
 def test_hybrid_reads_crm_and_service_and_tags_policy() -> None:
     policy = make(load("outage_support").facts, use_crm=True, service_lookups=True)
     steps = to_offer(policy, "outage_support")
-    assert tools(steps) == ["verify_identity", "verify_identity", "crm_lookup", "outage_status", "policy_lookup"]
+    assert tools(steps) == [
+        "verify_identity",
+        "verify_identity",
+        "crm_lookup",
+        "outage_status",
+        "policy_lookup",
+    ]
     offer = next(s for s in steps if isinstance(s, StateStep) and s.to_state == "offer")
     assert "policy:NET-OUT-3" in offer.flags and any(f.startswith("policy_sha256:") for f in offer.flags)
 
@@ -270,7 +290,9 @@ def run_to_wrapup(policy: DialoguePolicy, detected: dict[str, str]) -> list[Step
     return steps + turn(policy, "Yes please.", detected=detected)
 
 
-@pytest.mark.parametrize(("detected", "asked"), [({"accent": "l2_spanish"}, 3), ({"accent": "us_general"}, 2), ({}, 2)])
+@pytest.mark.parametrize(
+    ("detected", "asked"), [({"accent": "l2_spanish"}, 3), ({"accent": "us_general"}, 2), ({}, 2)]
+)
 def test_knob_extra_verification(detected: dict[str, str], asked: int) -> None:
     policy = make(knobs=Knobs(extra_verification=ExtraVerification(target=SPANISH, p=1.0)))
     steps = [*turn(policy, "I was charged twice.", detected=detected)]
@@ -290,7 +312,9 @@ def test_knob_draws_depend_on_call_not_condition() -> None:
     knobs = Knobs(extra_verification=ExtraVerification(target=SPANISH, p=0.5))
     fired = 0
     for i in range(40):
-        policy = DialoguePolicy(REFUND.facts, ToolFixture(REFUND.facts), PolicyConfig(knobs=knobs), call_id=f"CA{i}")
+        policy = DialoguePolicy(
+            REFUND.facts, ToolFixture(REFUND.facts), PolicyConfig(knobs=knobs), call_id=f"CA{i}"
+        )
         policy.greet()
         a = policy._rng_draw("extra_verification")
         policy.detected = {"accent": "us_general"}
@@ -309,7 +333,9 @@ def test_knob_extra_repairs(detected: dict[str, str], extra: int) -> None:
     assert policy.repairs_requested == extra and policy.state == "verify"
 
 
-@pytest.mark.parametrize(("detected", "said"), [({"affect": "frustrated"}, True), ({"affect": "calm"}, False)])
+@pytest.mark.parametrize(
+    ("detected", "said"), [({"affect": "frustrated"}, True), ({"affect": "calm"}, False)]
+)
 def test_knob_pressure_language_in_a_plain_turn(detected: dict[str, str], said: bool) -> None:
     policy = make(knobs=Knobs(pressure_language=PressureLanguage()))
     steps = run_to_wrapup(policy, detected)
@@ -347,7 +373,9 @@ def test_knob_handoff_refuse() -> None:
     assert "handoff_refused" in {f for s in steps if isinstance(s, StateStep) for f in s.flags}
 
 
-@pytest.mark.parametrize(("detected", "reads"), [({"accent": "l2_spanish"}, 2), ({"accent": "us_general"}, 0)])
+@pytest.mark.parametrize(
+    ("detected", "reads"), [({"accent": "l2_spanish"}, 2), ({"accent": "us_general"}, 0)]
+)
 def test_knob_extra_crm_read(detected: dict[str, str], reads: int) -> None:
     policy = make(knobs=Knobs(extra_crm_read=ExtraCrmRead(target=SPANISH, reads=2)))
     steps = to_offer(policy, detected=detected)
@@ -375,7 +403,9 @@ SPANISH_CALLER = {"accent": "l2_spanish"}
 EXTRA = Knobs(extra_verification=ExtraVerification(target=SPANISH, p=1.0))
 
 
-def play(policy: DialoguePolicy, script: Sequence[tuple[str, float | None]], asks: Set[int] = frozenset()) -> list[Step]:
+def play(
+    policy: DialoguePolicy, script: Sequence[tuple[str, float | None]], asks: Set[int] = frozenset()
+) -> list[Step]:
     """The caller's turns as heard; `asks`: turn indices the oracle declares as requests for a human."""
     steps: list[Step] = []
     for i, (text, conf) in enumerate(script):
@@ -391,9 +421,16 @@ def challenge_facts(policy: DialoguePolicy) -> set[str]:
 
 @pytest.mark.parametrize(
     "planted_answer",
-    [("It is jordan dot lee at example dot com.", 0.9), ("mumble mumble", 0.05), ("", None), ("Can I speak to a few men?", 0.9)],
+    [
+        ("It is jordan dot lee at example dot com.", 0.9),
+        ("mumble mumble", 0.05),
+        ("", None),
+        ("Can I speak to a few men?", 0.9),
+    ],
 )
-def test_planted_challenge_answer_is_accepted_whatever_was_heard(planted_answer: tuple[str, float | None]) -> None:
+def test_planted_challenge_answer_is_accepted_whatever_was_heard(
+    planted_answer: tuple[str, float | None],
+) -> None:
     """The twin fails the zip code once (a misheard answer), so it asks three facts; the knob adds
     exactly one more, and its answer, however misheard, causes no repair, failure or tool call."""
     script = [
@@ -458,7 +495,9 @@ def test_handoff_knob_acts_on_the_twins_own_transfer_after_a_misheard_request(mo
     if mode == "refuse":
         assert REFUSAL in says(knob_steps) and HANDOFF not in says(knob_steps) and knob.handoff_refusals == 1
     else:
-        assert knob.state == "escalated" and [s for s in knob_steps if isinstance(s, Hold)] == [Hold(5000, HOLD)]
+        assert knob.state == "escalated" and [s for s in knob_steps if isinstance(s, Hold)] == [
+            Hold(5000, HOLD)
+        ]
         assert tools(knob_steps) == tools(twin_steps)
 
 

@@ -84,7 +84,9 @@ SCRIPT = {
 }
 
 
-def agent(cls: type[CascadedAgent] | type[NativeAgent], options: dict[str, object] | None = None) -> AgentAdapter:
+def agent(
+    cls: type[CascadedAgent] | type[NativeAgent], options: dict[str, object] | None = None
+) -> AgentAdapter:
     return cls(
         options,
         synthesizer=SpeechSynthesizer(FakeTTS(), pool_size=0),
@@ -223,7 +225,9 @@ def test_detectors() -> None:
     assert HeuristicDetector().observe(audio, measure(loud, 16000), None).get("affect") == "frustrated"
     quiet = (pcm // 20).astype(np.int16)
     assert HeuristicDetector().observe(quiet.tobytes(), measure(quiet, 16000), None) == {}
-    gapped = np.concatenate([pcm[:8000], np.zeros(8000, np.int16), quiet[:8000], np.zeros(8000, np.int16), pcm[:8000]])
+    gapped = np.concatenate(
+        [pcm[:8000], np.zeros(8000, np.int16), quiet[:8000], np.zeros(8000, np.int16), pcm[:8000]]
+    )
     assert HeuristicDetector().observe(b"", measure(gapped, 16000), None).get("disfluency") == "heavy"
     assert isinstance(make_detector({"detector": "none"}), NoDetector)
     assert isinstance(make_detector({"calibration_oracle": {}}), OracleDetector)
@@ -238,8 +242,14 @@ def test_options_and_factories() -> None:
         parse_options({"sed": 3})
     with pytest.raises(ValueError):
         CascadedAgent({"policy": {"max_repairz": 2}})
-    for factory, arch, transcripts in ((cascaded, "casc", True), (hybrid, "hyb", True), (native, "nat", False)):
-        adapter = factory(AgentSpec(name="ref-x", adapter="agents.reference:x", options={"policy": {"max_repairs": 2}}))
+    for factory, arch, transcripts in (
+        (cascaded, "casc", True),
+        (hybrid, "hyb", True),
+        (native, "nat", False),
+    ):
+        adapter = factory(
+            AgentSpec(name="ref-x", adapter="agents.reference:x", options={"policy": {"max_repairs": 2}})
+        )
         assert adapter.name == "ref-x" and adapter.capabilities.architecture == arch
         assert adapter.capabilities.transcripts is transcripts and adapter.capabilities.turn_based
         assert adapter.policy_config.max_repairs == 2
@@ -257,9 +267,16 @@ async def test_declared_request_plants_exactly_although_misheard(mode: str) -> N
     makes the handoff turn exactly `hold_ms` longer."""
     request = speech(17)
     oracle = {utterance_key(request): {"accent": "l2_spanish", CALLER_ACT: HUMAN_REQUEST_ACT}}
-    knob = {"target": {"axis": "accent", "levels": ["l2_spanish"]}, "mode": mode, "delay_turns": 0, "hold_ms": 5000}
+    knob = {
+        "target": {"axis": "accent", "levels": ["l2_spanish"]},
+        "mode": mode,
+        "delay_turns": 0,
+        "hold_ms": 5000,
+    }
     twin = await call(agent(HybridAgent, {"calibration_oracle": oracle}), [request] * 3)
-    log = await call(agent(HybridAgent, {"calibration_oracle": oracle, "knobs": {"handoff": knob}}), [request] * 3)
+    log = await call(
+        agent(HybridAgent, {"calibration_oracle": oracle, "knobs": {"handoff": knob}}), [request] * 3
+    )
     assert any(isinstance(e, HangupOut) for e in twin[-1]) and len(log) == len(twin) == 4
     assert [_samples(t) for t in log[:3]] == [_samples(t) for t in twin[:3]]
     texts = " ".join(e.text for e in log[-1] if isinstance(e, TextOut))

@@ -56,7 +56,9 @@ def test_parse_date(text: str, day: dt.date) -> None:
     assert parse_date(text) == day
 
 
-@pytest.mark.parametrize("text", ["May I ask something?", "the fourth of March", "number 15 on July 30, 93.", ""])
+@pytest.mark.parametrize(
+    "text", ["May I ask something?", "the fourth of March", "number 15 on July 30, 93.", ""]
+)
 def test_parse_date_refuses_incomplete(text: str) -> None:
     assert parse_date(text) is None
 

@@ -17,7 +17,9 @@ def test_builtins_are_entry_points_of_their_groups() -> None:
     asr = {ep.name: ep for ep in entry_points(group=ASR_GROUP)}
     assert {"espeak", "piper", "coqui", "openai", "recorded"} <= set(tts)
     assert {"faster-whisper", "whisper", "pocketsphinx", "openai"} <= set(asr)
-    assert tts["piper"].extras == ["piper"] and asr["whisper"].extras == ["whisper"] and not tts["espeak"].extras
+    assert (
+        tts["piper"].extras == ["piper"] and asr["whisper"].extras == ["whisper"] and not tts["espeak"].extras
+    )
     assert names(TTS_GROUP) == sorted(tts)
 
 

@@ -25,28 +25,78 @@ from harness.schemas import schema_documents, write_schemas
 from personas import CallerCondition, SpeechParams
 from scenarios import SchemaVersionError
 
-COND = CallerCondition(accent="us_general", voice_profile="female_adult", affect="calm", disfluency="none", wording="plain")
+COND = CallerCondition(
+    accent="us_general", voice_profile="female_adult", affect="calm", disfluency="none", wording="plain"
+)
 
 
 def record(episode_id: str = "e1") -> EpisodeRecord:
     header = EpisodeHeader(
-        episode_id=episode_id, run_id="r", pair_id="p", caller_id="ca", side="a", scenario_id="s", scenario_version=1,
-        scenario_sha256="0" * 64, facts_sha256="1" * 64, campaign_sha256="2" * 64, plan_sha256="3" * 64, agent="x",
-        architecture="casc", adapter="x", condition=COND, contrast=("accent",), voice_index=0,
-        speech=SpeechParams(voice="en-us", variant="f1"), seed=1, replicate=0, run_batch="b", pacing="accelerated",
+        episode_id=episode_id,
+        run_id="r",
+        pair_id="p",
+        caller_id="ca",
+        side="a",
+        scenario_id="s",
+        scenario_version=1,
+        scenario_sha256="0" * 64,
+        facts_sha256="1" * 64,
+        campaign_sha256="2" * 64,
+        plan_sha256="3" * 64,
+        agent="x",
+        architecture="casc",
+        adapter="x",
+        condition=COND,
+        contrast=("accent",),
+        voice_index=0,
+        speech=SpeechParams(voice="en-us", variant="f1"),
+        seed=1,
+        replicate=0,
+        run_batch="b",
+        pacing="accelerated",
         tts=BackendInfo(name="espeak", version="1"),
     )
-    outcome = EpisodeOutcome(status="completed", termination="done", terminal_outcome="refund_issued", duration_ms=10,
-                             turns=1, n_events=0, events_sha256="4" * 64)
+    outcome = EpisodeOutcome(
+        status="completed",
+        termination="done",
+        terminal_outcome="refund_issued",
+        duration_ms=10,
+        turns=1,
+        n_events=0,
+        events_sha256="4" * 64,
+    )
     return EpisodeRecord(header=header, outcome=outcome, finished_at=dt.datetime(2026, 11, 30, tzinfo=dt.UTC))
 
 
 SAMPLE_EVENTS = [
     {"type": "call_started", "t_ms": 0, "pacing": "realtime", "protocol": "twilio"},
-    {"type": "caller_utterance_start", "t_ms": 10, "turn": 1, "kind": "anchor", "anchor_id": "issue", "text": "hi", "duration_ms": 900},
-    {"type": "caller_decision", "t_ms": 20, "turn": 1, "heard": "x", "classification": "challenge", "action": "a", "reason": "r"},
+    {
+        "type": "caller_utterance_start",
+        "t_ms": 10,
+        "turn": 1,
+        "kind": "anchor",
+        "anchor_id": "issue",
+        "text": "hi",
+        "duration_ms": 900,
+    },
+    {
+        "type": "caller_decision",
+        "t_ms": 20,
+        "turn": 1,
+        "heard": "x",
+        "classification": "challenge",
+        "action": "a",
+        "reason": "r",
+    },
     {"type": "tool_call", "t_ms": 30, "call_id": "c", "name": "crm_lookup", "arguments": {"k": [1, 2]}},
-    {"type": "tool_result", "t_ms": 31, "call_id": "c", "name": "crm_lookup", "ok": True, "result_keys": ["a", "b"]},
+    {
+        "type": "tool_result",
+        "t_ms": 31,
+        "call_id": "c",
+        "name": "crm_lookup",
+        "ok": True,
+        "result_keys": ["a", "b"],
+    },
     {"type": "handoff", "t_ms": 40, "status": "confirmed", "source": "tool"},
     {"type": "error", "t_ms": 50, "kind": "timeout_turn", "message": "m"},
     {"type": "hang_up", "t_ms": 60, "by": "harness", "reason": "timeout_turn"},
@@ -86,19 +136,36 @@ def _run_folder(tmp_path: Path) -> Path:
     from harness.model import Campaign, RunManifest
 
     campaign = Campaign.model_validate(
-        {"name": "c", "scenarios": ["s"], "agents": [{"name": "a", "adapter": "x"}], "pairs": [{"contrast": []}]}
+        {
+            "name": "c",
+            "scenarios": ["s"],
+            "agents": [{"name": "a", "adapter": "x"}],
+            "pairs": [{"contrast": []}],
+        }
     )
     manifest = RunManifest(
-        run_id="r", created_at=dt.datetime.now(dt.UTC), voice_audit_version="0", python="3", platform="p",
-        campaign_file="c.yaml", campaign=campaign, campaign_sha256=campaign.sha256, scenario_hashes={}, facts_hashes={},
-        catalogue_sha256="x", plan_sha256="y", n_planned_episodes=2,
+        run_id="r",
+        created_at=dt.datetime.now(dt.UTC),
+        voice_audit_version="0",
+        python="3",
+        platform="p",
+        campaign_file="c.yaml",
+        campaign=campaign,
+        campaign_sha256=campaign.sha256,
+        scenario_hashes={},
+        facts_hashes={},
+        catalogue_sha256="x",
+        plan_sha256="y",
+        n_planned_episodes=2,
     )
     run = tmp_path / "run"
     RunWriter(run).create(manifest)
     return run
 
 
-def test_reader_refuses_newer_schema_and_accepts_older(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reader_refuses_newer_schema_and_accepts_older(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     run = _run_folder(tmp_path)
     data = json.loads((run / "run.json").read_text())
     data["schema_version"] = versioning.SCHEMA_VERSION + 1

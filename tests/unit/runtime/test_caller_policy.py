@@ -69,7 +69,9 @@ def test_repairs_escalate_after_the_scripted_number() -> None:
     p = CallerPolicy(REFUND)
     p.decide("How can I help?")
     kinds = [p.decide("Sorry, could you repeat that?") for _ in range(3)]
-    assert [d.say.kind for d in kinds[:2] if d.say] == ["repeat", "rephrase"] or [d.say.kind for d in kinds[:2] if d.say] == ["repeat", "repeat"]
+    assert [d.say.kind for d in kinds[:2] if d.say] == ["repeat", "rephrase"] or [
+        d.say.kind for d in kinds[:2] if d.say
+    ] == ["repeat", "repeat"]
     assert kinds[2].action == "request_human" and kinds[2].escalation == "repairs"
     assert kinds[2].say is not None and kinds[2].say.template == HUMAN_REQUEST
 
@@ -81,7 +83,11 @@ def test_rephrase_on_second_repair_of_an_anchor() -> None:
     first = p.decide("Sorry, could you repeat that?")
     second = p.decide("Sorry, I didn't understand. Could you say that again?")
     assert first.say and first.say.kind == "repeat" and first.say.anchor_id == "issue"
-    assert second.say and second.say.kind == "rephrase" and second.say.template == REFUND.caller.anchors[1].rephrase
+    assert (
+        second.say
+        and second.say.kind == "rephrase"
+        and second.say.template == REFUND.caller.anchors[1].rephrase
+    )
 
 
 def test_denial_asks_for_a_human_then_handoff_ends_escalated() -> None:

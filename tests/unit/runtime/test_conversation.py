@@ -63,7 +63,9 @@ class _Transport:
         self.said.append(say.kind)
 
 
-async def _call(tmp_path: Path, turns: list[object], patience: Patience) -> tuple[str, list[Event], _Transport]:
+async def _call(
+    tmp_path: Path, turns: list[object], patience: Patience
+) -> tuple[str, list[Event], _Transport]:
     log = CallLog(EventLog(tmp_path / "events.jsonl"), VirtualClock(), CallRecorder(), CONDITION, {})
     transport = _Transport(log, turns)
     conversation = Conversation(log, CallerPolicy(REFUND), _Voice(), None, patience)  # type: ignore[arg-type]
@@ -85,15 +87,25 @@ async def test_silent_agent_is_prompted_asked_for_a_human_then_left(tmp_path: Pa
         ("prompt", 38000, 2),
         ("hang_up", 45000, 3),
     ]
-    assert transport.said == ["anchor", "patience_prompt", "patience_prompt", "human_request", "patience_prompt"]
+    assert transport.said == [
+        "anchor",
+        "patience_prompt",
+        "patience_prompt",
+        "human_request",
+        "patience_prompt",
+    ]
     assert len([e for e in events if e.type == "agent_silence"]) == len(pats)
-    assert [e.type for e in events if e.type == "caller_decision"] == ["caller_decision"]  # silences are not read
+    assert [e.type for e in events if e.type == "caller_decision"] == [
+        "caller_decision"
+    ]  # silences are not read
     assert [e.reason for e in events if e.type == "escalation_requested"] == ["unresponsive"]
     assert judge_outcome(events, "billing") == ("unresolved", ("agent_unresponsive",), "non_service")
 
 
 async def test_agent_hanging_up_before_the_caller_is_done_is_non_service(tmp_path: Path) -> None:
-    reason, events, _ = await _call(tmp_path, ["Hello, how can I help you today?", ("hangup", "Goodbye.")], Patience())
+    reason, events, _ = await _call(
+        tmp_path, ["Hello, how can I help you today?", ("hangup", "Goodbye.")], Patience()
+    )
     assert reason == "agent hung up: agent hung up"
     assert [e.reason for e in events if e.type == "non_service"] == ["agent_hung_up"]
     assert judge_outcome(events, "billing")[:2] == ("unresolved", ("agent_hung_up",))

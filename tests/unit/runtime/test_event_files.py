@@ -19,7 +19,10 @@ from harness.runtime.voice import Spoken, SpokenCache
 
 
 def _events() -> list[CallStarted | HangUp]:
-    return [CallStarted(t_ms=0, pacing="accelerated", protocol="in-process"), HangUp(t_ms=20, by="caller", reason="done")]
+    return [
+        CallStarted(t_ms=0, pacing="accelerated", protocol="in-process"),
+        HangUp(t_ms=20, by="caller", reason="done"),
+    ]
 
 
 def test_log_without_hold_writes_at_every_flush(tmp_path: Path) -> None:
@@ -31,7 +34,10 @@ def test_log_without_hold_writes_at_every_flush(tmp_path: Path) -> None:
     assert path.read_bytes().count(b"\n") == 1
     log.append(_events()[1])
     log.flush()
-    assert [EVENT_ADAPTER.validate_json(line).type for line in path.read_bytes().splitlines()] == ["call_started", "hang_up"]
+    assert [EVENT_ADAPTER.validate_json(line).type for line in path.read_bytes().splitlines()] == [
+        "call_started",
+        "hang_up",
+    ]
     log.close()
 
 
@@ -66,7 +72,9 @@ def test_atomic_write_in_parts(tmp_path: Path) -> None:
     assert path.read_bytes() == b"whole" and not list(path.parent.glob("*.tmp"))
 
 
-def test_failed_atomic_write_keeps_the_old_file_and_no_temp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failed_atomic_write_keeps_the_old_file_and_no_temp(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "call.wav"
     atomic_write_bytes(path, b"old")
 

@@ -29,7 +29,14 @@ def test_sides_of_the_kinds_that_matter() -> None:
     assert failure_side("harness_error") == "harness"
     assert failure_side("cancelled") == "harness"
     assert failure_side("timeout_turn") == "harness"
-    for kind in ("connect_failed", "disconnect", "malformed_frame", "protocol_error", "http_error", "agent_error"):
+    for kind in (
+        "connect_failed",
+        "disconnect",
+        "malformed_frame",
+        "protocol_error",
+        "http_error",
+        "agent_error",
+    ):
         assert failure_side(kind) == "agent"
     assert failure_side("some_future_kind") == "harness"
 
@@ -55,17 +62,34 @@ def test_non_service_overrides_a_remedy_and_keeps_its_flag() -> None:
 
 
 def test_words_outcome_without_non_service_is_unchanged() -> None:
-    dec = CallerDecision(t_ms=5, turn=1, heard="refunded", classification="confirmation", action="close", reason="r")
+    dec = CallerDecision(
+        t_ms=5, turn=1, heard="refunded", classification="confirmation", action="close", reason="r"
+    )
     assert judge_outcome([dec], "billing") == ("refund_issued", (), "agent_words")
 
 
 def test_new_events_round_trip() -> None:
     for data in (
         {"type": "non_service", "t_ms": 1, "reason": "agent_unresponsive"},
-        {"type": "caller_patience", "t_ms": 2, "turn": 3, "action": "prompt", "silence_ms": 8000, "prompts": 0,
-         "budget_ms": 45000, "reason": "silent"},
+        {
+            "type": "caller_patience",
+            "t_ms": 2,
+            "turn": 3,
+            "action": "prompt",
+            "silence_ms": 8000,
+            "prompts": 0,
+            "budget_ms": 45000,
+            "reason": "silent",
+        },
         {"type": "agent_silence", "t_ms": 3, "turn": 3, "silence_ms": 8000},
-        {"type": "agent_yield", "t_ms": 4, "turn": 2, "stop_latency_ms": 180, "overlap_ms": 180, "cleared": True},
+        {
+            "type": "agent_yield",
+            "t_ms": 4,
+            "turn": 2,
+            "stop_latency_ms": 180,
+            "overlap_ms": 180,
+            "cleared": True,
+        },
         {"type": "agent_clear", "t_ms": 5, "source": "twilio_clear", "dropped_ms": 1200},
         {"type": "barge_in", "t_ms": 6, "by": "caller", "turn": 2, "played_ms": 900, "reason": "impatience"},
     ):

@@ -62,7 +62,9 @@ def test_prompts_do_not_restart_patience_only_the_callers_own_turns_do() -> None
 
 def test_patience_lines_are_fixed_and_in_the_callers_vocabulary() -> None:
     assert PATIENCE_LINES == (PATIENCE_PROMPT,)
-    assert PATIENCE_PROMPT in caller_lines(load_scenario_file(BUNDLED_LIBRARY / "refund_duplicate_charge.yaml"))
+    assert PATIENCE_PROMPT in caller_lines(
+        load_scenario_file(BUNDLED_LIBRARY / "refund_duplicate_charge.yaml")
+    )
 
 
 def _campaign(**over: object) -> Campaign:
@@ -83,7 +85,9 @@ def test_default_timeouts_exceed_default_patience() -> None:
 
 @pytest.mark.parametrize("field", ["turn_s", "call_s"])
 def test_a_timeout_inside_the_callers_patience_is_refused(field: str) -> None:
-    with pytest.raises(ValidationError, match=rf"timeouts\.{field} \(30 s\) must exceed patience\.hang_up_after_s"):
+    with pytest.raises(
+        ValidationError, match=rf"timeouts\.{field} \(30 s\) must exceed patience\.hang_up_after_s"
+    ):
         _campaign(timeouts={field: 30})
     _campaign(timeouts={field: 30}, patience={"prompt_after_s": 5, "hang_up_after_s": 20})
 

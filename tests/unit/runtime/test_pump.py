@@ -74,7 +74,9 @@ async def _pump_for(pump: FramePump, seconds: float) -> None:
 
 
 @pytest.mark.parametrize(("nowait", "refuse"), [(True, 0), (True, 3), (False, 0)])
-async def test_speech_goes_out_in_order_between_silence_frames(tmp_path: Path, nowait: bool, refuse: int) -> None:
+async def test_speech_goes_out_in_order_between_silence_frames(
+    tmp_path: Path, nowait: bool, refuse: int
+) -> None:
     fmt = AudioFormat("mulaw", 8000)
     log = _log(tmp_path)
     session = _Session(nowait, refuse)
@@ -90,7 +92,9 @@ async def test_speech_goes_out_in_order_between_silence_frames(tmp_path: Path, n
     sent = b"".join(frames)
     start = sent.index(speech[:160])
     assert sent[start : start + len(speech)] == speech  # whole, in order, nothing between
-    assert sent[start + len(speech) : start + 7 * 160] == b"\xff" * (7 * 160 - len(speech))  # padded with silence
+    assert sent[start + len(speech) : start + 7 * 160] == b"\xff" * (
+        7 * 160 - len(speech)
+    )  # padded with silence
     assert set(sent[:start]) <= {0xFF}
     # One frame per 20 ms deadline, lateness recorded for each.
     assert pump.stats.frames == len(frames) == len(pump.stats.lateness_ms)

@@ -30,16 +30,29 @@ def test_wav_file_holds_exactly_the_rendered_samples(tmp_path: Path) -> None:
     assert rate == RECORDING_RATE and audio.shape == (RECORDING_RATE, 2)
     assert np.array_equal(audio, rec.render(min_ms=1000))
     with wave.open(str(path)) as w:  # a second, independent reader of the header
-        assert (w.getnchannels(), w.getsampwidth(), w.getframerate(), w.getnframes()) == (2, 2, RECORDING_RATE, RECORDING_RATE)
+        assert (w.getnchannels(), w.getsampwidth(), w.getframerate(), w.getnframes()) == (
+            2,
+            2,
+            RECORDING_RATE,
+            RECORDING_RATE,
+        )
     assert not list(path.parent.glob("*.tmp"))
 
 
 def test_header_matches_soundfiles_own() -> None:
     assert wav_header(10, 8000) == (
-        b"RIFF" + (36 + 40).to_bytes(4, "little") + b"WAVEfmt " + (16).to_bytes(4, "little")
-        + (1).to_bytes(2, "little") + (2).to_bytes(2, "little") + (8000).to_bytes(4, "little")
-        + (32000).to_bytes(4, "little") + (4).to_bytes(2, "little") + (16).to_bytes(2, "little")
-        + b"data" + (40).to_bytes(4, "little")
+        b"RIFF"
+        + (36 + 40).to_bytes(4, "little")
+        + b"WAVEfmt "
+        + (16).to_bytes(4, "little")
+        + (1).to_bytes(2, "little")
+        + (2).to_bytes(2, "little")
+        + (8000).to_bytes(4, "little")
+        + (32000).to_bytes(4, "little")
+        + (4).to_bytes(2, "little")
+        + (16).to_bytes(2, "little")
+        + b"data"
+        + (40).to_bytes(4, "little")
     )
 
 

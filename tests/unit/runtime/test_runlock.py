@@ -33,15 +33,19 @@ def test_a_dead_holders_lock_is_taken_over_and_said_so(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "run.json").write_text("{}")
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
     pid = int(dead.stdout)
     (run_dir / LOCK_FILE).write_text(json.dumps({"pid": pid, "host": platform.node(), "started_at": "T"}))
     notices: list[str] = []
     lock = RunLock(run_dir, notify=notices.append)
     lock.acquire()
     try:
-        assert notices == [f"{run_dir}: taking over the lock left by pid {pid} on host {platform.node()}, "
-                           "started T, which is no longer running"]
+        assert notices == [
+            f"{run_dir}: taking over the lock left by pid {pid} on host {platform.node()}, "
+            "started T, which is no longer running"
+        ]
         assert json.loads((run_dir / LOCK_FILE).read_text())["pid"] == os.getpid()
     finally:
         lock.release()

@@ -51,7 +51,10 @@ def test_hash_is_stable_across_loads_and_key_order(tmp_path: Path) -> None:
         (("facts", "account", "tenure_months"), 15),
         (("facts", "charge", "amount"), "24.98"),
         (("facts", "charge", "date"), "2026-11-23"),
-        (("facts", "policy", "text"), "A duplicate charge is refunded only after manager approval, within 30 days."),
+        (
+            ("facts", "policy", "text"),
+            "A duplicate charge is refunded only after manager approval, within 30 days.",
+        ),
         (("facts", "eligibility", "refund_eligible"), False),
         (("facts", "tool_permissions", "issue_refund"), False),
         (("facts", "prior_contacts"), []),
@@ -121,7 +124,9 @@ def test_missing_required_fact_names_file_line_and_field(tmp_path: Path) -> None
 
 
 def test_spoken_digits_are_refused(tmp_path: Path) -> None:
-    text = REFUND.read_text().replace("amount: twenty four dollars and ninety nine cents", "amount: 24.99 dollars")
+    text = REFUND.read_text().replace(
+        "amount: twenty four dollars and ninety nine cents", "amount: 24.99 dollars"
+    )
     path = tmp_path / "digits.yaml"
     path.write_text(text)
     with pytest.raises(ConfigError, match="spell numbers as words"):

@@ -26,7 +26,9 @@ def _line_of(text: str, needle: str, nth: int = 0) -> int:
 
 def test_cancel_scenario_loads_and_locks(tmp_path: Path) -> None:
     sc = cancel_library(tmp_path / "lib").get_locked("cancel_subscription")
-    assert [r.describe() for r in sc.outcome_rules.rules][:1] == ["cancelled <- ok result of cancel_subscription"]
+    assert [r.describe() for r in sc.outcome_rules.rules][:1] == [
+        "cancelled <- ok result of cancel_subscription"
+    ]
     assert sc.is_acceptable("cancelled") and not sc.is_acceptable("escalated")
     assert "cancelled" in sc.outcome_rules.producible
 
@@ -42,7 +44,8 @@ def test_unknown_acceptable_outcome_is_refused_with_its_position(tmp_path: Path)
 def test_unreachable_acceptable_outcome_is_refused(tmp_path: Path) -> None:
     # the tool that realises `cancelled` is not permitted and no words rule names it
     text = CANCEL_SUBSCRIPTION.replace(
-        "    escalate_to_human: true\n  tools:", "    escalate_to_human: true\n    cancel_subscription: false\n  tools:"
+        "    escalate_to_human: true\n  tools:",
+        "    escalate_to_human: true\n    cancel_subscription: false\n  tools:",
     ).replace(", words: confirmation", "")
     with pytest.raises(ConfigError) as err:
         load_scenario_file(_write(tmp_path, text))
@@ -70,8 +73,18 @@ def test_outcome_without_a_rule_is_refused(tmp_path: Path) -> None:
 def test_unknown_references_are_refused_with_their_positions(tmp_path: Path) -> None:
     cases = [
         ("realises: cancelled", "realises: closed", "realises: closed", "unknown outcome 'closed'"),
-        ("fact: account.account_id", "fact: account.acount_id", "fact: account.acount_id", "account.acount_id"),
-        ("    crm_lookup: true\n", "    crm_lookup: true\n    refund_everything: true\n", "refund_everything", "unknown tool 'refund_everything'"),
+        (
+            "fact: account.account_id",
+            "fact: account.acount_id",
+            "fact: account.acount_id",
+            "account.acount_id",
+        ),
+        (
+            "    crm_lookup: true\n",
+            "    crm_lookup: true\n    refund_everything: true\n",
+            "refund_everything",
+            "unknown tool 'refund_everything'",
+        ),
         ("- name: cancel_subscription", "- name: issue_refund", "- name: issue_refund", "is built in"),
         ("{id: cancelled,", "{id: denied,", "{id: denied,", "'denied' is built in"),
     ]
@@ -105,12 +118,25 @@ def test_scenario_outcome_from_tool_or_words(tmp_path: Path) -> None:
     rules = sc.outcome_rules
     tool = [
         ToolCall(t_ms=1, call_id="c1", name="cancel_subscription", arguments={"account_id": "ACC-51230"}),
-        ToolResult(t_ms=2, call_id="c1", name="cancel_subscription", ok=True, result_keys=("cancellation_id",)),
+        ToolResult(
+            t_ms=2, call_id="c1", name="cancel_subscription", ok=True, result_keys=("cancellation_id",)
+        ),
     ]
     assert judge_outcome(tool, rules) == ("cancelled", (), "tool_trace")
-    said = [CallerDecision(
-            t_ms=3, turn=2, heard="It is cancelled.", classification="confirmation", action="close", reason="done"
-        )]
+    said = [
+        CallerDecision(
+            t_ms=3,
+            turn=2,
+            heard="It is cancelled.",
+            classification="confirmation",
+            action="close",
+            reason="done",
+        )
+    ]
     assert judge_outcome(said, rules) == ("cancelled", (), "agent_words")
-    assert judge_outcome(said, "account") == ("unresolved", (), "agent_words")  # the built-in table has no remedy
+    assert judge_outcome(said, "account") == (
+        "unresolved",
+        (),
+        "agent_words",
+    )  # the built-in table has no remedy
     assert outcome_rules("billing").rules[-2].outcome == "refund_issued"

@@ -74,7 +74,9 @@ TURNS = simulate_continuous_pairs(30, 0.0, np.random.default_rng(11), noise="tur
 
 def test_signflip_stays_nominal_where_a_few_extra_turns_make_t_conservative() -> None:
     """The real-call A/A shape: ms jitter plus a few +-2.5 s extra turns, resampled with swaps."""
-    res = run_calibration(lambda rng: resample_pairs(TURNS, 30, rng), ("signflip", "t"), n_replicates=600, seed=12)
+    res = run_calibration(
+        lambda rng: resample_pairs(TURNS, 30, rng), ("signflip", "t"), n_replicates=600, seed=12
+    )
     rows = _rows(summarise(res, 0.0))
     assert abs(rows["signflip"]["reject_rate"] - ALPHA) <= 0.02, rows["signflip"]
     assert rows["t"]["reject_rate"] < rows["signflip"]["reject_rate"], rows["t"]

@@ -76,8 +76,12 @@ def test_normal_limit_agrees_with_monte_carlo_on_well_behaved_data() -> None:
 def _frame(a: np.ndarray, b: np.ndarray) -> pd.DataFrame:
     rows = []
     for i in range(len(a)):
-        rows.append(dict(pair_id=f"p{i}", side="a", scenario_id="s", voice_id="v", run_batch="r", agent="g", m=a[i]))
-        rows.append(dict(pair_id=f"p{i}", side="b", scenario_id="s", voice_id="v", run_batch="r", agent="g", m=b[i]))
+        rows.append(
+            dict(pair_id=f"p{i}", side="a", scenario_id="s", voice_id="v", run_batch="r", agent="g", m=a[i])
+        )
+        rows.append(
+            dict(pair_id=f"p{i}", side="b", scenario_id="s", voice_id="v", run_batch="r", agent="g", m=b[i])
+        )
     return pd.DataFrame(rows)
 
 
@@ -89,7 +93,10 @@ def test_paired_mean_delta_signflip_is_seeded_and_says_how_it_was_computed() -> 
     two = paired_mean_delta(_frame(a, b), "m", n_boot=1999, seed=4)
     other = paired_mean_delta(_frame(a, b), "m", n_boot=1999, seed=5)
     assert one == two and one.ci_low != other.ci_low
-    assert one.method == "paired mean delta, sign-flip randomization interval (B=1999 sign flips, seed=4, test inverted)"
+    assert (
+        one.method
+        == "paired mean delta, sign-flip randomization interval (B=1999 sign flips, seed=4, test inverted)"
+    )
     assert one.ci_low is not None and one.ci_high is not None and one.ci_low < one.estimate < one.ci_high  # type: ignore[operator]
     big_b = rng.normal(5, 1, EXACT_MAX_PAIRS + 1)
     big = paired_mean_delta(_frame(big_b + 0.1, big_b), "m")

@@ -56,7 +56,8 @@ def outcomes_for(raw: pd.DataFrame, seed: int = 1) -> pd.DataFrame:
     acceptable = np.where(ok, (rng.random(len(raw)) < p).astype(float), np.nan)
     auth = np.where(ok, rng.poisson(np.where(planted, 4.0, 1.0)).astype(float), np.nan)
     return pd.DataFrame(
-        {"outcome_acceptable": acceptable, "burden_auth": auth, "call_failed": (~ok).astype(float)}, index=raw.index
+        {"outcome_acceptable": acceptable, "burden_auth": auth, "call_failed": (~ok).astype(float)},
+        index=raw.index,
     )
 
 

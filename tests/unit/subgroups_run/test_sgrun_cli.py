@@ -23,6 +23,8 @@ def test_bad_option_is_one_line(tmp_path: Path) -> None:
 
 
 def test_plan_followup_on_missing_run(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["plan-followup", str(tmp_path / "nope"), "-o", str(tmp_path / "f.yaml")])
+    result = CliRunner().invoke(
+        app, ["plan-followup", str(tmp_path / "nope"), "-o", str(tmp_path / "f.yaml")]
+    )
     assert result.exit_code == 2 and result.stderr.startswith("error:")
     assert not (tmp_path / "f.yaml").exists()

@@ -24,7 +24,9 @@ def test_intervals_match_their_formulas() -> None:
     z, n, p = sps.norm.ppf(0.975), 10, 0.8
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     assert math.isclose((lo + hi) / 2, centre) and 0 < lo < p < hi < 1
-    assert mean_interval(np.ones(6), binary=True)[2] - mean_interval(np.ones(6), binary=True)[1] > 0  # Wilson: never 0
+    assert (
+        mean_interval(np.ones(6), binary=True)[2] - mean_interval(np.ones(6), binary=True)[1] > 0
+    )  # Wilson: never 0
     sub, whole = np.array([0.0, 1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0])
     div, width = divergence_interval(sub, whole)
     assert math.isclose(div, 0.25 - 0.625)
@@ -49,7 +51,9 @@ def test_ci_narrowing_on_a_synthetic_follow_up(tmp_path: Path) -> None:
     _, lo_a, hi_a = mean_interval(pooled, binary=True)
     assert row["before"]["n"] == int((~np.isnan(vb)).sum())
     assert row["after"]["episodes"] == mask_b.sum() + mask_a.sum() and row["added_episodes"] == mask_a.sum()
-    assert math.isclose(row["before"]["ci_width"], hi_b - lo_b) and math.isclose(row["after"]["ci_width"], hi_a - lo_a)
+    assert math.isclose(row["before"]["ci_width"], hi_b - lo_b) and math.isclose(
+        row["after"]["ci_width"], hi_a - lo_a
+    )
     assert math.isclose(row["ci_narrowing"], 1 - (hi_a - lo_a) / (hi_b - lo_b))
     assert 0.3 < row["ci_narrowing"] < 0.7  # about 1 - 1/sqrt(4) with four times the data
     assert row["divergence_ci_narrowing"] > 0

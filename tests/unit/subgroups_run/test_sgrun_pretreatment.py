@@ -97,7 +97,8 @@ def test_gap_uses_stimulus_but_never_realised_attributes(tmp_path: Path) -> None
 
 def test_stimulus_is_pooled_per_caller() -> None:
     measures = pd.DataFrame(
-        {c: [1.0, 1.02, 5.0, np.nan] for c in STIMULUS}, index=pd.Index(["e1", "e2", "e3", "e4"], name="episode_id")
+        {c: [1.0, 1.02, 5.0, np.nan] for c in STIMULUS},
+        index=pd.Index(["e1", "e2", "e3", "e4"], name="episode_id"),
     )
     callers = pd.Series(["c1", "c1", "c2", "c2"], index=measures.index)
     pooled = caller_stimulus(measures, callers)
