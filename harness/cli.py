@@ -98,9 +98,11 @@ def plan_cmd(
         typer.Option(help="also print the expected call minutes and the cost under the campaign's prices"),
     ] = False,
     agent_turn_s: Annotated[
-        float,
-        typer.Option(min=0.5, help="--estimate: seconds of one agent turn (speech and time to answer)"),
-    ] = 8.5,
+        float | None,
+        typer.Option(
+            min=0.5, help="--estimate: seconds of one agent turn (speech and time to answer); default 7.5"
+        ),
+    ] = None,
 ) -> None:
     """Validate a campaign (every adapter imported, every agent URL well-formed) and print its
     planned matched pairs; places no call."""
@@ -120,7 +122,9 @@ def plan_cmd(
         raise CampaignProblems(problems)
     _print_plan(loaded)
     if estimate:
-        from harness.estimate import estimate_campaign, estimate_lines
+        from harness.estimate import DEFAULT_AGENT_TURN_S, estimate_campaign, estimate_lines
+
+        agent_turn_s = DEFAULT_AGENT_TURN_S if agent_turn_s is None else agent_turn_s
 
         for line in estimate_lines(estimate_campaign(loaded, agent_turn_s=agent_turn_s), loaded.campaign):
             typer.echo(line)
