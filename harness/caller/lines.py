@@ -65,6 +65,8 @@ class VoiceLine(Frozen):
     realisation: int
     affect: str
     text: str
+    ssml: str | None = None
+    """The markup the caller's synthesis receives with the text (breaks, prosody), as the call renders it."""
     speech: SpeechParams
     slower_wpm: tuple[int, ...]
     guidance: str
@@ -82,6 +84,7 @@ class _Building:
     realisation: int
     speech: SpeechParams
     text: str
+    ssml: str | None = None
     slower: set[int] = field(default_factory=set)
     uses: dict[str, None] = field(default_factory=dict)
 
@@ -149,7 +152,9 @@ def campaign_lines(
                     key = line_key(speech, utt.text)
                     b = lines.get(key)
                     if b is None:
-                        b = lines[key] = _Building(voice, condition, pair.voice_index, speech, utt.text)
+                        b = lines[key] = _Building(
+                            voice, condition, pair.voice_index, speech, utt.text, utt.ssml
+                        )
                     slowed = clearer_speech(speech, form.kind, count).rate_wpm
                     if slowed != speech.rate_wpm:
                         b.slower.add(slowed)
@@ -163,6 +168,7 @@ def campaign_lines(
             realisation=b.realisation,
             affect=b.condition.affect,
             text=b.text,
+            ssml=b.ssml,
             speech=b.speech,
             slower_wpm=tuple(sorted(b.slower, reverse=True)),
             guidance=_guidance(catalogue, b),

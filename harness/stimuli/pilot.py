@@ -134,7 +134,7 @@ class _Renderer:
 
     async def render(self, line: VoiceLine, spec: BackendSpec) -> _Rendered:
         synth = self.synth_for(spec)
-        out = await synth.speak(line.text, None, line.speech)
+        out = await synth.speak(line.text, line.ssml, line.speech)
         pcm, rate = np.asarray(out.pcm), out.sample_rate
         if self.channel is not None:
             ch = self.channel.apply(pcm, rate, seed=_channel_seed(line.text, self.loaded.campaign.seed))
