@@ -21,56 +21,27 @@ depend on the rating app.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from analysis.gates.base import GateInputs, GateResult, Verdict, gate_scope, worst
+from analysis.gates.labels import read_turn_labels
 from harness.audio.wer import normalise_words, word_errors
 
 GATE = "stimulus_intelligibility"
-LABELS_FILE = Path("ratings") / "labels.jsonl"
-LABELS_VERSION = 1
 COLUMNS = ["episode_id", "turn", "rater", "reference", "heard"]
 
 
 def read_intelligibility_labels(run_dir: Path) -> tuple[pd.DataFrame, list[str]]:
     """Intelligibility lines of ratings/labels.jsonl (the last label of a rater for a turn wins)."""
-    path = Path(run_dir) / LABELS_FILE
-    rows: list[dict[str, Any]] = []
-    skipped: list[str] = []
-    if path.exists():
-        with open(path, "rb") as fh:
-            for lineno, raw in enumerate(fh, start=1):
-                if not raw.strip() or not raw.endswith(b"\n"):
-                    continue
-                try:
-                    rec = json.loads(raw)
-                    if rec.get("task") != "intelligibility":
-                        continue
-                    if int(rec.get("v", 1)) > LABELS_VERSION:
-                        skipped.append(
-                            f"{path}:{lineno}: label format v{rec['v']} is newer than this reader; skipped"
-                        )
-                        continue
-                    rows.append(
-                        {
-                            "episode_id": str(rec["episode_id"]),
-                            "turn": int(rec["turn"]),
-                            "rater": str(rec["rater"]),
-                            "reference": str(rec["reference"]),
-                            "heard": str(rec["heard"]),
-                        }
-                    )
-                except (ValueError, KeyError, TypeError) as exc:
-                    skipped.append(
-                        f"{path}:{lineno}: invalid intelligibility label skipped ({type(exc).__name__})"
-                    )
-    frame = pd.DataFrame(rows, columns=COLUMNS)
-    frame = frame.drop_duplicates(["episode_id", "turn", "rater"], keep="last").reset_index(drop=True)
-    return frame, skipped
+    return read_turn_labels(
+        run_dir,
+        "intelligibility",
+        COLUMNS,
+        lambda rec: {"reference": str(rec["reference"]), "heard": str(rec["heard"])},
+    )
 
 
 def score(labels: pd.DataFrame) -> pd.DataFrame:

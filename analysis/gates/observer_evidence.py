@@ -19,7 +19,6 @@ error rate of the caller's ASR on turns whose words the agent gave (`asr_check`)
 from __future__ import annotations
 
 import itertools
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -28,11 +27,10 @@ import numpy as np
 import pandas as pd
 
 from analysis.agreement import cohen_kappa
+from analysis.gates.labels import read_turn_labels
 from harness.audio.wer import normalise_words, word_errors
 
 Verdict = Literal["pass", "fail", "not-evaluable"]
-LABELS_FILE = Path("ratings") / "labels.jsonl"
-LABELS_VERSION = 1
 EXACT_MAX_PAIRS = 16
 RATING_COLUMNS = ["episode_id", "turn", "rater", "act", "facts"]
 READING_COLUMNS = ["episode_id", "turn", "classification", "challenge_fact"]
@@ -49,43 +47,16 @@ class ObserverVerdict:
 
 
 def read_observer_labels(run_dir: Path) -> tuple[pd.DataFrame, list[str]]:
-    """Observer-task lines of ratings/labels.jsonl: episode_id, turn, rater, act, facts (sorted, comma-joined).
-
-    Read with plain json (like the other label readers) so analysis does not depend on the app.
-    """
-    path = Path(run_dir) / LABELS_FILE
-    rows: list[dict[str, Any]] = []
-    skipped: list[str] = []
-    if not path.exists():
-        return pd.DataFrame(rows, columns=RATING_COLUMNS), skipped
-    with open(path, "rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip() or not raw.endswith(b"\n"):
-                continue
-            try:
-                rec = json.loads(raw)
-                if rec.get("task") != "observer":
-                    continue
-                if int(rec.get("v", 1)) > LABELS_VERSION:
-                    skipped.append(
-                        f"{path}:{lineno}: label format v{rec['v']} is newer than this reader; skipped"
-                    )
-                    continue
-                rows.append(
-                    {
-                        "episode_id": str(rec["episode_id"]),
-                        "turn": int(rec["turn"]),
-                        "rater": str(rec["rater"]),
-                        "act": str(rec["act"]),
-                        "facts": ",".join(sorted(str(f) for f in rec.get("facts") or ())),
-                    }
-                )
-            except (ValueError, KeyError, TypeError) as exc:
-                skipped.append(f"{path}:{lineno}: invalid observer label skipped ({type(exc).__name__})")
-    frame = pd.DataFrame(rows, columns=RATING_COLUMNS)
-    # The last label of a rater for a turn wins, as for the other tasks.
-    frame = frame.drop_duplicates(["episode_id", "turn", "rater"], keep="last").reset_index(drop=True)
-    return frame, skipped
+    """Observer-task lines of ratings/labels.jsonl: episode_id, turn, rater, act, facts (sorted, comma-joined)."""
+    return read_turn_labels(
+        run_dir,
+        "observer",
+        RATING_COLUMNS,
+        lambda rec: {
+            "act": str(rec["act"]),
+            "facts": ",".join(sorted(str(f) for f in rec.get("facts") or ())),
+        },
+    )
 
 
 def majority(ratings: pd.DataFrame, min_raters: int) -> pd.DataFrame:
