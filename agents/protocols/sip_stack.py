@@ -11,6 +11,10 @@ an unregistered thread calls into it, including when Python frees one of its obj
   every call's `FramePort` for the caller's next frame (taken from a deque the asyncio side
   fills) and hands it the agent's mixed frame, which goes to the owning loop through a batched,
   thread-safe inbox (one loop wake-up per tick for all calls, not one per call);
+- a call's `FramePort` is never freed while the bridge runs: the bridge keeps calling every port
+  (heart-beat frames) and a port whose Python half is being freed could be called back on the
+  clock thread mid-teardown, so a finished call's port rests (disconnected, deaf) and is reused by
+  a later call; all of them go after the library is destroyed;
 - frames cross the SWIG boundary as `ByteVector`s; converting one to bytes element by element
   costs ~300 us, so their storage is copied with ctypes instead (checked at start-up against the
   slow path, which is used if the layout is not the one expected).
@@ -30,6 +34,7 @@ import queue
 import re
 import threading
 import time
+import weakref
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -56,7 +61,8 @@ SILENCE = bytes(FRAME_BYTES)
 POLL_MS = 5
 RTP_CHECK_S = 0.5
 PORT_GRACE_S = 0.2
-"""How long a disconnected port is kept before it is freed (ten bridge ticks)."""
+"""How long a finished call's port rests, disconnected, before another call takes it (ten bridge
+ticks: the bridge applies disconnections at its next tick)."""
 MAX_TX_FRAMES = 50
 """Caller frames queued ahead of the bridge beyond which the oldest is dropped (1 s: a stalled clock)."""
 MAX_CALLS = 4
@@ -221,6 +227,8 @@ class FramePort(pj.AudioMediaPort):
         self.feed = Feed(stack.collect_ticks)
         self.sink: Callable[[bytes], None] | None = None
         self.inbox: _Inbox | None = None
+        self.free_at = 0.0
+        self.source = -1  # the bridge slot of the stream it was last connected to
         self._out = pj.ByteVector(SILENCE)
         self._out_addr = _vec_data(self._out) if stack.fast else 0
         fmt = pj.MediaFormatAudio()
@@ -232,13 +240,36 @@ class FramePort(pj.AudioMediaPort):
         fmt.frameTimeUsec = 20000
         self.createPort(name, fmt)
 
-    # The clock thread may still call a port the garbage collector is tearing down (its attributes
-    # already cleared, the C++ port not yet out of the bridge): such a port sends silence, hears nothing.
+    def attach(self, feed: Feed, inbox: _Inbox, sink: Callable[[bytes], None]) -> None:
+        """Serve a new call: its caller feed out, the agent's frames to its sink."""
+        self.feed, self.inbox, self.sink = feed, inbox, sink
+        self.source = -1
+
+    def rest(self, until: float) -> None:
+        """Deaf and silent (a fresh, empty feed) until `until`, when another call may take it."""
+        self.sink = None
+        self.inbox = None
+        self.feed = Feed(False)
+        self.free_at = until
+
+    def unheard(self) -> bool:
+        """Connected to nothing any more (neither way): safe to give to another call."""
+        # A port info's `listeners` is a view into it: the info must stay referenced while read.
+        try:
+            info = self.getPortInfo()
+            if len(list(info.listeners)):
+                return False
+            if self.source >= 0:
+                source = pj.AudioMedia.getPortInfoFromId(self.source)
+                return self.getPortId() not in list(source.listeners)
+        except pj.Error:  # the stream's slot is gone, and its connections with it
+            pass
+        return True
+
     def onFrameRequested(self, frame: Any) -> None:
-        feed = getattr(self, "feed", None)
-        data = feed.take() if feed is not None else SILENCE
+        data = self.feed.take()
         frame.type = pj.PJMEDIA_FRAME_TYPE_AUDIO
-        if getattr(self, "_out_addr", 0):
+        if self._out_addr:
             ctypes.memmove(self._out_addr, data, FRAME_BYTES)
             frame.buf = self._out
         else:
@@ -246,7 +277,7 @@ class FramePort(pj.AudioMediaPort):
         frame.size = FRAME_BYTES
 
     def onFrameReceived(self, frame: Any) -> None:
-        sink, inbox = getattr(self, "sink", None), getattr(self, "inbox", None)
+        sink, inbox = self.sink, self.inbox
         if sink is None or inbox is None or frame.type != pj.PJMEDIA_FRAME_TYPE_AUDIO:
             return
         pcm = _fast_read(frame.buf) if self.stack.fast else _slow_read(frame.buf)
@@ -270,36 +301,48 @@ def message_headers(whole: str) -> dict[str, str]:
 
 
 class _Call(pj.Call):
+    """Refers to its leg weakly: no reference cycle, so the cyclic garbage collector, which may
+    run on any thread, never frees a PJSUA2 call (freed off the pjsip thread, it aborts)."""
+
     def __init__(self, leg: Leg, acc: Any, call_id: int = pj.PJSUA_INVALID_ID) -> None:
         super().__init__(acc, call_id)
-        self.leg = leg
+        self._leg = weakref.ref(leg)
 
     def onCallState(self, prm: Any) -> None:
-        self.leg.on_state(self, prm)
+        leg = self._leg()
+        if leg is not None:
+            leg.on_state(self, prm)
 
     def onCallMediaState(self, prm: Any) -> None:
         del prm
-        self.leg.on_media(self)
+        leg = self._leg()
+        if leg is not None:
+            leg.on_media(self)
 
     def onDtmfDigit(self, prm: Any) -> None:
-        self.leg.post(CallEvent("dtmf", detail=str(prm.digit)))
+        leg = self._leg()
+        if leg is not None:
+            leg.post(CallEvent("dtmf", detail=str(prm.digit)))
 
     def onCallTransferRequest(self, prm: Any) -> None:
         """A REFER is declined: a transfer would start a call nobody records."""
         prm.statusCode = 603
-        log.info("call %d: transfer to %s declined", self.leg.handle, prm.dstUri)
+        leg = self._leg()
+        log.info("call %d: transfer to %s declined", leg.handle if leg else -1, prm.dstUri)
 
 
 class Leg:
     """One call as the pjsip thread sees it: its PJSUA2 call, its port, where its news goes."""
 
-    def __init__(self, stack: SipStack, handle: int, post: Callable[[CallEvent], None]) -> None:
+    def __init__(
+        self, stack: SipStack, handle: int, post: Callable[[CallEvent], None], port: FramePort
+    ) -> None:
         self.stack = stack
         self.handle = handle
         self.post = post
         self.call: _Call | None = None
-        self.port: FramePort | None = FramePort(stack, f"leg{handle}")
-        self.feed = self.port.feed
+        self.port: FramePort | None = port
+        self.feed = port.feed
         self.media_idx: int | None = None
         self.connected_to: Any = None
         self.codec = ""
@@ -336,6 +379,10 @@ class Leg:
             self.rx_at = time.monotonic()
         if state == "disconnected":
             self.ended = True
+            # PJSIP has taken the call's stream out of the bridge, with its connections, before
+            # this callback: a disconnection by its old slot number could reach a port that took
+            # the number since.
+            self.connected_to = None
             self._detach()
         self.post(
             CallEvent(
@@ -363,6 +410,7 @@ class Leg:
                 self.port.startTransmit(audio)
                 audio.startTransmit(self.port)
                 self.media_idx, self.connected_to = i, audio
+                self.port.source = audio.getPortId()
                 try:
                     si = call.getStreamInfo(i)
                     codec = f"{si.codecName}/{si.codecClockRate}"
@@ -483,7 +531,8 @@ class SipStack:
         self.accounts: dict[str, _Account] = {}
         self.transports: dict[tuple[str, int, str], tuple[int, int]] = {}  # (host, port, kind) -> (id, port)
         self._inboxes: dict[asyncio.AbstractEventLoop, _Inbox] = {}
-        self._graveyard: deque[tuple[float, FramePort]] = deque()
+        self._ports: list[FramePort] = []  # every port made, alive until the library is destroyed
+        self._resting: deque[FramePort] = deque()  # finished calls' ports, oldest first
         self._ep: Any = None
         self._codec_ids: list[str] = []
         self._writer: Any = None
@@ -524,9 +573,6 @@ class SipStack:
             ep.libHandleEvents(POLL_MS)
             self._run_commands()
             now = time.monotonic()
-            graveyard = self._graveyard
-            while graveyard and graveyard[0][0] <= now:
-                graveyard.popleft()  # the last reference: the port leaves the bridge here
             if now >= next_rtp:
                 next_rtp = now + RTP_CHECK_S
                 for leg in list(self.legs.values()):
@@ -573,22 +619,21 @@ class SipStack:
         self._run_commands()
         for leg in self.legs.values():
             leg._detach()
-            if leg.port is not None:
-                self._graveyard.append((0.0, leg.port))
             leg.port = None
             leg.call = None  # a call freed after the library is gone trips one of its assertions
         self.legs.clear()
-        end = time.monotonic() + 2 * PORT_GRACE_S  # let the bridge apply the disconnections first
-        while time.monotonic() < end:
-            ep.libHandleEvents(POLL_MS)
-        self._graveyard.clear()
-        import gc
-
-        gc.collect()  # ports leave the bridge here, on the registered thread, before it is destroyed
         with contextlib.suppress(Exception):
             ep.libDestroy()
-        # Accounts and calls go after the library: their destructors do nothing once it is closed
-        # (deleting an account first would strand a transaction still running for it).
+        # The library has closed the bridge (no clock calls a port any more) and freed the ports'
+        # memory with its pools: a port's C++ destructor would now unregister it from a bridge
+        # that is gone (an assertion), so their C++ halves are left to the process's end.
+        for port in self._ports:
+            with contextlib.suppress(Exception):
+                port.thisown = False
+        self._ports.clear()
+        self._resting.clear()
+        # Accounts go after the library: their destructors do nothing once it is closed (deleting
+        # an account first would strand a transaction still running for it).
         self.accounts.clear()
         self._ep = None
 
@@ -687,10 +732,20 @@ class SipStack:
         sink: Callable[[bytes], None],
     ) -> Leg:
         self._handles += 1
-        leg = Leg(self, self._handles, post)
-        assert leg.port is not None
-        leg.port.inbox = self.inbox(loop)
-        leg.port.sink = sink
+        resting = self._resting
+        port: FramePort | None = None
+        if resting and resting[0].free_at <= time.monotonic():
+            port = resting.popleft()
+            if not port.unheard():  # a stream still reaches it: never let one call hear another
+                log.warning("a finished call's port is still connected; it rests longer")
+                port.rest(time.monotonic() + PORT_GRACE_S)
+                resting.append(port)
+                port = None
+        if port is None:
+            port = FramePort(self, f"port{len(self._ports)}")
+            self._ports.append(port)
+        port.attach(Feed(self.collect_ticks), self.inbox(loop), sink)
+        leg = Leg(self, self._handles, post, port)
         self.legs[leg.handle] = leg
         return leg
 
@@ -700,11 +755,9 @@ class SipStack:
         if leg is not None:
             leg._detach()
             leg.call = None
-            # Freed later, on this thread: the bridge applies disconnections and removals at its next
-            # tick, so a port deleted at once could still be called by the clock thread (a
-            # use-after-free). Disconnected now, it gets no more calls once a few ticks have run.
             if leg.port is not None:
-                self._graveyard.append((time.monotonic() + PORT_GRACE_S, leg.port))
+                leg.port.rest(time.monotonic() + PORT_GRACE_S)
+                self._resting.append(leg.port)
             leg.port = None
 
 
