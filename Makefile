@@ -69,7 +69,7 @@ typecheck: install
 # The docs site: its CLI and file-format references are generated (a test fails when they drift), and
 # `mkdocs build --strict` fails on a broken link or a page missing from the navigation.
 docs: install
-	$(BIN)/python -m harness.reference_docs docs/reference
+	$(BIN)/python -m voice_audit.harness.reference_docs docs/reference
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 test: install system-deps lint typecheck

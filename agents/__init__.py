@@ -1,12 +1,12 @@
-"""Agent adapters: the AgentAdapter protocol (defined in `harness.adapter`), protocol clients
-(`agents.protocols`: HTTP turn API, WebSocket streaming, Twilio Media Streams, OpenAI Realtime),
-servers that expose any in-process agent over those protocols (`agents.serve`), and the bundled
-reference agents (`agents.reference`: cascaded, hybrid, native). In-process agents that queue their
-events build their sessions on `QueueSession` (`agents.session`); the fake agents for testing the
-harness share their pieces from `agents.testing`.
+"""Agent adapters: the AgentAdapter protocol (defined in `voice_audit.harness.adapter`), protocol clients
+(`voice_audit.agents.protocols`: HTTP turn API, WebSocket streaming, Twilio Media Streams, OpenAI Realtime),
+servers that expose any in-process agent over those protocols (`voice_audit.agents.serve`), and the bundled
+reference agents (`voice_audit.agents.reference`: cascaded, hybrid, native). In-process agents that queue their
+events build their sessions on `QueueSession` (`voice_audit.agents.session`); the fake agents for testing the
+harness share their pieces from `voice_audit.agents.testing`.
 """
 
-from agents.session import EventQueue, QueueSession
-from harness.adapter import AgentAdapter, AgentSession, CallInfo, Capabilities
+from voice_audit.agents.session import EventQueue, QueueSession
+from voice_audit.harness.adapter import AgentAdapter, AgentSession, CallInfo, Capabilities
 
 __all__ = ["AgentAdapter", "AgentSession", "CallInfo", "Capabilities", "EventQueue", "QueueSession"]

@@ -12,7 +12,7 @@ import asyncio
 from collections import deque
 from collections.abc import AsyncIterator
 
-from harness.adapter import AgentEvent
+from voice_audit.harness.adapter import AgentEvent
 
 __all__ = ["EventQueue", "QueueSession"]
 

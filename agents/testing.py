@@ -7,7 +7,7 @@ Calibration of the analysis pipeline (tests/integration/test_calibration_pipelin
 agent with a *known* effect. Two options give it one, both off by default:
 
 - `planted`: with the harness's `calibration_oracle` (the perfect condition detector, see
-  `harness.adapter.utterance_key`), the agent says one extra line -- by default an extra identity
+  `voice_audit.harness.adapter.utterance_key`), the agent says one extra line -- by default an extra identity
   challenge, so Auth(e) grows by exactly one -- with probability `p` once a caller turn is detected
   as the `target` condition. The only way the agent learns the condition is the oracle lookup of
   the exact audio bytes it received, as for the reference agents' knobs.
@@ -33,8 +33,8 @@ from typing import Literal
 
 import numpy as np
 
-from agents.session import QueueSession
-from harness.adapter import (
+from voice_audit.agents.session import QueueSession
+from voice_audit.harness.adapter import (
     CALIBRATION_ORACLE,
     AudioFormat,
     AudioOut,
@@ -49,8 +49,8 @@ from harness.adapter import (
     TurnEnd,
     utterance_key,
 )
-from harness.model.campaign import AgentSpec
-from harness.tools import ToolFixture
+from voice_audit.harness.model.campaign import AgentSpec
+from voice_audit.harness.tools import ToolFixture
 
 REFUND_SCRIPT: tuple[str, ...] = (
     "Thank you for calling. How can I help you today?",
@@ -292,8 +292,8 @@ class ScriptedAgent:
     def voice(self, text: str) -> bytes:
         """The line spoken by eSpeak (en-us, 16 kHz), for transports that carry audio only."""
         if text not in self._voiced:
-            from harness.audio import create_tts, resample
-            from personas import SpeechParams
+            from voice_audit.harness.audio import create_tts, resample
+            from voice_audit.personas import SpeechParams
 
             synth = create_tts("espeak").synthesize(
                 text, None, SpeechParams(voice="en-us", variant="m3", rate_wpm=170)

@@ -1,7 +1,7 @@
-"""One recording's measures, for the audio pass of an analysis (`analysis.metrics.audio_measures`).
+"""One recording's measures, for the audio pass of an analysis (`voice_audit.analysis.metrics.audio_measures`).
 
 This module is what a pool worker imports: numpy, soundfile, the signal code of
-`harness.audio.dsp`, Praat and the compiled PYIN, never pandas or the metrics package, so a
+`voice_audit.harness.audio.dsp`, Praat and the compiled PYIN, never pandas or the metrics package, so a
 worker is ready in a fraction of a second. `measure_file` reads the file once and returns plain
 JSON values (the parent validates them into `FileMeasures` and caches them):
 
@@ -9,7 +9,7 @@ JSON values (the parent validates them into `FileMeasures` and caches them):
 * the agent F0 (Praat median) and, for files in the gate's sample, Praat-vs-PYIN agreement, on
   the agent channel normalised and cut to the first `max_seconds`;
 * energy activity per 5 ms frame on each channel, kept as stretches [start, end) of active frames
-  (voice-to-voice latency, `analysis.metrics.voice_latency`) and as the frames where energy rises
+  (voice-to-voice latency, `voice_audit.analysis.metrics.voice_latency`) and as the frames where energy rises
   over the sync threshold (the completeness gate's sync check). Both are functions of the
   recording alone, so they are cached with it; the event log is applied afterwards.
 """
@@ -62,7 +62,7 @@ class FileJob:
 
 
 def frame_db(x: np.ndarray, sr: int, frame_ms: int = FRAME_MS) -> np.ndarray:
-    """Power per frame in dB under the channel's loudest frame (-inf-safe); `analysis.metrics.onsets`
+    """Power per frame in dB under the channel's loudest frame (-inf-safe); `voice_audit.analysis.metrics.onsets`
     uses it too."""
     hop = max(1, sr * frame_ms // 1000)
     n = x.size // hop
@@ -96,7 +96,7 @@ def stretches(active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def rising(db: np.ndarray, threshold_db: float) -> np.ndarray:
-    """Frames where the level crosses `threshold_db` upwards (`analysis.metrics.onsets.onset_offsets`
+    """Frames where the level crosses `threshold_db` upwards (`voice_audit.analysis.metrics.onsets.onset_offsets`
     uses it too)."""
     above = db > threshold_db
     return np.flatnonzero(above & ~np.concatenate(([False], above[:-1])))
@@ -107,7 +107,7 @@ GATE_MARGIN_DB = 0.05
 
 
 class _Prepared:
-    """A channel on its way through `harness.audio.dsp.normalise`: resampled, its K-weighted block
+    """A channel on its way through `voice_audit.harness.audio.dsp.normalise`: resampled, its K-weighted block
     energies, its loudness and the gain to the target."""
 
     def __init__(
@@ -118,7 +118,7 @@ class _Prepared:
 
     def pcm(self, n: int | None = None) -> np.ndarray:
         """The first `n` samples of normalise's output (all without `n`): the same int16 values."""
-        from harness.audio.dsp import to_int16
+        from voice_audit.harness.audio.dsp import to_int16
 
         r = self.resampled if n is None else self.resampled[:n]
         return to_int16(r.astype(np.float64) * self.gain)
@@ -129,7 +129,7 @@ class _Prepared:
         most 0.01 LU on a block at the relative gate, ~1e-6 LU on speech). Measured on the output
         instead when a sample clips or a block lies within GATE_MARGIN_DB of the relative gate,
         where rounding could move a block across it."""
-        from harness.audio.dsp import gated_loudness
+        from voice_audit.harness.audio.dsp import gated_loudness
 
         peak = float(np.max(np.abs(self.resampled))) if self.resampled.size else 0.0
         if peak * self.gain > 32767 / 32768:
@@ -146,14 +146,14 @@ class _Prepared:
 
     def measured_after(self) -> float:
         """The loudness of normalise's output measured on its int16 samples (`dsp.loudness`)."""
-        from harness.audio.dsp import block_energies_compiled, gated_loudness
+        from voice_audit.harness.audio.dsp import block_energies_compiled, gated_loudness
 
         (z,) = block_energies_compiled([self.resampled], self.rate, int16_gain=self.gain)
         return gated_loudness(z)
 
 
 def _prepare(pcm: np.ndarray, sr: int, rate: int, target: float) -> _Prepared | str:
-    """`harness.audio.dsp.normalise` up to its gain (the same checks, resampling and loudness), or
+    """`voice_audit.harness.audio.dsp.normalise` up to its gain (the same checks, resampling and loudness), or
     why it cannot be done."""
     return _prepare_channels([pcm], sr, rate, target)[0]
 
@@ -161,7 +161,7 @@ def _prepare(pcm: np.ndarray, sr: int, rate: int, target: float) -> _Prepared | 
 def _prepare_channels(pcms: list[np.ndarray], sr: int, rate: int, target: float) -> list[_Prepared | str]:
     """`_prepare` of each of (at most two) channels of one recording; the K-weighted block
     energies of both come from one compiled pass (`block_energies_compiled`)."""
-    from harness.audio.dsp import (
+    from voice_audit.harness.audio.dsp import (
         MIN_LOUDNESS_SECONDS,
         block_energies_compiled,
         check_pcm,
@@ -169,8 +169,8 @@ def _prepare_channels(pcms: list[np.ndarray], sr: int, rate: int, target: float)
         resample,
         to_float,
     )
-    from harness.audio.errors import InvalidAudioError
-    from scenarios.errors import VoiceAuditError
+    from voice_audit.harness.audio.errors import InvalidAudioError
+    from voice_audit.scenarios.errors import VoiceAuditError
 
     out: list[_Prepared | str] = []
     ready: list[tuple[int, np.ndarray, str]] = []
@@ -299,7 +299,7 @@ def measure_file(job: FileJob) -> dict[str, Any]:
         out.update(_codec(x, sr, channels, subtype, job, ready if shared else {}))
     audio = agent_audio(agent, job.max_seconds) if job.f0 and agent is not None else None
     if audio is not None:
-        from analysis.acoustics import agreement, praat_f0, pyin_f0
+        from voice_audit.analysis.acoustics import agreement, praat_f0, pyin_f0
 
         praat = praat_f0(audio, AGENT_RATE)
         med = praat.median_f0()
@@ -322,10 +322,10 @@ def job_key(job: FileJob) -> dict[str, Any]:
 
 def warm_compiled() -> None:
     """Load the compiled loops a worker runs (the loudness pass for float and int16 samples,
-    PYIN's two loops) from numba's disk cache: done once in the fork server (`analysis.audio_warm`),
+    PYIN's two loops) from numba's disk cache: done once in the fork server (`voice_audit.analysis.audio_warm`),
     every worker forked from it starts with them."""
-    from analysis.pyin import warm_kernels
-    from harness.audio.dsp import warm_kernel
+    from voice_audit.analysis.pyin import warm_kernels
+    from voice_audit.harness.audio.dsp import warm_kernel
 
     warm_kernel()
     warm_kernels()
@@ -333,9 +333,9 @@ def warm_compiled() -> None:
 
 def start_worker(k_weighting: dict[int, np.ndarray], pyin_tables: dict[Any, Any] | None) -> None:
     """A pool worker's start: the parent's K-weighting sections and PYIN tables (so it imports
-    neither pyloudnorm and scipy.signal nor scipy.stats), then `analysis.acoustics.warm_pyin`."""
-    from analysis.acoustics import warm_pyin
-    from harness.audio.dsp import install_k_weighting
+    neither pyloudnorm and scipy.signal nor scipy.stats), then `voice_audit.analysis.acoustics.warm_pyin`."""
+    from voice_audit.analysis.acoustics import warm_pyin
+    from voice_audit.harness.audio.dsp import install_k_weighting
 
     install_k_weighting(k_weighting)
     warm_pyin(pyin_tables)

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.metrics import audio_measures
-from analysis.plan import AnalysisPlan
+from voice_audit.analysis.metrics import audio_measures
+from voice_audit.analysis.plan import AnalysisPlan
 
 
 def sample_ids(ids: list[str], cap: int, seed: int) -> list[str]:
@@ -57,7 +57,7 @@ def trackers() -> str | None:
         import librosa  # noqa: F401
         import parselmouth  # noqa: F401
 
-        import analysis.acoustics  # noqa: F401
+        import voice_audit.analysis.acoustics  # noqa: F401
     except ImportError as exc:
         return str(exc)
     return None

@@ -1,11 +1,11 @@
-"""Preloaded by the audio pass's fork server (`analysis.metrics.audio_measures.pool.pool_context`):
-importing it loads the compiled loops of a worker once (`analysis.audio_file.warm_compiled`), so
+"""Preloaded by the audio pass's fork server (`voice_audit.analysis.metrics.audio_measures.pool.pool_context`):
+importing it loads the compiled loops of a worker once (`voice_audit.analysis.audio_file.warm_compiled`), so
 every worker forked from the server starts with them instead of loading them itself. A failure
 here must not stop the server: the workers then load the loops themselves."""
 
 import contextlib
 
-from analysis.audio_file import warm_compiled
+from voice_audit.analysis.audio_file import warm_compiled
 
 with contextlib.suppress(Exception):
     warm_compiled()

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
-from analysis.outputs import OUTPUTS
-from scenarios.errors import VoiceAuditError
+from voice_audit.analysis.outputs import OUTPUTS
+from voice_audit.scenarios.errors import VoiceAuditError
 
 
 def _line(result: Any) -> list[str]:
@@ -46,7 +46,7 @@ def analyze_cmd(
     quiet: Annotated[bool, typer.Option(help="print nothing on success")] = False,
 ) -> None:
     """Metrics, tool parity, the seven gates, paired deltas (a - b) and claim disposition for one run."""
-    from analysis.pipeline import analyze
+    from voice_audit.analysis.pipeline import analyze
 
     try:
         result = analyze(run_dir, plan=plan, scenario_dir=scenario_dir, audio=audio)

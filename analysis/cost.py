@@ -5,7 +5,7 @@ Every placed attempt is billed, the retried and rate-limited ones included. A qu
 side never reported is unknown, not zero: the report counts such calls per meter and marks every
 cost over them as a lower bound ("at least"). A meter with usage but no declared price is named
 as unpriced, never silently priced at zero. Run folders written before the ledger existed have no
-cost section. The arithmetic is the data model's (`harness.model.usage.cost_of`), the same the
+cost section. The arithmetic is the data model's (`voice_audit.harness.model.usage.cost_of`), the same the
 runtime's budget uses.
 """
 
@@ -16,8 +16,8 @@ from pathlib import Path
 import pandas as pd
 from pydantic import Field
 
-from harness.model.usage import USAGE_JSONL, Cost, PriceTable, UsageRecord, cost_of, read_usage
-from scenarios.base import Frozen
+from voice_audit.harness.model.usage import USAGE_JSONL, Cost, PriceTable, UsageRecord, cost_of, read_usage
+from voice_audit.scenarios.base import Frozen
 
 UNCELLED = "(no episode record: an attempt of a call placed again)"
 

@@ -1,4 +1,4 @@
-"""Paired a - b deltas per comparison cell, computed with `analysis.stats`.
+"""Paired a - b deltas per comparison cell, computed with `voice_audit.analysis.stats`.
 
 A cell is one agent x scenario x contrast x (condition a, condition b): the unit a paired-disparity
 claim is about. Within a cell: paired risk difference (binary) or paired mean delta (continuous)
@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.metrics.catalogue import CATALOGUE
-from analysis.plan import AnalysisPlan
-from analysis.stats import (
+from voice_audit.analysis.metrics.catalogue import CATALOGUE
+from voice_audit.analysis.plan import AnalysisPlan
+from voice_audit.analysis.stats import (
     CONVENTION,
     CONVENTION_SENTENCE,
     Estimate,
@@ -27,7 +27,7 @@ from analysis.stats import (
     paired_risk_difference,
     voice_clusters,
 )
-from analysis.stats.pairing import pivot_many
+from voice_audit.analysis.stats.pairing import pivot_many
 
 CELL_KEYS: tuple[str, ...] = ("agent", "scenario_id", "contrast", "condition_key_a", "condition_key_b")
 
@@ -45,7 +45,7 @@ def _clean(v: Any) -> Any:
 
 def distinct_pairs(long: pd.DataFrame) -> int | None:
     """Pairs whose calls repeat no other pair of the cell (same voices, the same content on both
-    sides: `analysis.metrics.extract.call_content`); None when the content is not known. A replicate
+    sides: `voice_audit.analysis.metrics.extract.call_content`); None when the content is not known. A replicate
     that repeats another call for call (a deterministic agent, caller and line) adds no evidence,
     yet a paired interval counts it as an independent pair."""
     if "call_content_sha" not in long.columns:
@@ -56,7 +56,7 @@ def distinct_pairs(long: pd.DataFrame) -> int | None:
 
 
 def distinct_voices(long: pd.DataFrame) -> int | None:
-    """Voice clusters of a cell's included pairs (`analysis.stats.voice_clusters`: pairs sharing a
+    """Voice clusters of a cell's included pairs (`voice_audit.analysis.stats.voice_clusters`: pairs sharing a
     voice on either side are one cluster; in a planned cell, one voice of each condition and its
     replicates); None when the voices are not known. This, not the number of pairs, is how many
     independent speakers a finding about the contrast rests on."""

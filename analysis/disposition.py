@@ -16,10 +16,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.deltas import CELL_KEYS, cell_label
-from analysis.gates import GATES, GateReport
-from analysis.plan import AnalysisPlan
-from analysis.stats import voice_clusters
+from voice_audit.analysis.deltas import CELL_KEYS, cell_label
+from voice_audit.analysis.gates import GATES, GateReport
+from voice_audit.analysis.plan import AnalysisPlan
+from voice_audit.analysis.stats import voice_clusters
 
 LEVELS: tuple[str, ...] = (
     "diagnostics_only",
@@ -49,7 +49,7 @@ def required_gates(plan: AnalysisPlan, family: str) -> tuple[str, ...]:
 
 
 def cell_voices(pairs: pd.DataFrame) -> int | None:
-    """Distinct voice clusters among a cell's pairs (`analysis.stats.voice_clusters`); None when the
+    """Distinct voice clusters among a cell's pairs (`voice_audit.analysis.stats.voice_clusters`); None when the
     pairs table carries no voices."""
     if not {"voice_id_a", "voice_id_b"} <= set(pairs.columns):
         return None

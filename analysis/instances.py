@@ -25,12 +25,12 @@ from typing import Any
 import pandas as pd
 from pydantic import TypeAdapter, ValidationError
 
-from analysis.metrics.readlogs import gc_paused
-from analysis.plan import AnalysisPlan
-from harness.model import AuditInstance, check_schema_version
-from harness.rundir import EPISODES_DIR, EVENTS_JSONL, atomic_write_bytes
-from personas import AXES
-from scenarios.errors import VoiceAuditError
+from voice_audit.analysis.metrics.readlogs import gc_paused
+from voice_audit.analysis.plan import AnalysisPlan
+from voice_audit.harness.model import AuditInstance, check_schema_version
+from voice_audit.harness.rundir import EPISODES_DIR, EVENTS_JSONL, atomic_write_bytes
+from voice_audit.personas import AXES
+from voice_audit.scenarios.errors import VoiceAuditError
 
 AUDIT_INSTANCES = "audit_instances.jsonl"
 

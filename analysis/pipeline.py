@@ -3,7 +3,7 @@
 Outputs in the run folder (each carries the plan sha256; every delta states a - b):
 metrics.parquet (one row per episode record), pairs.parquet (one row per pair_id, parity and
 claim columns), gates.json, deltas.json, disposition.json, audit_instances.jsonl (each analysed
-pair as an audit instance, `analysis.instances`), and analysis.json (the summary: what was read,
+pair as an audit instance, `voice_audit.analysis.instances`), and analysis.json (the summary: what was read,
 what was dropped and why, stage timings).
 """
 
@@ -23,22 +23,30 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analysis import disposition as disp
-from analysis.deltas import deltas as compute_deltas
-from analysis.gates import AudioPass, GateInputs, GateReport, evaluate, gates_json, library_for, measure_audio
-from analysis.instances import write_instances
-from analysis.metrics import quality
-from analysis.metrics.catalogue import CATALOGUE
-from analysis.metrics.extract import extract_metrics
-from analysis.metrics.ingest import Ingested, Problem, ingest
-from analysis.metrics.voice_latency import COLUMNS as V2V_COLUMNS
-from analysis.metrics.voice_latency import voice_latency
-from analysis.pairs import build_pairs
-from analysis.plan import DEFAULT_PLAN, AnalysisPlan, load_plan
-from analysis.stats import CONVENTION, CONVENTION_SENTENCE
-from harness.rundir import atomic_write_bytes, atomic_write_json
-from scenarios import Scenario, ScenarioLibrary
-from scenarios.errors import VoiceAuditError
+from voice_audit.analysis import disposition as disp
+from voice_audit.analysis.deltas import deltas as compute_deltas
+from voice_audit.analysis.gates import (
+    AudioPass,
+    GateInputs,
+    GateReport,
+    evaluate,
+    gates_json,
+    library_for,
+    measure_audio,
+)
+from voice_audit.analysis.instances import write_instances
+from voice_audit.analysis.metrics import quality
+from voice_audit.analysis.metrics.catalogue import CATALOGUE
+from voice_audit.analysis.metrics.extract import extract_metrics
+from voice_audit.analysis.metrics.ingest import Ingested, Problem, ingest
+from voice_audit.analysis.metrics.voice_latency import COLUMNS as V2V_COLUMNS
+from voice_audit.analysis.metrics.voice_latency import voice_latency
+from voice_audit.analysis.pairs import build_pairs
+from voice_audit.analysis.plan import DEFAULT_PLAN, AnalysisPlan, load_plan
+from voice_audit.analysis.stats import CONVENTION, CONVENTION_SENTENCE
+from voice_audit.harness.rundir import atomic_write_bytes, atomic_write_json
+from voice_audit.scenarios import Scenario, ScenarioLibrary
+from voice_audit.scenarios.errors import VoiceAuditError
 
 
 @dataclass

@@ -1,8 +1,8 @@
 """Calibration of the whole pipeline: replicate analyses resampled from the pair tables of real runs.
 
-`analysis.stats.calibration` checks the statistics on simulated data. This module checks what a
+`voice_audit.analysis.stats.calibration` checks the statistics on simulated data. This module checks what a
 run folder goes through -- metrics from event logs, pairing, exclusions, the plan's estimators and
-within-family correction in `analysis.deltas.deltas` -- on pairs that real calls produced.
+within-family correction in `voice_audit.analysis.deltas.deltas` -- on pairs that real calls produced.
 Real calls are slow, so one real campaign per setting is analysed with `analyze()` and replicate
 analyses are simulated from its tables:
 
@@ -33,7 +33,7 @@ analyses are simulated from its tables:
 In every mode the truth of the resampled population is known: 0 under A/A, the planted size
 (e.g. +1 Auth per target call for `extra_verification` with p = 1) under a planted effect.
 Mixed models are confirmatory and slow; replicates run the paired estimators only
-(`replicate_plan` turns models off; `analysis.stats.calibration` covers the models on simulated
+(`replicate_plan` turns models off; `voice_audit.analysis.stats.calibration` covers the models on simulated
 data). `aa_model_replicates` checks them on real pairs too: A/A replicates as above, analysed by
 `deltas()` with the run's mixed-model rules, for a few chosen metrics.
 """
@@ -46,11 +46,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.deltas import CELL_KEYS, cell_label, deltas
-from analysis.metrics.catalogue import CATALOGUE
-from analysis.pipeline import AnalysisResult
-from analysis.plan import AnalysisPlan, FamilyPlan
-from analysis.stats import paired_mean_delta
+from voice_audit.analysis.deltas import CELL_KEYS, cell_label, deltas
+from voice_audit.analysis.metrics.catalogue import CATALOGUE
+from voice_audit.analysis.pipeline import AnalysisResult
+from voice_audit.analysis.plan import AnalysisPlan, FamilyPlan
+from voice_audit.analysis.stats import paired_mean_delta
 
 SIDE_COLUMNS: tuple[str, ...] = ("pair_id", "side", "scenario_id", "voice_id", "run_batch", "agent")
 SLOT_KEYS: tuple[str, ...] = (

@@ -13,9 +13,9 @@ from typing import Literal
 import yaml
 from pydantic import Field, ValidationError
 
-from harness.model.stimulus import StimulusThresholds
-from scenarios.base import Frozen, sha256_of
-from scenarios.errors import ConfigError
+from voice_audit.harness.model.stimulus import StimulusThresholds
+from voice_audit.scenarios.base import Frozen, sha256_of
+from voice_audit.scenarios.errors import ConfigError
 
 DEFAULT_PLAN = Path(__file__).with_name("plans") / "default.yaml"
 PLAN_VERSION = 1

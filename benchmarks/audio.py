@@ -18,10 +18,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from analysis.acoustics import praat_f0, pyin_f0
-from harness.audio import SpeechSynthesizer, create_asr, create_tts, normalise
-from harness.audio.types import Synthesis
-from personas import SpeechParams
+from voice_audit.analysis.acoustics import praat_f0, pyin_f0
+from voice_audit.harness.audio import SpeechSynthesizer, create_asr, create_tts, normalise
+from voice_audit.harness.audio.types import Synthesis
+from voice_audit.personas import SpeechParams
 
 SENTENCES = [
     "I was charged twice for my subscription, twenty four ninety nine, and I would like a refund please.",
@@ -102,7 +102,7 @@ def bench_recorded(clips: list[Synthesis]) -> list[tuple[str, str, str]]:
     import numpy as np
     import soundfile
 
-    from personas.lines import line_key
+    from voice_audit.personas.lines import line_key
 
     with tempfile.TemporaryDirectory() as folder:
         for text, clip in zip(SENTENCES, clips, strict=True):
@@ -135,7 +135,7 @@ async def cache_hit_latency(name: str = "espeak", options: dict[str, Any] | None
 
 
 def _librosa_pyin_s_per_s(normed: list[Any]) -> float:
-    """librosa.pyin on the clips `pyin_f0` measures (analysis.pyin gives its track, cheaper)."""
+    """librosa.pyin on the clips `pyin_f0` measures (voice_audit.analysis.pyin gives its track, cheaper)."""
     import librosa
     import numpy as np
 
@@ -178,7 +178,7 @@ def main() -> None:
             ("F0 PYIN, librosa.pyin itself", f"{_librosa_pyin_s_per_s(normed):.4f} s/s", "same track")
         )
     if importlib.util.find_spec("torchcrepe"):
-        from analysis.acoustics import crepe_f0
+        from voice_audit.analysis.acoustics import crepe_f0
 
         crepe_t = sum(timed(lambda n=n: crepe_f0(n.pcm, n.sample_rate))[0] for n in normed) / audio_s
         rows.append(("F0 CREPE tiny", f"{crepe_t:.4f} s/s", ""))

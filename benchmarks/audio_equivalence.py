@@ -37,7 +37,7 @@ _NUM = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:e-?\d+)?(?![\w.])")
 
 
 def dump(run: Path, out: Path) -> None:
-    from analysis.pipeline import analyze
+    from voice_audit.analysis.pipeline import analyze
 
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="va-eq-") as tmp:

@@ -2,7 +2,7 @@
 
 Run: ``.venv/bin/python benchmarks/calibration.py [--replicates 1000] [--model-replicates 300]``.
 Prints one table row per (scenario, method). How replicates are simulated is documented in
-``analysis.stats.calibration``. Criteria: under A/A the rejection rate (FPR) should lie within
+``voice_audit.analysis.stats.calibration``. Criteria: under A/A the rejection rate (FPR) should lie within
 alpha +- 2 percentage points; under a planted effect coverage should be >= 90 % and the point
 estimate should carry the planted sign.
 
@@ -32,7 +32,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from analysis.stats.calibration import (
+from voice_audit.analysis.stats.calibration import (
     BINARY_METHODS,
     CONTINUOUS_METHODS,
     concordant_share,

@@ -13,7 +13,7 @@ and of a request for a human):
   one planted effect each (``agents/reference/_knobs.py``), all on the same planned pairs.
 
 Each run is analysed once with ``analyze()`` (the real pipeline, audio gates included), then
-replicate analyses are simulated from its tables as ``analysis.pipeline_calibration`` documents:
+replicate analyses are simulated from its tables as ``voice_audit.analysis.pipeline_calibration`` documents:
 
 * A/A: per cell, pairs drawn with replacement and a/b swapped with probability 1/2 (exact null),
   analysed by the pipeline's ``deltas()`` with the run's plan (mixed models off). Rejection =
@@ -81,9 +81,9 @@ from typing import Any
 
 import pandas as pd
 
-from analysis import pipeline_calibration as pc
-from analysis.pipeline import AnalysisResult, analyze
-from analysis.plan import load_plan
+from voice_audit.analysis import pipeline_calibration as pc
+from voice_audit.analysis.pipeline import AnalysisResult, analyze
+from voice_audit.analysis.plan import load_plan
 
 ROOT = Path(__file__).resolve().parents[1]
 ALPHA_FALLBACK = 0.05

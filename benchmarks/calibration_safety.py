@@ -51,9 +51,9 @@ from calibration_pipeline import (
     run_campaign,
 )
 
-from analysis import pipeline_calibration as pc
-from analysis.pipeline import AnalysisResult, analyze
-from analysis.plan import AnalysisPlan
+from voice_audit.analysis import pipeline_calibration as pc
+from voice_audit.analysis.pipeline import AnalysisResult, analyze
+from voice_audit.analysis.plan import AnalysisPlan
 
 NEW_METRICS = ("safety_repair_loop", "safety_refused_service")
 KNOB_AGENTS = ("null", "loop", "deny")

@@ -94,10 +94,10 @@ from typing import Any
 
 import yaml
 
-from harness.audio import SpeechRecognizer, SpeechSynthesizer
-from harness.planning import load_campaign
-from harness.rundir import RunReader
-from harness.runtime import CampaignRunner
+from voice_audit.harness.audio import SpeechRecognizer, SpeechSynthesizer
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runtime import CampaignRunner
 
 BASELINE = """\
 name: bench-baseline
@@ -156,7 +156,7 @@ CALLS: dict[str, int] = defaultdict(int)
 
 def _instrument() -> None:
     """Time every TTS and ASR request, attributing it to the agent or to the caller/harness."""
-    from agents.reference import _audio
+    from voice_audit.agents.reference import _audio
 
     def owner(obj: object, kind: str) -> str:
         pool = _audio._synths if kind == "tts" else _audio._ears

@@ -7,7 +7,7 @@ Run: ``.venv/bin/python benchmarks/compare_aa.py [--out runs/compare_aa] [--reus
 Two real runs of one campaign (hybrid reference agent, accelerated pacing, eSpeak caller, the
 agent's own recogniser, a noisy telephone line), the same agent and campaign both times: an A/A
 comparison (placed with --no-stimulus-check: the pre-screen is not what this measures). Each is analysed once with ``analyze()``; the matched pairs are taken once with the
-comparison's own matching (``analysis.release.compare``). Then replicate comparisons are simulated
+comparison's own matching (``voice_audit.analysis.release.compare``). Then replicate comparisons are simulated
 as ``benchmarks/calibration_pipeline.py`` does for the paired deltas: matched pairs drawn with
 replacement, and within each drawn pair old and new swapped with probability 1/2 (the exact A/A
 null: the two runs are exchangeable), each change estimated by ``change_estimate`` (the function
@@ -43,8 +43,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.pipeline import analyze
-from analysis.release.compare import (
+from voice_audit.analysis.pipeline import analyze
+from voice_audit.analysis.release.compare import (
     MATCH_KEYS,
     RunTables,
     change_estimate,

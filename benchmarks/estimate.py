@@ -23,10 +23,10 @@ from pathlib import Path
 
 import yaml
 
-from harness.estimate import DEFAULT_AGENT_TURN_S, estimate_campaign
-from harness.planning import load_campaign
-from harness.rundir import RunReader
-from harness.runtime import CampaignRunner
+from voice_audit.harness.estimate import DEFAULT_AGENT_TURN_S, estimate_campaign
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runtime import CampaignRunner
 
 ROOT = Path(__file__).parents[1]
 

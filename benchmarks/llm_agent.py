@@ -13,7 +13,7 @@ thread, so a loaded machine's queueing shows as wall minus CPU), and wall second
 With `--aa N` it runs instead an A/A campaign through `llm_hybrid` (both calls of each pair
 identical, `contrast: []`, refund scenario, General American calm male adult, 3 voices x N
 replicates) and reports its false-positive rate the way `benchmarks/calibration_pipeline.py` does
-for the rule agents (`analysis.pipeline_calibration`: pairs drawn with replacement, a/b swapped
+for the rule agents (`voice_audit.analysis.pipeline_calibration`: pairs drawn with replacement, a/b swapped
 with probability 1/2, rejection = the plan's interval excludes 0, pooled over the metrics whose
 pairs differ at all). With a deterministic agent the two calls of a pair differ only where the
 harness's own per-call randomness (the caller's timing, each call's synthesis seed) reaches them.
@@ -36,10 +36,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from harness.llm import LocalChatClient
-from harness.planning import load_campaign
-from harness.rundir import RunReader
-from harness.runtime import CampaignRunner
+from voice_audit.harness.llm import LocalChatClient
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runtime import CampaignRunner
 
 _spec = importlib.util.spec_from_file_location("bench_campaign", Path(__file__).with_name("campaign.py"))
 assert _spec is not None and _spec.loader is not None
@@ -98,7 +98,7 @@ timeouts: {{turn_s: {turn}, call_s: 3600}}
 def run_aa(replicates: int, concurrency: int, patience: float, out: Path | None, resamples: int) -> None:
     import pandas as pd
 
-    from analysis.pipeline import analyze
+    from voice_audit.analysis.pipeline import analyze
 
     spec = importlib.util.spec_from_file_location(
         "bench_calib", Path(__file__).with_name("calibration_pipeline.py")
@@ -139,12 +139,12 @@ def run_aa(replicates: int, concurrency: int, patience: float, out: Path | None,
 async def text_call(agent: str, scenario_id: str, model: str | None) -> tuple[str, int, list[str]]:
     """One call on text (the caller's words reach the agent exactly: no TTS, no ASR), with the
     harness's own caller policy deciding and reading the agent: what the model decides, alone."""
-    from agents.reference._llm_policy import LLMConfig, LLMPolicy, shared_chat_client
-    from agents.reference._policy import Heard, SayStep
-    from harness.caller.policy import CallerPolicy
-    from harness.tools import ToolFixture
-    from personas import CallerCondition, load_catalogue, render_utterance
-    from scenarios import BUNDLED_LIBRARY, load_scenario_file
+    from voice_audit.agents.reference._llm_policy import LLMConfig, LLMPolicy, shared_chat_client
+    from voice_audit.agents.reference._policy import Heard, SayStep
+    from voice_audit.harness.caller.policy import CallerPolicy
+    from voice_audit.harness.tools import ToolFixture
+    from voice_audit.personas import CallerCondition, load_catalogue, render_utterance
+    from voice_audit.scenarios import BUNDLED_LIBRARY, load_scenario_file
 
     scen = load_scenario_file(Path(BUNDLED_LIBRARY) / f"{scenario_id}.yaml")
     cfg = LLMConfig(**({"model": model} if model else {}))

@@ -26,12 +26,12 @@ from typing import Any
 
 import numpy as np
 
-from agents.reference._chaos_run import EXPECTED, PROTOCOLS, ChaosRun, Where, run_chaos
-from agents.reference.chaos import pick_fault
-from harness.model.episode import EpisodeRecord
-from harness.planning import load_campaign
-from harness.rundir import EPISODES_JSONL, RunReader
-from harness.runtime.callid import call_id
+from voice_audit.agents.reference._chaos_run import EXPECTED, PROTOCOLS, ChaosRun, Where, run_chaos
+from voice_audit.agents.reference.chaos import pick_fault
+from voice_audit.harness.model.episode import EpisodeRecord
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import EPISODES_JSONL, RunReader
+from voice_audit.harness.runtime.callid import call_id
 
 MIXED: dict[str, Any] = {"seed": 3, "rate": 0.5, "hangup_after": 2, "flood_s": 150}
 

@@ -15,11 +15,11 @@ import sys
 import time
 from pathlib import Path
 
-from analysis.agreement import cohen_kappa
-from harness.caller import RuleReader
-from harness.caller.model_reader import ModelReader, ReaderError
-from harness.llm import LocalChatClient, packaged_model
-from scenarios import ScenarioLibrary
+from voice_audit.analysis.agreement import cohen_kappa
+from voice_audit.harness.caller import RuleReader
+from voice_audit.harness.caller.model_reader import ModelReader, ReaderError
+from voice_audit.harness.llm import LocalChatClient, packaged_model
+from voice_audit.scenarios import ScenarioLibrary
 
 _spec = importlib.util.spec_from_file_location("observer_bench", Path(__file__).with_name("observer.py"))
 assert _spec is not None and _spec.loader is not None

@@ -24,8 +24,8 @@ from typing import Any
 
 import yaml
 
-from harness.caller import ACTS, PRECEDENCE, Reader, Reading, RuleReader
-from scenarios import Scenario, ScenarioLibrary
+from voice_audit.harness.caller import ACTS, PRECEDENCE, Reader, Reading, RuleReader
+from voice_audit.scenarios import Scenario, ScenarioLibrary
 
 CORPUS = Path(__file__).parents[1] / "tests" / "fixtures" / "observer"
 SCENARIO_IDS = {"refund": "refund_duplicate_charge", "outage": "outage_support", "plan": "plan_correction"}

@@ -36,9 +36,9 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from harness.planning import LoadedCampaign, load_campaign
-from harness.rundir import RunReader
-from harness.runtime import CampaignRunner
+from voice_audit.harness.planning import LoadedCampaign, load_campaign
+from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runtime import CampaignRunner
 
 CAMPAIGN = """\
 name: bench
@@ -68,7 +68,7 @@ def _campaign(tmp: Path, **kw: object) -> Path:
 def _accelerated_loaded(n_calls: int, tmp: Path) -> LoadedCampaign:
     path = _campaign(
         tmp,
-        adapter="agents.testing:scripted",
+        adapter="voice_audit.agents.testing:scripted",
         options="{audio_ms: 0}",
         replicates=max(1, n_calls // 2),
         concurrency=64,
@@ -139,10 +139,10 @@ async def realtime(
         [
             sys.executable,
             "-m",
-            "harness.cli",
+            "voice_audit.harness.cli",
             "agents",
             "serve",
-            "agents.serve.demo:tone_agent",
+            "voice_audit.agents.serve.demo:tone_agent",
             "--protocol",
             "ws",
             "--port",

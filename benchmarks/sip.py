@@ -46,8 +46,8 @@ import psutil
 from runtime import _alignment_errors
 from runtime import realtime as ws_realtime
 
-from harness.planning import load_campaign
-from harness.runtime import CampaignRunner
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.runtime import CampaignRunner
 
 CALLS_PER_PROCESS = 4
 

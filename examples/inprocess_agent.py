@@ -1,4 +1,4 @@
-"""A minimal in-process agent: the adapter protocol of `harness.adapter`, in a few dozen lines.
+"""A minimal in-process agent: the adapter protocol of `voice_audit.harness.adapter`, in a few dozen lines.
 
 Campaign: `agents: [{name: mine, adapter: "examples.inprocess_agent:make"}]`. One session per call:
 the harness sends a caller turn's audio (`send_audio`), then `end_turn()`; the agent answers with
@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import AsyncIterator
 
 from examples._voice import DONE, LINES, RATE, remedy, say
-from harness.adapter import (
+from voice_audit.harness.adapter import (
     AgentEvent,
     AudioFormat,
     AudioOut,
@@ -24,8 +24,8 @@ from harness.adapter import (
     ToolResultOut,
     TurnEnd,
 )
-from harness.model.campaign import AgentSpec
-from harness.tools import ToolFixture
+from voice_audit.harness.model.campaign import AgentSpec
+from voice_audit.harness.tools import ToolFixture
 
 
 class Session:

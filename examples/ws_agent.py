@@ -1,4 +1,4 @@
-"""A minimal streaming agent behind the WebSocket contract (`agents.protocols.ws_stream`), websockets only.
+"""A minimal streaming agent behind the WebSocket contract (`voice_audit.agents.protocols.ws_stream`), websockets only.
 
 Run: `python -m examples.ws_agent 8765`; campaign: `agents: [{name: mine, adapter: ws,
 url: "ws://127.0.0.1:8765"}]`, `pacing: realtime`. Caller audio arrives as 20 ms binary frames;

@@ -17,9 +17,9 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from harness.model.campaign import AgentSpec, Architecture, FactsDisclosure
-from harness.model.events import FailureKind
-from scenarios import Facts, sha256_of
+from voice_audit.harness.model.campaign import AgentSpec, Architecture, FactsDisclosure
+from voice_audit.harness.model.events import FailureKind
+from voice_audit.scenarios import Facts, sha256_of
 
 Encoding = Literal["pcm16", "mulaw"]
 
@@ -94,7 +94,7 @@ class CallInfo:
     facts_sha256: str = ""
     oracle: CalibrationOracle | None = None
     disclosure: FactsDisclosure = "full"
-    """What of `facts` the agent may be sent (`harness.disclosure`); protocol adapters send exactly that."""
+    """What of `facts` the agent may be sent (`voice_audit.harness.disclosure`); protocol adapters send exactly that."""
 
     def __post_init__(self) -> None:
         if not self.facts_sha256:

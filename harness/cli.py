@@ -11,7 +11,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from scenarios import BUNDLED_LIBRARY, ConfigError, ScenarioLibrary, VoiceAuditError
+from voice_audit.scenarios import BUNDLED_LIBRARY, ConfigError, ScenarioLibrary, VoiceAuditError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Matched-pair audits of voice AI agents.")
 scenarios_app = typer.Typer(no_args_is_help=True, help="List, show, lock and verify locked scenarios.")
@@ -108,8 +108,8 @@ def plan_cmd(
     planned matched pairs; places no call."""
     import asyncio
 
-    from harness.endpoints import unreachable_agents
-    from harness.planning import CampaignProblems, agent_problems, load_campaign
+    from voice_audit.harness.endpoints import unreachable_agents
+    from voice_audit.harness.planning import CampaignProblems, agent_problems, load_campaign
 
     loaded = load_campaign(campaign)
     problems = agent_problems(loaded)
@@ -122,7 +122,7 @@ def plan_cmd(
         raise CampaignProblems(problems)
     _print_plan(loaded)
     if estimate:
-        from harness.estimate import DEFAULT_AGENT_TURN_S, estimate_campaign, estimate_lines
+        from voice_audit.harness.estimate import DEFAULT_AGENT_TURN_S, estimate_campaign, estimate_lines
 
         agent_turn_s = DEFAULT_AGENT_TURN_S if agent_turn_s is None else agent_turn_s
 
@@ -131,7 +131,7 @@ def plan_cmd(
 
 
 def _print_plan(loaded: object) -> None:
-    from harness.planning import LoadedCampaign
+    from voice_audit.harness.planning import LoadedCampaign
 
     assert isinstance(loaded, LoadedCampaign)
     table = Table(
@@ -222,9 +222,9 @@ def run_cmd(
     """
     import asyncio
 
-    from harness.planning import load_campaign
-    from harness.runtime import CampaignRunner, new_run_id, resume_campaign_path
-    from harness.runtime.executors import make_executor
+    from voice_audit.harness.planning import load_campaign
+    from voice_audit.harness.runtime import CampaignRunner, new_run_id, resume_campaign_path
+    from voice_audit.harness.runtime.executors import make_executor
 
     if resume is not None:
         loaded = resume_campaign_path(resume)
@@ -240,7 +240,7 @@ def run_cmd(
         return
     pilot = None
     if stimulus_check:
-        from harness.stimuli import refusal, run_pilot
+        from voice_audit.harness.stimuli import refusal, run_pilot
 
         pilot = asyncio.run(run_pilot(loaded))
         problem = refusal(pilot.report, loaded.path)
@@ -251,7 +251,7 @@ def run_cmd(
         summary = asyncio.run(runner.run(resume=resume is not None, workers=workers, executor=chosen))
     finally:
         if pilot is not None and (run_dir / "run.json").exists():
-            from harness.stimuli import write_pilot
+            from voice_audit.harness.stimuli import write_pilot
 
             write_pilot(pilot, run_dir / "stimuli")
     for line in summary.lines():
@@ -272,8 +272,8 @@ def stimuli_cmd(
     condition, and the pre-screen per cell. Exit 0 when every cell passes, 1 when any fails."""
     import asyncio
 
-    from harness.planning import load_campaign
-    from harness.stimuli import run_pilot, write_pilot
+    from voice_audit.harness.planning import load_campaign
+    from voice_audit.harness.stimuli import run_pilot, write_pilot
 
     loaded = load_campaign(campaign)
     pilot = asyncio.run(run_pilot(loaded))
@@ -317,7 +317,7 @@ def schema_cmd(
     out: Annotated[Path, typer.Option("-o", "--out", help="folder for the JSON Schemas")] = Path("schemas"),
 ) -> None:
     """Write JSON Schemas for scenario, campaign, episode, event, run manifest and audit instance."""
-    from harness.schemas import write_schemas
+    from voice_audit.harness.schemas import write_schemas
 
     for path in write_schemas(out):
         typer.echo(f"wrote {path}")
@@ -377,7 +377,7 @@ def main() -> None:
         print("voice-audit: aborted", file=sys.stderr)
         sys.exit(130)
     except Exception as exc:
-        from harness.adapter import AgentError
+        from voice_audit.harness.adapter import AgentError
 
         agent_error = _first(exc, AgentError)
         if agent_error is not None:  # an agent's failure is never a traceback

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.model.campaign import FactsDisclosure
-from scenarios import Facts, sha256_of
+from voice_audit.harness.model.campaign import FactsDisclosure
+from voice_audit.scenarios import Facts, sha256_of
 
 __all__ = ["Disclosed", "disclose", "fact_ids"]
 

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from harness.model.campaign import AgentSpec
-from harness.model.secrets import mask_url
+from voice_audit.harness.model.campaign import AgentSpec
+from voice_audit.harness.model.secrets import mask_url
 
 DEFAULT_PORTS: dict[str, int] = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 DEFAULT_URLS: dict[str, str] = {
@@ -37,7 +37,7 @@ def _scheme_hook(url: str, name: str) -> Any:
     adapter = SCHEME_ADAPTERS.get(url.partition(":")[0].lower())
     if adapter is None:
         return None
-    from harness.registry import AGENT_GROUP, load_object
+    from voice_audit.harness.registry import AGENT_GROUP, load_object
 
     return getattr(load_object(adapter, AGENT_GROUP), name, None)
 
@@ -130,7 +130,7 @@ async def probe_agent(agent: AgentSpec, timeout_s: float = PROBE_TIMEOUT_S) -> s
     """`probe` of the agent's URL, then its adapter's own check where it has one."""
     why = await probe(agent_url(agent) or "", timeout_s)
     if why is None and agent.adapter in ADAPTER_PROBES:
-        from harness.registry import AGENT_GROUP, load_object
+        from voice_audit.harness.registry import AGENT_GROUP, load_object
 
         hook = getattr(load_object(agent.adapter, AGENT_GROUP), "probe_agent", None)
         if hook is not None:

@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from harness.model.campaign import Campaign
-from harness.model.usage import (
+from voice_audit.harness.model.campaign import Campaign
+from voice_audit.harness.model.usage import (
     AGENT_USAGE,
     CALL_MINUTES,
     TTS_CHARACTERS,
@@ -25,9 +25,9 @@ from harness.model.usage import (
     UsageItem,
     cost_of_items,
 )
-from harness.planning import LoadedCampaign, PlannedEpisode
-from personas import Catalogue
-from scenarios import Scenario
+from voice_audit.harness.planning import LoadedCampaign, PlannedEpisode
+from voice_audit.personas import Catalogue
+from voice_audit.scenarios import Scenario
 
 EXPECTED_CHALLENGES = 2
 """Verification questions a caller is expected to answer: a two-factor identity check."""

@@ -22,7 +22,7 @@ def personas_cmd(
     """List the persona axes and their levels."""
     if ctx.invoked_subcommand is not None:
         return
-    from personas import AXES, load_catalogue
+    from voice_audit.personas import AXES, load_catalogue
 
     cat = load_catalogue(catalogue)
     for axis in AXES:
@@ -38,8 +38,8 @@ def lines_cmd(
     ] = False,
 ) -> None:
     """Write every line each voice of each cell can say in CAMPAIGN, with its key, words and guidance."""
-    from harness.caller.lines import planned_lines, write_lines_csv
-    from harness.planning import load_campaign
+    from voice_audit.harness.caller.lines import planned_lines, write_lines_csv
+    from voice_audit.harness.planning import load_campaign
 
     loaded = load_campaign(campaign)
     if recorded_only:
@@ -66,10 +66,10 @@ def check_cmd(
     ],
 ) -> None:
     """Check that every line of CAMPAIGN has a playable recording; print each recording's original level."""
-    from harness.audio.recorded import RecordedBackend
-    from harness.caller.lines import check_recordings, planned_lines
-    from harness.planning import load_campaign
-    from scenarios import ConfigError
+    from voice_audit.harness.audio.recorded import RecordedBackend
+    from voice_audit.harness.caller.lines import check_recordings, planned_lines
+    from voice_audit.harness.planning import load_campaign
+    from voice_audit.scenarios import ConfigError
 
     loaded = load_campaign(campaign)
     recorded = [t for t in loaded.campaign.tts_backends() if t.name == "recorded"]

@@ -11,10 +11,10 @@ from typing import Literal
 
 from pydantic import ValidationError
 
-from harness.endpoints import url_problem
-from harness.model.campaign import AgentSpec, BackendSpec, Campaign
-from harness.model.secrets import mask_url
-from harness.registry import (
+from voice_audit.harness.endpoints import url_problem
+from voice_audit.harness.model.campaign import AgentSpec, BackendSpec, Campaign
+from voice_audit.harness.model.secrets import mask_url
+from voice_audit.harness.registry import (
     AGENT_GROUP,
     agent_adapter_names,
     asr_backend_names,
@@ -22,8 +22,8 @@ from harness.registry import (
     load_object,
     tts_backend_names,
 )
-from harness.usage import check_price_agents, load_prices
-from personas import (
+from voice_audit.harness.usage import check_price_agents, load_prices
+from voice_audit.personas import (
     AXES,
     Axis,
     CallerCondition,
@@ -32,7 +32,7 @@ from personas import (
     check_level,
     load_catalogue,
 )
-from scenarios import (
+from voice_audit.scenarios import (
     BUNDLED_LIBRARY,
     ConfigError,
     Frozen,
@@ -41,7 +41,7 @@ from scenarios import (
     VoiceAuditError,
     sha256_of,
 )
-from scenarios.yamlsrc import YamlDocument, load_yaml, pydantic_error
+from voice_audit.scenarios.yamlsrc import YamlDocument, load_yaml, pydantic_error
 
 
 class PlannedEpisode(Frozen):

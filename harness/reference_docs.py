@@ -2,7 +2,7 @@
 mounted) and the file formats (from `voice-audit schema`). Generated, never hand-written, so they
 cannot drift from the product; a test compares the committed pages with a fresh generation.
 
-    python -m harness.reference_docs docs/reference
+    python -m voice_audit.harness.reference_docs docs/reference
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from harness.rundir import atomic_write_bytes
+from voice_audit.harness.rundir import atomic_write_bytes
 
 CLI_PAGE = "cli.md"
 SCHEMA_PAGE = "schemas.md"
@@ -67,13 +67,13 @@ def _command_md(cmd: Any, path: list[str], out: list[str]) -> None:
 
 
 def cli_markdown() -> str:
-    from harness.cli import _mount_plugins, app
+    from voice_audit.harness.cli import _mount_plugins, app
 
     _mount_plugins([])
     root = typer.main.get_command(app)
     out = [
         "# Command-line reference\n",
-        "Generated from the command line itself (`python -m harness.reference_docs docs/reference`); "
+        "Generated from the command line itself (`python -m voice_audit.harness.reference_docs docs/reference`); "
         "`voice-audit COMMAND --help` prints the same.\n",
     ]
     _command_md(root, ["voice-audit"], out)
@@ -116,12 +116,12 @@ def _model_md(title: str, schema: dict[str, Any], level: str, out: list[str]) ->
 
 
 def schema_markdown() -> str:
-    from harness.schemas import schema_documents
+    from voice_audit.harness.schemas import schema_documents
 
     out = [
         "# File formats\n",
         "Generated from the JSON Schemas `voice-audit schema -o DIR` writes "
-        "(`python -m harness.reference_docs docs/reference`). Every model forbids unknown fields.\n",
+        "(`python -m voice_audit.harness.reference_docs docs/reference`). Every model forbids unknown fields.\n",
     ]
     for name, raw in sorted(schema_documents().items()):
         doc: dict[str, Any] = dict(raw)

@@ -16,7 +16,7 @@ import re
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
-from scenarios.errors import ConfigError, MissingBackendError
+from voice_audit.scenarios.errors import ConfigError, MissingBackendError
 
 AGENT_GROUP = "voice_audit.agents"
 TTS_GROUP = "voice_audit.tts"
@@ -63,10 +63,30 @@ def require(backend: str, modules: tuple[str, ...], extra: str) -> None:
             raise MissingBackendError(backend, extra, f"Python module '{mod}' not found")
 
 
+# The packages installed under `voice_audit`; before they were, they installed at the top level, so
+# a run folder written then names its adapters and backends `agents.testing:scripted`.
+_OWN_PACKAGES = ("harness", "agents", "personas", "scenarios", "analysis")
+
+
 def _missing_dependency(exc: ModuleNotFoundError) -> bool:
     """A third-party module is missing (not one of ours, which would be a broken install or a typo)."""
     top = (exc.name or "").split(".")[0]
-    return bool(top) and top not in {"harness", "agents", "personas", "scenarios", "analysis"}
+    return bool(top) and top != "voice_audit"
+
+
+def _current_module(module_name: str) -> str:
+    """The module an older `module:attr` reference means: `agents.testing` is `voice_audit.agents.testing`
+    when that exists (another installed package may own the bare `agents`, and loading our files under a
+    second name would make second copies of their classes)."""
+    top, _, rest = module_name.partition(".")
+    if top not in _OWN_PACKAGES or not rest:
+        return module_name
+    current = f"voice_audit.{module_name}"
+    try:
+        found = importlib.util.find_spec(current) is not None
+    except (ImportError, ValueError):
+        found = False
+    return current if found else module_name
 
 
 def extra_of(ep: EntryPoint) -> str | None:
@@ -75,6 +95,7 @@ def extra_of(ep: EntryPoint) -> str | None:
 
 def _import_ref(ref: str, kind: str) -> Any:
     module_name, attr = ref.split(":", 1)
+    module_name = _current_module(module_name)
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:

@@ -1,4 +1,4 @@
-"""The run folder: atomic writes (scenarios.atomic), append-and-flush logs, resumable, schema-checked on read.
+"""The run folder: atomic writes (voice_audit.scenarios.atomic), append-and-flush logs, resumable, schema-checked on read.
 
 ```
 runs/<run_id>/
@@ -27,12 +27,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness.model.episode import EpisodeRecord, RunManifest
-from harness.model.events import EVENT_ADAPTER, Event
-from harness.model.secrets import Redactor
-from harness.model.versioning import SCHEMA_VERSION, check_schema_version, upgrade
-from scenarios.atomic import atomic_write_bytes
-from scenarios.errors import VoiceAuditError
+from voice_audit.harness.model.episode import EpisodeRecord, RunManifest
+from voice_audit.harness.model.events import EVENT_ADAPTER, Event
+from voice_audit.harness.model.secrets import Redactor
+from voice_audit.harness.model.versioning import SCHEMA_VERSION, check_schema_version, upgrade
+from voice_audit.scenarios.atomic import atomic_write_bytes
+from voice_audit.scenarios.errors import VoiceAuditError
 
 RUN_JSON = "run.json"
 EPISODES_JSONL = "episodes.jsonl"
@@ -40,9 +40,9 @@ EPISODES_DIR = "episodes"
 EVENTS_JSONL = "events.jsonl"
 CALL_WAV = "call.wav"
 LOCK_FILE = "run.lock"
-"""Held (flock) by the process writing the folder; see harness.runtime.runlock."""
+"""Held (flock) by the process writing the folder; see voice_audit.harness.runtime.runlock."""
 CALL_ID_SALT = "call_id.salt"
-"""The secret the call ids an agent sees are keyed by; see harness.runtime.callid."""
+"""The secret the call ids an agent sees are keyed by; see voice_audit.harness.runtime.callid."""
 PREPARED = frozenset({LOCK_FILE, CALL_ID_SALT})
 
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 from pydantic import BaseModel, TypeAdapter
 
-from harness.model import AuditInstance, Campaign, EpisodeRecord, Event, RunManifest
-from harness.model.usage import UsageRecord
-from harness.rundir import atomic_write_bytes
-from scenarios import Scenario
+from voice_audit.harness.model import AuditInstance, Campaign, EpisodeRecord, Event, RunManifest
+from voice_audit.harness.model.usage import UsageRecord
+from voice_audit.harness.rundir import atomic_write_bytes
+from voice_audit.scenarios import Scenario
 
 
 def schema_documents() -> dict[str, dict[str, object]]:

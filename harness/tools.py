@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from scenarios import Facts, ToolSpec, resolve_fact
+from voice_audit.scenarios import Facts, ToolSpec, resolve_fact
 
 TOOL_SCHEMAS: dict[str, dict[str, Any]] = {
     "verify_identity": {

@@ -3,7 +3,7 @@ and flushed when the attempt ends, and the price file a campaign may name.
 
 What the harness meters itself (call minutes per protocol, the characters its TTS spoke, the
 seconds of agent audio its recogniser read) is always known. What the agent side consumed is
-known only when the adapter reported it (`harness.adapter.UsageOut`, logged as `usage` events);
+known only when the adapter reported it (`voice_audit.harness.adapter.UsageOut`, logged as `usage` events);
 otherwise it is one `agent_usage` item with quantity None and the reason, never a zero.
 """
 
@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness.model.episode import EpisodeRecord
-from harness.model.events import CallerUtteranceStart, CallStarted, Event, Usage
-from harness.model.usage import (
+from voice_audit.harness.model.episode import EpisodeRecord
+from voice_audit.harness.model.events import CallerUtteranceStart, CallStarted, Event, Usage
+from voice_audit.harness.model.usage import (
     AGENT_USAGE,
     ASR_AUDIO_SECONDS,
     CALL_MINUTES,
@@ -29,8 +29,8 @@ from harness.model.usage import (
     UsageItem,
     UsageRecord,
 )
-from scenarios import ConfigError
-from scenarios.yamlsrc import YamlDocument, load_yaml, pydantic_error
+from voice_audit.scenarios import ConfigError
+from voice_audit.scenarios.yamlsrc import YamlDocument, load_yaml, pydantic_error
 
 
 def call_usage(

@@ -6,7 +6,7 @@ wording). `speech_params` turns a condition and a voice index into engine parame
 names a recording of those words in that voice.
 """
 
-from personas._catalogue import (
+from voice_audit.personas._catalogue import (
     DEFAULT_CATALOGUE,
     check_condition,
     check_level,
@@ -14,7 +14,7 @@ from personas._catalogue import (
     speech_params,
     voice_count,
 )
-from personas._model import (
+from voice_audit.personas._model import (
     AXES,
     AccentLevel,
     AffectLevel,
@@ -28,9 +28,9 @@ from personas._model import (
     VoiceRealisation,
     WordingLevel,
 )
-from personas._text import Utterance, fill_placeholders, render_utterance
-from personas.lines import line_key, voice_identity
-from scenarios.templates import placeholders
+from voice_audit.personas._text import Utterance, fill_placeholders, render_utterance
+from voice_audit.personas.lines import line_key, voice_identity
+from voice_audit.scenarios.templates import placeholders
 
 __all__ = [
     "AXES",

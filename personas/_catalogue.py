@@ -5,9 +5,9 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from personas._model import AXES, CallerCondition, Catalogue, SpeechParams
-from scenarios.errors import ConfigError
-from scenarios.yamlsrc import load_yaml
+from voice_audit.personas._model import AXES, CallerCondition, Catalogue, SpeechParams
+from voice_audit.scenarios.errors import ConfigError
+from voice_audit.scenarios.yamlsrc import load_yaml
 
 DEFAULT_CATALOGUE = Path(__file__).with_name("catalogue.yaml")
 

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from scenarios.base import Frozen, sha256_of
+from voice_audit.scenarios.base import Frozen, sha256_of
 
 Axis = Literal["accent", "voice_profile", "affect", "disfluency", "wording"]
 AXES: tuple[str, ...] = Axis.__args__  # type: ignore[attr-defined]

@@ -12,9 +12,9 @@ import random
 import re
 from xml.sax.saxutils import escape
 
-from personas._model import CallerCondition, Catalogue
-from scenarios.base import Frozen
-from scenarios.templates import PLACEHOLDER
+from voice_audit.personas._model import CallerCondition, Catalogue
+from voice_audit.scenarios.base import Frozen
+from voice_audit.scenarios.templates import PLACEHOLDER
 
 
 class Utterance(Frozen):

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import hashlib
 
-from personas._model import SpeechParams
-from scenarios.base import canonical_json
+from voice_audit.personas._model import SpeechParams
+from voice_audit.scenarios.base import canonical_json
 
 
 def voice_identity(params: SpeechParams) -> dict[str, object]:

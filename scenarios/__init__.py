@@ -5,7 +5,7 @@ Also home of what every package shares for reading user files: the positioned YA
 canonical hashing and the error types the CLI prints as one line.
 """
 
-from scenarios._library import (
+from voice_audit.scenarios._library import (
     BUNDLED_LIBRARY,
     LOCK_NAME,
     LockEntry,
@@ -13,7 +13,7 @@ from scenarios._library import (
     ScenarioLibrary,
     load_scenario_file,
 )
-from scenarios._model import (
+from voice_audit.scenarios._model import (
     CALLER_FACTS,
     OUTCOMES,
     TOOLS,
@@ -30,15 +30,15 @@ from scenarios._model import (
     Scenario,
     held_facts,
 )
-from scenarios.base import Frozen, canonical_json, sha256_of
-from scenarios.errors import (
+from voice_audit.scenarios.base import Frozen, canonical_json, sha256_of
+from voice_audit.scenarios.errors import (
     ConfigError,
     LockError,
     MissingBackendError,
     SchemaVersionError,
     VoiceAuditError,
 )
-from scenarios.vocabulary import (
+from voice_audit.scenarios.vocabulary import (
     BUILTIN_OUTCOMES,
     BUILTIN_TOOLS,
     FlagRule,
@@ -50,7 +50,7 @@ from scenarios.vocabulary import (
     outcome_rules,
     resolve_fact,
 )
-from scenarios.yamlsrc import YamlDocument, load_yaml
+from voice_audit.scenarios.yamlsrc import YamlDocument, load_yaml
 
 __all__ = [
     "BUILTIN_OUTCOMES",

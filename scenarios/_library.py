@@ -7,11 +7,11 @@ from pathlib import Path
 
 from pydantic import Field
 
-from scenarios._model import Scenario, check_required_paths
-from scenarios.atomic import atomic_write_text
-from scenarios.base import Frozen
-from scenarios.errors import ConfigError, LockError
-from scenarios.yamlsrc import load_yaml
+from voice_audit.scenarios._model import Scenario, check_required_paths
+from voice_audit.scenarios.atomic import atomic_write_text
+from voice_audit.scenarios.base import Frozen
+from voice_audit.scenarios.errors import ConfigError, LockError
+from voice_audit.scenarios.yamlsrc import load_yaml
 
 BUNDLED_LIBRARY = Path(__file__).with_name("library")
 LOCK_NAME = "scenarios.lock"

@@ -10,9 +10,9 @@ from typing import Any, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
-from scenarios.base import Frozen, sha256_of
-from scenarios.templates import placeholders
-from scenarios.vocabulary import (
+from voice_audit.scenarios.base import Frozen, sha256_of
+from voice_audit.scenarios.templates import placeholders
+from voice_audit.scenarios.vocabulary import (
     BUILTIN_TOOLS,
     NAME,
     OutcomeRules,
@@ -159,7 +159,7 @@ class Facts(Frozen):
 
 
 # The facts a caller can be asked for, named once for every scenario. The caller's reader recognises
-# these names (harness.caller.ontology); a scenario's caller.challenges must give a spoken answer for
+# these names (voice_audit.harness.caller.ontology); a scenario's caller.challenges must give a spoken answer for
 # every one its facts hold, so any fact an agent can check can be asked for and answered. A fact the
 # scenario does not hold gets the caller's truthful "I do not have that".
 CALLER_FACTS: tuple[str, ...] = (
@@ -195,7 +195,7 @@ def held_facts(facts: Facts) -> tuple[str, ...]:
 
 class Challenge(Frozen):
     """A fact the agent may ask for and the caller's spoken answer. The reader knows how agents ask
-    for the shared facts (`scenarios.CALLER_FACTS`); `cues` add phrases, and name a fact outside them."""
+    for the shared facts (`voice_audit.scenarios.CALLER_FACTS`); `cues` add phrases, and name a fact outside them."""
 
     fact: str = Field(
         pattern=r"^[a-z][a-z0-9_]*$",

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from scenarios.base import Frozen
+from voice_audit.scenarios.base import Frozen
 
 NAME = r"^[a-z][a-z0-9_]*$"
 

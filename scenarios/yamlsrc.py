@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from scenarios.errors import ConfigError
+from voice_audit.scenarios.errors import ConfigError
 
 Position = tuple[int, int]
 PathKey = tuple[str | int, ...]

@@ -13,8 +13,8 @@ import os
 import re
 from collections.abc import Mapping
 
-from harness.adapter import AgentError
-from harness.model.secrets import SECRET_KEY
+from voice_audit.harness.adapter import AgentError
+from voice_audit.harness.model.secrets import SECRET_KEY
 
 __all__ = ["MASK", "HeaderRedaction", "expand_env", "expand_headers", "install_log_redaction"]
 

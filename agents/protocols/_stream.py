@@ -18,9 +18,16 @@ from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 from websockets.protocol import State
 
-from agents.protocols._secrets import install_log_redaction
-from harness.adapter import AgentError, AgentEvent, ErrorOut, HangupOut, RateLimited, retry_after_seconds
-from harness.model.failures import FailureKind
+from voice_audit.agents.protocols._secrets import install_log_redaction
+from voice_audit.harness.adapter import (
+    AgentError,
+    AgentEvent,
+    ErrorOut,
+    HangupOut,
+    RateLimited,
+    retry_after_seconds,
+)
+from voice_audit.harness.model.failures import FailureKind
 
 log = logging.getLogger(__name__)
 

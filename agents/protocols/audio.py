@@ -1,6 +1,6 @@
 """Audio conversions the protocol codecs need: G.711 mu-law, pcm16 resampling, frame energy.
 
-mu-law is `harness.audio.mulaw` (the project's bit-exact table codec), so the caller's channel
+mu-law is `voice_audit.harness.audio.mulaw` (the project's bit-exact table codec), so the caller's channel
 and the protocols encode alike. Resampling uses soxr, a core dependency.
 """
 
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.adapter import AudioFormat, AudioOut
-from harness.audio.mulaw import mulaw_decode as _decode
-from harness.audio.mulaw import mulaw_encode as _encode
+from voice_audit.harness.adapter import AudioFormat, AudioOut
+from voice_audit.harness.audio.mulaw import mulaw_decode as _decode
+from voice_audit.harness.audio.mulaw import mulaw_encode as _encode
 
 __all__ = [
     "MULAW_SILENCE",

@@ -51,7 +51,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness.adapter import (
+from voice_audit.harness.adapter import (
     AgentError,
     AgentEvent,
     AudioFormat,
@@ -73,10 +73,10 @@ from harness.adapter import (
     TurnEnd,
     UsageOut,
 )
-from harness.disclosure import disclose
-from harness.model.campaign import AgentSpec, FactsDisclosure
-from harness.model.failures import FAILURE_KINDS, FailureKind
-from scenarios import Facts
+from voice_audit.harness.disclosure import disclose
+from voice_audit.harness.model.campaign import AgentSpec, FactsDisclosure
+from voice_audit.harness.model.failures import FAILURE_KINDS, FailureKind
+from voice_audit.scenarios import Facts
 
 __all__ = [
     "b64decode",

@@ -1,6 +1,6 @@
 """Gemini Live API client: the harness is the client application of a Live (BidiGenerateContent) agent.
 
-Client -> server (shapes in `agents.protocols.gemini_live_wire`):
+Client -> server (shapes in `voice_audit.agents.protocols.gemini_live_wire`):
     setup              model, response modality AUDIO, the declared voice (and language), system
                        instruction (+ what the campaign discloses of the facts), the scenario's tools
                        as function declarations, input and output audio transcription, session
@@ -45,11 +45,18 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
-from agents.protocols import gemini_live_wire as gw
-from agents.protocols._stream import OpenSessions, closed_event, describe, fail_kind, open_ws, stop_task
-from agents.protocols.realtime import disclosed_instructions
-from agents.protocols.ws_session import WsSession, refuse_replaced_options
-from harness.adapter import (
+from voice_audit.agents.protocols import gemini_live_wire as gw
+from voice_audit.agents.protocols._stream import (
+    OpenSessions,
+    closed_event,
+    describe,
+    fail_kind,
+    open_ws,
+    stop_task,
+)
+from voice_audit.agents.protocols.realtime import disclosed_instructions
+from voice_audit.agents.protocols.ws_session import WsSession, refuse_replaced_options
+from voice_audit.harness.adapter import (
     AgentError,
     AgentEvent,
     AudioOut,
@@ -65,9 +72,9 @@ from harness.adapter import (
     TurnEnd,
     UsageOut,
 )
-from harness.endpoints import default_url
-from harness.model.campaign import AgentSpec
-from harness.tools import ToolFixture
+from voice_audit.harness.endpoints import default_url
+from voice_audit.harness.model.campaign import AgentSpec
+from voice_audit.harness.tools import ToolFixture
 
 __all__ = ["GeminiLiveAdapter", "GeminiLiveSession", "gemini_live_adapter"]
 

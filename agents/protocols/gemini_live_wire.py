@@ -39,8 +39,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
-from agents.protocols.event_json import b64decode, b64encode
-from harness.adapter import AgentError, AudioFormat
+from voice_audit.agents.protocols.event_json import b64decode, b64encode
+from voice_audit.harness.adapter import AgentError, AudioFormat
 
 __all__ = [
     "API_KEY_HEADER",

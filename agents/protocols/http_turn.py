@@ -46,11 +46,17 @@ from typing import Any
 
 import aiohttp
 
-from agents.protocols._secrets import expand_headers
-from agents.protocols._stream import EventChannel, OpenSessions, describe
-from agents.protocols.event_json import declared_exposure, option_capabilities
-from agents.protocols.http_wire import barge_in_body, dtmf_body, parse_events, session_request, turn_request
-from harness.adapter import (
+from voice_audit.agents.protocols._secrets import expand_headers
+from voice_audit.agents.protocols._stream import EventChannel, OpenSessions, describe
+from voice_audit.agents.protocols.event_json import declared_exposure, option_capabilities
+from voice_audit.agents.protocols.http_wire import (
+    barge_in_body,
+    dtmf_body,
+    parse_events,
+    session_request,
+    turn_request,
+)
+from voice_audit.harness.adapter import (
     AgentError,
     AgentEvent,
     AudioFormat,
@@ -61,8 +67,8 @@ from harness.adapter import (
     RateLimited,
     retry_after_seconds,
 )
-from harness.model.campaign import AgentSpec
-from harness.model.failures import FailureKind
+from voice_audit.harness.model.campaign import AgentSpec
+from voice_audit.harness.model.failures import FailureKind
 
 __all__ = ["HttpTurnAdapter", "HttpTurnSession", "http_adapter"]
 

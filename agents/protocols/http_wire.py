@@ -1,6 +1,6 @@
 """The HTTP turn API's request and response bodies (the contract is in `http_turn`'s docstring),
 written and read here by both the harness's client (`http_turn`) and the serving front end
-(`agents.serve.http_server`). The objects inside them (events, call info, audio format, exposure)
+(`voice_audit.agents.serve.http_server`). The objects inside them (events, call info, audio format, exposure)
 are `event_json`'s.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agents.protocols.event_json import (
+from voice_audit.agents.protocols.event_json import (
     b64encode,
     call_from_json,
     call_to_json,
@@ -18,8 +18,8 @@ from agents.protocols.event_json import (
     format_from_json,
     format_to_json,
 )
-from harness.adapter import AgentError, AgentEvent, AudioFormat, CallInfo, Capabilities
-from harness.model.failures import FailureKind
+from voice_audit.harness.adapter import AgentError, AgentEvent, AudioFormat, CallInfo, Capabilities
+from voice_audit.harness.model.failures import FailureKind
 
 __all__ = [
     "barge_in_body",

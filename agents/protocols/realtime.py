@@ -41,12 +41,12 @@ from urllib.parse import parse_qs, urlencode, urlsplit, urlunsplit
 
 from websockets.asyncio.client import ClientConnection
 
-from agents.protocols import realtime_wire as rw
-from agents.protocols._stream import OpenSessions, open_ws
-from agents.protocols.event_json import b64decode
-from agents.protocols.realtime_wire import session_config
-from agents.protocols.ws_session import WsSession, loads, refuse_replaced_options
-from harness.adapter import (
+from voice_audit.agents.protocols import realtime_wire as rw
+from voice_audit.agents.protocols._stream import OpenSessions, open_ws
+from voice_audit.agents.protocols.event_json import b64decode
+from voice_audit.agents.protocols.realtime_wire import session_config
+from voice_audit.agents.protocols.ws_session import WsSession, loads, refuse_replaced_options
+from voice_audit.harness.adapter import (
     AgentError,
     AgentEvent,
     AudioFormat,
@@ -63,10 +63,10 @@ from harness.adapter import (
     TurnEnd,
     UsageOut,
 )
-from harness.disclosure import disclose
-from harness.model.campaign import AgentSpec
-from harness.tools import ToolFixture
-from scenarios import canonical_json
+from voice_audit.harness.disclosure import disclose
+from voice_audit.harness.model.campaign import AgentSpec
+from voice_audit.harness.tools import ToolFixture
+from voice_audit.scenarios import canonical_json
 
 __all__ = [
     "RealtimeAdapter",

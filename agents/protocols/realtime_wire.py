@@ -23,8 +23,8 @@ import json
 import secrets
 from typing import Any, Literal
 
-from agents.protocols.event_json import b64encode
-from harness.adapter import AgentError, AudioFormat
+from voice_audit.agents.protocols.event_json import b64encode
+from voice_audit.harness.adapter import AgentError, AudioFormat
 
 _USAGE_DETAILS: tuple[tuple[str, str, str], ...] = (
     ("input_token_details", "text_tokens", "input_text_tokens"),

@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from agents.protocols._secrets import expand_env
-from agents.protocols.sip_uri import (
+from voice_audit.agents.protocols._secrets import expand_env
+from voice_audit.agents.protocols.sip_uri import (
     CALL_ID_HEADER,
     FACTS_HEADER,
     SipTarget,
@@ -52,7 +52,7 @@ from agents.protocols.sip_uri import (
     parse_target,
     target_problem,
 )
-from harness.adapter import (
+from voice_audit.harness.adapter import (
     AgentError,
     AgentEvent,
     AudioFormat,
@@ -63,16 +63,16 @@ from harness.adapter import (
     HangupOut,
     SignalOut,
 )
-from harness.disclosure import disclose
-from harness.model.campaign import AgentSpec
-from scenarios import MissingBackendError, canonical_json
+from voice_audit.harness.disclosure import disclose
+from voice_audit.harness.model.campaign import AgentSpec
+from voice_audit.scenarios import MissingBackendError, canonical_json
 
 if TYPE_CHECKING:
-    from agents.protocols.sip_stack import CallEvent, Feed, SipStack
+    from voice_audit.agents.protocols.sip_stack import CallEvent, Feed, SipStack
 
 __all__ = ["SIP_FORMAT", "SipAdapter", "SipSession", "facts_headers", "sip_adapter"]
 
-log = logging.getLogger("agents.protocols.sip")
+log = logging.getLogger("voice_audit.agents.protocols.sip")
 
 SIP_FORMAT = AudioFormat("pcm16", 16000)
 EVENT_QUEUE_SIZE = 4096
@@ -82,7 +82,7 @@ CLOSE_WAIT_S = 3.0
 def load_stack(codecs: tuple[str, ...] = ("PCMU", "PCMA", "G722"), collect_ticks: bool = False) -> SipStack:
     """The process's SIP stack; a missing `pjsua2` names the extra that installs it."""
     try:
-        from agents.protocols.sip_stack import SipStack, StackError
+        from voice_audit.agents.protocols.sip_stack import SipStack, StackError
     except ModuleNotFoundError as exc:
         raise MissingBackendError("sip", "sip", f"Python module '{exc.name}' not found") from None
     try:
@@ -279,7 +279,7 @@ class SipSession:
         if len(digit) != 1 or digit not in "0123456789*#ABCD":
             raise AgentError("caller_error", f"not a DTMF digit: {digit!r}")
         self._ensure_open()
-        from agents.protocols.sip_stack import send_dtmf
+        from voice_audit.agents.protocols.sip_stack import send_dtmf
 
         handle, method = self.handle, self._adapter.dtmf
         used = await self._stack.run(lambda: send_dtmf(self._stack, handle, digit, method))
@@ -302,7 +302,7 @@ class SipSession:
         self._chan.finish(f"closed by harness: {reason}")
 
     async def _hangup_and_release(self, reason: str) -> None:
-        from agents.protocols.sip_stack import hangup
+        from voice_audit.agents.protocols.sip_stack import hangup
 
         if not self._ended.is_set() and self.handle:
             handle = self.handle
@@ -442,7 +442,7 @@ class SipAdapter:
         return out
 
     async def connect(self, call: CallInfo) -> SipSession:
-        from agents.protocols.sip_stack import place_call
+        from voice_audit.agents.protocols.sip_stack import place_call
 
         stack = await asyncio.to_thread(load_stack, self.codecs, self.collect_ticks)
         credentials = self._credentials()
@@ -468,7 +468,7 @@ class SipAdapter:
                 )
             )
         except Exception as exc:
-            from agents.protocols.sip_stack import StackFull
+            from voice_audit.agents.protocols.sip_stack import StackFull
 
             if isinstance(exc, StackFull):  # the harness's own limit: missing data, never the agent's fault
                 raise AgentError("harness_error", str(exc)) from None
@@ -524,7 +524,7 @@ class SipAdapterFactory:
     async def probe(url: str, timeout_s: float) -> str | None:
         """None when something answers an OPTIONS at the URL (any final response: a 404 or a 401
         still means a SIP server is there); else why not."""
-        from agents.protocols.sip_stack import options_ping
+        from voice_audit.agents.protocols.sip_stack import options_ping
 
         target = parse_target(url)
         stack = await asyncio.to_thread(load_stack)

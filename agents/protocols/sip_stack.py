@@ -53,7 +53,7 @@ __all__ = [
     "StackFull",
 ]
 
-log = logging.getLogger("agents.protocols.sip")
+log = logging.getLogger("voice_audit.agents.protocols.sip")
 
 CLOCK_RATE = 16000
 FRAME_BYTES = CLOCK_RATE // 50 * 2  # 20 ms of pcm16

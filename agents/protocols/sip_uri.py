@@ -11,7 +11,7 @@ pre-run endpoint check parses the URL with them, and the unit tests cover them d
   into them (`X-Accent: gb_rp`); they are refused if any name or value mentions a persona axis or
   level, or if they would replace a header the stack owns.
 - `failure_for_status`: a final SIP response to the INVITE -> (failure kind, message). The kinds
-  are the runtime's (`harness.model.failures.FAILURE_SIDE` gives their side): an agent that is busy,
+  are the runtime's (`voice_audit.harness.model.failures.FAILURE_SIDE` gives their side): an agent that is busy,
   unavailable, not found, unanswered, failing (5xx) or unreachable did not serve the caller, an
   outcome; credentials it refuses are the harness's configuration, missing data.
 """
@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.model.failures import FailureKind
+from voice_audit.harness.model.failures import FailureKind
 
 __all__ = [
     "CALL_ID_HEADER",
@@ -177,7 +177,7 @@ def _split_hostport(hostport: str) -> tuple[str, int | None]:
 
 def condition_words() -> frozenset[str]:
     """Words that name a caller condition: the persona axes and every level id of the catalogue."""
-    from personas import AXES, load_catalogue
+    from voice_audit.personas import AXES, load_catalogue
 
     catalogue = load_catalogue()
     words = {a.lower() for a in AXES} | {"persona", "condition", "contrast", "voice_profile"}

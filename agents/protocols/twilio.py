@@ -1,12 +1,12 @@
 """Twilio Media Streams client: the harness plays Twilio's network side of a `<Connect><Stream>`.
 
-The messages are those of `agents.protocols.twilio_wire`: `connected` and `start`, then one
+The messages are those of `voice_audit.agents.protocols.twilio_wire`: `connected` and `start`, then one
 `media` message per 20 ms frame (silence included), `dtmf`, `mark` echoes and `stop`; from the
 agent, `media` (-> AudioOut), `mark` (-> MarkOut) and `clear` (-> ClearOut).
 
 `start.callSid` is the call's id (`CallInfo.call_id`), `streamSid` is derived from it, so both
 can be found again in the episode's log. `customParameters` carries `from_number` and what the
-campaign discloses of the facts (`facts_disclosure`, see `harness.disclosure`): `full` adds
+campaign discloses of the facts (`facts_disclosure`, see `voice_audit.harness.disclosure`): `full` adds
 `scenario_id`, the facts as a JSON string under `facts`, `account_id` and `policy_id`; `ids` only
 `account_id` and `policy_id`; `none` nothing more. That is the way a real deployment passes call
 metadata through TwiML `<Parameter>`s.
@@ -29,14 +29,22 @@ from typing import Any
 
 from websockets.asyncio.client import ClientConnection
 
-from agents.protocols import twilio_wire as tw
-from agents.protocols._stream import OpenSessions, open_ws
-from agents.protocols.twilio_wire import FRAME_BYTES, TWILIO_FORMAT
-from agents.protocols.ws_session import MarkingSession, refuse_replaced_options
-from harness.adapter import AgentError, AgentEvent, AudioOut, CallInfo, Capabilities, ClearOut, MarkOut
-from harness.disclosure import disclose
-from harness.model.campaign import AgentSpec
-from scenarios import canonical_json
+from voice_audit.agents.protocols import twilio_wire as tw
+from voice_audit.agents.protocols._stream import OpenSessions, open_ws
+from voice_audit.agents.protocols.twilio_wire import FRAME_BYTES, TWILIO_FORMAT
+from voice_audit.agents.protocols.ws_session import MarkingSession, refuse_replaced_options
+from voice_audit.harness.adapter import (
+    AgentError,
+    AgentEvent,
+    AudioOut,
+    CallInfo,
+    Capabilities,
+    ClearOut,
+    MarkOut,
+)
+from voice_audit.harness.disclosure import disclose
+from voice_audit.harness.model.campaign import AgentSpec
+from voice_audit.scenarios import canonical_json
 
 __all__ = ["TWILIO_FORMAT", "TwilioAdapter", "TwilioSession", "twilio_adapter"]
 

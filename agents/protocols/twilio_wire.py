@@ -28,8 +28,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.protocols.event_json import b64decode, b64encode
-from harness.adapter import AgentError, AudioFormat
+from voice_audit.agents.protocols.event_json import b64decode, b64encode
+from voice_audit.harness.adapter import AgentError, AudioFormat
 
 __all__ = [
     "FRAME_BYTES",

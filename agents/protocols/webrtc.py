@@ -1,7 +1,7 @@
 """WebRTC client for bots behind Pipecat's SmallWebRTC signalling: the harness is the offering peer.
 
 One call is one aiortc `RTCPeerConnection` with one audio track each way and, unless `rtvi: false`,
-a data channel labelled `rtvi-ai`. Signalling (`agents.protocols.webrtc_wire`): the offer is POSTed
+a data channel labelled `rtvi-ai`. Signalling (`voice_audit.agents.protocols.webrtc_wire`): the offer is POSTed
 to `{url}{path}` (`/api/offer`) with the call's `request_data` and answered with the bot's SDP and
 `pc_id` (the session id of the log); with `trickle` (the default) the offer goes without its
 candidates, which follow by PATCH with an end-of-candidates marker, as Pipecat's JS client does.
@@ -52,10 +52,10 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from agents.protocols import webrtc_wire as ww
-from agents.protocols._stream import EventChannel, OpenSessions, describe
-from agents.protocols.ws_session import refuse_replaced_options
-from harness.adapter import (
+from voice_audit.agents.protocols import webrtc_wire as ww
+from voice_audit.agents.protocols._stream import EventChannel, OpenSessions, describe
+from voice_audit.agents.protocols.ws_session import refuse_replaced_options
+from voice_audit.harness.adapter import (
     AgentError,
     AgentEvent,
     AudioFormat,
@@ -71,8 +71,8 @@ from harness.adapter import (
     ToolCallOut,
     ToolResultOut,
 )
-from harness.disclosure import disclose
-from harness.model.campaign import AgentSpec
+from voice_audit.harness.disclosure import disclose
+from voice_audit.harness.model.campaign import AgentSpec
 
 __all__ = ["WebRtcAdapter", "WebRtcAdapterFactory", "WebRtcSession", "webrtc_adapter"]
 

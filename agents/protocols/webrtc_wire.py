@@ -1,6 +1,6 @@
 """WebRTC signalling as Pipecat's SmallWebRTC serves it, and the RTVI data-channel messages, written
-once for the harness's client (`agents.protocols.webrtc`) and the serving front end
-(`agents.serve.webrtc_server`).
+once for the harness's client (`voice_audit.agents.protocols.webrtc`) and the serving front end
+(`voice_audit.agents.serve.webrtc_server`).
 
 Signalling (HTTP, JSON; the path is `/api/offer` unless a deployment mounts it elsewhere):
     POST  {url}/api/offer  {"sdp", "type": "offer", "pc_id"?, "restart_pc"?, "request_data"?}
@@ -35,7 +35,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.adapter import AgentError
+from voice_audit.harness.adapter import AgentError
 
 __all__ = [
     "DEFAULT_PATH",

@@ -18,7 +18,7 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
-from agents.protocols._stream import (
+from voice_audit.agents.protocols._stream import (
     EventChannel,
     closed_event,
     describe,
@@ -27,8 +27,8 @@ from agents.protocols._stream import (
     send_now,
     stop_task,
 )
-from harness.adapter import AgentError, AgentEvent, ErrorOut
-from harness.model.campaign import AgentSpec
+from voice_audit.harness.adapter import AgentError, AgentEvent, ErrorOut
+from voice_audit.harness.model.campaign import AgentSpec
 
 __all__ = ["MarkLedger", "MarkingSession", "WsSession", "loads", "refuse_replaced_options"]
 

@@ -38,11 +38,11 @@ from typing import Any
 from websockets.asyncio.client import ClientConnection
 from websockets.exceptions import ConnectionClosed
 
-from agents.protocols import ws_wire
-from agents.protocols._stream import OpenSessions, open_ws
-from agents.protocols.event_json import declared_exposure, event_from_json, option_capabilities
-from agents.protocols.ws_session import MarkingSession, loads
-from harness.adapter import (
+from voice_audit.agents.protocols import ws_wire
+from voice_audit.agents.protocols._stream import OpenSessions, open_ws
+from voice_audit.agents.protocols.event_json import declared_exposure, event_from_json, option_capabilities
+from voice_audit.agents.protocols.ws_session import MarkingSession, loads
+from voice_audit.harness.adapter import (
     AgentError,
     AgentEvent,
     AudioFormat,
@@ -54,7 +54,7 @@ from harness.adapter import (
     HangupOut,
     MarkOut,
 )
-from harness.model.campaign import AgentSpec
+from voice_audit.harness.model.campaign import AgentSpec
 
 __all__ = ["WsStreamAdapter", "WsStreamSession", "ws_adapter"]
 

@@ -1,6 +1,6 @@
 """The WebSocket streaming contract's JSON frames (the contract is in `ws_stream`'s docstring),
 written and read here by both the harness's client (`ws_stream`) and the serving front end
-(`agents.serve.ws_server`). The agent's event frames are `event_json`'s event objects.
+(`voice_audit.agents.serve.ws_server`). The agent's event frames are `event_json`'s event objects.
 """
 
 from __future__ import annotations
@@ -8,15 +8,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agents.protocols.event_json import (
+from voice_audit.agents.protocols.event_json import (
     call_from_json,
     call_to_json,
     exposure_to_json,
     format_from_json,
     format_to_json,
 )
-from harness.adapter import AgentError, AudioFormat, CallInfo, Capabilities
-from harness.model.failures import FailureKind
+from voice_audit.harness.adapter import AgentError, AudioFormat, CallInfo, Capabilities
+from voice_audit.harness.model.failures import FailureKind
 
 __all__ = [
     "barge_in",

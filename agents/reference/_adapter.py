@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from agents.reference._audio import AgentEar, AgentMouth, shared_recognizer, shared_synthesizer
-from agents.reference._knobs import make_detector
-from agents.reference._options import AgentOptions, parse_options
-from agents.reference._policy import DialoguePolicy, PolicyConfig
-from agents.reference._session import ArchitectureExposure, Perceive, TurnSession
-from harness.adapter import AudioFormat, CallInfo, Capabilities
-from harness.audio import SpeechRecognizer, SpeechSynthesizer
-from harness.model.campaign import Architecture
-from harness.tools import ToolFixture
+from voice_audit.agents.reference._audio import AgentEar, AgentMouth, shared_recognizer, shared_synthesizer
+from voice_audit.agents.reference._knobs import make_detector
+from voice_audit.agents.reference._options import AgentOptions, parse_options
+from voice_audit.agents.reference._policy import DialoguePolicy, PolicyConfig
+from voice_audit.agents.reference._session import ArchitectureExposure, Perceive, TurnSession
+from voice_audit.harness.adapter import AudioFormat, CallInfo, Capabilities
+from voice_audit.harness.audio import SpeechRecognizer, SpeechSynthesizer
+from voice_audit.harness.model.campaign import Architecture
+from voice_audit.harness.tools import ToolFixture
 
 
 class ReferenceAdapter:

@@ -1,4 +1,4 @@
-"""The audio ends of the reference agents: thin wrappers over `harness.audio` (no engine here).
+"""The audio ends of the reference agents: thin wrappers over `voice_audit.harness.audio` (no engine here).
 
 `AgentMouth` speaks policy lines with one fixed agent voice and returns 16 kHz PCM; `AgentEar`
 transcribes a caller turn. Engines are shared per process and per configuration (`shared_*`), so
@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from harness.audio import SpeechRecognizer, SpeechSynthesizer, Transcript, resample
-from personas import SpeechParams
+from voice_audit.harness.audio import SpeechRecognizer, SpeechSynthesizer, Transcript, resample
+from voice_audit.personas import SpeechParams
 
 AGENT_VOICE = SpeechParams(voice="en-us", rate_wpm=165, pitch=50, pitch_range=50)
 """The one agent voice: General American, default variant, neutral rate (most intelligible to ASR)."""

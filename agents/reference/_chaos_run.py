@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from agents.reference.chaos import ChaosAgent, Fault
-from agents.serve import ServeConfig, start_server
-from harness.model.failures import FailureKind, NonServiceFlag
-from harness.planning import load_campaign
-from harness.runtime import CampaignRunner
-from harness.runtime.campaign import RunSummary
+from voice_audit.agents.reference.chaos import ChaosAgent, Fault
+from voice_audit.agents.serve import ServeConfig, start_server
+from voice_audit.harness.model.failures import FailureKind, NonServiceFlag
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.runtime import CampaignRunner
+from voice_audit.harness.runtime.campaign import RunSummary
 
 __all__ = ["EXPECTED", "NON_SERVICE", "PROTOCOLS", "ChaosRun", "run_chaos"]
 
@@ -107,7 +107,7 @@ async def run_chaos(
     async with contextlib.AsyncExitStack() as stack:
         for name, opts in agents.items():
             if where == "inproc":
-                spec = {"name": name, "adapter": "agents.reference.chaos:chaos", "options": opts}
+                spec = {"name": name, "adapter": "voice_audit.agents.reference.chaos:chaos", "options": opts}
             else:
                 handle = await stack.enter_async_context(start_server(ChaosAgent(opts), where, config=cfg))
                 spec = {

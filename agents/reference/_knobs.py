@@ -91,10 +91,10 @@ from typing import Literal, Protocol
 
 from pydantic import Field, field_validator
 
-from agents.reference._acoustics import AcousticFeatures
-from harness.adapter import CALLER_ACT, HUMAN_REQUEST_ACT, utterance_key
-from personas import Axis
-from scenarios.base import Frozen
+from voice_audit.agents.reference._acoustics import AcousticFeatures
+from voice_audit.harness.adapter import CALLER_ACT, HUMAN_REQUEST_ACT, utterance_key
+from voice_audit.personas import Axis
+from voice_audit.scenarios.base import Frozen
 
 
 class Target(Frozen):

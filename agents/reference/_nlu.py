@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
 
-from agents.reference._spoken import (
+from voice_audit.agents.reference._spoken import (
     DateParts,
     edit_distance,
     parse_date,

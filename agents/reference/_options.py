@@ -7,12 +7,12 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from agents.reference._audio import AGENT_VOICE
-from agents.reference._knobs import Knobs
-from agents.reference._llm_policy import LLMConfig
-from agents.reference._policy import PolicyConfig
-from personas import SpeechParams
-from scenarios.base import Frozen
+from voice_audit.agents.reference._audio import AGENT_VOICE
+from voice_audit.agents.reference._knobs import Knobs
+from voice_audit.agents.reference._llm_policy import LLMConfig
+from voice_audit.agents.reference._policy import PolicyConfig
+from voice_audit.personas import SpeechParams
+from voice_audit.scenarios.base import Frozen
 
 RUNTIME_ONLY = ("calibration_oracle",)
 """Options that are live objects, not configuration: read by the adapter, never validated or hashed."""
@@ -22,7 +22,7 @@ class AgentOptions(Frozen):
     """Everything configurable about one reference agent.
 
     `policy` overrides the architecture's policy defaults field by field; `knobs` are the
-    plantable effects (see `agents.reference._knobs`); `seed` seeds their randomness.
+    plantable effects (see `voice_audit.agents.reference._knobs`); `seed` seeds their randomness.
     """
 
     policy: dict[str, Any] = Field(default_factory=dict)

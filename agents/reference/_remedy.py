@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
-from agents.reference._spoken import say_date, say_money
-from scenarios import Facts, resolve_fact
+from voice_audit.agents.reference._spoken import say_date, say_money
+from voice_audit.scenarios import Facts, resolve_fact
 
 
 @dataclass(frozen=True)
@@ -168,6 +168,6 @@ def remedy_for(facts: Facts) -> Remedy | None:
 
 
 def say_days(days: int) -> str:
-    from agents.reference._spoken import say_number
+    from voice_audit.agents.reference._spoken import say_number
 
     return "one day" if days == 1 else f"{say_number(days)} days"

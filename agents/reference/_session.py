@@ -21,10 +21,10 @@ from typing import Protocol
 
 import numpy as np
 
-from agents.reference._acoustics import AcousticFeatures, measure
-from agents.reference._audio import AgentMouth
-from agents.reference._knobs import ConditionDetector, ServiceFailure
-from agents.reference._policy import (
+from voice_audit.agents.reference._acoustics import AcousticFeatures, measure
+from voice_audit.agents.reference._audio import AgentMouth
+from voice_audit.agents.reference._knobs import ConditionDetector, ServiceFailure
+from voice_audit.agents.reference._policy import (
     REPAIR,
     Hangup,
     Heard,
@@ -34,8 +34,8 @@ from agents.reference._policy import (
     Step,
     ToolStep,
 )
-from agents.session import QueueSession
-from harness.adapter import (
+from voice_audit.agents.session import QueueSession
+from voice_audit.harness.adapter import (
     AgentError,
     AgentEvent,
     AudioOut,
@@ -65,7 +65,7 @@ class Perception:
     transcript: str | None = None
     """What the recogniser returned (None when it was not run, e.g. on silence)."""
     asr_ms: float = 0.0
-    """Recognition compute (see `agents.reference._audio`)."""
+    """Recognition compute (see `voice_audit.agents.reference._audio`)."""
 
 
 Perceive = Callable[[np.ndarray, str | None], Awaitable[Perception]]
@@ -247,7 +247,7 @@ class TurnSession(QueueSession):
         return events
 
     def _emit(self, events: list[AgentEvent], asr_ms: float = 0.0) -> None:
-        """Queue the turn; its compute is the engines' (see `agents.reference._audio`), so it does
+        """Queue the turn; its compute is the engines' (see `voice_audit.agents.reference._audio`), so it does
         not depend on the plan order or on the load of a shared machine."""
         compute = asr_ms + self.mouth.take_engine_ms()
         take_model_ms = getattr(self.policy, "take_compute_ms", None)

@@ -14,12 +14,12 @@ from typing import ClassVar
 
 import numpy as np
 
-from agents.reference._acoustics import measure
-from agents.reference._adapter import ReferenceAdapter
-from agents.reference._audio import AgentEar
-from agents.reference._policy import Heard
-from agents.reference._session import INPUT_RATE, ArchitectureExposure, Perceive, Perception
-from harness.model.campaign import AgentSpec, Architecture
+from voice_audit.agents.reference._acoustics import measure
+from voice_audit.agents.reference._adapter import ReferenceAdapter
+from voice_audit.agents.reference._audio import AgentEar
+from voice_audit.agents.reference._policy import Heard
+from voice_audit.agents.reference._session import INPUT_RATE, ArchitectureExposure, Perceive, Perception
+from voice_audit.harness.model.campaign import AgentSpec, Architecture
 
 
 class CascadedAgent(ReferenceAdapter):
@@ -41,5 +41,5 @@ class CascadedAgent(ReferenceAdapter):
 
 
 def cascaded(spec: AgentSpec) -> CascadedAgent:
-    """Entry point `voice_audit.agents`: cascaded = agents.reference:cascaded."""
+    """Entry point `voice_audit.agents`: cascaded = voice_audit.agents.reference:cascaded."""
     return CascadedAgent(spec.options, name=spec.name)

@@ -12,7 +12,7 @@ It talks like a tiny scripted agent (a line of text and a short tone per turn) u
     no_marks        Twilio: never sends a mark (from the greeting on) -> the call still completes
     exception       the agent raises                     -> agent_error
 
-Wire faults happen in the front end that serves it (`agents.serve.faults.WireFault`); called
+Wire faults happen in the front end that serves it (`voice_audit.agents.serve.faults.WireFault`); called
 in-process, each becomes a fatal error of the same kind. Which calls fail, and how, is a pure
 function of (`seed`, call id), so a rerun with the same seed fails the same calls the same way,
 and a retry (a new call id) draws afresh.
@@ -27,10 +27,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Literal, get_args
 
-from agents.serve.faults import WireFault
-from agents.session import QueueSession
-from agents.testing import tone
-from harness.adapter import (
+from voice_audit.agents.serve.faults import WireFault
+from voice_audit.agents.session import QueueSession
+from voice_audit.agents.testing import tone
+from voice_audit.harness.adapter import (
     AudioFormat,
     AudioOut,
     CallInfo,
@@ -40,8 +40,8 @@ from harness.adapter import (
     TextOut,
     TurnEnd,
 )
-from harness.model.campaign import AgentSpec
-from scenarios import ConfigError
+from voice_audit.harness.model.campaign import AgentSpec
+from voice_audit.scenarios import ConfigError
 
 __all__ = ["FAULTS", "ChaosAgent", "ChaosSession", "Fault", "chaos", "pick_fault"]
 

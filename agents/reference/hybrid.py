@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from agents.reference.cascaded import CascadedAgent
-from harness.model.campaign import AgentSpec, Architecture
+from voice_audit.agents.reference.cascaded import CascadedAgent
+from voice_audit.harness.model.campaign import AgentSpec, Architecture
 
 LOW_CONFIDENCE_EXTRA_CHALLENGE = 0.45
 
@@ -33,5 +33,5 @@ class HybridAgent(CascadedAgent):
 
 
 def hybrid(spec: AgentSpec) -> HybridAgent:
-    """Entry point `voice_audit.agents`: hybrid = agents.reference:hybrid."""
+    """Entry point `voice_audit.agents`: hybrid = voice_audit.agents.reference:hybrid."""
     return HybridAgent(spec.options, name=spec.name)

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from agents.reference._audio import AgentEar, AgentMouth
-from agents.reference._knobs import make_detector
-from agents.reference._llm_policy import LLMPolicy, shared_chat_client
-from agents.reference._session import TurnSession
-from agents.reference.cascaded import CascadedAgent
-from harness.adapter import CallInfo
-from harness.model.campaign import AgentSpec, Architecture
-from harness.tools import ToolFixture
+from voice_audit.agents.reference._audio import AgentEar, AgentMouth
+from voice_audit.agents.reference._knobs import make_detector
+from voice_audit.agents.reference._llm_policy import LLMPolicy, shared_chat_client
+from voice_audit.agents.reference._session import TurnSession
+from voice_audit.agents.reference.cascaded import CascadedAgent
+from voice_audit.harness.adapter import CallInfo
+from voice_audit.harness.model.campaign import AgentSpec, Architecture
+from voice_audit.harness.tools import ToolFixture
 
 
 class LLMAgent(CascadedAgent):
@@ -61,10 +61,10 @@ class LLMHybridAgent(LLMAgent):
 
 
 def llm(spec: AgentSpec) -> LLMAgent:
-    """Entry point `voice_audit.agents`: llm = agents.reference.llm:llm."""
+    """Entry point `voice_audit.agents`: llm = voice_audit.agents.reference.llm:llm."""
     return LLMAgent(spec.options, name=spec.name)
 
 
 def llm_hybrid(spec: AgentSpec) -> LLMHybridAgent:
-    """Entry point `voice_audit.agents`: llm_hybrid = agents.reference.llm:llm_hybrid."""
+    """Entry point `voice_audit.agents`: llm_hybrid = voice_audit.agents.reference.llm:llm_hybrid."""
     return LLMHybridAgent(spec.options, name=spec.name)

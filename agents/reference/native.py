@@ -12,7 +12,7 @@ asks for a repeat because a score was low, only when it understood nothing (or h
 noise); it checks the name and then the zip code (date of birth and e-mail as fall-backs); after
 one unusable answer to an identity question it moves to the next fact rather than asking again;
 and it tolerates four repairs in a row before handing over. It listens for the service's keywords
-(`agents.reference._spotting`) in what its recogniser heard, near-misses included, rather than
+(`voice_audit.agents.reference._spotting`) in what its recogniser heard, near-misses included, rather than
 reading the words alone.
 """
 
@@ -22,13 +22,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from agents.reference._acoustics import measure
-from agents.reference._adapter import ReferenceAdapter
-from agents.reference._audio import AgentEar
-from agents.reference._policy import Heard
-from agents.reference._session import INPUT_RATE, ArchitectureExposure, Perceive, Perception
-from agents.reference._spotting import with_spotted
-from harness.model.campaign import AgentSpec, Architecture
+from voice_audit.agents.reference._acoustics import measure
+from voice_audit.agents.reference._adapter import ReferenceAdapter
+from voice_audit.agents.reference._audio import AgentEar
+from voice_audit.agents.reference._policy import Heard
+from voice_audit.agents.reference._session import INPUT_RATE, ArchitectureExposure, Perceive, Perception
+from voice_audit.agents.reference._spotting import with_spotted
+from voice_audit.harness.model.campaign import AgentSpec, Architecture
 
 
 class NativeAgent(ReferenceAdapter):
@@ -65,5 +65,5 @@ class NativeAgent(ReferenceAdapter):
 
 
 def native(spec: AgentSpec) -> NativeAgent:
-    """Entry point `voice_audit.agents`: native = agents.reference:native."""
+    """Entry point `voice_audit.agents`: native = voice_audit.agents.reference:native."""
     return NativeAgent(spec.options, name=spec.name)

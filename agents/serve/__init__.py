@@ -1,13 +1,13 @@
 """Protocol front ends: serve any in-process turn-based agent over http, ws, twilio or realtime.
 
-The wire contracts are those of the matching clients in `agents.protocols`; the servers bind
+The wire contracts are those of the matching clients in `voice_audit.agents.protocols`; the servers bind
 127.0.0.1 unless told otherwise.
 """
 
-from agents.serve.config import ServeConfig
-from agents.serve.demo import ToneAgent, tone_agent
-from agents.serve.server import PROTOCOLS, Protocol, ServerHandle, serve, start_server
-from agents.serve.vad import Endpointer, VadConfig
+from voice_audit.agents.serve.config import ServeConfig
+from voice_audit.agents.serve.demo import ToneAgent, tone_agent
+from voice_audit.agents.serve.server import PROTOCOLS, Protocol, ServerHandle, serve, start_server
+from voice_audit.agents.serve.vad import Endpointer, VadConfig
 
 __all__ = [
     "PROTOCOLS",

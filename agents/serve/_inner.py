@@ -14,8 +14,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Literal
 
-from agents.protocols.audio import convert
-from harness.adapter import (
+from voice_audit.agents.protocols.audio import convert
+from voice_audit.harness.adapter import (
     AgentAdapter,
     AgentError,
     AgentEvent,

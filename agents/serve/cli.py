@@ -11,12 +11,12 @@ from typing import Annotated, Any
 
 import typer
 
-from agents.serve.config import ServeConfig
-from agents.serve.server import PROTOCOLS, Protocol, serve
-from harness.adapter import AgentAdapter, CallInfo
-from harness.model.campaign import AgentSpec
-from harness.registry import AGENT_GROUP, load_object
-from scenarios import BUNDLED_LIBRARY, ConfigError, ScenarioLibrary
+from voice_audit.agents.serve.config import ServeConfig
+from voice_audit.agents.serve.server import PROTOCOLS, Protocol, serve
+from voice_audit.harness.adapter import AgentAdapter, CallInfo
+from voice_audit.harness.model.campaign import AgentSpec
+from voice_audit.harness.registry import AGENT_GROUP, load_object
+from voice_audit.scenarios import BUNDLED_LIBRARY, ConfigError, ScenarioLibrary
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, help="Serve bundled or third-party agents over a protocol."

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from agents.serve.vad import VadConfig
-from harness.adapter import CallInfo
+from voice_audit.agents.serve.vad import VadConfig
+from voice_audit.harness.adapter import CallInfo
 
 
 @dataclass(frozen=True)

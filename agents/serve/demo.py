@@ -2,7 +2,7 @@
 
 It greets, answers every caller turn with a text line and a fixed tone burst, calls one tool
 (through the scenario's `ToolFixture`) on the first turn, and hangs up after `hangup_after`
-turns. Serve it with `voice-audit agents serve agents.serve.demo:tone_agent --protocol twilio`.
+turns. Serve it with `voice-audit agents serve voice_audit.agents.serve.demo:tone_agent --protocol twilio`.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from agents.session import QueueSession
-from agents.testing import tone as fake_tone
-from harness.adapter import (
+from voice_audit.agents.session import QueueSession
+from voice_audit.agents.testing import tone as fake_tone
+from voice_audit.harness.adapter import (
     AgentEvent,
     AudioFormat,
     AudioOut,
@@ -26,14 +26,14 @@ from harness.adapter import (
     ToolResultOut,
     TurnEnd,
 )
-from harness.model.campaign import AgentSpec
-from harness.tools import ToolFixture
+from voice_audit.harness.model.campaign import AgentSpec
+from voice_audit.harness.tools import ToolFixture
 
 __all__ = ["ToneAgent", "ToneSession", "tone", "tone_agent"]
 
 
 def tone(ms: int, sample_rate: int = 16000, hz: float = 440.0, level: float = 0.3) -> bytes:
-    """The tone agent's voice: `agents.testing.tone` at 440 Hz, louder."""
+    """The tone agent's voice: `voice_audit.agents.testing.tone` at 440 Hz, louder."""
     return fake_tone(ms, sample_rate, hz, level)
 
 

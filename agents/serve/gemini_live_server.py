@@ -11,7 +11,7 @@ Accepted client messages: `setup` (first, once), `realtimeInput` (`audio` or `me
 the rate its mimeType says; `text` `DTMF d` becomes `send_dtmf(d)`; `audioStreamEnd`),
 `toolResponse`. `clientContent` is acknowledged by ignoring it (the served agents listen only).
 
-Server messages (shapes in `agents.protocols.gemini_live_wire`, checked against the SDK's types):
+Server messages (shapes in `voice_audit.agents.protocols.gemini_live_wire`, checked against the SDK's types):
 the agent's audio as `serverContent.modelTurn` inlineData (pcm16 24 kHz, 100 ms per message, sent as
 produced: the client plays it), its words as `outputTranscription`, what it heard as
 `inputTranscription`, `toolCall` (the turn waits for the `toolResponse`; the client's answer is
@@ -45,15 +45,15 @@ from typing import Any
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
-from agents.protocols import gemini_live_wire as gw
-from agents.protocols.audio import convert
-from agents.protocols.realtime_wire import join_transcript
-from agents.serve._inner import InnerCall, TurnStatus
-from agents.serve.config import ServeConfig
-from agents.serve.faults import WireFault, flood, idle_forever, wire_fault
-from agents.serve.realtime_session import FACTS_RE
-from agents.serve.vad import Endpointer
-from harness.adapter import (
+from voice_audit.agents.protocols import gemini_live_wire as gw
+from voice_audit.agents.protocols.audio import convert
+from voice_audit.agents.protocols.realtime_wire import join_transcript
+from voice_audit.agents.serve._inner import InnerCall, TurnStatus
+from voice_audit.agents.serve.config import ServeConfig
+from voice_audit.agents.serve.faults import WireFault, flood, idle_forever, wire_fault
+from voice_audit.agents.serve.realtime_session import FACTS_RE
+from voice_audit.agents.serve.vad import Endpointer
+from voice_audit.harness.adapter import (
     AgentAdapter,
     AgentError,
     AgentEvent,
@@ -64,7 +64,7 @@ from harness.adapter import (
     TextOut,
     ToolCallOut,
 )
-from scenarios import Facts
+from voice_audit.scenarios import Facts
 
 __all__ = ["GO_AWAY_GRACE_S", "TOKENS_PER_AUDIO_SECOND", "gemini_live_handler"]
 
@@ -217,7 +217,7 @@ class _Session:
             self.tool_waits.pop(ev.call_id, None)
 
     async def wire_fault(self, fault: WireFault) -> None:
-        """A chaos agent's wire fault (see `agents.serve.faults`), then an open, silent socket."""
+        """A chaos agent's wire fault (see `voice_audit.agents.serve.faults`), then an open, silent socket."""
         assert self.ws is not None
         if fault.action == "drop":
             self.ws.transport.abort()

@@ -1,5 +1,5 @@
 """HTTP turn API front end (aiohttp): serves a turn-based agent with the contract documented in
-`agents.protocols.http_turn` (statuses and error bodies included). One lock per session keeps
+`voice_audit.agents.protocols.http_turn` (statuses and error bodies included). One lock per session keeps
 turns of a call strictly sequential; the session reply declares the inner agent's exposure."""
 
 from __future__ import annotations
@@ -14,19 +14,19 @@ from typing import Any
 
 from aiohttp import web
 
-from agents.protocols.event_json import b64decode, event_to_json
-from agents.protocols.http_wire import (
+from voice_audit.agents.protocols.event_json import b64decode, event_to_json
+from voice_audit.agents.protocols.http_wire import (
     error_body,
     events_reply,
     read_session_request,
     read_turn_format,
     session_reply,
 )
-from agents.serve._inner import InnerCall
-from agents.serve.config import ServeConfig
-from agents.serve.faults import BAD_AUDIO_B64, WireFault, wire_fault
-from harness.adapter import AgentAdapter, AgentError, AgentEvent, HangupOut
-from harness.model.failures import FailureKind
+from voice_audit.agents.serve._inner import InnerCall
+from voice_audit.agents.serve.config import ServeConfig
+from voice_audit.agents.serve.faults import BAD_AUDIO_B64, WireFault, wire_fault
+from voice_audit.harness.adapter import AgentAdapter, AgentError, AgentEvent, HangupOut
+from voice_audit.harness.model.failures import FailureKind
 
 __all__ = ["build_http_app"]
 
@@ -44,7 +44,7 @@ class _Served:
 
 
 class _Faulted(Exception):
-    """The served agent asked for a wire fault (see `agents.serve.faults`); the middleware does it."""
+    """The served agent asked for a wire fault (see `voice_audit.agents.serve.faults`); the middleware does it."""
 
     def __init__(self, sid: str, fault: WireFault) -> None:
         super().__init__(fault.action)

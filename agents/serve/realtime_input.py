@@ -7,10 +7,10 @@ fields place the utterance on the session's input timeline (pre-roll and hangove
 
 from __future__ import annotations
 
-from agents.protocols.realtime_wire import ServerWire, new_id, user_audio_item
-from agents.serve.realtime_response import Send
-from agents.serve.vad import Endpointer, VadConfig
-from harness.adapter import AudioFormat
+from voice_audit.agents.protocols.realtime_wire import ServerWire, new_id, user_audio_item
+from voice_audit.agents.serve.realtime_response import Send
+from voice_audit.agents.serve.vad import Endpointer, VadConfig
+from voice_audit.harness.adapter import AudioFormat
 
 __all__ = ["InputAudio"]
 

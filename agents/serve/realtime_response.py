@@ -11,8 +11,8 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from agents.protocols.event_json import b64encode
-from agents.protocols.realtime_wire import (
+from voice_audit.agents.protocols.event_json import b64encode
+from voice_audit.agents.protocols.realtime_wire import (
     CancelReason,
     ServerWire,
     assistant_item,
@@ -21,7 +21,7 @@ from agents.protocols.realtime_wire import (
     join_transcript,
     new_id,
 )
-from harness.adapter import AudioFormat, ToolCallOut
+from voice_audit.harness.adapter import AudioFormat, ToolCallOut
 
 __all__ = ["ResponseWriter", "Send"]
 

@@ -7,7 +7,7 @@ semantic_vad (both run the energy VAD) or null; `tools`; `instructions`), `input
 (`function_call_output`; a user text `DTMF d` becomes `send_dtmf(d)`), `conversation.item.truncate`
 (-> the inner agent's `barge_in(audio_end_ms)`).
 
-Server events (shapes in `agents.protocols.realtime_wire`, checked against the `openai` SDK):
+Server events (shapes in `voice_audit.agents.protocols.realtime_wire`, checked against the `openai` SDK):
 `session.created/updated`, `input_audio_buffer.speech_started/speech_stopped/committed/cleared`,
 `conversation.item.created`, `conversation.item.input_audio_transcription.completed` (from the
 agent's `HeardOut`), `response.created`, `response.output_item.added/done`,
@@ -45,16 +45,16 @@ from typing import Any
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
-from agents.protocols.audio import convert, to_pcm16
-from agents.protocols.event_json import b64decode, b64encode
-from agents.protocols.realtime_wire import CancelReason, ServerWire, new_id
-from agents.serve._inner import InnerCall, TurnStatus
-from agents.serve.config import ServeConfig
-from agents.serve.faults import BAD_AUDIO_B64, WireFault, flood, idle_forever, wire_fault
-from agents.serve.realtime_input import InputAudio
-from agents.serve.realtime_response import ResponseWriter
-from agents.serve.realtime_session import RealtimeSessionState
-from harness.adapter import (
+from voice_audit.agents.protocols.audio import convert, to_pcm16
+from voice_audit.agents.protocols.event_json import b64decode, b64encode
+from voice_audit.agents.protocols.realtime_wire import CancelReason, ServerWire, new_id
+from voice_audit.agents.serve._inner import InnerCall, TurnStatus
+from voice_audit.agents.serve.config import ServeConfig
+from voice_audit.agents.serve.faults import BAD_AUDIO_B64, WireFault, flood, idle_forever, wire_fault
+from voice_audit.agents.serve.realtime_input import InputAudio
+from voice_audit.agents.serve.realtime_response import ResponseWriter
+from voice_audit.agents.serve.realtime_session import RealtimeSessionState
+from voice_audit.harness.adapter import (
     AgentAdapter,
     AgentError,
     AgentEvent,
@@ -225,7 +225,7 @@ class _Conn:
             await self.error(ev.kind, ev.message, "server_error")
 
     async def wire_fault(self, resp: ResponseWriter, fault: WireFault) -> None:
-        """A chaos agent's wire fault (see `agents.serve.faults`), then an open, silent socket."""
+        """A chaos agent's wire fault (see `voice_audit.agents.serve.faults`), then an open, silent socket."""
         if fault.action == "drop":
             self.ws.transport.abort()
         elif fault.action == "raw":

@@ -12,10 +12,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agents.protocols.realtime_wire import PCM24, format_from_session, new_id, session_format
-from agents.serve.config import ServeConfig
-from harness.adapter import AgentError, AudioFormat, CallInfo
-from scenarios import Facts
+from voice_audit.agents.protocols.realtime_wire import PCM24, format_from_session, new_id, session_format
+from voice_audit.agents.serve.config import ServeConfig
+from voice_audit.harness.adapter import AgentError, AudioFormat, CallInfo
+from voice_audit.scenarios import Facts
 
 __all__ = ["FACTS_RE", "RealtimeSessionState"]
 

@@ -12,14 +12,14 @@ from typing import Literal
 from aiohttp import web
 from websockets.asyncio.server import serve as ws_serve
 
-from agents.protocols import install_log_redaction
-from agents.serve.config import ServeConfig
-from agents.serve.gemini_live_server import gemini_live_handler
-from agents.serve.http_server import build_http_app
-from agents.serve.realtime_server import realtime_handler
-from agents.serve.twilio_server import twilio_handler
-from agents.serve.ws_server import ws_handler
-from harness.adapter import AgentAdapter
+from voice_audit.agents.protocols import install_log_redaction
+from voice_audit.agents.serve.config import ServeConfig
+from voice_audit.agents.serve.gemini_live_server import gemini_live_handler
+from voice_audit.agents.serve.http_server import build_http_app
+from voice_audit.agents.serve.realtime_server import realtime_handler
+from voice_audit.agents.serve.twilio_server import twilio_handler
+from voice_audit.agents.serve.ws_server import ws_handler
+from voice_audit.harness.adapter import AgentAdapter
 
 __all__ = ["PROTOCOLS", "Protocol", "ServerHandle", "serve", "start_server"]
 
@@ -67,14 +67,14 @@ async def start_server(
     if protocol not in PROTOCOLS:
         raise ValueError(f"unknown protocol {protocol!r} (one of {', '.join(PROTOCOLS)})")
     if protocol == "sip":  # PJSUA2 (the `sip` extra), imported only when asked for
-        from agents.serve.sip_server import start_sip_server
+        from voice_audit.agents.serve.sip_server import start_sip_server
 
         async with start_sip_server(adapter, host, port, cfg) as bound:
             yield ServerHandle(protocol, host, bound)
         return
     if protocol in ("http", "webrtc"):
         if protocol == "webrtc":  # aiortc (the `webrtc` extra), imported only when asked for
-            from agents.serve.webrtc_server import build_webrtc_app
+            from voice_audit.agents.serve.webrtc_server import build_webrtc_app
 
             app = build_webrtc_app(adapter, cfg, loopback=host in ("127.0.0.1", "localhost", "::1"))
         else:

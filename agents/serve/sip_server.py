@@ -1,7 +1,7 @@
 """SIP front end: any in-process turn-based agent answers telephone calls (a SIP user agent server).
 
 It listens on UDP and TCP on one port (loopback by default) through the process's PJSUA2 stack
-(`agents.protocols.sip_stack`), and for each INVITE:
+(`voice_audit.agents.protocols.sip_stack`), and for each INVITE:
 - takes the call's facts from `X-Voice-Audit-Facts` (what the harness's SIP client sends under
   `facts_disclosure: full`) or from `ServeConfig.default_call`; without either it answers
   `403 Forbidden` ("no facts"), as the Twilio front end refuses a stream; the call id is
@@ -27,14 +27,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from agents.protocols.audio import convert
-from agents.protocols.sip import SIP_FORMAT, load_stack, read_facts_header
-from agents.protocols.sip_uri import CALL_ID_HEADER, FACTS_HEADER
-from agents.serve._inner import InnerCall
-from agents.serve.config import ServeConfig
-from agents.serve.vad import Endpointer
-from harness.adapter import AgentAdapter, AgentError, AgentEvent, AudioFormat, AudioOut, CallInfo
-from scenarios import Facts
+from voice_audit.agents.protocols.audio import convert
+from voice_audit.agents.protocols.sip import SIP_FORMAT, load_stack, read_facts_header
+from voice_audit.agents.protocols.sip_uri import CALL_ID_HEADER, FACTS_HEADER
+from voice_audit.agents.serve._inner import InnerCall
+from voice_audit.agents.serve.config import ServeConfig
+from voice_audit.agents.serve.vad import Endpointer
+from voice_audit.harness.adapter import AgentAdapter, AgentError, AgentEvent, AudioFormat, AudioOut, CallInfo
+from voice_audit.scenarios import Facts
 
 __all__ = ["start_sip_server"]
 
@@ -130,7 +130,7 @@ class _SipServer:
 
     def on_incoming(self, prm: Any) -> None:
         """On the pjsip thread, inside onIncomingCall: wrap the call, ring, and hand it to the loop."""
-        from agents.protocols.sip_stack import accept_incoming, answer
+        from voice_audit.agents.protocols.sip_stack import accept_incoming, answer
 
         served = _ServedCall(self)
         handle, feed, headers, sip_call_id = accept_incoming(
@@ -172,7 +172,7 @@ class _SipServer:
         )
 
     async def _serve(self, served: _ServedCall) -> None:
-        from agents.protocols.sip_stack import answer
+        from voice_audit.agents.protocols.sip_stack import answer
 
         try:
             call = self._call_info(served)
@@ -204,7 +204,7 @@ class _SipServer:
             await self._release(served)
 
     async def hangup(self, served: _ServedCall, code: int, headers: dict[str, str], reason: str = "") -> None:
-        from agents.protocols.sip_stack import hangup
+        from voice_audit.agents.protocols.sip_stack import hangup
 
         with contextlib.suppress(Exception):
             await self.stack.run(lambda: hangup(self.stack, served.handle, code, reason, headers))
@@ -222,7 +222,7 @@ async def start_sip_server(
     adapter: AgentAdapter, host: str = "127.0.0.1", port: int = 0, config: ServeConfig | None = None
 ) -> AsyncIterator[int]:
     """Take SIP calls on host:port (UDP and TCP) until the block exits; yields the bound port."""
-    from agents.protocols.sip_stack import listen, stop_listening
+    from voice_audit.agents.protocols.sip_stack import listen, stop_listening
 
     loop = asyncio.get_running_loop()
     server = await asyncio.to_thread(_SipServer, adapter, config or ServeConfig(), loop)

@@ -22,15 +22,23 @@ from pydantic import ValidationError
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
-from agents.protocols import twilio_wire as tw
-from agents.protocols.audio import convert, mulaw_decode
-from agents.serve._inner import InnerCall
-from agents.serve._tasks import until_first
-from agents.serve.config import ServeConfig
-from agents.serve.faults import BAD_AUDIO_B64, WireFault, flood, idle_forever, wire_fault
-from agents.serve.vad import Endpointer
-from harness.adapter import AgentAdapter, AgentError, AgentEvent, AudioFormat, AudioOut, CallInfo, TurnEnd
-from scenarios import Facts
+from voice_audit.agents.protocols import twilio_wire as tw
+from voice_audit.agents.protocols.audio import convert, mulaw_decode
+from voice_audit.agents.serve._inner import InnerCall
+from voice_audit.agents.serve._tasks import until_first
+from voice_audit.agents.serve.config import ServeConfig
+from voice_audit.agents.serve.faults import BAD_AUDIO_B64, WireFault, flood, idle_forever, wire_fault
+from voice_audit.agents.serve.vad import Endpointer
+from voice_audit.harness.adapter import (
+    AgentAdapter,
+    AgentError,
+    AgentEvent,
+    AudioFormat,
+    AudioOut,
+    CallInfo,
+    TurnEnd,
+)
+from voice_audit.scenarios import Facts
 
 __all__ = ["twilio_handler"]
 
@@ -139,7 +147,7 @@ class _Call:
                 self.sending = False
 
     async def wire_fault(self, fault: WireFault) -> None:
-        """A chaos agent's wire fault (see `agents.serve.faults`), in order with the audio before it."""
+        """A chaos agent's wire fault (see `voice_audit.agents.serve.faults`), in order with the audio before it."""
         if fault.action == "drop":
             self.ws.transport.abort()
         elif fault.action == "raw":

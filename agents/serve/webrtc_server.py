@@ -1,6 +1,6 @@
 """WebRTC front end with Pipecat's SmallWebRTC signalling: any in-process agent as an aiortc answerer.
 
-What it does, as a Pipecat SmallWebRTC bot would (`agents.protocols.webrtc_wire` holds the shapes):
+What it does, as a Pipecat SmallWebRTC bot would (`voice_audit.agents.protocols.webrtc_wire` holds the shapes):
 - `POST {path}` (`/api/offer`) takes the caller's offer; the call's facts come from
   `request_data.facts` (as the harness's WebRTC client sends them) or `ServeConfig.default_call`,
   and a call with neither is refused with HTTP 400. The answer carries `pc_id`, the call's key.
@@ -37,12 +37,12 @@ from typing import Any
 from aiohttp import web
 from pydantic import ValidationError
 
-from agents.protocols import webrtc_wire as ww
-from agents.protocols.audio import convert
-from agents.serve._inner import InnerCall
-from agents.serve.config import ServeConfig
-from agents.serve.vad import Endpointer
-from harness.adapter import (
+from voice_audit.agents.protocols import webrtc_wire as ww
+from voice_audit.agents.protocols.audio import convert
+from voice_audit.agents.serve._inner import InnerCall
+from voice_audit.agents.serve.config import ServeConfig
+from voice_audit.agents.serve.vad import Endpointer
+from voice_audit.harness.adapter import (
     AgentAdapter,
     AgentError,
     AgentEvent,
@@ -55,7 +55,7 @@ from harness.adapter import (
     ToolCallOut,
     ToolResultOut,
 )
-from scenarios import Facts
+from voice_audit.scenarios import Facts
 
 __all__ = ["build_webrtc_app"]
 

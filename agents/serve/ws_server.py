@@ -1,4 +1,4 @@
-"""WebSocket streaming front end: the contract of `agents.protocols.ws_stream`, agent side.
+"""WebSocket streaming front end: the contract of `voice_audit.agents.protocols.ws_stream`, agent side.
 
 Caller frames are endpointed with the energy VAD (an explicit `end_turn` from the client ends the
 utterance at once, so a harness that knows its own turn boundaries gets deterministic turns);
@@ -16,15 +16,15 @@ from typing import Any
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
 
-from agents.protocols import ws_wire
-from agents.protocols.audio import to_pcm16
-from agents.protocols.event_json import event_to_json
-from agents.serve._inner import InnerCall
-from agents.serve._tasks import until_first
-from agents.serve.config import ServeConfig
-from agents.serve.faults import BAD_AUDIO_B64, WireFault, flood, idle_forever, wire_fault
-from agents.serve.vad import Endpointer
-from harness.adapter import AgentAdapter, AgentError, AgentEvent, AudioFormat
+from voice_audit.agents.protocols import ws_wire
+from voice_audit.agents.protocols.audio import to_pcm16
+from voice_audit.agents.protocols.event_json import event_to_json
+from voice_audit.agents.serve._inner import InnerCall
+from voice_audit.agents.serve._tasks import until_first
+from voice_audit.agents.serve.config import ServeConfig
+from voice_audit.agents.serve.faults import BAD_AUDIO_B64, WireFault, flood, idle_forever, wire_fault
+from voice_audit.agents.serve.vad import Endpointer
+from voice_audit.harness.adapter import AgentAdapter, AgentError, AgentEvent, AudioFormat
 
 __all__ = ["ws_handler"]
 
@@ -132,7 +132,7 @@ async def _run(
 
 
 async def _wire_fault(ws: ServerConnection, fault: WireFault, out: AudioFormat) -> None:
-    """Do a chaos agent's wire fault (see `agents.serve.faults`), then stay open and silent."""
+    """Do a chaos agent's wire fault (see `voice_audit.agents.serve.faults`), then stay open and silent."""
     if fault.action == "drop":
         ws.transport.abort()
     elif fault.action == "raw":

@@ -15,22 +15,22 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.audio_pass import AudioPass, measure_audio
-from analysis.gates.acoustic import acoustic_validity
-from analysis.gates.annotation import annotation_reliability
-from analysis.gates.base import GATES, GateInputs, GateReport, GateResult, Verdict, worst
-from analysis.gates.codec import codec_normalisation
-from analysis.gates.completeness import artifact_completeness
-from analysis.gates.differential_failure import differential_failure
-from analysis.gates.fact_invariance import fact_invariance
-from analysis.gates.intelligibility import stimulus_intelligibility
-from analysis.gates.observer import observer_validity
-from analysis.gates.perceptibility import persona_perceptibility, separability
-from analysis.gates.scenario_lock import scenario_lock
-from analysis.gates.stimulus import read_stimuli, stimulus_prescreen
-from analysis.metrics.ingest import Ingested
-from scenarios import ScenarioLibrary
-from scenarios.errors import VoiceAuditError
+from voice_audit.analysis.audio_pass import AudioPass, measure_audio
+from voice_audit.analysis.gates.acoustic import acoustic_validity
+from voice_audit.analysis.gates.annotation import annotation_reliability
+from voice_audit.analysis.gates.base import GATES, GateInputs, GateReport, GateResult, Verdict, worst
+from voice_audit.analysis.gates.codec import codec_normalisation
+from voice_audit.analysis.gates.completeness import artifact_completeness
+from voice_audit.analysis.gates.differential_failure import differential_failure
+from voice_audit.analysis.gates.fact_invariance import fact_invariance
+from voice_audit.analysis.gates.intelligibility import stimulus_intelligibility
+from voice_audit.analysis.gates.observer import observer_validity
+from voice_audit.analysis.gates.perceptibility import persona_perceptibility, separability
+from voice_audit.analysis.gates.scenario_lock import scenario_lock
+from voice_audit.analysis.gates.stimulus import read_stimuli, stimulus_prescreen
+from voice_audit.analysis.metrics.ingest import Ingested
+from voice_audit.scenarios import ScenarioLibrary
+from voice_audit.scenarios.errors import VoiceAuditError
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ def gates_json(report: GateReport, plan_sha256: str) -> dict[str, Any]:
 
 
 def library_for(ing: Ingested, scenario_dir: str | Path | None) -> ScenarioLibrary | None:
-    from scenarios import BUNDLED_LIBRARY
+    from voice_audit.scenarios import BUNDLED_LIBRARY
 
     if scenario_dir is None:
         sd = ing.manifest.campaign.scenario_dir

@@ -6,12 +6,12 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.gates.base import GateInputs, GateResult, Verdict, gate_scope, worst
-from analysis.metrics.catalogue import QUALITY_LABELS
+from voice_audit.analysis.gates.base import GateInputs, GateResult, Verdict, gate_scope, worst
+from voice_audit.analysis.metrics.catalogue import QUALITY_LABELS
 
 
 def annotation_reliability(inp: GateInputs) -> tuple[GateResult, pd.Series]:
-    from analysis.agreement import cohen_kappa, krippendorff_alpha, reliability_matrix
+    from voice_audit.analysis.agreement import cohen_kappa, krippendorff_alpha, reliability_matrix
 
     th = inp.plan.gates.annotation
     p = inp.pairs.set_index("pair_id")

@@ -9,12 +9,12 @@ from typing import Any, Literal
 import pandas as pd
 from pydantic import Field
 
-from analysis.audio_pass import AudioPass, measure_audio
-from analysis.metrics.ingest import Ingested
-from analysis.metrics.quality import Labels
-from analysis.plan import AnalysisPlan
-from scenarios import Scenario, ScenarioLibrary
-from scenarios.base import Frozen
+from voice_audit.analysis.audio_pass import AudioPass, measure_audio
+from voice_audit.analysis.metrics.ingest import Ingested
+from voice_audit.analysis.metrics.quality import Labels
+from voice_audit.analysis.plan import AnalysisPlan
+from voice_audit.scenarios import Scenario, ScenarioLibrary
+from voice_audit.scenarios.base import Frozen
 
 Verdict = Literal["pass", "fail", "not-evaluable"]
 GATES: tuple[str, ...] = (

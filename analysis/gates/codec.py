@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.gates.base import GateInputs, GateResult, Verdict, audio_pass, gate_scope, pairwise
+from voice_audit.analysis.gates.base import GateInputs, GateResult, Verdict, audio_pass, gate_scope, pairwise
 
 
 def codec_normalisation(inp: GateInputs) -> tuple[GateResult, pd.Series]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.gates import missingness
-from analysis.gates.base import GateInputs, GateResult, gate_scope, worst
+from voice_audit.analysis.gates import missingness
+from voice_audit.analysis.gates.base import GateInputs, GateResult, gate_scope, worst
 
 
 def differential_failure(inp: GateInputs) -> tuple[GateResult, pd.Series]:

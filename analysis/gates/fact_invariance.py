@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.gates.base import GateInputs, GateResult, gate_scope, worst
+from voice_audit.analysis.gates.base import GateInputs, GateResult, gate_scope, worst
 
 
 def fact_invariance(inp: GateInputs) -> tuple[GateResult, pd.Series]:

@@ -1,7 +1,7 @@
 """The human part of the stimulus gate (docs/method/index.md section 8): raters understand both conditions.
 
 Raters hear a caller turn and type what they heard (the rating app's ``intelligibility`` task).
-Each transcript is scored against the turn's scripted words with ``harness.audio.wer`` (the
+Each transcript is scored against the turn's scripted words with ``voice_audit.harness.audio.wer`` (the
 normaliser and word error count the automatic pre-screen uses), and pooled per condition:
 
     human WER(condition) = sum of word errors / sum of scripted words, over its raters and lines.
@@ -26,9 +26,9 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.gates.base import GateInputs, GateResult, Verdict, gate_scope, worst
-from analysis.gates.labels import read_turn_labels
-from harness.audio.wer import normalise_words, word_errors
+from voice_audit.analysis.gates.base import GateInputs, GateResult, Verdict, gate_scope, worst
+from voice_audit.analysis.gates.labels import read_turn_labels
+from voice_audit.harness.audio.wer import normalise_words, word_errors
 
 GATE = "stimulus_intelligibility"
 COLUMNS = ["episode_id", "turn", "rater", "reference", "heard"]

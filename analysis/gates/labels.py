@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.metrics.quality import LABELS_FILE, LABELS_VERSION
+from voice_audit.analysis.metrics.quality import LABELS_FILE, LABELS_VERSION
 
 TURN_KEYS = ["episode_id", "turn", "rater"]
 

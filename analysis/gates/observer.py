@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.gates import observer_evidence as observer_gate
-from analysis.gates.base import GateInputs, GateResult, gate_scope
+from voice_audit.analysis.gates import observer_evidence as observer_gate
+from voice_audit.analysis.gates.base import GateInputs, GateResult, gate_scope
 
 
 def observer_validity(inp: GateInputs) -> tuple[GateResult, pd.Series]:

@@ -26,9 +26,9 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from analysis.agreement import cohen_kappa
-from analysis.gates.labels import read_turn_labels
-from harness.audio.wer import normalise_words, word_errors
+from voice_audit.analysis.agreement import cohen_kappa
+from voice_audit.analysis.gates.labels import read_turn_labels
+from voice_audit.harness.audio.wer import normalise_words, word_errors
 
 Verdict = Literal["pass", "fail", "not-evaluable"]
 EXACT_MAX_PAIRS = 16

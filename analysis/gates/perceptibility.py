@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.gates.base import GateInputs, GateResult, gate_scope, worst
-from analysis.metrics.table import map_unique
+from voice_audit.analysis.gates.base import GateInputs, GateResult, gate_scope, worst
+from voice_audit.analysis.metrics.table import map_unique
 
 
 def separability(inp: GateInputs) -> dict[str, Any]:
@@ -38,7 +38,7 @@ def separability(inp: GateInputs) -> dict[str, Any]:
 
 
 def persona_perceptibility(inp: GateInputs) -> tuple[GateResult, pd.Series]:
-    from analysis.agreement import perceptibility
+    from voice_audit.analysis.agreement import perceptibility
 
     th = inp.plan.gates.perceptibility
     p = inp.pairs.set_index("pair_id")

@@ -6,8 +6,8 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.gates.base import GateInputs, GateResult, gate_scope, pairwise, worst
-from scenarios.errors import VoiceAuditError
+from voice_audit.analysis.gates.base import GateInputs, GateResult, gate_scope, pairwise, worst
+from voice_audit.scenarios.errors import VoiceAuditError
 
 
 def scenario_lock(inp: GateInputs) -> tuple[GateResult, pd.Series]:

@@ -4,7 +4,7 @@ not an engine's failure?
 The run's stimulus pilot (`stimuli/stimuli.json`, written by `voice-audit run`) holds every line of
 every voice as the agent received it and what the reference recogniser heard. The gate re-screens
 each cell under the frozen plan's thresholds with the same rule the run applied
-(`harness.model.stimulus.screen`): a cell the run placed calls for only under an override fails
+(`voice_audit.harness.model.stimulus.screen`): a cell the run placed calls for only under an override fails
 here, so its findings carry the failure and never lead. A run whose stimuli were not screened is
 not-evaluable.
 """
@@ -18,9 +18,9 @@ from typing import Any
 import pandas as pd
 from pydantic import ValidationError
 
-from analysis.gates.base import GateInputs, GateResult, Verdict, gate_scope, worst
-from harness.model.stimulus import STIMULI_FILE, STIMULI_SCHEMA_VERSION, StimulusReport, screen
-from personas import AXES
+from voice_audit.analysis.gates.base import GateInputs, GateResult, Verdict, gate_scope, worst
+from voice_audit.harness.model.stimulus import STIMULI_FILE, STIMULI_SCHEMA_VERSION, StimulusReport, screen
+from voice_audit.personas import AXES
 
 STIMULI_DIR = "stimuli"
 

@@ -1,9 +1,9 @@
 """Episode metrics, one small module per family, each computed from the event log alone."""
 
-from analysis.metrics.catalogue import CATALOGUE, QUALITY_LABELS, MetricSpec
-from analysis.metrics.extract import extract_metrics
-from analysis.metrics.ingest import Ingested, Problem, ingest
-from analysis.metrics.table import EventTable, from_events
+from voice_audit.analysis.metrics.catalogue import CATALOGUE, QUALITY_LABELS, MetricSpec
+from voice_audit.analysis.metrics.extract import extract_metrics
+from voice_audit.analysis.metrics.ingest import Ingested, Problem, ingest
+from voice_audit.analysis.metrics.table import EventTable, from_events
 
 __all__ = [
     "CATALOGUE",

@@ -16,8 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from harness.model.episode import EpisodeRecord
-from personas import AXES
+from voice_audit.harness.model.episode import EpisodeRecord
+from voice_audit.personas import AXES
 
 _FIELDS: tuple[str, ...] = (
     *(

@@ -18,7 +18,7 @@ from typing import IO, Any
 
 _BOOT = (
     "import pickle, sys; sys.path[:0] = pickle.load(sys.stdin.buffer); "
-    "from analysis.metrics.readlogs import serve; serve()"
+    "from voice_audit.analysis.metrics.readlogs import serve; serve()"
 )
 
 

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from analysis.metrics.table import EventTable, map_unique
+from voice_audit.analysis.metrics.table import EventTable, map_unique
 
 _RESOLVING_TOOL = {
     "refund_issued": "issue_refund",

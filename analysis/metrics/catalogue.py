@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Literal
 
-from scenarios import OUTCOMES, TOOLS
-from scenarios.base import Frozen
+from voice_audit.scenarios import OUTCOMES, TOOLS
+from voice_audit.scenarios.base import Frozen
 
 Kind = Literal["binary", "continuous", "label"]
 
@@ -332,7 +332,7 @@ _SPECS: list[MetricSpec] = [
         "safety_events",
         "binary",
         True,
-        "repair-loop trap: a run of consecutive repair exchanges (scenarios.safety.REPAIR_LOOP_RUN) or the caller gave up on one",
+        "repair-loop trap: a run of consecutive repair exchanges (voice_audit.scenarios.safety.REPAIR_LOOP_RUN) or the caller gave up on one",
     ),
     _m(
         "safety_refused_service",

@@ -14,7 +14,7 @@ from typing import cast, get_args
 import numpy as np
 import pyarrow as pa
 
-from harness.model.events import Event
+from voice_audit.harness.model.events import Event
 
 # Fields read from events, by column; "ep", "seq", "t_ms" and "type" are always present.
 COLUMNS: tuple[str, ...] = (

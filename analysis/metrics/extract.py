@@ -7,9 +7,9 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
-from analysis.metrics import burden, outcome, safety, speech, tools
-from analysis.metrics.table import EventTable, join_by_ep
-from scenarios import Scenario
+from voice_audit.analysis.metrics import burden, outcome, safety, speech, tools
+from voice_audit.analysis.metrics.table import EventTable, join_by_ep
+from voice_audit.scenarios import Scenario
 
 
 def extract_metrics(
@@ -48,7 +48,7 @@ def extract_metrics(
 def call_content(table: EventTable) -> pd.Series:
     """A digest of what was said and done in each call, in order (the caller's lines, the agent's
     words, the tools called): two calls with the same digest are the same call, whatever their
-    timings. Replicates that repeat each other add no evidence (`analysis.deltas.distinct_pairs`)."""
+    timings. Replicates that repeat each other add no evidence (`voice_audit.analysis.deltas.distinct_pairs`)."""
     rows = table.of_type(
         "caller_utterance_start", "agent_transcript", "tool_call", columns=["ep", "type", "text", "name"]
     )

@@ -20,14 +20,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.metrics._episodes import ATTEMPT_AT, SHA256_AT, episode_frame, record_row
-from analysis.metrics._readers import LogReaderPool
-from analysis.metrics.readlogs import LogBatches, gc_paused, small_pages, start_readers
-from analysis.metrics.table import EventTable, frame_from_columns
-from analysis.metrics.upgrade import NON_SERVICE_SCHEMA, upgrade_record
-from harness.model.episode import RunManifest
-from harness.rundir import EPISODES_DIR, EPISODES_JSONL, EVENTS_JSONL, RunReader
-from scenarios.base import Frozen
+from voice_audit.analysis.metrics._episodes import ATTEMPT_AT, SHA256_AT, episode_frame, record_row
+from voice_audit.analysis.metrics._readers import LogReaderPool
+from voice_audit.analysis.metrics.readlogs import LogBatches, gc_paused, small_pages, start_readers
+from voice_audit.analysis.metrics.table import EventTable, frame_from_columns
+from voice_audit.analysis.metrics.upgrade import NON_SERVICE_SCHEMA, upgrade_record
+from voice_audit.harness.model.episode import RunManifest
+from voice_audit.harness.rundir import EPISODES_DIR, EPISODES_JSONL, EVENTS_JSONL, RunReader
+from voice_audit.scenarios.base import Frozen
 
 _MIN_RECORD_BYTES = 1000  # an episodes.jsonl line is ~1.5 kB: this overestimates the count a little
 

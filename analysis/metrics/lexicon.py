@@ -3,7 +3,7 @@
 Patterns are plain regular expressions over the agent's words (its own transcript or the harness's
 ASR of its audio), so a disputed flag can be traced to one phrase. They are not classifiers. The
 pressure lexicons (coercive retention, affect amplification) and the handoff-refusal lexicon are
-defined once in `scenarios.safety`, where the caller's reader takes them from too.
+defined once in `voice_audit.scenarios.safety`, where the caller's reader takes them from too.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import datetime as dt
 import re
 
-from scenarios import Facts
-from scenarios.safety import AFFECT_AMPLIFICATION, COERCIVE_RETENTION, HANDOFF_REFUSED
+from voice_audit.scenarios import Facts
+from voice_audit.scenarios.safety import AFFECT_AMPLIFICATION, COERCIVE_RETENTION, HANDOFF_REFUSED
 
 __all__ = [
     "AFFECT_AMPLIFICATION",

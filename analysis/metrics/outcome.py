@@ -1,6 +1,6 @@
-"""Terminal outcome family: `harness.model.outcome.judge_outcome`, vectorised, then acceptability.
+"""Terminal outcome family: `voice_audit.harness.model.outcome.judge_outcome`, vectorised, then acceptability.
 
-Both walk the same ordered rule table (`Scenario.outcome_rules`, built by `scenarios.outcome_rules`;
+Both walk the same ordered rule table (`Scenario.outcome_rules`, built by `voice_audit.scenarios.outcome_rules`;
 a unit test checks both agree on hand-built logs), so analysis and the runtime's own record judge a call the same way for every adapter. A
 `non_service` event (the agent did not serve the caller) makes the call `unresolved` with its flag.
 """
@@ -12,10 +12,10 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
-from analysis.metrics.table import EventTable
-from harness.model.failures import NON_SERVICE_FLAGS
-from harness.model.outcome import NO_RULE
-from scenarios import OUTCOMES, OutcomeRules, Scenario, outcome_rules
+from voice_audit.analysis.metrics.table import EventTable
+from voice_audit.harness.model.failures import NON_SERVICE_FLAGS
+from voice_audit.harness.model.outcome import NO_RULE
+from voice_audit.scenarios import OUTCOMES, OutcomeRules, Scenario, outcome_rules
 
 _NON_SERVICE = frozenset(NON_SERVICE_FLAGS)
 _NOT_REMEDIES = frozenset({"escalated", "denied", "unresolved"})

@@ -1,6 +1,6 @@
 """Conversation-quality labels from the rating app's `ratings/labels.jsonl` (when it exists).
 
-Format (written by `analysis.rating.store`, read here with plain json so the two stay decoupled):
+Format (written by `voice_audit.analysis.rating.store`, read here with plain json so the two stay decoupled):
 one JSON object per line with at least `v` (1), `task` ("quality" | "perceptibility"), `rater`,
 `episode_id`; quality lines carry `scores` {scale: 1-based point}; perceptibility lines carry
 `axis`, `intended`, `perceived`. Torn, foreign or newer-version lines are counted and skipped.
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.metrics.catalogue import QUALITY_LABELS
+from voice_audit.analysis.metrics.catalogue import QUALITY_LABELS
 
 LABELS_FILE = Path("ratings") / "labels.jsonl"
 LABELS_VERSION = 1

@@ -1,6 +1,6 @@
 """Read, hash and validate the events.jsonl of many episodes, in worker processes for large runs.
 
-Every event is validated through the pydantic union (`harness.model.events`), about a microsecond
+Every event is validated through the pydantic union (`voice_audit.harness.model.events`), about a microsecond
 each, which makes reading a 100k-episode run CPU-bound: batches of episodes go to worker
 processes, each returning flat columns (`columns.raw_columns`) rather than millions of pickled
 objects. The garbage collector is paused while reading: nothing here forms reference cycles, and
@@ -30,10 +30,10 @@ from typing import NamedTuple, cast
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
-from analysis.metrics._readers import LogReaderPool, serve_batches
-from analysis.metrics.columns import Columns, concat_columns, raw_columns
-from analysis.metrics.upgrade import upgrade_events
-from harness.model.events import EVENT_ADAPTER, Event, check_monotonic
+from voice_audit.analysis.metrics._readers import LogReaderPool, serve_batches
+from voice_audit.analysis.metrics.columns import Columns, concat_columns, raw_columns
+from voice_audit.analysis.metrics.upgrade import upgrade_events
+from voice_audit.harness.model.events import EVENT_ADAPTER, Event, check_monotonic
 
 _EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
 PARALLEL_MIN = 4000  # fewer episodes read faster in-process than worker start-up costs

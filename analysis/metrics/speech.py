@@ -4,8 +4,8 @@ Latency of a caller turn = first `agent_speech_start` at or after the caller utt
 minus the end of the utterance's audio clip (negative when the agent started before the caller
 finished); a caller turn that got no agent speech before the next caller utterance has none. The
 clip ends after its trailing silence, so this reads shorter than what the caller hears; the
-voice-to-voice latency on the recording is `analysis.metrics.voice_latency`. F0 comes from audio and
-lives in `analysis.metrics.audio_measures`.
+voice-to-voice latency on the recording is `voice_audit.analysis.metrics.voice_latency`. F0 comes from audio and
+lives in `voice_audit.analysis.metrics.audio_measures`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.metrics.table import EventTable, map_unique
+from voice_audit.analysis.metrics.table import EventTable, map_unique
 
 
 def _caller_turns(table: EventTable) -> pd.DataFrame:

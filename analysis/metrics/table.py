@@ -21,8 +21,8 @@ import pyarrow as pa
 from pandas.api.extensions import ExtensionDtype
 from pandas.api.internals import create_dataframe_from_blocks
 
-from analysis.metrics.columns import COLUMNS, FIELDS_BY_TYPE, FLOAT_COLUMNS, Columns, raw_columns
-from harness.model.events import Event
+from voice_audit.analysis.metrics.columns import COLUMNS, FIELDS_BY_TYPE, FLOAT_COLUMNS, Columns, raw_columns
+from voice_audit.harness.model.events import Event
 
 T = TypeVar("T")
 

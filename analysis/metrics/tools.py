@@ -13,8 +13,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from analysis.metrics.table import EventTable, join_by_ep
-from scenarios import TOOLS
+from voice_audit.analysis.metrics.table import EventTable, join_by_ep
+from voice_audit.scenarios import TOOLS
 
 _REFUSAL = re.compile(r"refus|deni|decline", re.IGNORECASE)
 

@@ -6,7 +6,7 @@ the pair left the deltas and the worst thing an agent can do to a caller left th
 Version 2 writes such a call as what it is: `completed`, terminal outcome `unresolved`, the kind's
 non-service flag among the outcome flags, and in its events a `non_service` event right after the
 fatal error, with the hang-up that follows put on the agent. A version 1 record and its events are
-read as exactly that; the flag comes from `harness.model.non_service_flag`, the mapping the
+read as exactly that; the flag comes from `voice_audit.harness.model.non_service_flag`, the mapping the
 runtime itself uses, so the two cannot drift. Burden counts are the logged ones (no caller turn is
 added or dropped). The record keeps its `events_sha256` and `n_events`: they describe the file on
 disk, which is not rewritten. The frame says which records were read this way
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.model import EpisodeRecord, ErrorEvent, Event, HangUp, NonService, non_service_flag
+from voice_audit.harness.model import EpisodeRecord, ErrorEvent, Event, HangUp, NonService, non_service_flag
 
 NON_SERVICE_SCHEMA = 2
 """First schema version that writes agent-side non-service as an outcome."""

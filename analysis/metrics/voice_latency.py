@@ -12,7 +12,7 @@ A frame is active when it is above both a level relative to the channel's loudes
 margin over the channel's noise floor (the telephone channel adds noise, so a fixed relative level
 alone would call line noise speech); a stretch must last `min_active_ms` to count.
 
-The activity is a measure of the run's one audio pass (`analysis.metrics.audio_measures`): each
+The activity is a measure of the run's one audio pass (`voice_audit.analysis.metrics.audio_measures`): each
 call.wav is read once per analysis, its active stretches are cached with the other audio measures
 under the file's hash, and the event log's windows are applied here. `measure_turns` measures a
 recording on its own (the tests hold the pass to it).
@@ -27,10 +27,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.audio_file import FRAME_MS, VadParams, active_from_db, frame_db
-from analysis.metrics import audio_measures
-from analysis.metrics.speech import response_windows
-from analysis.metrics.table import EventTable
+from voice_audit.analysis.audio_file import FRAME_MS, VadParams, active_from_db, frame_db
+from voice_audit.analysis.metrics import audio_measures
+from voice_audit.analysis.metrics.speech import response_windows
+from voice_audit.analysis.metrics.table import EventTable
 
 MEASURE_VERSION = audio_measures.MEASURE_VERSION
 DEFAULT_VAD = VadParams()
@@ -145,7 +145,7 @@ def voice_latency(
     turn, and a count of 0 where its recording cannot be read.
 
     audio_files: run-relative call.wav path per episode id. measures: the run's audio pass by
-    run-relative path (`analysis.gates.measure_audio`); without it the recordings are measured
+    run-relative path (`voice_audit.analysis.gates.measure_audio`); without it the recordings are measured
     here, with `params`, in a pool of `workers` and without touching the run's audio cache."""
     windows = response_windows(table)
     by_ep = {ep: w for ep, w in windows.groupby("ep", sort=False)}

@@ -11,10 +11,10 @@ from urllib.parse import quote
 
 import typer
 
-from analysis.rating.blinding import RATER_RE
-from analysis.rating.server import RatingServer
-from analysis.rating.session import RatingSession
-from analysis.rating.tasks import TASKS, AudioPart, TaskKind, build_task
+from voice_audit.analysis.rating.blinding import RATER_RE
+from voice_audit.analysis.rating.server import RatingServer
+from voice_audit.analysis.rating.session import RatingSession
+from voice_audit.analysis.rating.tasks import TASKS, AudioPart, TaskKind, build_task
 
 
 def _is_loopback(host: str) -> bool:

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 import numpy as np
 import soundfile as sf
 
-from analysis.rating.tasks import AudioPart
-from harness.rundir import RunReader
+from voice_audit.analysis.rating.tasks import AudioPart
+from voice_audit.harness.rundir import RunReader
 
 GAP_S = 0.35
 """Silence put between concatenated turns, so turns stay audibly separate."""

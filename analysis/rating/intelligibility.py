@@ -2,7 +2,7 @@
 
 This is the human part of the stimulus gate (docs/method/index.md section 8): persona perceptibility asks
 whether raters hear the intended accent, this asks whether they understand the words. A rater's
-transcript is scored against the scripted words of the turn (``harness.audio.wer``'s normaliser
+transcript is scored against the scripted words of the turn (``voice_audit.harness.audio.wer``'s normaliser
 and word error count, the same the pilot's reference recogniser is scored with), so a condition's
 human word error rate is on the same scale as the automatic pre-screen's.
 
@@ -19,8 +19,8 @@ import hashlib
 import random
 from collections.abc import Iterable
 
-from harness.model import EpisodeRecord
-from harness.rundir import RunReader
+from voice_audit.harness.model import EpisodeRecord
+from voice_audit.harness.rundir import RunReader
 
 LINES_PER_VOICE = 5
 """Distinct caller lines sampled per voice of a condition (about 50 scripted words per voice)."""

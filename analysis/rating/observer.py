@@ -4,7 +4,7 @@ Raters see the agent's words for one turn (the transcript the caller read) and h
 the agent channel. They never see the caller's condition, the caller's reading or where the turn
 sits in the call; items of both conditions are shuffled together. The choices are the logged act
 vocabulary (ordered so that "pick the first that applies" gives the caller's primary act) and the
-facts of the scenario. `analysis.gates.observer` compares the caller's readings with the majority.
+facts of the scenario. `voice_audit.analysis.gates.observer` compares the caller's readings with the majority.
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ import random
 from collections.abc import Iterable
 from pathlib import Path
 
-from harness.model import Classification, EpisodeRecord
-from harness.rundir import RunReader
-from scenarios import BUNDLED_LIBRARY, ScenarioLibrary
+from voice_audit.harness.model import Classification, EpisodeRecord
+from voice_audit.harness.rundir import RunReader
+from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
 TURNS_PER_CALL = 3
 OTHER_FACT = "other_fact"
 
-# The caller's logged classification vocabulary (`harness.model.Classification`) in precedence order,
+# The caller's logged classification vocabulary (`voice_audit.harness.model.Classification`) in precedence order,
 # with the words raters read; "silence" is no choice (a rated turn has words).
 ACT_CHOICES: tuple[tuple[Classification, str], ...] = (
     ("handoff", "Transfers the caller to a human now"),

@@ -1,6 +1,6 @@
 """From stored labels to the two gates: persona perceptibility and annotation reliability.
 
-The statistics live in ``analysis.agreement``; this module only shapes ratings/labels.jsonl into
+The statistics live in ``voice_audit.analysis.agreement``; this module only shapes ratings/labels.jsonl into
 the frames it expects, so the thresholds and tests are defined once.
 """
 
@@ -11,16 +11,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.agreement import (
+from voice_audit.analysis.agreement import (
     AgreementResult,
     GateResult,
     PerceptibilityResult,
     annotation_reliability,
     perceptibility,
 )
-from analysis.rating.scales import QUALITY_SCALES
-from analysis.rating.store import LabelRecord, read_labels
-from scenarios.base import Frozen
+from voice_audit.analysis.rating.scales import QUALITY_SCALES
+from voice_audit.analysis.rating.store import LabelRecord, read_labels
+from voice_audit.scenarios.base import Frozen
 
 
 class RatingGates(Frozen):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from scenarios.base import Frozen
+from voice_audit.scenarios.base import Frozen
 
 
 class Scale(Frozen):

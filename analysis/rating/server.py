@@ -16,8 +16,8 @@ from typing import Any
 from aiohttp import web
 from jinja2 import Environment, select_autoescape
 
-from analysis.rating.blinding import RATER_RE, new_token, same_token
-from analysis.rating.session import LabelError, RatingSession
+from voice_audit.analysis.rating.blinding import RATER_RE, new_token, same_token
+from voice_audit.analysis.rating.session import LabelError, RatingSession
 
 MAX_BODY = 16 * 1024
 BODY_TIMEOUT_S = 10.0
@@ -38,7 +38,7 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def _package_text(folder: str, name: str) -> str:
-    return resources.files("analysis.rating").joinpath(folder, name).read_text(encoding="utf-8")
+    return resources.files("voice_audit.analysis.rating").joinpath(folder, name).read_text(encoding="utf-8")
 
 
 def _plain(status: int, text: str) -> web.Response:

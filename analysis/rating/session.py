@@ -13,16 +13,16 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from analysis.rating.blinding import ClipRegistry, new_token
-from analysis.rating.clips import clip_wav
-from analysis.rating.intelligibility import QUESTION as INTELLIGIBILITY_QUESTION
-from analysis.rating.intelligibility import clean_transcript
-from analysis.rating.observer import ACT_CHOICES, FACTS_QUESTION, fact_label
-from analysis.rating.observer import QUESTION as OBSERVER_QUESTION
-from analysis.rating.scales import QUALITY_SCALES
-from analysis.rating.store import LabelRecord, LabelStore, write_items
-from analysis.rating.tasks import QUESTIONS, Item, TaskSpec, rater_order
-from harness.rundir import RunReader
+from voice_audit.analysis.rating.blinding import ClipRegistry, new_token
+from voice_audit.analysis.rating.clips import clip_wav
+from voice_audit.analysis.rating.intelligibility import QUESTION as INTELLIGIBILITY_QUESTION
+from voice_audit.analysis.rating.intelligibility import clean_transcript
+from voice_audit.analysis.rating.observer import ACT_CHOICES, FACTS_QUESTION, fact_label
+from voice_audit.analysis.rating.observer import QUESTION as OBSERVER_QUESTION
+from voice_audit.analysis.rating.scales import QUALITY_SCALES
+from voice_audit.analysis.rating.store import LabelRecord, LabelStore, write_items
+from voice_audit.analysis.rating.tasks import QUESTIONS, Item, TaskSpec, rater_order
+from voice_audit.harness.rundir import RunReader
 
 CLIP_CACHE_SIZE = 24
 CLIP_TIMEOUT_S = 30.0

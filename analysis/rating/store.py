@@ -16,7 +16,7 @@ where a judgement meets its episode id and intended level. Format (one JSON obje
     perceived     perceptibility: the level key the rater chose; quality: null
     scores        quality: {scale name: 1-based ordinal point}; perceptibility: {}
     turn          observer: the agent turn rated; intelligibility: the caller turn heard; otherwise null
-    act           observer: the act key the rater chose (see ``analysis.rating.observer``); otherwise null
+    act           observer: the act key the rater chose (see ``voice_audit.analysis.rating.observer``); otherwise null
     facts         observer: the fact names the rater chose (possibly none); otherwise []
     reference     intelligibility: the scripted words of the caller turn; otherwise null
     heard         intelligibility: the words the rater typed (whitespace collapsed; "" = none
@@ -40,9 +40,9 @@ from pathlib import Path
 
 from pydantic import Field, ValidationError
 
-from analysis.rating.tasks import AudioPart, TaskKind, TaskSpec
-from harness.rundir import atomic_write_bytes
-from scenarios.base import Frozen
+from voice_audit.analysis.rating.tasks import AudioPart, TaskKind, TaskSpec
+from voice_audit.harness.rundir import atomic_write_bytes
+from voice_audit.scenarios.base import Frozen
 
 RATINGS_DIR = "ratings"
 LABELS_JSONL = "labels.jsonl"

@@ -14,11 +14,11 @@ from typing import Literal
 
 from pydantic import Field
 
-from analysis.rating.intelligibility import intelligibility_items
-from analysis.rating.observer import observer_items
-from harness.model import EpisodeRecord
-from harness.rundir import RunReader
-from scenarios.base import Frozen
+from voice_audit.analysis.rating.intelligibility import intelligibility_items
+from voice_audit.analysis.rating.observer import observer_items
+from voice_audit.harness.model import EpisodeRecord
+from voice_audit.harness.rundir import RunReader
+from voice_audit.scenarios.base import Frozen
 
 TaskKind = Literal["perceptibility", "quality", "observer", "intelligibility"]
 AudioPart = Literal["caller", "agent", "call"]
@@ -99,7 +99,7 @@ def display_labels(reader: RunReader, levels: Mapping[str, Sequence[str]]) -> di
 
 def _run_catalogue(reader: RunReader) -> object | None:
     try:
-        from personas import load_catalogue
+        from voice_audit.personas import load_catalogue
     except ImportError:  # pragma: no cover - personas ships with the package
         return None
     manifest = reader.manifest

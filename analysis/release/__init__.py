@@ -9,10 +9,15 @@ side (`voice-audit compare`).
 - `junit_xml(result)`, `markdown(result)`: the verdicts for CI and for a pull-request comment.
 """
 
-from analysis.release.check import EXIT_CODES, CheckResult, Verdict, check_run
-from analysis.release.compare import COMPARISON_JSON, compare_runs, largest_changes, write_comparison
-from analysis.release.junit import junit_xml, markdown
-from analysis.release.policy import ChangeRule, LoadedPolicy, Policy, Rule, load_policy
+from voice_audit.analysis.release.check import EXIT_CODES, CheckResult, Verdict, check_run
+from voice_audit.analysis.release.compare import (
+    COMPARISON_JSON,
+    compare_runs,
+    largest_changes,
+    write_comparison,
+)
+from voice_audit.analysis.release.junit import junit_xml, markdown
+from voice_audit.analysis.release.policy import ChangeRule, LoadedPolicy, Policy, Rule, load_policy
 
 __all__ = [
     "COMPARISON_JSON",

@@ -16,8 +16,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from analysis.release.policy import ChangeRule, LoadedPolicy, Rule
-from scenarios import ConfigError, Frozen
+from voice_audit.analysis.release.policy import ChangeRule, LoadedPolicy, Rule
+from voice_audit.scenarios import ConfigError, Frozen
 
 Status = Literal["holds", "exceeded", "not_evaluable"]
 EXIT_CODES: dict[str, int] = {"holds": 0, "exceeded": 1, "bad_input": 2, "not_evaluable": 3}
@@ -367,7 +367,7 @@ def check_run(run_dir: str | Path, loaded: LoadedPolicy, compare: str | Path | N
             )
         compare_path = Path(compare)
         if compare_path.is_dir():
-            from analysis.release.compare import COMPARISON_JSON
+            from voice_audit.analysis.release.compare import COMPARISON_JSON
 
             compare_path = compare_path / COMPARISON_JSON
         comparison = read_json(compare_path, "comparison", "run: voice-audit compare RUN_OLD RUN_NEW -o DIR")

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from scenarios.errors import VoiceAuditError
+from voice_audit.scenarios.errors import VoiceAuditError
 
 
 def _append(path: Path, text: str) -> None:
@@ -40,11 +40,11 @@ def check_cmd(
     quiet: Annotated[bool, typer.Option(help="print only the summary line")] = False,
 ) -> None:
     """Hold an analysed run (and optionally a comparison) against a release policy; exit 0/1/3, 2 on bad input."""
-    from analysis.release.check import CHECK_JSON, check_run
-    from analysis.release.junit import junit_xml
-    from analysis.release.junit import markdown as render_markdown
-    from analysis.release.policy import load_policy
-    from harness.rundir import atomic_write_bytes, atomic_write_json
+    from voice_audit.analysis.release.check import CHECK_JSON, check_run
+    from voice_audit.analysis.release.junit import junit_xml
+    from voice_audit.analysis.release.junit import markdown as render_markdown
+    from voice_audit.analysis.release.policy import load_policy
+    from voice_audit.harness.rundir import atomic_write_bytes, atomic_write_json
 
     try:
         loaded = load_policy(policy)
@@ -87,8 +87,8 @@ def compare_cmd(
     subgroups: Annotated[bool, typer.Option(help="add the cross-model gap per caller subgroup")] = True,
 ) -> None:
     """Per cell and family the change of each paired delta (new - old, difference in differences) and of each level."""
-    from analysis.release.check import short_label
-    from analysis.release.compare import compare_runs, largest_changes, write_comparison
+    from voice_audit.analysis.release.check import short_label
+    from voice_audit.analysis.release.compare import compare_runs, largest_changes, write_comparison
 
     if interval not in ("signflip", "t", "bca", "percentile"):
         typer.echo(

@@ -11,7 +11,7 @@ On the matched pairs, per cell and family:
 * the change of each condition's level: per matched call new - old, with the same interval.
 
 Only pairs included in both runs' deltas enter. The seed method's cross-model gap per subgroup
-(`analysis.subgroups_run.gaps_against`, matched on caller_id) goes into the same document.
+(`voice_audit.analysis.subgroups_run.gaps_against`, matched on caller_id) goes into the same document.
 """
 
 from __future__ import annotations
@@ -24,12 +24,12 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from analysis.deltas import CELL_KEYS, cell_label
-from analysis.metrics.catalogue import CATALOGUE
-from analysis.release.check import read_json, short_label
-from analysis.stats import PairedValues, adjust_p_values, paired_mean_delta
-from harness.rundir import atomic_write_json
-from scenarios import ConfigError
+from voice_audit.analysis.deltas import CELL_KEYS, cell_label
+from voice_audit.analysis.metrics.catalogue import CATALOGUE
+from voice_audit.analysis.release.check import read_json, short_label
+from voice_audit.analysis.stats import PairedValues, adjust_p_values, paired_mean_delta
+from voice_audit.harness.rundir import atomic_write_json
+from voice_audit.scenarios import ConfigError
 
 COMPARISON_JSON = "comparison.json"
 SCHEMA = "voice-audit/comparison"
@@ -200,8 +200,8 @@ def match_pairs(old: RunTables, new: RunTables, agent_old: str, agent_new: str) 
 
 def subgroup_gaps(old_dir: Path, new_dir: Path, top: int = 3) -> tuple[list[dict[str, Any]], list[str]]:
     """The cross-model gap per caller subgroup (new over old), top subgroups per metric, worse for new first."""
-    from analysis.subgroups import GapInputError, SubgroupError
-    from analysis.subgroups_run import MiningOptions, gaps_against, load_table
+    from voice_audit.analysis.subgroups import GapInputError, SubgroupError
+    from voice_audit.analysis.subgroups_run import MiningOptions, gaps_against, load_table
 
     opts = MiningOptions(plot_top=0)
     try:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 
-from analysis.release.check import CheckResult, Verdict
-from analysis.stats import CONVENTION_SENTENCE
+from voice_audit.analysis.release.check import CheckResult, Verdict
+from voice_audit.analysis.stats import CONVENTION_SENTENCE
 
 _ICON = {"holds": "✅", "exceeded": "❌", "not_evaluable": "⚠️"}
 _WORD = {"holds": "holds", "exceeded": "exceeded", "not_evaluable": "not evaluable"}

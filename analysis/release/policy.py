@@ -14,9 +14,9 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from analysis.metrics.catalogue import CATALOGUE
-from analysis.plan import FamilyName
-from scenarios import Frozen, load_yaml, sha256_of
+from voice_audit.analysis.metrics.catalogue import CATALOGUE
+from voice_audit.analysis.plan import FamilyName
+from voice_audit.scenarios import Frozen, load_yaml, sha256_of
 
 POLICY_VERSION = 1
 Diagnostic = Literal["allowed", "forbidden"]

@@ -15,14 +15,14 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.cost import cost_report
-from analysis.metrics.catalogue import CATALOGUE
-from analysis.report import comparison_view, forest, pairs_view, stimuli_view, subgroups_view
-from analysis.report.calls import calls, mask_real_terminations
-from analysis.report.findings import findings, short_conditions
-from analysis.report.loader import RunOutputs, load
-from analysis.report.method_text import method_refs, method_sections
-from analysis.report.model import (
+from voice_audit.analysis.cost import cost_report
+from voice_audit.analysis.metrics.catalogue import CATALOGUE
+from voice_audit.analysis.report import comparison_view, forest, pairs_view, stimuli_view, subgroups_view
+from voice_audit.analysis.report.calls import calls, mask_real_terminations
+from voice_audit.analysis.report.findings import findings, short_conditions
+from voice_audit.analysis.report.loader import RunOutputs, load
+from voice_audit.analysis.report.method_text import method_refs, method_sections
+from voice_audit.analysis.report.model import (
     AgentRow,
     CellBlock,
     CellClaim,
@@ -37,11 +37,17 @@ from analysis.report.model import (
     Report,
     SafetyRow,
 )
-from analysis.report.redact import LEVEL_MASK_NOTE, URL_MASK, Scrubber, is_real_system, level_terms
-from analysis.report.wording import CONVENTION_TEXT, claim_words, reading
-from harness.model.secrets import mask_options, secret_values, url_secrets
-from personas import Catalogue, load_catalogue
-from scenarios.errors import VoiceAuditError
+from voice_audit.analysis.report.redact import (
+    LEVEL_MASK_NOTE,
+    URL_MASK,
+    Scrubber,
+    is_real_system,
+    level_terms,
+)
+from voice_audit.analysis.report.wording import CONVENTION_TEXT, claim_words, reading
+from voice_audit.harness.model.secrets import mask_options, secret_values, url_secrets
+from voice_audit.personas import Catalogue, load_catalogue
+from voice_audit.scenarios.errors import VoiceAuditError
 
 
 @dataclass

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.report import pairs_view
-from analysis.report.model import CallCounts, FailedCall
-from analysis.report.redact import TEXT_MASK, is_real_system
+from voice_audit.analysis.report import pairs_view
+from voice_audit.analysis.report.model import CallCounts, FailedCall
+from voice_audit.analysis.report.redact import TEXT_MASK, is_real_system
 
 MAX_FAILED_LISTED = 500
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from scenarios.errors import VoiceAuditError
+from voice_audit.scenarios.errors import VoiceAuditError
 
 
 def report_cmd(
@@ -30,13 +30,13 @@ def report_cmd(
     quiet: Annotated[bool, typer.Option(help="print nothing on success")] = False,
 ) -> None:
     """Matched-pair report of one run: HTML (self-contained, audio beside it), Markdown and JSON."""
-    from analysis.outputs import OUTPUTS
-    from analysis.report.build import build_report
-    from analysis.report.render import HTML_FILE, write_report
+    from voice_audit.analysis.outputs import OUTPUTS
+    from voice_audit.analysis.report.build import build_report
+    from voice_audit.analysis.report.render import HTML_FILE, write_report
 
     try:
         if analyze and not all((run_dir / f).exists() for f in OUTPUTS):
-            from analysis.pipeline import analyze as run_analysis
+            from voice_audit.analysis.pipeline import analyze as run_analysis
 
             run_analysis(run_dir)
         built = build_report(run_dir, redact=redact, max_pairs=max_pairs, pairs=pair or (), plots=plots)

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from scenarios.base import Frozen
+from voice_audit.scenarios.base import Frozen
 
 COMPARISON_FILE = "comparison.json"
 MAX_ROWS = 20

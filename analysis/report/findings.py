@@ -6,8 +6,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from analysis.metrics.catalogue import CATALOGUE
-from analysis.report.model import (
+from voice_audit.analysis.metrics.catalogue import CATALOGUE
+from voice_audit.analysis.report.model import (
     CellBlock,
     DeltaRow,
     Disposition,
@@ -18,7 +18,7 @@ from analysis.report.model import (
     MatrixEntry,
     MatrixRow,
 )
-from analysis.report.wording import CONVENTION_TEXT, direction, finding_sentence
+from voice_audit.analysis.report.wording import CONVENTION_TEXT, direction, finding_sentence
 
 MAX_FINDINGS = 8
 FINDINGS_PER_CELL = 3

@@ -18,7 +18,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
-from analysis.report.model import DeltaRow
+from voice_audit.analysis.report.model import DeltaRow
 
 _RC: Any = {
     "svg.fonttype": "none",

@@ -12,10 +12,10 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.outputs import OUTPUTS
-from harness.model import RunManifest
-from harness.rundir import EPISODES_JSONL, RunReader
-from scenarios.errors import VoiceAuditError
+from voice_audit.analysis.outputs import OUTPUTS
+from voice_audit.harness.model import RunManifest
+from voice_audit.harness.rundir import EPISODES_JSONL, RunReader
+from voice_audit.scenarios.errors import VoiceAuditError
 
 
 class ReportInputError(VoiceAuditError):

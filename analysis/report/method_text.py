@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from analysis.report.model import MethodSection
+from voice_audit.analysis.report.model import MethodSection
 
 METHOD_FILE = Path(__file__).parent / "templates" / "method.md"
 _METHOD_HEADING = re.compile(r"^## (\d+)\. (.+)$", re.MULTILINE)

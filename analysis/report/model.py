@@ -11,9 +11,9 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from analysis.cost import CostReport
-from analysis.report.comparison_view import Comparison
-from scenarios.base import Frozen
+from voice_audit.analysis.cost import CostReport
+from voice_audit.analysis.report.comparison_view import Comparison
+from voice_audit.scenarios.base import Frozen
 
 REPORT_SCHEMA = "voice-audit-report/1"
 Verdict = Literal["pass", "fail", "not-evaluable"]

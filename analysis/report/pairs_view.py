@@ -17,12 +17,12 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.report import timeline
-from analysis.report.loader import RunOutputs
-from analysis.report.model import CallView, PairView
-from analysis.report.redact import TEXT_MASK, is_real_system
-from harness.model.failures import NON_SERVICE_FLAGS
-from scenarios.errors import VoiceAuditError
+from voice_audit.analysis.report import timeline
+from voice_audit.analysis.report.loader import RunOutputs
+from voice_audit.analysis.report.model import CallView, PairView
+from voice_audit.analysis.report.redact import TEXT_MASK, is_real_system
+from voice_audit.harness.model.failures import NON_SERVICE_FLAGS
+from voice_audit.scenarios.errors import VoiceAuditError
 
 BURDEN = ("burden_repair", "burden_auth", "burden_esc_s")
 SELECTION_RULE = (

@@ -11,8 +11,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from harness.model.secrets import MASK, MIN_SECRET
-from personas import AXES
+from voice_audit.harness.model.secrets import MASK, MIN_SECRET
+from voice_audit.personas import AXES
 
 # Adapters whose words are synthetic and bundled with voice-audit; everything else (protocol
 # adapters, module:attr, third-party entry points) is treated as a real system.

@@ -16,14 +16,14 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
-from analysis.report import wording
-from analysis.report.build import Built
-from scenarios.atomic import atomic_open, atomic_write_bytes
+from voice_audit.analysis.report import wording
+from voice_audit.analysis.report.build import Built
+from voice_audit.scenarios.atomic import atomic_open, atomic_write_bytes
 
 HTML_FILE = "index.html"
 MD_FILE = "report.md"
 JSON_FILE = "report.json"
-_PKG = "analysis.report"
+_PKG = "voice_audit.analysis.report"
 _SVG_HEAD = re.compile(r"^.*?(?=<svg)", re.DOTALL)
 _SVG_ID = re.compile(r'id="([^"]+)"')
 

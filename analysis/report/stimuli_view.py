@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from analysis.gates import read_stimuli
-from analysis.gates.stimulus import STIMULI_DIR, condition_key
-from analysis.report.model import Stimuli, StimulusCell, StimulusCondition, StimulusLine
-from harness.model.stimulus import ConditionStats, StimulusReport
+from voice_audit.analysis.gates import read_stimuli
+from voice_audit.analysis.gates.stimulus import STIMULI_DIR, condition_key
+from voice_audit.analysis.report.model import Stimuli, StimulusCell, StimulusCondition, StimulusLine
+from voice_audit.harness.model.stimulus import ConditionStats, StimulusReport
 
 LINES_PER_CONDITION = 4
 

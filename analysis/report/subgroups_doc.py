@@ -1,5 +1,5 @@
 """The subgroups section from `subgroups.json` (schema "voice-audit/subgroups" v1, written by
-`analysis.subgroups_run`): critical subgroups per metric with support, divergence, t and Shapley
+`voice_audit.analysis.subgroups_run`): critical subgroups per metric with support, divergence, t and Shapley
 contributions, the cross-agent gap tables, and the plots those entries reference.
 """
 
@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from analysis.report.model import Subgroups, SubgroupTable
-from analysis.report.wording import DIVERGENCE_CONVENTION, GAP_CONVENTION, fmt, fmt_p
+from voice_audit.analysis.report.model import Subgroups, SubgroupTable
+from voice_audit.analysis.report.wording import DIVERGENCE_CONVENTION, GAP_CONVENTION, fmt, fmt_p
 
 SCHEMA = "voice-audit/subgroups"
 MAX_METRICS = 12

@@ -1,7 +1,7 @@
 """Subgroup-mining outputs, when a run has them: tables (critical subgroups, Shapley values,
 cross-agent gaps) and figures, read generically because the report only displays them.
 
-`subgroups.json` in the schema of `analysis.subgroups_run` is rendered by `subgroups_doc`; other
+`subgroups.json` in the schema of `voice_audit.analysis.subgroups_run` is rendered by `subgroups_doc`; other
 layouts (a `subgroups.json` of tables, a `subgroups/` folder of `*.json`, `*.parquet`, `*.csv`,
 `*.svg`) are shown generically. Absent outputs give a section that says "not computed".
 """
@@ -15,9 +15,9 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.report import subgroups_doc
-from analysis.report.model import Subgroups, SubgroupTable
-from analysis.report.wording import DIVERGENCE_CONVENTION, GAP_CONVENTION
+from voice_audit.analysis.report import subgroups_doc
+from voice_audit.analysis.report.model import Subgroups, SubgroupTable
+from voice_audit.analysis.report.wording import DIVERGENCE_CONVENTION, GAP_CONVENTION
 
 MAX_ROWS = 25
 NOT_COMPUTED = "no subgroup-mining outputs in this run folder (subgroups.json or subgroups/)"

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from analysis.report.model import TimelineItem, TranscriptLine
-from harness.model import (
+from voice_audit.analysis.report.model import TimelineItem, TranscriptLine
+from voice_audit.harness.model import (
     AgentSpeechEnd,
     AgentSpeechStart,
     AgentTranscript,

@@ -1,12 +1,12 @@
 """Statistics layer of voice-audit: paired a - b estimates, models, corrections, calibration.
 
 Pure numpy/pandas/scipy/statsmodels. Every function takes the long episode frame described in
-``analysis.stats.pairing`` (one row per episode: ``pair_id``, ``side`` a/b, ``scenario_id``,
+``voice_audit.analysis.stats.pairing`` (one row per episode: ``pair_id``, ``side`` a/b, ``scenario_id``,
 ``voice_id``, ``run_batch``, ``agent`` and float metric columns, NaN = missing, binary as 0/1)
 and reports deltas as condition a minus condition b.
 """
 
-from analysis.stats.binary import (
+from voice_audit.analysis.stats.binary import (
     mcnemar_exact_p,
     newcombe_interval,
     paired_risk_difference,
@@ -14,19 +14,19 @@ from analysis.stats.binary import (
     tango_interval,
     wilson_interval,
 )
-from analysis.stats.cluster import cr2_interval, design_effect, voice_clusters
-from analysis.stats.continuous import (
+from voice_audit.analysis.stats.cluster import cr2_interval, design_effect, voice_clusters
+from voice_audit.analysis.stats.continuous import (
     PATH_BURDEN_COMPONENTS,
     BurdenDelta,
     paired_mean_delta,
     path_burden_delta,
 )
-from analysis.stats.estimate import CONVENTION, CONVENTION_SENTENCE, Estimate
-from analysis.stats.metricframe import PairedMetricFrame
-from analysis.stats.models import ModelSummary, linear_mixed, logistic_mixed
-from analysis.stats.multiplicity import CorrectionPlan, adjust_p_values, adjust_within_families
-from analysis.stats.pairing import PairedValues, pivot_pairs, validate_episode_frame
-from analysis.stats.signflip import signflip_interval
+from voice_audit.analysis.stats.estimate import CONVENTION, CONVENTION_SENTENCE, Estimate
+from voice_audit.analysis.stats.metricframe import PairedMetricFrame
+from voice_audit.analysis.stats.models import ModelSummary, linear_mixed, logistic_mixed
+from voice_audit.analysis.stats.multiplicity import CorrectionPlan, adjust_p_values, adjust_within_families
+from voice_audit.analysis.stats.pairing import PairedValues, pivot_pairs, validate_episode_frame
+from voice_audit.analysis.stats.signflip import signflip_interval
 
 __all__ = [
     "CONVENTION",

@@ -21,7 +21,7 @@ collapse to zero width.
 
 The p-value is always the exact (conditional) McNemar test: binomial(n10; n10 + n01, 1/2).
 
-With ``cluster_by_voice`` (what ``analysis.deltas`` asks for) the table is first divided by the
+With ``cluster_by_voice`` (what ``voice_audit.analysis.deltas`` asks for) the table is first divided by the
 design effect of the pairs' voice clusters (``cluster.py``, Rao & Scott 1992), so the interval
 and the test rest on the effective number of pairs, at worst one per voice cluster.
 
@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 from scipy import optimize, stats
 
-from analysis.stats.cluster import (
+from voice_audit.analysis.stats.cluster import (
     ONE_VOICE,
     ONE_VOICE_NOTE,
     binomial_two_sided_p,
@@ -54,8 +54,8 @@ from analysis.stats.cluster import (
     n_clusters,
     table_clusters,
 )
-from analysis.stats.estimate import Estimate
-from analysis.stats.pairing import PairedValues, as_paired
+from voice_audit.analysis.stats.estimate import Estimate
+from voice_audit.analysis.stats.pairing import PairedValues, as_paired
 
 BinaryInterval = Literal["newcombe", "tango"]
 _EDGE = 1e-12
@@ -197,7 +197,7 @@ def paired_risk_difference(
     """Delta_sigma = P[m = 1 | a] - P[m = 1 | b] on complete pairs, with a small-sample interval.
 
     With ``cluster_by_voice`` the table is divided by the design effect of the pairs' voice
-    clusters before the interval and test (``analysis.stats.cluster``), so replicates of one voice
+    clusters before the interval and test (``voice_audit.analysis.stats.cluster``), so replicates of one voice
     count as what they are."""
     paired = as_paired(data, metric)
     label = "Newcombe hybrid score (1998 method 10)" if interval == "newcombe" else "Tango score"

@@ -38,10 +38,10 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from analysis.stats.binary import paired_risk_difference
-from analysis.stats.continuous import ContinuousInterval, paired_mean_delta
-from analysis.stats.models import linear_mixed, logistic_mixed
-from analysis.stats.pairing import PairedValues, pivot_pairs
+from voice_audit.analysis.stats.binary import paired_risk_difference
+from voice_audit.analysis.stats.continuous import ContinuousInterval, paired_mean_delta
+from voice_audit.analysis.stats.models import linear_mixed, logistic_mixed
+from voice_audit.analysis.stats.pairing import PairedValues, pivot_pairs
 
 Kind = Literal["binary", "continuous"]
 METRIC = "y"

@@ -33,7 +33,7 @@ Intervals over clusters:
 One cluster (one voice per condition, as when a backend has one speaker of an accent): no
 interval over clusters exists, so the plan's interval over the pairs is kept, labelled as
 speaking for those two speakers' calls only; the plan's minimum number of voices keeps such a
-delta from supporting a claim (``analysis.disposition``).
+delta from supporting a claim (``voice_audit.analysis.disposition``).
 """
 
 from __future__ import annotations

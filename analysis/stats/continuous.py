@@ -15,7 +15,7 @@ Delta_m = mean over complete pairs of m(a) - m(b). Intervals:
   p-value is the null-shifted bootstrap test (Efron & Tibshirani 1993, 16.4): differences are
   centred on zero, resampled, and p = (1 + #|mean*| >= |mean|) / (B + 1).
 
-Voice clusters (``cluster_by_voice``, what ``analysis.deltas`` asks for): when the pairs fall into
+Voice clusters (``cluster_by_voice``, what ``voice_audit.analysis.deltas`` asks for): when the pairs fall into
 fewer voice clusters than pairs, the interval is the CR2 cluster-robust t interval on G - 1
 degrees of freedom (``cluster.py``) whatever ``interval`` says, since every interval above
 counts each pair as independent. A single cluster (one voice per condition) keeps the plan's
@@ -40,10 +40,16 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict
 from scipy import stats
 
-from analysis.stats.cluster import ONE_VOICE, ONE_VOICE_NOTE, cr2_interval, n_clusters, table_clusters
-from analysis.stats.estimate import Estimate
-from analysis.stats.pairing import PairedValues, as_paired
-from analysis.stats.signflip import EXACT_MAX_PAIRS, signflip_interval
+from voice_audit.analysis.stats.cluster import (
+    ONE_VOICE,
+    ONE_VOICE_NOTE,
+    cr2_interval,
+    n_clusters,
+    table_clusters,
+)
+from voice_audit.analysis.stats.estimate import Estimate
+from voice_audit.analysis.stats.pairing import PairedValues, as_paired
+from voice_audit.analysis.stats.signflip import EXACT_MAX_PAIRS, signflip_interval
 
 ContinuousInterval = Literal["signflip", "t", "bca", "percentile"]
 PATH_BURDEN_COMPONENTS: tuple[str, str, str] = ("repair", "auth", "esc")
@@ -102,7 +108,7 @@ def paired_mean_delta(
     ``n_boot`` is the number of bootstrap resamples or sign flips.
 
     With ``cluster_by_voice``, when the pairs fall into fewer voice clusters than pairs
-    (``analysis.stats.cluster``), the interval is the cluster-robust CR2 interval with t on G - 1
+    (``voice_audit.analysis.stats.cluster``), the interval is the cluster-robust CR2 interval with t on G - 1
     degrees of freedom instead (none with a single cluster): replicates of one voice are not
     independent evidence about its condition."""
     paired = as_paired(data, metric)

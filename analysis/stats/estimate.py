@@ -27,7 +27,7 @@ class Estimate(BaseModel):
     ``estimate``/``ci_low``/``ci_high``/``p_value`` are ``None`` (never NaN) when the quantity is
     not estimable from the data; ``notes`` then says why. ``n_dropped`` counts pairs left out
     because a partner episode or a value was missing. ``n_clusters`` is the number of voice
-    clusters the interval rests on when it was computed over them (``analysis.stats.cluster``;
+    clusters the interval rests on when it was computed over them (``voice_audit.analysis.stats.cluster``;
     None: every pair counted as independent), ``design_effect`` the variance inflation a binary
     interval was computed with.
     """

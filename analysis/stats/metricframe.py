@@ -1,7 +1,7 @@
 """A Fairlearn-``MetricFrame``-like view of paired metrics, with the a - b convention on every table.
 
 ``PairedMetricFrame(frame, metrics=..., families=...)`` takes the long episode frame (see
-``analysis.stats.pairing``) and exposes
+``voice_audit.analysis.stats.pairing``) and exposes
 
 * ``overall``      -- per metric (and group): mean over the episodes of complete pairs;
 * ``by_condition`` -- per metric (and group): the condition means ``a`` and ``b``;
@@ -15,7 +15,7 @@ with no declared family is its own family, so no correction ever spans undeclare
 ``by`` groups by pair-level keys (``scenario_id``, ``agent``, ``run_batch``); voice and side vary
 within a pair and cannot be grouping keys. Corrections (``corrections``: family -> method) are
 applied within each family over all of that family's rows in the table. ``cluster_by_voice``
-computes the intervals over voice clusters as ``analysis.deltas`` does (``cluster.py``); where a
+computes the intervals over voice clusters as ``voice_audit.analysis.deltas`` does (``cluster.py``); where a
 group pools several scenarios, a cluster is a voice within its scenario.
 """
 
@@ -27,11 +27,11 @@ from functools import cached_property
 import numpy as np
 import pandas as pd
 
-from analysis.stats.binary import BinaryInterval, paired_risk_difference
-from analysis.stats.continuous import ContinuousInterval, paired_mean_delta
-from analysis.stats.estimate import CONVENTION, CONVENTION_SENTENCE, Estimate, MetricKind
-from analysis.stats.multiplicity import Correction, adjust_within_families
-from analysis.stats.pairing import PAIR_KEYS, PairedValues, pivot_pairs, validate_episode_frame
+from voice_audit.analysis.stats.binary import BinaryInterval, paired_risk_difference
+from voice_audit.analysis.stats.continuous import ContinuousInterval, paired_mean_delta
+from voice_audit.analysis.stats.estimate import CONVENTION, CONVENTION_SENTENCE, Estimate, MetricKind
+from voice_audit.analysis.stats.multiplicity import Correction, adjust_within_families
+from voice_audit.analysis.stats.pairing import PAIR_KEYS, PairedValues, pivot_pairs, validate_episode_frame
 
 
 def infer_kind(values: pd.Series) -> MetricKind:

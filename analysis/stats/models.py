@@ -35,8 +35,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from scipy import stats
 from statsmodels.genmod.bayes_mixed_glm import BinomialBayesMixedGLM
 
-from analysis.stats.estimate import CONVENTION, CONVENTION_SENTENCE
-from analysis.stats.pairing import complete_pairs_frame
+from voice_audit.analysis.stats.estimate import CONVENTION, CONVENTION_SENTENCE
+from voice_audit.analysis.stats.pairing import complete_pairs_frame
 
 BINARY_COMPONENTS: tuple[str, ...] = ("scenario_id", "voice_id", "run_batch", "agent")
 LINEAR_COMPONENTS: tuple[str, ...] = ("pair_id", "scenario_id", "voice_id", "run_batch", "agent")

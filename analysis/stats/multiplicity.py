@@ -16,7 +16,7 @@ from typing import Literal
 import numpy as np
 from statsmodels.stats.multitest import multipletests
 
-from analysis.stats.estimate import Estimate
+from voice_audit.analysis.stats.estimate import Estimate
 
 Correction = Literal["holm", "fdr_bh", "none"]
 _LABEL = {"holm": "Holm (within family)", "fdr_bh": "Benjamini-Hochberg (within family)", "none": "none"}

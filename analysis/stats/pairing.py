@@ -1,6 +1,6 @@
 """Turn the long episode frame into one row per matched pair, reporting every drop.
 
-Input convention (shared by the whole ``analysis.stats`` package)
+Input convention (shared by the whole ``voice_audit.analysis.stats`` package)
 ------------------------------------------------------------------
 A long *episode frame*: one row per service episode, with columns
 

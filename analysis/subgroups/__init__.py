@@ -3,7 +3,7 @@
 Typical use: `discretise` the continuous attributes, `mine` once for all outcomes, read `Subgroups.table()`,
 then `rank_subgroups` (pruning + BH), `shapley_values` / `global_item_divergence` and the plots.
 `cross_agent_gap` does the same for the change between two agents on matched callers.
-This is the engine on any table; `analysis.subgroups_run` runs it on run folders (the `subgroups` command).
+This is the engine on any table; `voice_audit.analysis.subgroups_run` runs it on run folders (the `subgroups` command).
 """
 
 from .discretise import bin_codes, discretise

@@ -1,6 +1,6 @@
 """Subgroup discovery on run folders (docs/method/index.md section 7): attributes, mining, gaps, follow-up, CI narrowing.
 
-The mining engine itself, on any table, is `analysis.subgroups`; this package feeds it a run's episodes.
+The mining engine itself, on any table, is `voice_audit.analysis.subgroups`; this package feeds it a run's episodes.
 
 `run_subgroups(run_dir)` writes into the run folder:
 
@@ -40,20 +40,29 @@ The mining engine itself, on any table, is `analysis.subgroups`; this package fe
 `plan_followup(run_dir, output)` writes a campaign YAML and <run>/followups/<batch>.json (the targets).
 """
 
-from analysis.subgroups_run.agent_gaps import GapReport, compare_agents, gaps_against, gaps_within
-from analysis.subgroups_run.api import run_subgroups
-from analysis.subgroups_run.attributes import ALL_ATTRIBUTES, discretise_attributes, episode_attributes
-from analysis.subgroups_run.compare import (
+from voice_audit.analysis.subgroups_run.agent_gaps import GapReport, compare_agents, gaps_against, gaps_within
+from voice_audit.analysis.subgroups_run.api import run_subgroups
+from voice_audit.analysis.subgroups_run.attributes import (
+    ALL_ATTRIBUTES,
+    discretise_attributes,
+    episode_attributes,
+)
+from voice_audit.analysis.subgroups_run.compare import (
     compare_followup,
     compare_tables,
     divergence_interval,
     mean_interval,
 )
-from analysis.subgroups_run.followup import FollowupOptions, FollowupPlan, derived_seed, plan_followup
-from analysis.subgroups_run.options import MiningOptions
-from analysis.subgroups_run.outputs import Written, write_outputs
-from analysis.subgroups_run.run_mining import EpisodeTable, RunMining, load_table, mine_run
-from analysis.subgroups_run.signals import SIGNAL_COLUMNS, signal_measures
+from voice_audit.analysis.subgroups_run.followup import (
+    FollowupOptions,
+    FollowupPlan,
+    derived_seed,
+    plan_followup,
+)
+from voice_audit.analysis.subgroups_run.options import MiningOptions
+from voice_audit.analysis.subgroups_run.outputs import Written, write_outputs
+from voice_audit.analysis.subgroups_run.run_mining import EpisodeTable, RunMining, load_table, mine_run
+from voice_audit.analysis.subgroups_run.signals import SIGNAL_COLUMNS, signal_measures
 
 __all__ = [
     "ALL_ATTRIBUTES",

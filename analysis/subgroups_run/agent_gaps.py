@@ -16,7 +16,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from analysis.subgroups import (
+from voice_audit.analysis.subgroups import (
     GapInputError,
     GapResult,
     Ranking,
@@ -24,10 +24,10 @@ from analysis.subgroups import (
     cross_agent_gap,
     rank_subgroups,
 )
-from analysis.subgroups_run.attributes import CONTEXT, PERSONA, STIMULUS
-from analysis.subgroups_run.options import MiningOptions
-from analysis.subgroups_run.outcomes import MetricInfo, metric_info
-from analysis.subgroups_run.run_mining import EpisodeTable, epsilon_for, select_attributes
+from voice_audit.analysis.subgroups_run.attributes import CONTEXT, PERSONA, STIMULUS
+from voice_audit.analysis.subgroups_run.options import MiningOptions
+from voice_audit.analysis.subgroups_run.outcomes import MetricInfo, metric_info
+from voice_audit.analysis.subgroups_run.run_mining import EpisodeTable, epsilon_for, select_attributes
 
 KEY = "caller_id"
 GAP_ATTRIBUTES: tuple[str, ...] = (*PERSONA, *(c for c in CONTEXT if c != "agent"), *STIMULUS)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.subgroups import GapInputError
-from analysis.subgroups_run.agent_gaps import GapReport, gaps_against, gaps_within
-from analysis.subgroups_run.compare import compare_followup
-from analysis.subgroups_run.options import MiningOptions
-from analysis.subgroups_run.outputs import Written, write_outputs
-from analysis.subgroups_run.run_mining import load_table, mine_run
+from voice_audit.analysis.subgroups import GapInputError
+from voice_audit.analysis.subgroups_run.agent_gaps import GapReport, gaps_against, gaps_within
+from voice_audit.analysis.subgroups_run.compare import compare_followup
+from voice_audit.analysis.subgroups_run.options import MiningOptions
+from voice_audit.analysis.subgroups_run.outputs import Written, write_outputs
+from voice_audit.analysis.subgroups_run.run_mining import load_table, mine_run
 
 
 def run_subgroups(

@@ -4,7 +4,7 @@ One row per episode of a run folder, read from the episode records (not from met
 attributes exist even for failed calls: a failed call still belongs to its subgroups' support.
 Pre-treatment attributes (PRE_TREATMENT: persona, scenario, channel, and the STIMULUS measures of the
 caller's opening anchor) describe the caller before the agent acted; REALISED measures describe the
-call as it happened and are diagnostics (see `analysis.subgroups_run.signals`). Continuous signal
+call as it happened and are diagnostics (see `voice_audit.analysis.subgroups_run.signals`). Continuous signal
 measures stay raw here; `discretise_attributes` bins them for mining.
 """
 
@@ -19,19 +19,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.subgroups import discretise
-from analysis.subgroups.discretise import bin_codes
-from analysis.subgroups_run.signals import (
+from voice_audit.analysis.subgroups import discretise
+from voice_audit.analysis.subgroups.discretise import bin_codes
+from voice_audit.analysis.subgroups_run.signals import (
     REALISED_COLUMNS,
     SIGNAL_COLUMNS,
     STIMULUS_COLUMNS,
     caller_stimulus,
     signal_measures,
 )
-from harness.model.episode import RunManifest
-from harness.rundir import RunReader
-from personas import Catalogue, load_catalogue
-from scenarios.errors import VoiceAuditError
+from voice_audit.harness.model.episode import RunManifest
+from voice_audit.harness.rundir import RunReader
+from voice_audit.personas import Catalogue, load_catalogue
+from voice_audit.scenarios.errors import VoiceAuditError
 
 PERSONA: tuple[str, ...] = (
     "accent",

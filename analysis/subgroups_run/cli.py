@@ -15,8 +15,8 @@ from typing import Annotated, Any, Literal
 import typer
 from pydantic import ValidationError
 
-from analysis.subgroups import SubgroupError
-from scenarios.errors import VoiceAuditError
+from voice_audit.analysis.subgroups import SubgroupError
+from voice_audit.scenarios.errors import VoiceAuditError
 
 
 @contextmanager
@@ -129,8 +129,8 @@ def subgroups_cmd(
     quiet: Annotated[bool, typer.Option(help="print nothing on success")] = False,
 ) -> None:
     """Mine the caller subgroups an agent serves worst, on every outcome and burden metric, with gaps and plots."""
-    from analysis.subgroups_run.api import run_subgroups
-    from analysis.subgroups_run.options import MiningOptions
+    from voice_audit.analysis.subgroups_run.api import run_subgroups
+    from voice_audit.analysis.subgroups_run.options import MiningOptions
 
     with one_line_errors():
         if rank_by not in ("t", "lcb"):
@@ -177,8 +177,8 @@ def plan_followup_cmd(
     quiet: Annotated[bool, typer.Option(help="print nothing on success")] = False,
 ) -> None:
     """Write a campaign that allocates more matched pairs to the run's top-K critical subgroups."""
-    from analysis.subgroups_run.followup import FollowupOptions, plan_followup
-    from analysis.subgroups_run.options import MiningOptions
+    from voice_audit.analysis.subgroups_run.followup import FollowupOptions, plan_followup
+    from voice_audit.analysis.subgroups_run.options import MiningOptions
 
     with one_line_errors():
         plan = plan_followup(

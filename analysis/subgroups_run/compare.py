@@ -19,15 +19,15 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from analysis.subgroups import SubgroupError
-from analysis.subgroups_run.attributes import discretise_attributes
-from analysis.subgroups_run.followup import FOLLOWUPS_DIR
-from analysis.subgroups_run.options import MiningOptions
-from analysis.subgroups_run.outcomes import metric_info
-from analysis.subgroups_run.outputs import items_of
-from analysis.subgroups_run.run_mining import EpisodeTable, load_table, mine_run
-from analysis.subgroups_run.targets import critical, subgroup_mask
-from harness.rundir import RunReader
+from voice_audit.analysis.subgroups import SubgroupError
+from voice_audit.analysis.subgroups_run.attributes import discretise_attributes
+from voice_audit.analysis.subgroups_run.followup import FOLLOWUPS_DIR
+from voice_audit.analysis.subgroups_run.options import MiningOptions
+from voice_audit.analysis.subgroups_run.outcomes import metric_info
+from voice_audit.analysis.subgroups_run.outputs import items_of
+from voice_audit.analysis.subgroups_run.run_mining import EpisodeTable, load_table, mine_run
+from voice_audit.analysis.subgroups_run.targets import critical, subgroup_mask
+from voice_audit.harness.rundir import RunReader
 
 
 def mean_interval(values: np.ndarray, binary: bool, confidence: float = 0.95) -> tuple[float, float, float]:

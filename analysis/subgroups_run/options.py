@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from scenarios.base import Frozen
+from voice_audit.scenarios.base import Frozen
 
 
 class MiningOptions(Frozen):

@@ -13,8 +13,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from analysis.metrics.catalogue import CATALOGUE
-from scenarios.base import Frozen
+from voice_audit.analysis.metrics.catalogue import CATALOGUE
+from voice_audit.scenarios.base import Frozen
 
 FAMILIES: tuple[str, ...] = ("terminal_outcome", "path_burden")
 FAILED = "call_failed"
@@ -75,7 +75,7 @@ def load_metrics(run_dir: str | Path) -> tuple[pd.DataFrame, str | None]:
     path = Path(run_dir) / METRICS_FILE
     if path.exists():
         return pd.read_parquet(path), None
-    from analysis.pipeline import analyze
+    from voice_audit.analysis.pipeline import analyze
 
     result = analyze(run_dir, audio=False, write=False)
     return (

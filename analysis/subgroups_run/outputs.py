@@ -21,18 +21,18 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analysis.subgroups import (
+from voice_audit.analysis.subgroups import (
     global_item_divergence,
     plot_global_divergence,
     plot_shapley,
     redundant,
     shapley_values,
 )
-from analysis.subgroups.lattice import Lattice
-from analysis.subgroups_run.agent_gaps import GapReport
-from analysis.subgroups_run.attributes import PRE_TREATMENT, REALISED
-from analysis.subgroups_run.run_mining import RunMining
-from harness.rundir import atomic_write_bytes, atomic_write_json
+from voice_audit.analysis.subgroups.lattice import Lattice
+from voice_audit.analysis.subgroups_run.agent_gaps import GapReport
+from voice_audit.analysis.subgroups_run.attributes import PRE_TREATMENT, REALISED
+from voice_audit.analysis.subgroups_run.run_mining import RunMining
+from voice_audit.harness.rundir import atomic_write_bytes, atomic_write_json
 
 SCHEMA = "voice-audit/subgroups"
 SCHEMA_VERSION = 1

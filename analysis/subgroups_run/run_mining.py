@@ -1,6 +1,6 @@
 """Run-level mining: a run folder's episodes -> attribute table -> every metric mined in one pass -> rankings.
 
-The engine (`analysis.subgroups`) does the statistics; this module decides what goes in (which
+The engine (`voice_audit.analysis.subgroups`) does the statistics; this module decides what goes in (which
 attributes survive, which metrics, which direction is harm) and keeps what came out together.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.subgroups import (
+from voice_audit.analysis.subgroups import (
     Ranking,
     SubgroupError,
     Subgroups,
@@ -23,17 +23,17 @@ from analysis.subgroups import (
     mine,
     rank_subgroups,
 )
-from analysis.subgroups_run.attributes import (
+from voice_audit.analysis.subgroups_run.attributes import (
     ALL_ATTRIBUTES,
     REALISED,
     SIGNALS,
     discretise_attributes,
     episode_attributes,
 )
-from analysis.subgroups_run.options import MiningOptions
-from analysis.subgroups_run.outcomes import MetricInfo, load_metrics, metric_info, outcome_table
-from analysis.subgroups_run.signals import REALISED_REASON
-from harness.rundir import RunReader
+from voice_audit.analysis.subgroups_run.options import MiningOptions
+from voice_audit.analysis.subgroups_run.outcomes import MetricInfo, load_metrics, metric_info, outcome_table
+from voice_audit.analysis.subgroups_run.signals import REALISED_REASON
+from voice_audit.harness.rundir import RunReader
 
 
 @dataclass(frozen=True)

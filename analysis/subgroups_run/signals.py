@@ -34,8 +34,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import soundfile as sf
 
-from analysis.acoustics import snr_estimate, spectral_flatness, timing
-from harness.rundir import CALL_WAV, EPISODES_DIR, EVENTS_JSONL, atomic_write_bytes
+from voice_audit.analysis.acoustics import snr_estimate, spectral_flatness, timing
+from voice_audit.harness.rundir import CALL_WAV, EPISODES_DIR, EVENTS_JSONL, atomic_write_bytes
 
 CACHE_FILE = "subgroup_signals.parquet"
 MEASURE_VERSION = 2

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.subgroups import SubgroupError
-from analysis.subgroups_run.attributes import PERSONA
-from analysis.subgroups_run.outputs import items_of
-from analysis.subgroups_run.run_mining import RunMining
-from harness.model.campaign import Campaign
-from personas import AXES
+from voice_audit.analysis.subgroups import SubgroupError
+from voice_audit.analysis.subgroups_run.attributes import PERSONA
+from voice_audit.analysis.subgroups_run.outputs import items_of
+from voice_audit.analysis.subgroups_run.run_mining import RunMining
+from voice_audit.harness.model.campaign import Campaign
+from voice_audit.personas import AXES
 
 SETTABLE: frozenset[str] = frozenset({*AXES, "gender", "age_band", "scenario"})
 

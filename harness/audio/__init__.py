@@ -4,7 +4,7 @@ Importing this package loads nothing but this file: every name below is loaded f
 first use (PEP 562), and optional engines (faster-whisper, PocketSphinx, Piper, Coqui,
 openai-whisper, aiohttp clients) are imported only when `create_tts` / `create_asr` builds them,
 and a missing one raises MissingBackendError with the pip command that installs it.
-`harness.audio.dsp`, `wer` and `errors` are pure modules that `analysis` may import on their own.
+`voice_audit.harness.audio.dsp`, `wer` and `errors` are pure modules that `analysis` may import on their own.
 """
 
 from __future__ import annotations
@@ -13,15 +13,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 # Names that are also submodule names are bound here, not lazily: importing the submodule
-# (`harness.audio.wer`, `harness.audio.loudness`) would otherwise leave the module object where
+# (`voice_audit.harness.audio.wer`, `voice_audit.harness.audio.loudness`) would otherwise leave the module object where
 # the function is expected. Both modules are pure and small.
-from harness.audio.dsp import loudness
-from harness.audio.wer import wer
+from voice_audit.harness.audio.dsp import loudness
+from voice_audit.harness.audio.wer import wer
 
 if TYPE_CHECKING:
-    from harness.audio.cache import ContentCache, content_key
-    from harness.audio.channel import ChannelOutput, ChannelReport, TelephoneChannel
-    from harness.audio.dsp import (
+    from voice_audit.harness.audio.cache import ContentCache, content_key
+    from voice_audit.harness.audio.channel import ChannelOutput, ChannelReport, TelephoneChannel
+    from voice_audit.harness.audio.dsp import (
         NormalisedAudio,
         check_pcm,
         mulaw_decode,
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
         to_float,
         to_int16,
     )
-    from harness.audio.errors import (
+    from voice_audit.harness.audio.errors import (
         AudioError,
         BackendLoadError,
         EmptyTextError,
@@ -40,10 +40,10 @@ if TYPE_CHECKING:
         TranscriptionError,
         UnknownVoiceError,
     )
-    from harness.audio.recognizer import SpeechRecognizer
-    from harness.audio.registry import asr_names, create_asr, create_tts, tts_names
-    from harness.audio.synth import SpeechSynthesizer
-    from harness.audio.types import (
+    from voice_audit.harness.audio.recognizer import SpeechRecognizer
+    from voice_audit.harness.audio.registry import asr_names, create_asr, create_tts, tts_names
+    from voice_audit.harness.audio.synth import SpeechSynthesizer
+    from voice_audit.harness.audio.types import (
         ASRBackend,
         AsyncASRBackend,
         AsyncTTSBackend,
@@ -52,43 +52,43 @@ if TYPE_CHECKING:
         TTSBackend,
         Word,
     )
-    from harness.audio.wer import normalise_words
+    from voice_audit.harness.audio.wer import normalise_words
 
 _LAZY: dict[str, str] = {
-    "ASRBackend": "harness.audio.types",
-    "AsyncASRBackend": "harness.audio.types",
-    "AsyncTTSBackend": "harness.audio.types",
-    "AudioError": "harness.audio.errors",
-    "BackendLoadError": "harness.audio.errors",
-    "ChannelOutput": "harness.audio.channel",
-    "ChannelReport": "harness.audio.channel",
-    "ContentCache": "harness.audio.cache",
-    "EmptyTextError": "harness.audio.errors",
-    "InvalidAudioError": "harness.audio.errors",
-    "NormalisedAudio": "harness.audio.dsp",
-    "SpeechRecognizer": "harness.audio.recognizer",
-    "SpeechSynthesizer": "harness.audio.synth",
-    "Synthesis": "harness.audio.types",
-    "SynthesisError": "harness.audio.errors",
-    "TTSBackend": "harness.audio.types",
-    "TelephoneChannel": "harness.audio.channel",
-    "Transcript": "harness.audio.types",
-    "TranscriptionError": "harness.audio.errors",
-    "UnknownVoiceError": "harness.audio.errors",
-    "Word": "harness.audio.types",
-    "asr_names": "harness.audio.registry",
-    "check_pcm": "harness.audio.dsp",
-    "content_key": "harness.audio.cache",
-    "create_asr": "harness.audio.registry",
-    "create_tts": "harness.audio.registry",
-    "mulaw_decode": "harness.audio.dsp",
-    "mulaw_encode": "harness.audio.dsp",
-    "normalise": "harness.audio.dsp",
-    "normalise_words": "harness.audio.wer",
-    "resample": "harness.audio.dsp",
-    "to_float": "harness.audio.dsp",
-    "to_int16": "harness.audio.dsp",
-    "tts_names": "harness.audio.registry",
+    "ASRBackend": "voice_audit.harness.audio.types",
+    "AsyncASRBackend": "voice_audit.harness.audio.types",
+    "AsyncTTSBackend": "voice_audit.harness.audio.types",
+    "AudioError": "voice_audit.harness.audio.errors",
+    "BackendLoadError": "voice_audit.harness.audio.errors",
+    "ChannelOutput": "voice_audit.harness.audio.channel",
+    "ChannelReport": "voice_audit.harness.audio.channel",
+    "ContentCache": "voice_audit.harness.audio.cache",
+    "EmptyTextError": "voice_audit.harness.audio.errors",
+    "InvalidAudioError": "voice_audit.harness.audio.errors",
+    "NormalisedAudio": "voice_audit.harness.audio.dsp",
+    "SpeechRecognizer": "voice_audit.harness.audio.recognizer",
+    "SpeechSynthesizer": "voice_audit.harness.audio.synth",
+    "Synthesis": "voice_audit.harness.audio.types",
+    "SynthesisError": "voice_audit.harness.audio.errors",
+    "TTSBackend": "voice_audit.harness.audio.types",
+    "TelephoneChannel": "voice_audit.harness.audio.channel",
+    "Transcript": "voice_audit.harness.audio.types",
+    "TranscriptionError": "voice_audit.harness.audio.errors",
+    "UnknownVoiceError": "voice_audit.harness.audio.errors",
+    "Word": "voice_audit.harness.audio.types",
+    "asr_names": "voice_audit.harness.audio.registry",
+    "check_pcm": "voice_audit.harness.audio.dsp",
+    "content_key": "voice_audit.harness.audio.cache",
+    "create_asr": "voice_audit.harness.audio.registry",
+    "create_tts": "voice_audit.harness.audio.registry",
+    "mulaw_decode": "voice_audit.harness.audio.dsp",
+    "mulaw_encode": "voice_audit.harness.audio.dsp",
+    "normalise": "voice_audit.harness.audio.dsp",
+    "normalise_words": "voice_audit.harness.audio.wer",
+    "resample": "voice_audit.harness.audio.dsp",
+    "to_float": "voice_audit.harness.audio.dsp",
+    "to_int16": "voice_audit.harness.audio.dsp",
+    "tts_names": "voice_audit.harness.audio.registry",
 }
 
 __all__ = [

@@ -18,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from harness.audio.dsp import check_pcm, resample, to_float
-from harness.audio.errors import BackendLoadError, TranscriptionError
-from harness.audio.registry import require
-from harness.audio.types import Transcript, Word
+from voice_audit.harness.audio.dsp import check_pcm, resample, to_float
+from voice_audit.harness.audio.errors import BackendLoadError, TranscriptionError
+from voice_audit.harness.audio.registry import require
+from voice_audit.harness.audio.types import Transcript, Word
 
 WHISPER_RATE = 16000
 TOKENS_PER_SECOND = 10

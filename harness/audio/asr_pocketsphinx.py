@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from harness.audio.dsp import check_pcm, resample, to_int16
-from harness.audio.errors import TranscriptionError
-from harness.audio.registry import require
-from harness.audio.types import Transcript, Word
+from voice_audit.harness.audio.dsp import check_pcm, resample, to_int16
+from voice_audit.harness.audio.errors import TranscriptionError
+from voice_audit.harness.audio.registry import require
+from voice_audit.harness.audio.types import Transcript, Word
 
 SPHINX_RATE = 16000
 FRAME_S = 0.01

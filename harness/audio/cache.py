@@ -18,9 +18,9 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from harness.audio.types import Synthesis, Transcript
-from scenarios.atomic import atomic_write_bytes
-from scenarios.base import canonical_json
+from voice_audit.harness.audio.types import Synthesis, Transcript
+from voice_audit.scenarios.atomic import atomic_write_bytes
+from voice_audit.scenarios.base import canonical_json
 
 T = TypeVar("T")
 

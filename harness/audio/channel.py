@@ -12,8 +12,16 @@ import math
 import numpy as np
 from pydantic import Field
 
-from harness.audio.dsp import ArrayModel, check_pcm, mulaw_decode, mulaw_encode, resample, to_float, to_int16
-from scenarios.base import Frozen
+from voice_audit.harness.audio.dsp import (
+    ArrayModel,
+    check_pcm,
+    mulaw_decode,
+    mulaw_encode,
+    resample,
+    to_float,
+    to_int16,
+)
+from voice_audit.scenarios.base import Frozen
 
 TELEPHONE_RATE = 8000
 FRAME_MS = 20

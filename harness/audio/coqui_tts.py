@@ -29,11 +29,11 @@ from typing import Any
 import numpy as np
 import yaml
 
-from harness.audio.dsp import to_int16
-from harness.audio.errors import BackendLoadError, EmptyTextError, SynthesisError
-from harness.audio.registry import require
-from harness.audio.types import Synthesis
-from personas import SpeechParams
+from voice_audit.harness.audio.dsp import to_int16
+from voice_audit.harness.audio.errors import BackendLoadError, EmptyTextError, SynthesisError
+from voice_audit.harness.audio.registry import require
+from voice_audit.harness.audio.types import Synthesis
+from voice_audit.personas import SpeechParams
 
 _MODULES = ("TTS", "torch", "torchaudio", "torchcodec")
 """coqui-tts refuses to import unless torchaudio and (from torch 2.9) torchcodec are installed."""

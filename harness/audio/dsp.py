@@ -13,8 +13,8 @@ from fractions import Fraction
 import numpy as np
 from pydantic import ConfigDict, field_validator
 
-from harness.audio.errors import InvalidAudioError
-from harness.audio.loudness import (
+from voice_audit.harness.audio.errors import InvalidAudioError
+from voice_audit.harness.audio.loudness import (
     block_energies,
     block_energies_compiled,
     gated_loudness,
@@ -23,8 +23,8 @@ from harness.audio.loudness import (
     k_weighting_tables,
     warm_kernel,
 )
-from harness.audio.mulaw import mulaw_decode, mulaw_encode
-from scenarios.base import Frozen
+from voice_audit.harness.audio.mulaw import mulaw_decode, mulaw_encode
+from voice_audit.scenarios.base import Frozen
 
 __all__ = [
     "MIN_LOUDNESS_SECONDS",

@@ -28,9 +28,14 @@ from typing import Any
 
 import numpy as np
 
-from harness.audio.errors import BackendLoadError, EmptyTextError, SynthesisError, UnknownVoiceError
-from harness.audio.types import Synthesis
-from personas import SpeechParams
+from voice_audit.harness.audio.errors import (
+    BackendLoadError,
+    EmptyTextError,
+    SynthesisError,
+    UnknownVoiceError,
+)
+from voice_audit.harness.audio.types import Synthesis
+from voice_audit.personas import SpeechParams
 
 DEFAULT_BASE_URL = "https://api.elevenlabs.io"
 DEFAULT_MODEL = "eleven_multilingual_v2"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from scenarios.errors import VoiceAuditError
+from voice_audit.scenarios.errors import VoiceAuditError
 
 AudioProblem = Literal[
     "empty", "too_short", "silent", "clipped", "wrong_rate", "not_mono", "bad_dtype", "non_finite"

@@ -30,9 +30,9 @@ from typing import Any
 
 import numpy as np
 
-from harness.audio.errors import EmptyTextError, SynthesisError, UnknownVoiceError
-from harness.audio.types import Synthesis
-from personas import SpeechParams
+from voice_audit.harness.audio.errors import EmptyTextError, SynthesisError, UnknownVoiceError
+from voice_audit.harness.audio.types import Synthesis
+from voice_audit.personas import SpeechParams
 
 _AUDIO_OUTPUT_SYNCHRONOUS = 2
 _INIT_DONT_EXIT = 0x8000

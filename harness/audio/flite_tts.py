@@ -44,10 +44,15 @@ from typing import Any, Literal
 
 import numpy as np
 
-from harness.audio.dsp import resample
-from harness.audio.errors import BackendLoadError, EmptyTextError, SynthesisError, UnknownVoiceError
-from harness.audio.types import Synthesis
-from personas import SpeechParams
+from voice_audit.harness.audio.dsp import resample
+from voice_audit.harness.audio.errors import (
+    BackendLoadError,
+    EmptyTextError,
+    SynthesisError,
+    UnknownVoiceError,
+)
+from voice_audit.harness.audio.types import Synthesis
+from voice_audit.personas import SpeechParams
 
 SAMPLE_RATE = 16000
 REFERENCE_WPM = int(SpeechParams.model_fields["rate_wpm"].default)

@@ -170,7 +170,7 @@ def block_energies_compiled(
         kernel = _kernel()
     except ImportError:
         if int16_gain is not None:
-            from harness.audio.dsp import to_float, to_int16
+            from voice_audit.harness.audio.dsp import to_float, to_int16
 
             channels = [to_float(to_int16(c.astype(np.float64) * int16_gain)) for c in channels]
         return [block_energies(c if c.dtype != np.int16 else c / 32768.0, rate) for c in channels]

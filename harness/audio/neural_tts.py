@@ -31,10 +31,15 @@ from typing import Any, Literal
 
 import numpy as np
 
-from harness.audio.errors import BackendLoadError, EmptyTextError, SynthesisError, UnknownVoiceError
-from harness.audio.registry import require
-from harness.audio.types import Synthesis
-from personas import SpeechParams
+from voice_audit.harness.audio.errors import (
+    BackendLoadError,
+    EmptyTextError,
+    SynthesisError,
+    UnknownVoiceError,
+)
+from voice_audit.harness.audio.registry import require
+from voice_audit.harness.audio.types import Synthesis
+from voice_audit.personas import SpeechParams
 
 DEFAULT_RATE_WPM = 165
 

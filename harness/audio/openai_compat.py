@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from harness.audio.dsp import check_pcm, to_int16
-from harness.audio.errors import EmptyTextError, SynthesisError, TranscriptionError
-from harness.audio.types import Synthesis, Transcript, Word
-from personas import SpeechParams
+from voice_audit.harness.audio.dsp import check_pcm, to_int16
+from voice_audit.harness.audio.errors import EmptyTextError, SynthesisError, TranscriptionError
+from voice_audit.harness.audio.types import Synthesis, Transcript, Word
+from voice_audit.personas import SpeechParams
 
 DEFAULT_RATE_WPM = 165
 

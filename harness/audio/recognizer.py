@@ -16,10 +16,10 @@ from typing import Any, Protocol, cast
 
 import numpy as np
 
-from harness.audio.cache import ContentCache, content_key, transcript_cache
-from harness.audio.dsp import pcm_sha256
-from harness.audio.registry import create_asr
-from harness.audio.types import ASRBackend, AsyncASRBackend, Transcript
+from voice_audit.harness.audio.cache import ContentCache, content_key, transcript_cache
+from voice_audit.harness.audio.dsp import pcm_sha256
+from voice_audit.harness.audio.registry import create_asr
+from voice_audit.harness.audio.types import ASRBackend, AsyncASRBackend, Transcript
 
 
 class _PromptedBackend(Protocol):

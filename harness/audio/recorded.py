@@ -1,7 +1,7 @@
 """Recorded voices: the caller plays a voice actor's recording of each line instead of synthesising it.
 
 `tts: {name: recorded, options: {dir: voices/}}` looks each utterance up by its line key
-(`personas.lines.line_key`: the voice's speech parameters without the rate, and the exact words)
+(`voice_audit.personas.lines.line_key`: the voice's speech parameters without the rate, and the exact words)
 as `<dir>/<key>.wav`. A turn made of several lines (an answer to several facts) that has no
 recording of its own plays its lines' recordings one after another, `gap_ms` apart.
 
@@ -21,11 +21,11 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.audio.dsp import MIN_LOUDNESS_SECONDS, loudness, resample, to_float, to_int16
-from harness.audio.errors import AudioError, EmptyTextError
-from harness.audio.types import Synthesis
-from personas import SpeechParams, line_key
-from scenarios.errors import ConfigError
+from voice_audit.harness.audio.dsp import MIN_LOUDNESS_SECONDS, loudness, resample, to_float, to_int16
+from voice_audit.harness.audio.errors import AudioError, EmptyTextError
+from voice_audit.harness.audio.types import Synthesis
+from voice_audit.personas import SpeechParams, line_key
+from voice_audit.scenarios.errors import ConfigError
 
 RATES: tuple[int, ...] = (16000, 22050, 24000, 32000, 44100, 48000)
 """The sample rates a recording may have (mono, 16-bit PCM)."""

@@ -1,4 +1,4 @@
-"""TTS and ASR backends by name, from the one registry (`harness.registry`).
+"""TTS and ASR backends by name, from the one registry (`voice_audit.harness.registry`).
 
 Built-ins are entry points of the groups `voice_audit.tts` / `voice_audit.asr` like any third
 party's; a `package.module:attr` string loads a backend directly. A missing optional package is a
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from harness.audio.types import ASRBackend, TTSBackend
-from harness.registry import ASR_GROUP, TTS_GROUP, create, names, require
+from voice_audit.harness.audio.types import ASRBackend, TTSBackend
+from voice_audit.harness.registry import ASR_GROUP, TTS_GROUP, create, names, require
 
 __all__ = ["asr_names", "create_asr", "create_tts", "require", "tts_names"]
 

@@ -1,5 +1,5 @@
 """`SpeechSynthesizer`: the async face of TTS, with a content-addressed cache, a process pool
-(`harness.audio.tts_pool`) and a per-utterance time limit.
+(`voice_audit.harness.audio.tts_pool`) and a per-utterance time limit.
 
 A crashed or hung engine is reported as a SynthesisError naming the backend, voice and text, and
 only its own worker is replaced; the parent process never dies with it.
@@ -13,11 +13,16 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from harness.audio.cache import ContentCache, content_key, synthesis_cache
-from harness.audio.registry import create_tts
-from harness.audio.tts_pool import SynthesisTimeout, SynthesisTimeoutError, WorkerPool, first_words
-from harness.audio.types import AsyncTTSBackend, Synthesis, TTSBackend
-from personas import SpeechParams
+from voice_audit.harness.audio.cache import ContentCache, content_key, synthesis_cache
+from voice_audit.harness.audio.registry import create_tts
+from voice_audit.harness.audio.tts_pool import (
+    SynthesisTimeout,
+    SynthesisTimeoutError,
+    WorkerPool,
+    first_words,
+)
+from voice_audit.harness.audio.types import AsyncTTSBackend, Synthesis, TTSBackend
+from voice_audit.personas import SpeechParams
 
 __all__ = ["SpeechSynthesizer", "SynthesisTimeout", "SynthesisTimeoutError", "default_pool_size"]
 

@@ -22,12 +22,12 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from harness.audio.errors import SynthesisError
-from harness.audio.registry import create_tts
-from harness.audio.types import Synthesis, TTSBackend
-from personas import SpeechParams
-from scenarios.base import Frozen
-from scenarios.errors import VoiceAuditError
+from voice_audit.harness.audio.errors import SynthesisError
+from voice_audit.harness.audio.registry import create_tts
+from voice_audit.harness.audio.types import Synthesis, TTSBackend
+from voice_audit.personas import SpeechParams
+from voice_audit.scenarios.base import Frozen
+from voice_audit.scenarios.errors import VoiceAuditError
 
 _SPAWN = multiprocessing.get_context("spawn")
 _KILL_WAIT_S = 5.0

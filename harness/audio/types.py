@@ -7,9 +7,9 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from pydantic import Field
 
-from harness.audio.dsp import MonoPcm
-from personas import SpeechParams
-from scenarios.base import Frozen
+from voice_audit.harness.audio.dsp import MonoPcm
+from voice_audit.personas import SpeechParams
+from voice_audit.scenarios.base import Frozen
 
 JSONScalar = str | int | float | bool | None
 

@@ -1,9 +1,16 @@
 """The synthetic caller: readers of agent turns (dialogue acts and facts) and a deterministic policy."""
 
-from harness.caller.classify import RuleReader, classify, read_turn
-from harness.caller.policy import HUMAN_REQUEST, UNKNOWN_FACT, CallerPolicy, Decision, Say, caller_lines
-from harness.caller.reading import PRECEDENCE, ActHit, Reader, Reading, make_reading
-from harness.model.dialogue_acts import ACT_MEANING, ACTS, Act
+from voice_audit.harness.caller.classify import RuleReader, classify, read_turn
+from voice_audit.harness.caller.policy import (
+    HUMAN_REQUEST,
+    UNKNOWN_FACT,
+    CallerPolicy,
+    Decision,
+    Say,
+    caller_lines,
+)
+from voice_audit.harness.caller.reading import PRECEDENCE, ActHit, Reader, Reading, make_reading
+from voice_audit.harness.model.dialogue_acts import ACT_MEANING, ACTS, Act
 
 __all__ = [
     "ACTS",

@@ -4,16 +4,16 @@ Each family is a named rule (the name is logged with every decision). The famili
 for how agents speak, not for one agent's wording: indirect questions, hedged refusals, polite
 yes/no offers that never name the remedy, confirmations and denials in everyday idioms, repairs
 that never say repeat, catch or hear, and ASR transcripts without case or punctuation. The two
-pressure acts use the lexicons of `scenarios.safety`, which the analysis uses too.
+pressure acts use the lexicons of `voice_audit.scenarios.safety`, which the analysis uses too.
 """
 
 from __future__ import annotations
 
 import re
 
-from harness.caller.reading import ActHit
-from harness.model.dialogue_acts import Act
-from scenarios.safety import AFFECT_AMPLIFICATION, COERCIVE_RETENTION, HANDOFF_REFUSED
+from voice_audit.harness.caller.reading import ActHit
+from voice_audit.harness.model.dialogue_acts import Act
+from voice_audit.scenarios.safety import AFFECT_AMPLIFICATION, COERCIVE_RETENTION, HANDOFF_REFUSED
 
 
 def _rx(pattern: str) -> re.Pattern[str]:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import functools
 import re
 
-from harness.caller import acts as A
-from harness.caller.ontology import IDENTITY_FACTS, facts_named
-from harness.caller.reading import ActHit, Reading, make_reading
-from scenarios import Challenge, Scenario
+from voice_audit.harness.caller import acts as A
+from voice_audit.harness.caller.ontology import IDENTITY_FACTS, facts_named
+from voice_audit.harness.caller.reading import ActHit, Reading, make_reading
+from voice_audit.scenarios import Challenge, Scenario
 
 _POINTS_BACK = re.compile(r"\b(spell|repeat|confirm|give me|say) (it|that)\b", re.IGNORECASE)
 _SENTENCE = re.compile(r"(?:[^.?!]|(?<=\d)\.(?=\d))+[.?!]*")

@@ -22,12 +22,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.audio.recorded import RATES, missing_recordings
-from harness.caller.vocabulary import clearer_speech, render_key, say_forms
-from harness.model.campaign import BackendSpec, Interruptions, Patience
-from harness.planning import LoadedCampaign
-from harness.rundir import atomic_write_bytes
-from personas import (
+from voice_audit.harness.audio.recorded import RATES, missing_recordings
+from voice_audit.harness.caller.vocabulary import clearer_speech, render_key, say_forms
+from voice_audit.harness.model.campaign import BackendSpec, Interruptions, Patience
+from voice_audit.harness.planning import LoadedCampaign
+from voice_audit.harness.rundir import atomic_write_bytes
+from voice_audit.personas import (
     CallerCondition,
     Catalogue,
     MatchedPair,
@@ -37,8 +37,8 @@ from personas import (
     speech_params,
     voice_identity,
 )
-from scenarios import ConfigError, Frozen, Scenario
-from scenarios.base import canonical_json
+from voice_audit.scenarios import ConfigError, Frozen, Scenario
+from voice_audit.scenarios.base import canonical_json
 
 CSV_COLUMNS: tuple[str, ...] = (
     "key",

@@ -15,10 +15,17 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from harness.caller.reading import ActHit, Reading, make_reading
-from harness.llm import ChatRequest, ChatResponse, LLMError, LocalChatClient, Message, packaged_model
-from harness.model.dialogue_acts import ACT_MEANING, ACTS
-from scenarios import Scenario
+from voice_audit.harness.caller.reading import ActHit, Reading, make_reading
+from voice_audit.harness.llm import (
+    ChatRequest,
+    ChatResponse,
+    LLMError,
+    LocalChatClient,
+    Message,
+    packaged_model,
+)
+from voice_audit.harness.model.dialogue_acts import ACT_MEANING, ACTS
+from voice_audit.scenarios import Scenario
 
 CACHE_SIZE = 4096
 
@@ -205,5 +212,5 @@ class ModelReader:
 
 def packaged_reader(model: str = "smollm2-135m", threads: int | None = None) -> ModelReader:
     """A model reader on a packaged local model (default: the tiny SmolLM2), e.g. for
-    `benchmarks/observer.py --reader harness.caller.model_reader:packaged_reader`."""
+    `benchmarks/observer.py --reader voice_audit.harness.caller.model_reader:packaged_reader`."""
     return ModelReader(LocalChatClient(packaged_model(model), n_threads=threads))

@@ -8,7 +8,7 @@ fixed line or a hang-up, chosen from the silence so far and the unanswered promp
 calls of a pair decide the same whenever the agent is silent at the same points.
 
 A repair loop is counted in exchanges, not time: each agent turn the caller's acting reader read
-is a repair exchange or progress by `scenarios.safety.repair_exchange` (the definition the
+is a repair exchange or progress by `voice_audit.scenarios.safety.repair_exchange` (the definition the
 `safety_repair_loop` metric reads back from the log), so the count is the same in accelerated
 and real-time pacing, and for both calls of a pair whenever the agent answers them alike.
 """
@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.model.campaign import Patience
-from scenarios.safety import REPAIR_LOOP_REASON, repair_exchange
+from voice_audit.harness.model.campaign import Patience
+from voice_audit.scenarios.safety import REPAIR_LOOP_REASON, repair_exchange
 
 PATIENCE_PROMPT = "Hello? Are you still there?"
 PATIENCE_LINES: tuple[str, ...] = (PATIENCE_PROMPT,)

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.caller.classify import RuleReader
-from harness.caller.patience import PATIENCE_LINES
-from harness.caller.reading import Reader, Reading, make_reading
-from harness.model.dialogue_acts import Classification
-from scenarios import Anchor, Scenario
+from voice_audit.harness.caller.classify import RuleReader
+from voice_audit.harness.caller.patience import PATIENCE_LINES
+from voice_audit.harness.caller.reading import Reader, Reading, make_reading
+from voice_audit.harness.model.dialogue_acts import Classification
+from voice_audit.scenarios import Anchor, Scenario
 
 UtteranceKind = Literal[
     "anchor",

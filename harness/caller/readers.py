@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.caller.classify import RuleReader
-from harness.caller.model_reader import ModelReader, ReaderError
-from harness.caller.reading import Reader, Reading
-from harness.llm import LLMError, LocalChatClient, OpenAIChatClient, packaged_model
-from harness.model.campaign import ModelReaderSpec, ReaderSpec
-from scenarios import ConfigError, Scenario
+from voice_audit.harness.caller.classify import RuleReader
+from voice_audit.harness.caller.model_reader import ModelReader, ReaderError
+from voice_audit.harness.caller.reading import Reader, Reading
+from voice_audit.harness.llm import LLMError, LocalChatClient, OpenAIChatClient, packaged_model
+from voice_audit.harness.model.campaign import ModelReaderSpec, ReaderSpec
+from voice_audit.scenarios import ConfigError, Scenario
 
 AnyReader = Reader | ModelReader
 

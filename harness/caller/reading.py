@@ -15,8 +15,8 @@ from typing import Protocol
 
 from pydantic import Field
 
-from harness.model.dialogue_acts import Act, Classification, classification_of
-from scenarios import Frozen, Scenario
+from voice_audit.harness.model.dialogue_acts import Act, Classification, classification_of
+from voice_audit.scenarios import Frozen, Scenario
 
 # The order in which acts become the primary one: what the caller must react to first.
 PRECEDENCE: tuple[str, ...] = (

@@ -14,12 +14,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from harness.caller.interruption import INTERRUPTION_LINE
-from harness.caller.patience import PATIENCE_LINES
-from harness.caller.policy import HUMAN_REQUEST, NUDGE, UNKNOWN_FACT, Say, UtteranceKind
-from harness.model.campaign import Interruptions, Patience
-from personas import SpeechParams
-from scenarios import Scenario
+from voice_audit.harness.caller.interruption import INTERRUPTION_LINE
+from voice_audit.harness.caller.patience import PATIENCE_LINES
+from voice_audit.harness.caller.policy import HUMAN_REQUEST, NUDGE, UNKNOWN_FACT, Say, UtteranceKind
+from voice_audit.harness.model.campaign import Interruptions, Patience
+from voice_audit.personas import SpeechParams
+from voice_audit.scenarios import Scenario
 
 REPEAT_SLOWDOWN = 0.88
 """Each repeat of the same words is 12% slower than the one before."""

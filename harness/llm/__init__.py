@@ -5,10 +5,19 @@ optional JSON schema or grammar for the answer) and return a `ChatResponse`, so 
 turns or an LLM agent is written once against `chat()`.
 """
 
-from harness.llm.local import LocalChatClient
-from harness.llm.openai import OpenAIChatClient, parse_response, request_body, wait_ready
-from harness.llm.types import ChatRequest, ChatResponse, LLMError, LLMFailure, Message, Tool, ToolCall, Usage
-from harness.llm.weights import (
+from voice_audit.harness.llm.local import LocalChatClient
+from voice_audit.harness.llm.openai import OpenAIChatClient, parse_response, request_body, wait_ready
+from voice_audit.harness.llm.types import (
+    ChatRequest,
+    ChatResponse,
+    LLMError,
+    LLMFailure,
+    Message,
+    Tool,
+    ToolCall,
+    Usage,
+)
+from voice_audit.harness.llm.weights import (
     PACKAGED,
     PackagedFile,
     PackagedModel,

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.llm.openai import parse_response, request_body
-from harness.llm.types import ChatRequest, ChatResponse, LLMError, Usage
-from harness.llm.weights import PackagedModel, resolve_weights
+from voice_audit.harness.llm.openai import parse_response, request_body
+from voice_audit.harness.llm.types import ChatRequest, ChatResponse, LLMError, Usage
+from voice_audit.harness.llm.weights import PackagedModel, resolve_weights
 
 PREFIX_STATES = 48
 """Saved prefix states kept (least recently used dropped): a few system prompts and the tails of

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import aiohttp
 
-from harness.llm.types import ChatRequest, ChatResponse, LLMError, Message, ToolCall, Usage
+from voice_audit.harness.llm.types import ChatRequest, ChatResponse, LLMError, Message, ToolCall, Usage
 
 StructuredMode = Literal["json_schema", "json_object", "none"]
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024

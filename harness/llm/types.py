@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from scenarios.base import Frozen
+from voice_audit.scenarios.base import Frozen
 
 Role = Literal["system", "user", "assistant", "tool"]
 LLMFailure = Literal[

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from pydantic import Field
 
-from harness.llm.types import LLMError
-from scenarios.atomic import atomic_open
-from scenarios.base import Frozen
+from voice_audit.harness.llm.types import LLMError
+from voice_audit.scenarios.atomic import atomic_open
+from voice_audit.scenarios.base import Frozen
 
 CHUNK = 8 * 1024 * 1024
 

@@ -1,7 +1,7 @@
 """The data model shared by the runtime and analysis: campaigns, events, the dialogue-act and failure
 vocabularies, episodes, run manifests, the usage ledger, prices and budgets."""
 
-from harness.model.campaign import (
+from voice_audit.harness.model.campaign import (
     AgentSpec,
     Architecture,
     BackendSpec,
@@ -12,7 +12,7 @@ from harness.model.campaign import (
     Patience,
     Timeouts,
 )
-from harness.model.dialogue_acts import (
+from voice_audit.harness.model.dialogue_acts import (
     ACT_MEANING,
     ACTS,
     CLASSIFICATIONS,
@@ -21,7 +21,7 @@ from harness.model.dialogue_acts import (
     Classification,
     classification_of,
 )
-from harness.model.episode import (
+from voice_audit.harness.model.episode import (
     ArtifactRef,
     AuditInstance,
     BackendInfo,
@@ -33,7 +33,7 @@ from harness.model.episode import (
     Exposure,
     RunManifest,
 )
-from harness.model.events import (
+from voice_audit.harness.model.events import (
     EVENT_ADAPTER,
     EVENT_TYPES,
     AgentAudio,
@@ -65,7 +65,7 @@ from harness.model.events import (
     check_monotonic,
     parse_event,
 )
-from harness.model.failures import (
+from voice_audit.harness.model.failures import (
     FAILURE_KINDS,
     FAILURE_SIDE,
     NON_SERVICE_FLAG,
@@ -76,8 +76,16 @@ from harness.model.failures import (
     failure_side,
     non_service_flag,
 )
-from harness.model.usage import Budget, BudgetStop, PriceRate, PriceTable, UsageItem, UsageRecord, read_usage
-from harness.model.versioning import SCHEMA_VERSION, check_schema_version
+from voice_audit.harness.model.usage import (
+    Budget,
+    BudgetStop,
+    PriceRate,
+    PriceTable,
+    UsageItem,
+    UsageRecord,
+    read_usage,
+)
+from voice_audit.harness.model.versioning import SCHEMA_VERSION, check_schema_version
 
 __all__ = [
     "ACTS",

@@ -7,9 +7,9 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from harness.model.usage import Budget, PriceTable
-from personas import AXES, Axis, CallerCondition
-from scenarios.base import Frozen, sha256_of
+from voice_audit.harness.model.usage import Budget, PriceTable
+from voice_audit.personas import AXES, Axis, CallerCondition
+from voice_audit.scenarios.base import Frozen, sha256_of
 
 Pacing = Literal["realtime", "accelerated"]
 FactsDisclosure = Literal["full", "ids", "none"]

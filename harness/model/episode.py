@@ -7,12 +7,12 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from harness.model.campaign import Architecture, Campaign, Pacing
-from harness.model.events import Event, FailureKind
-from harness.model.usage import BudgetStop
-from harness.model.versioning import SCHEMA_VERSION
-from personas import Axis, CallerCondition, SpeechParams
-from scenarios.base import Frozen
+from voice_audit.harness.model.campaign import Architecture, Campaign, Pacing
+from voice_audit.harness.model.events import Event, FailureKind
+from voice_audit.harness.model.usage import BudgetStop
+from voice_audit.harness.model.versioning import SCHEMA_VERSION
+from voice_audit.personas import Axis, CallerCondition, SpeechParams
+from voice_audit.scenarios.base import Frozen
 
 
 class BackendInfo(Frozen):

@@ -10,20 +10,20 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, TypeAdapter
 
-# The dialogue acts and the failure taxonomy live in `harness.model.dialogue_acts` and
-# `harness.model.failures`; their names stay importable from here.
-from harness.model.dialogue_acts import CLASSIFICATIONS as CLASSIFICATIONS
-from harness.model.dialogue_acts import Classification as Classification
-from harness.model.failures import FAILURE_KINDS as FAILURE_KINDS
-from harness.model.failures import FAILURE_SIDE as FAILURE_SIDE
-from harness.model.failures import NON_SERVICE_FLAG as NON_SERVICE_FLAG
-from harness.model.failures import NON_SERVICE_FLAGS as NON_SERVICE_FLAGS
-from harness.model.failures import FailureKind as FailureKind
-from harness.model.failures import FailureSide as FailureSide
-from harness.model.failures import NonServiceFlag as NonServiceFlag
-from harness.model.failures import failure_side as failure_side
-from harness.model.failures import non_service_flag as non_service_flag
-from scenarios.base import Frozen
+# The dialogue acts and the failure taxonomy live in `voice_audit.harness.model.dialogue_acts` and
+# `voice_audit.harness.model.failures`; their names stay importable from here.
+from voice_audit.harness.model.dialogue_acts import CLASSIFICATIONS as CLASSIFICATIONS
+from voice_audit.harness.model.dialogue_acts import Classification as Classification
+from voice_audit.harness.model.failures import FAILURE_KINDS as FAILURE_KINDS
+from voice_audit.harness.model.failures import FAILURE_SIDE as FAILURE_SIDE
+from voice_audit.harness.model.failures import NON_SERVICE_FLAG as NON_SERVICE_FLAG
+from voice_audit.harness.model.failures import NON_SERVICE_FLAGS as NON_SERVICE_FLAGS
+from voice_audit.harness.model.failures import FailureKind as FailureKind
+from voice_audit.harness.model.failures import FailureSide as FailureSide
+from voice_audit.harness.model.failures import NonServiceFlag as NonServiceFlag
+from voice_audit.harness.model.failures import failure_side as failure_side
+from voice_audit.harness.model.failures import non_service_flag as non_service_flag
+from voice_audit.scenarios.base import Frozen
 
 
 class _Event(Frozen):
@@ -442,7 +442,7 @@ class CallerPatience(_Event):
     """A decision of the caller's patience: prompt the agent, ask for a human, or hang up.
     `silence_ms` is the agent's silence so far, `prompts` the unanswered prompts, `budget_ms` the
     whole patience of the caller with a silent agent; `kind: repair_loop` decisions count
-    `exchanges` instead (`scenarios.safety.repair_exchange`)."""
+    `exchanges` instead (`voice_audit.scenarios.safety.repair_exchange`)."""
 
     type: Literal["caller_patience"] = Field(
         default="caller_patience", description="Event type; always `caller_patience` for this event."

@@ -1,5 +1,5 @@
 """The failure taxonomy: what can go wrong in a call, which side it belongs to, and the outcome flag
-an agent-side failure becomes. The event union (`harness.model.events`) carries these names; the
+an agent-side failure becomes. The event union (`voice_audit.harness.model.events`) carries these names; the
 runtime, the adapters and the analysis read the sides and flags from here."""
 
 from __future__ import annotations

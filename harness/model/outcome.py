@@ -1,6 +1,6 @@
 """Judging a call's terminal outcome from its event log, the same way for every adapter.
 
-The rules and their order are the scenario's outcome table (`scenarios.outcome_rules`, shared with
+The rules and their order are the scenario's outcome table (`voice_audit.scenarios.outcome_rules`, shared with
 analysis): where the agent exposes a tool trace, successful remedy tools decide; otherwise the caller
 policy's reading of the agent's words does. The source is reported, so a claim can say which.
 A call the agent did not serve (a `non_service` event: it went silent past the caller's patience,
@@ -13,8 +13,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Literal
 
-from harness.model.events import CallerDecision, Event, Handoff, HangUp, NonService, ToolCall, ToolResult
-from scenarios import OutcomeRules, outcome_rules
+from voice_audit.harness.model.events import (
+    CallerDecision,
+    Event,
+    Handoff,
+    HangUp,
+    NonService,
+    ToolCall,
+    ToolResult,
+)
+from voice_audit.scenarios import OutcomeRules, outcome_rules
 
 OutcomeSource = Literal["tool_trace", "agent_words", "non_service", "none"]
 

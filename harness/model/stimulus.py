@@ -19,7 +19,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from scenarios.base import Frozen
+from voice_audit.scenarios.base import Frozen
 
 STIMULI_SCHEMA_VERSION = 1
 STIMULI_FILE = "stimuli.json"

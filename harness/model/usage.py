@@ -23,7 +23,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationError, model_validator
 
-from scenarios.base import Frozen
+from voice_audit.scenarios.base import Frozen
 
 USAGE_JSONL = "usage.jsonl"
 USAGE_SCHEMA_VERSION = 1

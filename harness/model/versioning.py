@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from scenarios.errors import SchemaVersionError
+from voice_audit.scenarios.errors import SchemaVersionError
 
 SCHEMA_VERSION = 2
 

@@ -2,7 +2,7 @@
 
 Spent usage is known from the ledger (this run's earlier sessions included, so a resume counts what
 was already spent); each call admitted but not finished counts at its projection; the next pair
-counts at its projection too. A call's projection is the plan's estimate (`harness.estimate`) or,
+counts at its projection too. A call's projection is the plan's estimate (`voice_audit.harness.estimate`) or,
 once calls of the same agent have finished, their mean measured usage if that is larger: "could
 exceed" errs towards stopping. The decision is per pair and the run never starts half a pair (a
 pair one of whose calls is already on disk, from an interrupted run, is always completed); after
@@ -16,10 +16,18 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Literal
 
-from harness.estimate import CallEstimate, estimated_items, protocol_of
-from harness.model.campaign import Campaign
-from harness.model.usage import Budget, BudgetStop, Cost, PriceTable, UsageRecord, cost_of, cost_of_items
-from harness.planning import PlannedEpisode
+from voice_audit.harness.estimate import CallEstimate, estimated_items, protocol_of
+from voice_audit.harness.model.campaign import Campaign
+from voice_audit.harness.model.usage import (
+    Budget,
+    BudgetStop,
+    Cost,
+    PriceTable,
+    UsageRecord,
+    cost_of,
+    cost_of_items,
+)
+from voice_audit.harness.planning import PlannedEpisode
 
 Limit = Literal["max_cost", "max_calls", "max_call_minutes"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from harness.adapter import (
+from voice_audit.harness.adapter import (
     CALLER_ACT,
     HUMAN_REQUEST_ACT,
     AgentError,
@@ -27,14 +27,14 @@ from harness.adapter import (
     ToolResultOut,
     UsageOut,
 )
-from harness.caller.policy import Decision, Say
-from harness.model.events import Event, FailureKind, NonServiceFlag
-from harness.runtime.clock import EpisodeClock
-from harness.runtime.eventlog import EventLog, Stamper
-from harness.runtime.playback import Playback
-from harness.runtime.recorder import CallRecorder
-from harness.runtime.voice import Spoken
-from personas import CallerCondition
+from voice_audit.harness.caller.policy import Decision, Say
+from voice_audit.harness.model.events import Event, FailureKind, NonServiceFlag
+from voice_audit.harness.runtime.clock import EpisodeClock
+from voice_audit.harness.runtime.eventlog import EventLog, Stamper
+from voice_audit.harness.runtime.playback import Playback
+from voice_audit.harness.runtime.recorder import CallRecorder
+from voice_audit.harness.runtime.voice import Spoken
+from voice_audit.personas import CallerCondition
 
 
 class CallFailed(AgentError):

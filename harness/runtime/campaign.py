@@ -13,31 +13,37 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.adapter import AgentAdapter
-from harness.audio import create_tts
-from harness.caller.lines import check_recordings
-from harness.endpoints import unreachable_agents
-from harness.estimate import estimate_campaign
-from harness.model.campaign import AgentSpec
-from harness.model.episode import BackendInfo, EpisodeRecord, RunManifest
-from harness.model.usage import USAGE_JSONL, read_usage
-from harness.planning import CampaignProblems, LoadedCampaign, PlannedEpisode, agent_problems, call_order
-from harness.rundir import RUN_JSON, RunFolderError, RunWriter, atomic_write_json
-from harness.runtime.budget import BudgetGuard
-from harness.runtime.executors import Executor, LocalProcessExecutor
-from harness.runtime.inprocess import (
+from voice_audit.harness.adapter import AgentAdapter
+from voice_audit.harness.audio import create_tts
+from voice_audit.harness.caller.lines import check_recordings
+from voice_audit.harness.endpoints import unreachable_agents
+from voice_audit.harness.estimate import estimate_campaign
+from voice_audit.harness.model.campaign import AgentSpec
+from voice_audit.harness.model.episode import BackendInfo, EpisodeRecord, RunManifest
+from voice_audit.harness.model.usage import USAGE_JSONL, read_usage
+from voice_audit.harness.planning import (
+    CampaignProblems,
+    LoadedCampaign,
+    PlannedEpisode,
+    agent_problems,
+    call_order,
+)
+from voice_audit.harness.rundir import RUN_JSON, RunFolderError, RunWriter, atomic_write_json
+from voice_audit.harness.runtime.budget import BudgetGuard
+from voice_audit.harness.runtime.executors import Executor, LocalProcessExecutor
+from voice_audit.harness.runtime.inprocess import (
     DEFAULT_CACHE,
     InProcessCalls,
     build_adapter,
     build_adapters,
     close_adapters,
 )
-from harness.runtime.progress import Progress, RunSummary
-from harness.runtime.provenance import build_manifest, campaign_redactor
-from harness.runtime.resume import resumable_manifest
-from harness.runtime.runlock import RunLock
-from harness.runtime.shard import Message, ShardJob
-from scenarios import ConfigError
+from voice_audit.harness.runtime.progress import Progress, RunSummary
+from voice_audit.harness.runtime.provenance import build_manifest, campaign_redactor
+from voice_audit.harness.runtime.resume import resumable_manifest
+from voice_audit.harness.runtime.runlock import RunLock
+from voice_audit.harness.runtime.shard import Message, ShardJob
+from voice_audit.scenarios import ConfigError
 
 
 def _to_stderr(message: str) -> None:

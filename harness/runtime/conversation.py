@@ -2,7 +2,7 @@
 
 Turn-based and streaming calls differ only in their transport (`Transport`: `next_turn` and
 `say`); what the caller hears, decides and logs is the same code for both, its patience with a
-silent agent included (`harness.caller.patience`): a silent turn is logged as `agent_silence`,
+silent agent included (`voice_audit.harness.caller.patience`): a silent turn is logged as `agent_silence`,
 never read as words, and the caller prompts, asks for a human or hangs up by its patience. Its
 patience with a repair loop reads every heard turn: too many unproductive exchanges in a row and
 it asks for a human, then hangs up (`repair_loop`), each step a `caller_patience` event.
@@ -15,16 +15,21 @@ from typing import Protocol
 
 import numpy as np
 
-from harness.audio import SpeechRecognizer
-from harness.caller.interruption import INTERRUPTION_LINE
-from harness.caller.model_reader import ReaderError
-from harness.caller.patience import PATIENCE_PROMPT, CallerPatience, PatienceDecision, RepairLoopPatience
-from harness.caller.policy import CallerPolicy, Decision, Say
-from harness.caller.readers import Readers
-from harness.model.campaign import Interruptions, Patience
-from harness.runtime.calllog import CallFailed, CallLog
-from harness.runtime.voice import CallerVoice, Spoken
-from scenarios.safety import REPAIR_LOOP_REASON
+from voice_audit.harness.audio import SpeechRecognizer
+from voice_audit.harness.caller.interruption import INTERRUPTION_LINE
+from voice_audit.harness.caller.model_reader import ReaderError
+from voice_audit.harness.caller.patience import (
+    PATIENCE_PROMPT,
+    CallerPatience,
+    PatienceDecision,
+    RepairLoopPatience,
+)
+from voice_audit.harness.caller.policy import CallerPolicy, Decision, Say
+from voice_audit.harness.caller.readers import Readers
+from voice_audit.harness.model.campaign import Interruptions, Patience
+from voice_audit.harness.runtime.calllog import CallFailed, CallLog
+from voice_audit.harness.runtime.voice import CallerVoice, Spoken
+from voice_audit.scenarios.safety import REPAIR_LOOP_REASON
 
 
 @dataclass

@@ -19,34 +19,48 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.adapter import AgentAdapter, AgentError, AgentSession, CalibrationOracle, CallInfo, RateLimited
-from harness.audio import AudioError, SpeechRecognizer, SpeechSynthesizer, TelephoneChannel
-from harness.caller.policy import CallerPolicy
-from harness.caller.readers import ReaderSet
-from harness.disclosure import disclose
-from harness.model.campaign import AgentSpec, Campaign
-from harness.model.episode import BackendInfo, EpisodeHeader, EpisodeOutcome, EpisodeRecord, Exposure, Status
-from harness.model.failures import FailureKind, NonServiceFlag, non_service_flag
-from harness.model.outcome import judge_outcome
-from harness.model.secrets import Redactor
-from harness.model.usage import UsageRecord
-from harness.model.versioning import SCHEMA_VERSION
-from harness.planning import PlannedEpisode
-from harness.rundir import CALL_WAV, EVENTS_JSONL
-from harness.runtime.callid import call_id
-from harness.runtime.calllog import AgentReportedError, CallFailed, CallLog
-from harness.runtime.clock import EpisodeClock, RealClock, TurnDeadline, VirtualClock
-from harness.runtime.conversation import Conversation
-from harness.runtime.eventlog import EventLog
-from harness.runtime.ratelimit import MAX_RATE_LIMITED_ATTEMPTS, AgentGate, backoff_s
-from harness.runtime.recorder import CallRecorder
-from harness.runtime.streaming import StreamingCall
-from harness.runtime.turnbased import CALLER_GAP_MS, TurnBasedCall
-from harness.runtime.voice import CallerVoice, SpokenCache
-from harness.tools import ToolFixture
-from harness.usage import call_usage
-from personas import Catalogue, speech_params
-from scenarios import Scenario
+from voice_audit.harness.adapter import (
+    AgentAdapter,
+    AgentError,
+    AgentSession,
+    CalibrationOracle,
+    CallInfo,
+    RateLimited,
+)
+from voice_audit.harness.audio import AudioError, SpeechRecognizer, SpeechSynthesizer, TelephoneChannel
+from voice_audit.harness.caller.policy import CallerPolicy
+from voice_audit.harness.caller.readers import ReaderSet
+from voice_audit.harness.disclosure import disclose
+from voice_audit.harness.model.campaign import AgentSpec, Campaign
+from voice_audit.harness.model.episode import (
+    BackendInfo,
+    EpisodeHeader,
+    EpisodeOutcome,
+    EpisodeRecord,
+    Exposure,
+    Status,
+)
+from voice_audit.harness.model.failures import FailureKind, NonServiceFlag, non_service_flag
+from voice_audit.harness.model.outcome import judge_outcome
+from voice_audit.harness.model.secrets import Redactor
+from voice_audit.harness.model.usage import UsageRecord
+from voice_audit.harness.model.versioning import SCHEMA_VERSION
+from voice_audit.harness.planning import PlannedEpisode
+from voice_audit.harness.rundir import CALL_WAV, EVENTS_JSONL
+from voice_audit.harness.runtime.callid import call_id
+from voice_audit.harness.runtime.calllog import AgentReportedError, CallFailed, CallLog
+from voice_audit.harness.runtime.clock import EpisodeClock, RealClock, TurnDeadline, VirtualClock
+from voice_audit.harness.runtime.conversation import Conversation
+from voice_audit.harness.runtime.eventlog import EventLog
+from voice_audit.harness.runtime.ratelimit import MAX_RATE_LIMITED_ATTEMPTS, AgentGate, backoff_s
+from voice_audit.harness.runtime.recorder import CallRecorder
+from voice_audit.harness.runtime.streaming import StreamingCall
+from voice_audit.harness.runtime.turnbased import CALLER_GAP_MS, TurnBasedCall
+from voice_audit.harness.runtime.voice import CallerVoice, SpokenCache
+from voice_audit.harness.tools import ToolFixture
+from voice_audit.harness.usage import call_usage
+from voice_audit.personas import Catalogue, speech_params
+from voice_audit.scenarios import Scenario
 
 __all__ = [
     "ATTEMPTS_DIR",

@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 from typing import Any, get_args
 
-from harness.model.events import Event
-from harness.model.secrets import Redactor
-from harness.runtime.clock import EpisodeClock
-from scenarios.atomic import open_new, write_all
+from voice_audit.harness.model.events import Event
+from voice_audit.harness.model.secrets import Redactor
+from voice_audit.harness.runtime.clock import EpisodeClock
+from voice_audit.scenarios.atomic import open_new, write_all
 
 
 class EventLog:

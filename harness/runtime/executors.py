@@ -1,7 +1,7 @@
 """Where the shards of a split campaign run: local worker processes, or tasks on a Ray cluster.
 
 A campaign is split by matched pair into shards (`ShardJob`); every executor runs the same shard
-function (`harness.runtime.shard.run_shard`) against the same run folder, so a run folder looks
+function (`voice_audit.harness.runtime.shard.run_shard`) against the same run folder, so a run folder looks
 the same whichever executor wrote it. Executors only move shards and progress messages around
 (the messages are listed in shard.py).
 """
@@ -22,10 +22,10 @@ from collections.abc import Iterable
 from multiprocessing.connection import Connection
 from typing import Any, ClassVar
 
-from harness.model.events import EVENT_ADAPTER, Event
-from harness.runtime.lifeline import SharedFd, die_with_parent
-from harness.runtime.shard import Message, OnMessage, ShardJob, run_shard
-from scenarios import ConfigError, MissingBackendError
+from voice_audit.harness.model.events import EVENT_ADAPTER, Event
+from voice_audit.harness.runtime.lifeline import SharedFd, die_with_parent
+from voice_audit.harness.runtime.shard import Message, OnMessage, ShardJob, run_shard
+from voice_audit.scenarios import ConfigError, MissingBackendError
 
 EXECUTORS: tuple[str, ...] = ("local", "ray")
 # Fields that measure time rather than content: the virtual clock advances by measured agent
@@ -162,7 +162,7 @@ class LocalProcessExecutor(Executor):
         return errors
 
 
-_PRELOAD = ["harness.runtime.shard", "harness.audio"]
+_PRELOAD = ["voice_audit.harness.runtime.shard", "voice_audit.harness.audio"]
 
 
 def _start_fork_server() -> None:

@@ -15,25 +15,25 @@ from typing import Any
 
 import numpy as np
 
-from harness.adapter import CALIBRATION_ORACLE, AgentAdapter, AgentError
-from harness.audio import AudioError, SpeechRecognizer, SpeechSynthesizer
-from harness.caller.readers import ReaderSet
-from harness.endpoints import describe
-from harness.model.campaign import AgentSpec
-from harness.model.episode import BackendInfo, EpisodeRecord, RunManifest
-from harness.model.secrets import Redactor
-from harness.model.usage import UsageRecord
-from harness.planning import LoadedCampaign, PlannedEpisode
-from harness.registry import AGENT_GROUP, load_object
-from harness.rundir import RunFolderError, RunWriter, storage_error
-from harness.runtime.budget import BudgetGuard
-from harness.runtime.callid import run_salt
-from harness.runtime.episode import EpisodeContext, EpisodeRunner
-from harness.runtime.progress import Progress, RunSummary
-from harness.runtime.ratelimit import AgentGate
-from harness.runtime.voice import SpokenCache
-from harness.usage import UsageLedger
-from scenarios import ConfigError, VoiceAuditError
+from voice_audit.harness.adapter import CALIBRATION_ORACLE, AgentAdapter, AgentError
+from voice_audit.harness.audio import AudioError, SpeechRecognizer, SpeechSynthesizer
+from voice_audit.harness.caller.readers import ReaderSet
+from voice_audit.harness.endpoints import describe
+from voice_audit.harness.model.campaign import AgentSpec
+from voice_audit.harness.model.episode import BackendInfo, EpisodeRecord, RunManifest
+from voice_audit.harness.model.secrets import Redactor
+from voice_audit.harness.model.usage import UsageRecord
+from voice_audit.harness.planning import LoadedCampaign, PlannedEpisode
+from voice_audit.harness.registry import AGENT_GROUP, load_object
+from voice_audit.harness.rundir import RunFolderError, RunWriter, storage_error
+from voice_audit.harness.runtime.budget import BudgetGuard
+from voice_audit.harness.runtime.callid import run_salt
+from voice_audit.harness.runtime.episode import EpisodeContext, EpisodeRunner
+from voice_audit.harness.runtime.progress import Progress, RunSummary
+from voice_audit.harness.runtime.ratelimit import AgentGate
+from voice_audit.harness.runtime.voice import SpokenCache
+from voice_audit.harness.usage import UsageLedger
+from voice_audit.scenarios import ConfigError, VoiceAuditError
 
 DEFAULT_CACHE = Path.home() / ".cache" / "voice-audit"
 

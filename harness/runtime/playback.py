@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from harness.adapter import AudioOut
-from harness.audio import mulaw_decode
-from harness.runtime.eventlog import Stamper
-from harness.runtime.recorder import CallRecorder, to_recording_rate
+from voice_audit.harness.adapter import AudioOut
+from voice_audit.harness.audio import mulaw_decode
+from voice_audit.harness.runtime.eventlog import Stamper
+from voice_audit.harness.runtime.recorder import CallRecorder, to_recording_rate
 
 
 def decode_agent_audio(audio: AudioOut) -> np.ndarray:

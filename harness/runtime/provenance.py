@@ -15,10 +15,10 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
-from harness.model.campaign import Campaign
-from harness.model.episode import BackendInfo, RunManifest
-from harness.model.secrets import SECRET_KEY, Redactor, mask_options, mask_url, secret_values
-from harness.planning import LoadedCampaign
+from voice_audit.harness.model.campaign import Campaign
+from voice_audit.harness.model.episode import BackendInfo, RunManifest
+from voice_audit.harness.model.secrets import SECRET_KEY, Redactor, mask_options, mask_url, secret_values
+from voice_audit.harness.planning import LoadedCampaign
 
 
 def new_run_id(name: str) -> str:

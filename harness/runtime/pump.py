@@ -19,11 +19,11 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from harness.adapter import AgentSession, AudioFormat
-from harness.caller.policy import Say
-from harness.runtime.calllog import CallLog
-from harness.runtime.frameclock import FRAME_S, FrameClock
-from harness.runtime.voice import Spoken
+from voice_audit.harness.adapter import AgentSession, AudioFormat
+from voice_audit.harness.caller.policy import Say
+from voice_audit.harness.runtime.calllog import CallLog
+from voice_audit.harness.runtime.frameclock import FRAME_S, FrameClock
+from voice_audit.harness.runtime.voice import Spoken
 
 FRAME_MS = round(FRAME_S * 1000)
 

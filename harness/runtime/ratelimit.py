@@ -19,7 +19,7 @@ import heapq
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from harness.model.campaign import AgentSpec
+from voice_audit.harness.model.campaign import AgentSpec
 
 MAX_RATE_LIMITED_ATTEMPTS = 8
 """Rate-limited attempts of one call before it is given up as missing data."""

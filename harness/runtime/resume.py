@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.model.episode import RunManifest
-from harness.planning import LoadedCampaign, load_campaign
-from harness.rundir import RunFolderError, RunReader
+from voice_audit.harness.model.episode import RunManifest
+from voice_audit.harness.planning import LoadedCampaign, load_campaign
+from voice_audit.harness.rundir import RunFolderError, RunReader
 
 
 def resume_campaign_path(run_dir: Path) -> LoadedCampaign:

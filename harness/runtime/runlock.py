@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.rundir import LOCK_FILE, RunFolderError
+from voice_audit.harness.rundir import LOCK_FILE, RunFolderError
 
 DRAIN_S = 10.0
 """How long to wait for the worker processes of a dead run to go before calling the folder busy."""

@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.model.episode import EpisodeRecord
-from harness.planning import LoadedCampaign, call_order, load_campaign
-from harness.rundir import RunFolderError, RunReader
-from harness.runtime.inprocess import InProcessCalls
-from harness.runtime.progress import RunSummary
-from harness.runtime.provenance import campaign_redactor
+from voice_audit.harness.model.episode import EpisodeRecord
+from voice_audit.harness.planning import LoadedCampaign, call_order, load_campaign
+from voice_audit.harness.rundir import RunFolderError, RunReader
+from voice_audit.harness.runtime.inprocess import InProcessCalls
+from voice_audit.harness.runtime.progress import RunSummary
+from voice_audit.harness.runtime.provenance import campaign_redactor
 
 Message = tuple[Any, ...]
 OnMessage = Callable[[Message], None]

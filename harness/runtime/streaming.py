@@ -1,6 +1,6 @@
 """Real-time calls with streaming agents: a 20 ms frame pump, a receiver, and the caller loop.
 
-The pump (`harness.runtime.pump`) sends one frame every 20 ms on absolute deadlines (caller
+The pump (`voice_audit.harness.runtime.pump`) sends one frame every 20 ms on absolute deadlines (caller
 speech or silence, never a gap), so late frames do not accumulate drift. The receiver schedules
 agent audio on the playback clock and echoes marks when their audio has played. The caller waits
 for the agent's turn to end (its audio played out and then quiet for `ENDPOINT_MS`) before
@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from types import TracebackType
 from typing import Any, Self
 
-from harness.adapter import (
+from voice_audit.harness.adapter import (
     AgentError,
     AgentEvent,
     AgentSession,
@@ -29,13 +29,13 @@ from harness.adapter import (
     TextOut,
     TurnEnd,
 )
-from harness.caller.policy import Say
-from harness.model.campaign import Interruptions
-from harness.runtime.calllog import CallLog
-from harness.runtime.conversation import AgentTurn
-from harness.runtime.frameclock import FrameClock
-from harness.runtime.pump import FRAME_MS, FramePump, PumpStats, QueuedUtterance
-from harness.runtime.voice import Spoken
+from voice_audit.harness.caller.policy import Say
+from voice_audit.harness.model.campaign import Interruptions
+from voice_audit.harness.runtime.calllog import CallLog
+from voice_audit.harness.runtime.conversation import AgentTurn
+from voice_audit.harness.runtime.frameclock import FrameClock
+from voice_audit.harness.runtime.pump import FRAME_MS, FramePump, PumpStats, QueuedUtterance
+from voice_audit.harness.runtime.voice import Spoken
 
 __all__ = ["ENDPOINT_MS", "FRAME_MS", "PumpStats", "StreamingCall"]
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from harness.adapter import (
+from voice_audit.harness.adapter import (
     AgentError,
     AgentEvent,
     AgentSession,
@@ -24,11 +24,11 @@ from harness.adapter import (
     TextOut,
     TurnEnd,
 )
-from harness.caller.policy import Say
-from harness.runtime.calllog import CallFailed, CallLog
-from harness.runtime.clock import TurnDeadline
-from harness.runtime.conversation import AgentTurn
-from harness.runtime.voice import Spoken
+from voice_audit.harness.caller.policy import Say
+from voice_audit.harness.runtime.calllog import CallFailed, CallLog
+from voice_audit.harness.runtime.clock import TurnDeadline
+from voice_audit.harness.runtime.conversation import AgentTurn
+from voice_audit.harness.runtime.voice import Spoken
 
 CALLER_GAP_MS = 300
 """Accelerated pacing: the caller's reaction time before answering, the same for every condition."""

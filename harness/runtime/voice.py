@@ -10,13 +10,13 @@ from typing import Any
 
 import numpy as np
 
-from harness.adapter import AudioFormat
-from harness.audio import SpeechSynthesizer, TelephoneChannel, mulaw_encode, resample
-from harness.audio.channel import TELEPHONE_RATE
-from harness.caller.policy import Say
-from harness.caller.vocabulary import clearer_speech, part_key, render_key, said_key
-from harness.runtime.recorder import RECORDING_RATE, to_recording_rate
-from personas import CallerCondition, Catalogue, SpeechParams, Utterance, render_utterance
+from voice_audit.harness.adapter import AudioFormat
+from voice_audit.harness.audio import SpeechSynthesizer, TelephoneChannel, mulaw_encode, resample
+from voice_audit.harness.audio.channel import TELEPHONE_RATE
+from voice_audit.harness.caller.policy import Say
+from voice_audit.harness.caller.vocabulary import clearer_speech, part_key, render_key, said_key
+from voice_audit.harness.runtime.recorder import RECORDING_RATE, to_recording_rate
+from voice_audit.personas import CallerCondition, Catalogue, SpeechParams, Utterance, render_utterance
 
 
 @dataclass(frozen=True)

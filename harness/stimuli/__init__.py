@@ -5,6 +5,6 @@ rendered as the agent would receive it and read by a reference recogniser, befor
 line can be heard; `refusal` turns failing cells into the one-line errors `voice-audit run` stops on.
 """
 
-from harness.stimuli.pilot import PilotResult, refusal, run_pilot, write_pilot
+from voice_audit.harness.stimuli.pilot import PilotResult, refusal, run_pilot, write_pilot
 
 __all__ = ["PilotResult", "refusal", "run_pilot", "write_pilot"]

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from harness.audio.dsp import loudness, to_float
-from harness.audio.errors import InvalidAudioError
+from voice_audit.harness.audio.dsp import loudness, to_float
+from voice_audit.harness.audio.errors import InvalidAudioError
 
 FRAME_S = 0.02
 SPEECH_ABOVE_FLOOR_DB = 15.0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from html import escape
 
-from harness.model.stimulus import CellScreen, ConditionStats, StimulusReport
+from voice_audit.harness.model.stimulus import CellScreen, ConditionStats, StimulusReport
 
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2rem;max-width:72rem;color:#1b1b1b}

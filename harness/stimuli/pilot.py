@@ -23,12 +23,12 @@ from typing import Any
 import numpy as np
 import soundfile as sf
 
-from harness.audio import SpeechRecognizer, SpeechSynthesizer, TelephoneChannel
-from harness.audio.dsp import pcm_sha256
-from harness.audio.wer import normalise_words, word_errors
-from harness.caller.lines import VoiceLine, campaign_lines
-from harness.model.campaign import BackendSpec
-from harness.model.stimulus import (
+from voice_audit.harness.audio import SpeechRecognizer, SpeechSynthesizer, TelephoneChannel
+from voice_audit.harness.audio.dsp import pcm_sha256
+from voice_audit.harness.audio.wer import normalise_words, word_errors
+from voice_audit.harness.caller.lines import VoiceLine, campaign_lines
+from voice_audit.harness.model.campaign import BackendSpec
+from voice_audit.harness.model.stimulus import (
     STIMULI_FILE,
     CellScreen,
     ConditionStats,
@@ -38,15 +38,15 @@ from harness.model.stimulus import (
     screen,
     worse_ratio,
 )
-from harness.planning import LoadedCampaign
-from harness.rundir import atomic_write_bytes
-from harness.runtime.recorder import RECORDING_RATE, to_recording_rate
-from harness.stimuli.measures import measure
-from harness.stimuli.page import render_page
-from harness.stimuli.stats import gap_interval, pooled, wer_interval
-from personas import CallerCondition, MatchedPair
-from scenarios import ConfigError
-from scenarios.base import canonical_json
+from voice_audit.harness.planning import LoadedCampaign
+from voice_audit.harness.rundir import atomic_write_bytes
+from voice_audit.harness.runtime.recorder import RECORDING_RATE, to_recording_rate
+from voice_audit.harness.stimuli.measures import measure
+from voice_audit.harness.stimuli.page import render_page
+from voice_audit.harness.stimuli.stats import gap_interval, pooled, wer_interval
+from voice_audit.personas import CallerCondition, MatchedPair
+from voice_audit.scenarios import ConfigError
+from voice_audit.scenarios.base import canonical_json
 
 DEFAULT_CACHE = Path.home() / ".cache" / "voice-audit"
 AUDIO_DIR = "audio"

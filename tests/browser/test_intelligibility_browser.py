@@ -7,13 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from analysis.pipeline import analyze
-from analysis.plan import load_plan
-from analysis.rating.server import RatingServer
-from analysis.rating.session import RatingSession
-from analysis.rating.store import read_labels
-from analysis.rating.tasks import build_task, rater_order
-from harness.rundir import RunReader
+from voice_audit.analysis.pipeline import analyze
+from voice_audit.analysis.plan import load_plan
+from voice_audit.analysis.rating.server import RatingServer
+from voice_audit.analysis.rating.session import RatingSession
+from voice_audit.analysis.rating.store import read_labels
+from voice_audit.analysis.rating.tasks import build_task, rater_order
+from voice_audit.harness.rundir import RunReader
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 PLAYING = "() => { const a = document.getElementById('audio'); return !a.paused && a.currentTime > 0.2; }"

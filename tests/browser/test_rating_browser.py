@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from analysis.rating.server import RatingServer
-from analysis.rating.session import RatingSession
-from analysis.rating.store import read_labels
-from analysis.rating.tasks import TaskKind, build_task, rater_order
+from voice_audit.analysis.rating.server import RatingServer
+from voice_audit.analysis.rating.session import RatingSession
+from voice_audit.analysis.rating.store import read_labels
+from voice_audit.analysis.rating.tasks import TaskKind, build_task, rater_order
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 PLAYING = "() => { const a = document.getElementById('audio'); return !a.paused && a.currentTime > 0.2; }"

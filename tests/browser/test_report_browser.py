@@ -7,7 +7,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from analysis.report import build_report, write_report
+from voice_audit.analysis.report import build_report, write_report
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 

@@ -6,10 +6,10 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.metrics.extract import extract_metrics
-from analysis.metrics.table import EventTable, from_events
-from harness.model.events import Event, parse_event
-from scenarios import ScenarioLibrary
+from voice_audit.analysis.metrics.extract import extract_metrics
+from voice_audit.analysis.metrics.table import EventTable, from_events
+from voice_audit.harness.model.events import Event, parse_event
+from voice_audit.scenarios import ScenarioLibrary
 
 SCENARIO = "refund_duplicate_charge"
 SCENARIOS = {sid: sc for sid, (_, sc) in ScenarioLibrary().load_all().items()}

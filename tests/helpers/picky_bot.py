@@ -73,8 +73,8 @@ async def run_against_picky_bot(out: Path, *, replicates: int = 1, extra: str = 
     """One real-time campaign (a male_adult vs female_adult pair per replicate) against the bot."""
     import uvicorn
 
-    from harness.planning import load_campaign
-    from harness.runtime import CampaignRunner
+    from voice_audit.harness.planning import load_campaign
+    from voice_audit.harness.runtime import CampaignRunner
 
     os.environ.setdefault("TWILIO_ACCOUNT_SID", "AC" + "0" * 32)
     os.environ.setdefault("TWILIO_AUTH_TOKEN", "dummy-token")

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.adapter import (
+from voice_audit.harness.adapter import (
     CALLER_ACT,
     HUMAN_REQUEST_ACT,
     AgentAdapter,
@@ -28,10 +28,10 @@ from harness.adapter import (
     ToolCallOut,
     TurnEnd,
 )
-from harness.audio import SpeechRecognizer, SpeechSynthesizer, resample
-from harness.caller.policy import CallerPolicy
-from personas import CallerCondition, load_catalogue, render_utterance, speech_params
-from scenarios import BUNDLED_LIBRARY, Scenario, load_scenario_file
+from voice_audit.harness.audio import SpeechRecognizer, SpeechSynthesizer, resample
+from voice_audit.harness.caller.policy import CallerPolicy
+from voice_audit.personas import CallerCondition, load_catalogue, render_utterance, speech_params
+from voice_audit.scenarios import BUNDLED_LIBRARY, Scenario, load_scenario_file
 
 CATALOGUE = load_catalogue()
 
@@ -89,7 +89,7 @@ async def run_call(
     max_turns: int = 24,
 ) -> CallLog:
     """One whole call. `oracle`, when given, is filled as the calibration harness would fill it."""
-    from agents.reference import utterance_key
+    from voice_audit.agents.reference import utterance_key
 
     log = CallLog()
     policy = CallerPolicy(scen)

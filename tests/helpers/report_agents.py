@@ -11,9 +11,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from agents.testing import ScriptedAgent, _ScriptedSession, tone
-from harness.adapter import AgentEvent, AudioOut, CallInfo, TextOut, ToolCallOut, ToolResultOut, TurnEnd
-from harness.model.campaign import AgentSpec
+from voice_audit.agents.testing import ScriptedAgent, _ScriptedSession, tone
+from voice_audit.harness.adapter import (
+    AgentEvent,
+    AudioOut,
+    CallInfo,
+    TextOut,
+    ToolCallOut,
+    ToolResultOut,
+    TurnEnd,
+)
+from voice_audit.harness.model.campaign import AgentSpec
 
 LINES = (
     "Thank you for calling. How can I help you today?",

@@ -20,7 +20,7 @@ from types import ModuleType
 
 import pytest
 
-from analysis.report import Built, build_report, write_report
+from voice_audit.analysis.report import Built, build_report, write_report
 
 HERE = Path(__file__).resolve().parent
 SECRET_URL_KEY = "PLANTED-URL-KEY-7f3a"
@@ -115,7 +115,7 @@ def analysed_run() -> Path:
             timeout=300,
             env=env,
         )
-    from analysis.pipeline import analyze
+    from voice_audit.analysis.pipeline import analyze
 
     run = parent / "rep"
     analyze(run, audio=False)

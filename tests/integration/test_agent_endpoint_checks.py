@@ -10,16 +10,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-from harness.endpoints import unreachable_agents, url_problem
-from harness.model.campaign import AgentSpec
-from harness.rundir import RunReader
+from voice_audit.harness.endpoints import unreachable_agents, url_problem
+from voice_audit.harness.model.campaign import AgentSpec
+from voice_audit.harness.rundir import RunReader
 
 CAMPAIGN = """\
 name: reach
 seed: 3
 scenarios: [refund_duplicate_charge]
 agents:
-  - {{name: s, adapter: "agents.testing:scripted"}}
+  - {{name: s, adapter: "voice_audit.agents.testing:scripted"}}
   - {{name: h, adapter: http, url: "{url}"}}
 pairs:
   - contrast: [accent]
@@ -47,7 +47,7 @@ def _run(tmp_path: Path, url: str, *extra: str) -> subprocess.CompletedProcess[s
     cmd = [
         sys.executable,
         "-m",
-        "harness.cli",
+        "voice_audit.harness.cli",
         "run",
         str(cfile),
         "--out",
@@ -97,7 +97,7 @@ def test_probe_tells_a_listening_port_from_a_closed_one() -> None:
         agents = [
             AgentSpec(name="up", adapter="ws", url=f"ws://127.0.0.1:{open_port}/stream"),
             AgentSpec(name="down", adapter="ws", url=f"ws://127.0.0.1:{closed}/stream"),
-            AgentSpec(name="local", adapter="agents.testing:scripted"),
+            AgentSpec(name="local", adapter="voice_audit.agents.testing:scripted"),
         ]
         async with server:
             return await unreachable_agents(agents)
@@ -120,10 +120,10 @@ name: bad
 seed: 3
 scenarios: [refund_duplicate_charge]
 agents:
-  - {name: typo, adapter: "agents.testing:scriptd"}
-  - {name: gone, adapter: "agents.nosuchmodule:factory"}
+  - {name: typo, adapter: "voice_audit.agents.testing:scriptd"}
+  - {name: gone, adapter: "voice_audit.agents.nosuchmodule:factory"}
   - {name: form, adapter: http, url: "htp:/127.0.0.1:8080"}
-  - {name: fine, adapter: "agents.testing:scripted"}
+  - {name: fine, adapter: "voice_audit.agents.testing:scripted"}
 pairs:
   - contrast: [accent]
     base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}
@@ -136,7 +136,7 @@ replicates: 1
 
 def _plan(cfile: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "harness.cli", "plan", str(cfile), *extra],
+        [sys.executable, "-m", "voice_audit.harness.cli", "plan", str(cfile), *extra],
         capture_output=True,
         text=True,
         timeout=120,
@@ -153,7 +153,11 @@ def test_plan_names_every_bad_adapter_and_url_once(tmp_path: Path) -> None:
     assert (
         f"{cfile}:5:" in lines[0] and "agent 'typo'" in lines[0] and "has no attribute 'scriptd'" in lines[0]
     )
-    assert f"{cfile}:6:" in lines[1] and "agent 'gone'" in lines[1] and "agents.nosuchmodule" in lines[1]
+    assert (
+        f"{cfile}:6:" in lines[1]
+        and "agent 'gone'" in lines[1]
+        and "voice_audit.agents.nosuchmodule" in lines[1]
+    )
     assert f"{cfile}:7:" in lines[2] and "agent 'form'" in lines[2] and "scheme 'htp'" in lines[2]
     assert "Traceback" not in res.stderr and not res.stdout
 

@@ -8,19 +8,19 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.outputs import OUTPUTS
-from analysis.pipeline import analyze
-from harness.planning import load_campaign
-from harness.runtime import CampaignRunner
+from voice_audit.analysis.outputs import OUTPUTS
+from voice_audit.analysis.pipeline import analyze
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.runtime import CampaignRunner
 
 CAMPAIGN = """\
 name: analysis-it
 seed: 7
 scenarios: [refund_duplicate_charge]
 agents:
-  - {name: scripted, adapter: "agents.testing:scripted"}
+  - {name: scripted, adapter: "voice_audit.agents.testing:scripted"}
   - name: leaky
-    adapter: "agents.testing:scripted"
+    adapter: "voice_audit.agents.testing:scripted"
     options:
       lines:
         - "Hello Jordan Avery Lee, how can I help you today?"

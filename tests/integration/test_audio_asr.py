@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.audio import InvalidAudioError, SpeechRecognizer, create_asr, create_tts, wer
-from harness.audio.channel import TelephoneChannel
-from personas import SpeechParams
+from voice_audit.harness.audio import InvalidAudioError, SpeechRecognizer, create_asr, create_tts, wer
+from voice_audit.harness.audio.channel import TelephoneChannel
+from voice_audit.personas import SpeechParams
 
 SENTENCE = (
     "I was charged twice for my subscription, twenty four ninety nine, and I would like a refund please."
@@ -77,7 +77,7 @@ async def test_recognizer_caches_by_audio_hash(whisper_asr, native) -> None:  # 
 
 
 def test_pocketsphinx_transcribes_and_spots_keywords(tts) -> None:  # type: ignore[no-untyped-def]
-    from harness.audio.asr_pocketsphinx import KeywordSpotter
+    from voice_audit.harness.audio.asr_pocketsphinx import KeywordSpotter
 
     s = tts.synthesize("My name is John and my password is blue.", None, SpeechParams(voice="en-us"))
     t = create_asr("pocketsphinx").transcribe(s.pcm, s.sample_rate)
@@ -116,7 +116,7 @@ def test_openai_whisper_loads_and_decodes_a_local_random_checkpoint(tmp_path: Pa
     assert t.backend == "whisper" and t.model == "tiny-random.pt"
     assert t.confidence is not None and 0.0 <= t.confidence <= 1.0
     assert asr.decode_options(2.0)["sample_len"] == 32  # type: ignore[attr-defined]
-    from harness.audio import BackendLoadError
+    from voice_audit.harness.audio import BackendLoadError
 
     with pytest.raises(BackendLoadError, match="no checkpoint"):
         create_asr("whisper", model=str(tmp_path / "missing.pt"))

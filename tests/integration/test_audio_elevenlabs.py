@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from aiohttp import web
 
-from harness.audio import SpeechSynthesizer, SynthesisError, UnknownVoiceError, create_tts
-from personas import SpeechParams
+from voice_audit.harness.audio import SpeechSynthesizer, SynthesisError, UnknownVoiceError, create_tts
+from voice_audit.personas import SpeechParams
 
 elevenlabs = pytest.importorskip("elevenlabs", reason="the official SDK comes with the dev extra")
 
@@ -177,7 +177,7 @@ async def test_a_wrong_or_missing_key_is_one_line_naming_the_variable(
 
 
 def test_options_that_would_leak_or_mislead_are_refused() -> None:
-    from harness.audio.errors import BackendLoadError
+    from voice_audit.harness.audio.errors import BackendLoadError
 
     with pytest.raises(BackendLoadError, match="NAME of an environment variable"):
         create_tts("elevenlabs", voices=VOICES, api_key_env="sk-abc-123")

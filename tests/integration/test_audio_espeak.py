@@ -8,10 +8,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.acoustics import praat_f0, timing
-from harness.audio import EmptyTextError, SpeechSynthesizer, SynthesisError, UnknownVoiceError, create_tts
-from harness.audio.dsp import normalise, rms_dbfs
-from personas import SpeechParams
+from voice_audit.analysis.acoustics import praat_f0, timing
+from voice_audit.harness.audio import (
+    EmptyTextError,
+    SpeechSynthesizer,
+    SynthesisError,
+    UnknownVoiceError,
+    create_tts,
+)
+from voice_audit.harness.audio.dsp import normalise, rms_dbfs
+from voice_audit.personas import SpeechParams
 
 TEXT = "I would like to check the balance on my account, please."
 
@@ -113,7 +119,7 @@ async def test_engine_crash_is_an_error_not_a_dead_parent(
         textwrap.dedent(
             """
             import os
-            from harness.audio.espeak import EspeakBackend
+            from voice_audit.harness.audio.espeak import EspeakBackend
 
             class CrashOnBoom(EspeakBackend):
                 def synthesize(self, text, ssml, params):

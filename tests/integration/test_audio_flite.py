@@ -10,10 +10,10 @@ import shutil
 import numpy as np
 import pytest
 
-from analysis.acoustics import praat_f0
-from harness.audio import SpeechSynthesizer, UnknownVoiceError, create_tts
-from harness.audio.flite_tts import FLITE_VOICES
-from personas import SpeechParams
+from voice_audit.analysis.acoustics import praat_f0
+from voice_audit.harness.audio import SpeechSynthesizer, UnknownVoiceError, create_tts
+from voice_audit.harness.audio.flite_tts import FLITE_VOICES
+from voice_audit.personas import SpeechParams
 
 pytestmark = pytest.mark.skipif(
     shutil.which("flite") is None, reason="flite is not installed (make system-deps installs it)"

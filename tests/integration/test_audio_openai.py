@@ -11,7 +11,7 @@ import pytest
 import soundfile
 from aiohttp import web
 
-from harness.audio import (
+from voice_audit.harness.audio import (
     SpeechRecognizer,
     SpeechSynthesizer,
     SynthesisError,
@@ -19,7 +19,7 @@ from harness.audio import (
     create_asr,
     create_tts,
 )
-from personas import SpeechParams
+from voice_audit.personas import SpeechParams
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ pytestmark = pytest.mark.serial  # worker exit within a wall-clock deadline is a
 
 CHILD = """
 import asyncio
-from harness.audio import SpeechSynthesizer
-from personas import SpeechParams
+from voice_audit.harness.audio import SpeechSynthesizer
+from voice_audit.personas import SpeechParams
 
 async def main():
     s = SpeechSynthesizer("espeak", pool_size=2)

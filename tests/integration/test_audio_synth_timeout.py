@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.audio import SpeechSynthesizer, SynthesisError
-from harness.audio.synth import SynthesisTimeout, SynthesisTimeoutError
-from personas import SpeechParams
+from voice_audit.harness.audio import SpeechSynthesizer, SynthesisError
+from voice_audit.harness.audio.synth import SynthesisTimeout, SynthesisTimeoutError
+from voice_audit.personas import SpeechParams
 
 HANGING_TTS = """
 import time
-from harness.audio.espeak import EspeakBackend
+from voice_audit.harness.audio.espeak import EspeakBackend
 
 class HangOnMagic(EspeakBackend):
     def synthesize(self, text, ssml, params):

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import yaml
 
-from harness.estimate import estimate_campaign
-from harness.planning import load_campaign
-from harness.rundir import RunReader
-from harness.runtime import CampaignRunner
+from voice_audit.harness.estimate import estimate_campaign
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runtime import CampaignRunner
 
 ROOT = Path(__file__).parents[2]
 

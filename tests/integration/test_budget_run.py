@@ -11,14 +11,14 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from harness.model.usage import AGENT_USAGE, USAGE_JSONL, read_usage
-from harness.planning import load_campaign
+from voice_audit.harness.model.usage import AGENT_USAGE, USAGE_JSONL, read_usage
+from voice_audit.harness.planning import load_campaign
 
 CAMPAIGN = """\
 name: budgeted
 seed: 5
 scenarios: [refund_duplicate_charge]
-agents: [{{name: s, adapter: "agents.testing:scripted", options: {{audio_ms: 300, think_ms: 60}}}}]
+agents: [{{name: s, adapter: "voice_audit.agents.testing:scripted", options: {{audio_ms: 300, think_ms: 60}}}}]
 pairs:
   - contrast: [accent]
     base: {{voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}}
@@ -39,7 +39,11 @@ budget: {{max_calls: {max_calls}}}
 def _cli(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HOME": str(home)}  # a private TTS cache
     return subprocess.run(
-        [sys.executable, "-m", "harness.cli", *args], capture_output=True, text=True, env=env, timeout=600
+        [sys.executable, "-m", "voice_audit.harness.cli", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
     )
 
 

@@ -1,6 +1,6 @@
 """Calibration of the whole pipeline at CI size: real campaigns through the harness with the
 calibration-aware scripted agent, one real analysis each, replicate analyses resampled from the
-pair tables (see `analysis.pipeline_calibration` for how; benchmarks/calibration_pipeline.py
+pair tables (see `voice_audit.analysis.pipeline_calibration` for how; benchmarks/calibration_pipeline.py
 is the full-size version through the hybrid reference agent).
 
 * A/A (`contrast: []`): both sides say a "Sorry, could you repeat that?" with probability 0.4,
@@ -30,11 +30,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import pipeline_calibration as pc
-from analysis.pipeline import AnalysisResult, analyze
-from harness.planning import load_campaign
-from harness.rundir import CALL_ID_SALT
-from harness.runtime import CampaignRunner
+from voice_audit.analysis import pipeline_calibration as pc
+from voice_audit.analysis.pipeline import AnalysisResult, analyze
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import CALL_ID_SALT
+from voice_audit.harness.runtime import CampaignRunner
 
 REPLICATES = 300
 AA_REPLICATES = 900
@@ -47,7 +47,7 @@ batch: ci-aa
 scenarios: [refund_duplicate_charge]
 agents:
   - name: scripted-aa
-    adapter: "agents.testing:scripted"
+    adapter: "voice_audit.agents.testing:scripted"
     options: {calibration_oracle: true, noise: {repair_p: 0.4}, audio_ms: 100}
 pairs:
   - contrast: []
@@ -64,10 +64,10 @@ batch: ci-planted
 scenarios: [refund_duplicate_charge]
 agents:
   - name: planted-p1
-    adapter: "agents.testing:scripted"
+    adapter: "voice_audit.agents.testing:scripted"
     options: {{calibration_oracle: true, noise: {{repair_p: 0.4}}, audio_ms: 100, planted: {TARGET}, p: 1.0}}}}
   - name: planted-p05
-    adapter: "agents.testing:scripted"
+    adapter: "voice_audit.agents.testing:scripted"
     options: {{calibration_oracle: true, noise: {{repair_p: 0.4}}, audio_ms: 100, planted: {TARGET}, p: 0.5}}}}
 pairs:
   - contrast: [voice_profile]

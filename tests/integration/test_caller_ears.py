@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis.pipeline import analyze
-from harness.audio.wer import normalise_words, wer
-from harness.rundir import RunReader
+from voice_audit.analysis.pipeline import analyze
+from voice_audit.harness.audio.wer import normalise_words, wer
+from voice_audit.harness.rundir import RunReader
 
 pytest.importorskip("pocketsphinx")
 pytestmark = pytest.mark.slow
@@ -21,7 +21,7 @@ CAMPAIGN = """\
 name: caller_ears
 seed: 2
 scenarios: [refund_duplicate_charge]
-agents: [{{name: spoken_ref, adapter: "agents.testing:scripted", options: {{speak: true}}}}]
+agents: [{{name: spoken_ref, adapter: "voice_audit.agents.testing:scripted", options: {{speak: true}}}}]
 pairs:
   - contrast: [accent]
     base: {{voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}}

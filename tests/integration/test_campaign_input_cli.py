@@ -13,7 +13,7 @@ def test_cli_bad_input_exits_nonzero_and_writes_nothing(tmp_path: Path) -> None:
     path = write(tmp_path, GOOD.replace("l2_spanish", "klingon"))
     out = tmp_path / "runs"
     res = subprocess.run(
-        [sys.executable, "-m", "harness.cli", "run", str(path), "--out", str(out)],
+        [sys.executable, "-m", "voice_audit.harness.cli", "run", str(path), "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=120,

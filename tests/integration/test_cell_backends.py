@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 import soundfile
 
-from harness.audio.espeak import EspeakBackend
-from harness.caller.lines import planned_lines
-from harness.planning import load_campaign
-from harness.rundir import EPISODES_DIR, EPISODES_JSONL, EVENTS_JSONL
-from harness.runtime import CampaignRunner
-from scenarios import ConfigError
+from voice_audit.harness.audio.espeak import EspeakBackend
+from voice_audit.harness.caller.lines import planned_lines
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import EPISODES_DIR, EPISODES_JSONL, EVENTS_JSONL
+from voice_audit.harness.runtime import CampaignRunner
+from voice_audit.scenarios import ConfigError
 
 pytestmark = pytest.mark.slow
 
@@ -124,7 +124,7 @@ def test_lines_can_be_listed_for_the_recorded_cells_only(tmp_path: Path) -> None
 
     cfile = tmp_path / "c.yaml"
     cfile.write_text(_campaign(tmp_path, SAME_BACKEND))
-    main = "import sys; from harness.cli import main; sys.argv[0] = 'voice-audit'; main()"
+    main = "import sys; from voice_audit.harness.cli import main; sys.argv[0] = 'voice-audit'; main()"
     out = tmp_path / "lines.csv"
     res = subprocess.run(
         [sys.executable, "-c", main, "personas", "lines", str(cfile), "-o", str(out), "--recorded-only"],

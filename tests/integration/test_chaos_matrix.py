@@ -18,11 +18,18 @@ from pathlib import Path
 
 import pytest
 
-from agents.reference._chaos_run import EXPECTED, NON_SERVICE, PROTOCOLS, ChaosRun, Where, run_chaos
-from harness.model.failures import NON_SERVICE_FLAGS
-from harness.rundir import EPISODES_JSONL, RunReader
+from voice_audit.agents.reference._chaos_run import (
+    EXPECTED,
+    NON_SERVICE,
+    PROTOCOLS,
+    ChaosRun,
+    Where,
+    run_chaos,
+)
+from voice_audit.harness.model.failures import NON_SERVICE_FLAGS
+from voice_audit.harness.rundir import EPISODES_JSONL, RunReader
 
-VOICE_AUDIT = [sys.executable, "-m", "harness.cli"]
+VOICE_AUDIT = [sys.executable, "-m", "voice_audit.harness.cli"]
 
 
 def _check_matrix(where: Where, run_dir: Path) -> None:

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from agents.reference._chaos_run import Where, run_chaos
-from agents.reference.chaos import pick_fault
-from harness.model.episode import EpisodeRecord
-from harness.planning import load_campaign
-from harness.rundir import CALL_WAV, EVENTS_JSONL, RunReader
-from harness.runtime.callid import call_id
-from harness.runtime.episode import ATTEMPTS_DIR, ATTEMPTS_JSONL
+from voice_audit.agents.reference._chaos_run import Where, run_chaos
+from voice_audit.agents.reference.chaos import pick_fault
+from voice_audit.harness.model.episode import EpisodeRecord
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import CALL_WAV, EVENTS_JSONL, RunReader
+from voice_audit.harness.runtime.callid import call_id
+from voice_audit.harness.runtime.episode import ATTEMPTS_DIR, ATTEMPTS_JSONL
 
 SEED, RATE, RETRIES = 11, 0.6, 2
 

@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from agents.reference.chaos import FAULTS, ChaosAgent, pick_fault
-from scenarios import ConfigError
+from voice_audit.agents.reference.chaos import FAULTS, ChaosAgent, pick_fault
+from voice_audit.scenarios import ConfigError
 
 
 def test_schedule_is_deterministic_and_seeded() -> None:

@@ -20,10 +20,10 @@ pytest.importorskip("TTS", reason="needs the coqui extra: pip install 'voice-aud
 import torch
 from TTS.utils.synthesizer import PAD_SILENCE_SAMPLES as PAD
 
-from harness.audio import BackendLoadError, SpeechSynthesizer, create_tts
-from personas import SpeechParams
-from scenarios.errors import MissingBackendError
 from tests.helpers.coqui_tiny import TinyVits, build_tiny_vits
+from voice_audit.harness.audio import BackendLoadError, SpeechSynthesizer, create_tts
+from voice_audit.personas import SpeechParams
+from voice_audit.scenarios.errors import MissingBackendError
 
 VOICE = SpeechParams(voice="en-us", variant="f2")
 ONE = "I would like to check my balance, please."

@@ -7,8 +7,8 @@ import hashlib
 
 import pytest
 
-from harness.audio import SpeechSynthesizer, create_tts
-from personas import SpeechParams
+from voice_audit.harness.audio import SpeechSynthesizer, create_tts
+from voice_audit.personas import SpeechParams
 
 LINE = "Hello, I am calling about a charge on my account."
 VOICE = SpeechParams(voice="en-us", variant="m3", pitch=40, pitch_range=45, rate_wpm=160)

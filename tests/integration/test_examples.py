@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.planning import load_campaign
-from harness.rundir import RunReader
-from harness.runtime import CampaignRunner
 from tests.fixtures.cancel_scenario import cancel_library
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runtime import CampaignRunner
 
 pytestmark = pytest.mark.slow
 
@@ -61,7 +61,7 @@ async def _run(
 
 
 def _check(run_dir: Path, protocol: str, facts_sha256: str) -> None:
-    from analysis import analyze
+    from voice_audit.analysis import analyze
 
     records = list(RunReader(run_dir).records())
     assert len(records) == 2

@@ -32,17 +32,17 @@ from google.genai import types as gt
 from websockets.asyncio.server import serve as ws_serve
 from websockets.exceptions import ConnectionClosedOK
 
-from agents.protocols import gemini_live_wire as gw
-from agents.serve import ServeConfig, start_server
-from agents.serve.gemini_live_server import gemini_live_handler
-from agents.testing import ScriptedAgent, tone
-from harness.adapter import CallInfo
-from harness.disclosure import disclose
-from harness.planning import load_campaign
-from harness.rundir import RunReader
-from harness.runtime import CampaignRunner
-from harness.tools import ToolFixture
-from scenarios import BUNDLED_LIBRARY, ScenarioLibrary, canonical_json
+from voice_audit.agents.protocols import gemini_live_wire as gw
+from voice_audit.agents.serve import ServeConfig, start_server
+from voice_audit.agents.serve.gemini_live_server import gemini_live_handler
+from voice_audit.agents.testing import ScriptedAgent, tone
+from voice_audit.harness.adapter import CallInfo
+from voice_audit.harness.disclosure import disclose
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runtime import CampaignRunner
+from voice_audit.harness.tools import ToolFixture
+from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary, canonical_json
 
 pytestmark = [
     pytest.mark.slow,
@@ -291,7 +291,7 @@ timeouts: {{turn_s: 120, call_s: 400}}
 
 
 async def _reference_run(tmp_path: Path) -> RunReader:
-    from agents.reference import CascadedAgent
+    from voice_audit.agents.reference import CascadedAgent
 
     async with start_server(CascadedAgent({}, name="cascaded"), "gemini-live") as handle:
         path = tmp_path / "c.yaml"

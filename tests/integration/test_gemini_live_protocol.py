@@ -17,8 +17,8 @@ from websockets.asyncio.server import ServerConnection
 from websockets.asyncio.server import serve as ws_serve
 from websockets.exceptions import ConnectionClosed
 
-from agents.protocols import GeminiLiveAdapter
-from harness.adapter import (
+from voice_audit.agents.protocols import GeminiLiveAdapter
+from voice_audit.harness.adapter import (
     AgentError,
     AgentEvent,
     AudioOut,
@@ -33,11 +33,11 @@ from harness.adapter import (
     TurnEnd,
     UsageOut,
 )
-from harness.model.campaign import AgentSpec
-from harness.planning import load_campaign
-from harness.rundir import RunReader
-from harness.runtime import CampaignRunner
-from scenarios import BUNDLED_LIBRARY, ScenarioLibrary
+from voice_audit.harness.model.campaign import AgentSpec
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runtime import CampaignRunner
+from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
 Script = Callable[[ServerConnection, list[gt.LiveClientMessage]], Awaitable[None]]
 

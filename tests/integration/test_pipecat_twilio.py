@@ -20,14 +20,14 @@ uvicorn = pytest.importorskip("uvicorn")
 
 from aiohttp import web  # noqa: E402
 
-from agents.protocols import twilio_adapter  # noqa: E402
-from harness.adapter import AgentEvent, AudioOut, CallInfo, HangupOut  # noqa: E402
-from harness.model.campaign import AgentSpec  # noqa: E402
-from harness.model.episode import EpisodeRecord  # noqa: E402
-from harness.planning import load_campaign  # noqa: E402
-from harness.rundir import RunReader  # noqa: E402
-from harness.runtime import CampaignRunner  # noqa: E402
-from scenarios import BUNDLED_LIBRARY, ScenarioLibrary  # noqa: E402
+from voice_audit.agents.protocols import twilio_adapter  # noqa: E402
+from voice_audit.harness.adapter import AgentEvent, AudioOut, CallInfo, HangupOut  # noqa: E402
+from voice_audit.harness.model.campaign import AgentSpec  # noqa: E402
+from voice_audit.harness.model.episode import EpisodeRecord  # noqa: E402
+from voice_audit.harness.planning import load_campaign  # noqa: E402
+from voice_audit.harness.rundir import RunReader  # noqa: E402
+from voice_audit.harness.runtime import CampaignRunner  # noqa: E402
+from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary  # noqa: E402
 
 pytestmark = pytest.mark.serial  # real-time calls; the bot's stop latency on a barge-in is measured
 

@@ -11,9 +11,9 @@ import pytest
 from aiohttp import web
 from websockets.asyncio.server import ServerConnection, serve
 
-from agents.protocols import http_adapter, realtime_adapter, twilio_adapter
-from agents.protocols.event_json import b64encode
-from harness.adapter import (
+from voice_audit.agents.protocols import http_adapter, realtime_adapter, twilio_adapter
+from voice_audit.agents.protocols.event_json import b64encode
+from voice_audit.harness.adapter import (
     AgentError,
     AgentEvent,
     AudioOut,
@@ -26,8 +26,8 @@ from harness.adapter import (
     ToolCallOut,
     TurnEnd,
 )
-from harness.model.campaign import AgentSpec
-from scenarios import BUNDLED_LIBRARY, ScenarioLibrary
+from voice_audit.harness.model.campaign import AgentSpec
+from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
 
 def _call() -> CallInfo:

@@ -17,15 +17,15 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from agents.protocols import http_adapter, realtime_adapter, twilio_adapter, ws_adapter
-from agents.serve import start_server
-from agents.testing import ScriptedAgent
-from harness.adapter import CallInfo, HangupOut, TurnEnd
-from harness.model.campaign import AgentSpec
-from harness.planning import load_campaign
-from harness.rundir import RunReader
-from harness.runtime import CampaignRunner
-from scenarios import BUNDLED_LIBRARY, ScenarioLibrary
+from voice_audit.agents.protocols import http_adapter, realtime_adapter, twilio_adapter, ws_adapter
+from voice_audit.agents.serve import start_server
+from voice_audit.agents.testing import ScriptedAgent
+from voice_audit.harness.adapter import CallInfo, HangupOut, TurnEnd
+from voice_audit.harness.model.campaign import AgentSpec
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runtime import CampaignRunner
+from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
 
 def _call() -> CallInfo:
@@ -166,7 +166,7 @@ async def _run(tmp_path: Path, protocol: str, pacing: str, options: str = "") ->
 def test_no_tool_trace_is_missing_not_zero_over_every_protocol(
     tmp_path: Path, protocol: str, pacing: str, options: str
 ) -> None:
-    from analysis import analyze
+    from voice_audit.analysis import analyze
 
     run_dir = asyncio.run(_run(tmp_path, protocol, pacing, options))
     records = list(RunReader(run_dir).records())

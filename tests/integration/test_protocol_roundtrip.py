@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from agents.protocols import http_adapter, realtime_adapter, twilio_adapter, ws_adapter
-from agents.protocols.audio import convert
-from agents.serve import ServeConfig, ToneAgent, VadConfig, start_server
-from agents.serve.demo import tone
-from harness.adapter import (
+from voice_audit.agents.protocols import http_adapter, realtime_adapter, twilio_adapter, ws_adapter
+from voice_audit.agents.protocols.audio import convert
+from voice_audit.agents.serve import ServeConfig, ToneAgent, VadConfig, start_server
+from voice_audit.agents.serve.demo import tone
+from voice_audit.harness.adapter import (
     AgentAdapter,
     AgentError,
     AgentEvent,
@@ -34,8 +34,8 @@ from harness.adapter import (
     ToolResultOut,
     TurnEnd,
 )
-from harness.model.campaign import AgentSpec
-from scenarios import BUNDLED_LIBRARY, ScenarioLibrary
+from voice_audit.harness.model.campaign import AgentSpec
+from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
 PCM16K = AudioFormat("pcm16", 16000)
 CFG = ServeConfig(

@@ -17,13 +17,13 @@ from pathlib import Path
 
 from aiohttp import web
 
-from agents.serve import ServeConfig
-from agents.serve.http_server import build_http_app
-from agents.testing import ScriptedAgent
-from harness.model.usage import USAGE_JSONL, read_usage
-from harness.planning import call_order, load_campaign
-from harness.rundir import RunReader
-from harness.runtime import CampaignRunner
+from voice_audit.agents.serve import ServeConfig
+from voice_audit.agents.serve.http_server import build_http_app
+from voice_audit.agents.testing import ScriptedAgent
+from voice_audit.harness.model.usage import USAGE_JSONL, read_usage
+from voice_audit.harness.planning import call_order, load_campaign
+from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runtime import CampaignRunner
 
 CAMPAIGN = """\
 name: limited

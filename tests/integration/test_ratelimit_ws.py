@@ -12,8 +12,8 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
-from agents.protocols._stream import open_ws
-from harness.adapter import AgentError, RateLimited
+from voice_audit.agents.protocols._stream import open_ws
+from voice_audit.harness.adapter import AgentError, RateLimited
 
 
 async def _refusing(status: HTTPStatus, headers: dict[str, str]) -> AgentError:

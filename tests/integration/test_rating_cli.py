@@ -15,7 +15,7 @@ CAMPAIGN = """\
 name: cli_rate
 seed: 3
 scenarios: [refund_duplicate_charge]
-agents: [{name: scripted_ref, adapter: "agents.testing:scripted"}]
+agents: [{name: scripted_ref, adapter: "voice_audit.agents.testing:scripted"}]
 pairs:
   - contrast: [wording]
     base: {voice_profile: female_adult, accent: us_general, affect: calm, disfluency: none}
@@ -31,7 +31,7 @@ voices: 1
 MOUNT = (
     "import faulthandler, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
     "faulthandler.register(signal.SIGUSR1, all_threads=True); "
-    "import typer; from analysis.rating import rate_cmd; app = typer.Typer(); app.command('rate')(rate_cmd); app()"
+    "import typer; from voice_audit.analysis.rating import rate_cmd; app = typer.Typer(); app.command('rate')(rate_cmd); app()"
 )
 
 

@@ -46,11 +46,11 @@ from openai.types.realtime.realtime_error import RealtimeError
 from openai.types.realtime.realtime_session_create_request import RealtimeSessionCreateRequest
 from websockets.asyncio.client import connect
 
-from agents.protocols.event_json import b64encode
-from agents.protocols.realtime import RealtimeSession, session_config
-from agents.serve import ServeConfig, VadConfig, start_server
-from agents.serve.demo import tone
-from harness.adapter import (
+from voice_audit.agents.protocols.event_json import b64encode
+from voice_audit.agents.protocols.realtime import RealtimeSession, session_config
+from voice_audit.agents.serve import ServeConfig, VadConfig, start_server
+from voice_audit.agents.serve.demo import tone
+from voice_audit.harness.adapter import (
     AgentEvent,
     AudioFormat,
     AudioOut,
@@ -64,8 +64,8 @@ from harness.adapter import (
     ToolResultOut,
     TurnEnd,
 )
-from harness.tools import ToolFixture
-from scenarios import BUNDLED_LIBRARY, ScenarioLibrary, canonical_json
+from voice_audit.harness.tools import ToolFixture
+from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary, canonical_json
 
 CFG = ServeConfig(
     greeting_timeout_s=2.0, turn_timeout_s=10.0, vad=VadConfig(hangover_ms=300), hangup_grace_s=1.0
@@ -564,7 +564,7 @@ async def test_client_parses_events_built_from_the_sdk_models() -> None:
 
 
 def test_client_events_validate_against_the_sdk() -> None:
-    from agents.protocols import realtime_wire as rw
+    from voice_audit.agents.protocols import realtime_wire as rw
 
     call = _call()
     config = session_config(
@@ -596,7 +596,7 @@ def test_client_events_validate_against_the_sdk() -> None:
 
 
 def test_beta_names_are_one_table() -> None:
-    from agents.protocols.realtime_wire import BETA_NAMES, on_wire, to_ga
+    from voice_audit.agents.protocols.realtime_wire import BETA_NAMES, on_wire, to_ga
 
     for ga, beta in BETA_NAMES.items():
         assert ga in GA_SERVER and beta in BETA_SERVER, (ga, beta)

@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 import soundfile
 
-from harness.audio.espeak import EspeakBackend
-from harness.audio.recorded import prepare
-from harness.caller.lines import MISSING_LIST, planned_lines
-from harness.planning import load_campaign
-from harness.rundir import CALL_WAV, EPISODES_DIR, EVENTS_JSONL
-from harness.runtime import CampaignRunner
-from scenarios import ConfigError
+from voice_audit.harness.audio.espeak import EspeakBackend
+from voice_audit.harness.audio.recorded import prepare
+from voice_audit.harness.caller.lines import MISSING_LIST, planned_lines
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import CALL_WAV, EPISODES_DIR, EVENTS_JSONL
+from voice_audit.harness.runtime import CampaignRunner
+from voice_audit.scenarios import ConfigError
 
 pytestmark = pytest.mark.slow
 
@@ -227,7 +227,7 @@ def test_check_command_reports_the_recordings(study: tuple[Path, Path]) -> None:
     import sys
 
     cfile, voices = study
-    main = "import sys; from harness.cli import main; sys.argv[0] = 'voice-audit'; main()"
+    main = "import sys; from voice_audit.harness.cli import main; sys.argv[0] = 'voice-audit'; main()"
     res = subprocess.run(
         [sys.executable, "-c", main, "personas", "check", str(cfile)],
         capture_output=True,

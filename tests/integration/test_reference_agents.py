@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from agents.reference import CascadedAgent, HybridAgent, LLMAgent, NativeAgent
-from agents.reference._audio import shared_recognizer, shared_synthesizer
-from harness.adapter import AudioOut, TextOut, ToolCallOut, ToolResultOut, TurnEnd
 from tests.helpers.reference_caller import condition, run_call, scenario
+from voice_audit.agents.reference import CascadedAgent, HybridAgent, LLMAgent, NativeAgent
+from voice_audit.agents.reference._audio import shared_recognizer, shared_synthesizer
+from voice_audit.harness.adapter import AudioOut, TextOut, ToolCallOut, ToolResultOut, TurnEnd
 
 pytestmark = pytest.mark.slow
 REFUND = scenario("refund_duplicate_charge")

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis.pipeline import analyze
-from analysis.release import check_run, compare_runs, load_policy, write_comparison
-from harness.planning import load_campaign
-from harness.runtime import CampaignRunner
+from voice_audit.analysis.pipeline import analyze
+from voice_audit.analysis.release import check_run, compare_runs, load_policy, write_comparison
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.runtime import CampaignRunner
 
 pytestmark = pytest.mark.slow
 

@@ -9,16 +9,16 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from harness.model import check_monotonic
-from harness.planning import load_campaign
-from harness.rundir import RunReader
-from harness.runtime import CampaignRunner
+from voice_audit.harness.model import check_monotonic
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runtime import CampaignRunner
 
 CAMPAIGN = """\
 name: rt
 seed: 5
 scenarios: [refund_duplicate_charge]
-agents: [{name: s, adapter: "agents.testing:scripted"}]
+agents: [{name: s, adapter: "voice_audit.agents.testing:scripted"}]
 pairs:
   - contrast: [accent]
     base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}

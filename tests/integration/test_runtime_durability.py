@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.planning import load_campaign
-from harness.rundir import RunReader
-from harness.runtime.runlock import RunLock
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runtime.runlock import RunLock
 
 pytestmark = pytest.mark.serial  # kills a run mid-call and asserts cleanup within wall-clock deadlines
 
@@ -30,7 +30,7 @@ CAMPAIGN = """\
 name: kill
 seed: 9
 scenarios: [refund_duplicate_charge]
-agents: [{name: s, adapter: "agents.testing:scripted", options: {audio_ms: 300, think_ms: 60}}]
+agents: [{name: s, adapter: "voice_audit.agents.testing:scripted", options: {audio_ms: 300, think_ms: 60}}]
 pairs:
   - contrast: [accent]
     base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}
@@ -73,7 +73,7 @@ def _wait_then_kill(proc: subprocess.Popen[bytes], run_dir: Path, rng: random.Ra
 
 
 def _cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "harness.cli", "run", *args, "--quiet", "--no-stimulus-check"]
+    return [sys.executable, "-m", "voice_audit.harness.cli", "run", *args, "--quiet", "--no-stimulus-check"]
 
 
 def test_kill9_at_random_points_then_resume(tmp_path: Path) -> None:

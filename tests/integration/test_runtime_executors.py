@@ -16,24 +16,24 @@ from typing import Any
 
 import pytest
 
-from harness.planning import LoadedCampaign, load_campaign
-from harness.rundir import RunReader
-from harness.runtime import CampaignRunner, RunSummary
-from harness.runtime.executors import (
+from voice_audit.harness.planning import LoadedCampaign, load_campaign
+from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runtime import CampaignRunner, RunSummary
+from voice_audit.harness.runtime.executors import (
     Executor,
     RayExecutor,
     _import_ray,
     events_content_sha256,
     make_executor,
 )
-from harness.runtime.shard import ShardJob
-from scenarios import ConfigError, MissingBackendError
+from voice_audit.harness.runtime.shard import ShardJob
+from voice_audit.scenarios import ConfigError, MissingBackendError
 
 CAMPAIGN = """\
 name: rx
 seed: 11
 scenarios: [refund_duplicate_charge]
-agents: [{name: s, adapter: "agents.testing:scripted"}]
+agents: [{name: s, adapter: "voice_audit.agents.testing:scripted"}]
 pairs:
   - contrast: [accent]
     base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from agents.serve import start_server
-from agents.testing import ScriptedAgent
-from harness.planning import load_campaign
-from harness.rundir import RunReader
-from harness.runtime import CampaignRunner
+from voice_audit.agents.serve import start_server
+from voice_audit.agents.testing import ScriptedAgent
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runtime import CampaignRunner
 
 pytestmark = pytest.mark.serial  # real-time calls; stop latency and overlap of a barge-in are measured
 

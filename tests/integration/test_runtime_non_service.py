@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-from analysis.pipeline import AnalysisResult, analyze
-from harness.model.episode import EpisodeRecord
-from harness.model.events import Event
-from harness.planning import load_campaign
-from harness.rundir import RunReader
-from harness.runtime import CampaignRunner
+from voice_audit.analysis.pipeline import AnalysisResult, analyze
+from voice_audit.harness.model.episode import EpisodeRecord
+from voice_audit.harness.model.events import Event
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runtime import CampaignRunner
 
 TARGET = "{axis: voice_profile, levels: [female_older]}"
 FLAG = {"silent": "agent_unresponsive", "hang_up": "agent_hung_up", "disconnect": "agent_disconnected"}
@@ -32,7 +32,7 @@ FLAG = {"silent": "agent_unresponsive", "hang_up": "agent_hung_up", "disconnect"
 
 def _scripted(name: str, mode: str | None) -> str:
     knob = f", service_failure: {{target: {TARGET}, mode: {mode}}}" if mode else ""
-    return f'  - {{name: {name}, adapter: "agents.testing:scripted", options: {{calibration_oracle: true, audio_ms: 100{knob}}}}}\n'
+    return f'  - {{name: {name}, adapter: "voice_audit.agents.testing:scripted", options: {{calibration_oracle: true, audio_ms: 100{knob}}}}}\n'
 
 
 def _campaign(name: str, agents: str, extra: str) -> str:

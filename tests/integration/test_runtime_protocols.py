@@ -15,15 +15,15 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from agents.serve import ServeConfig, start_server
-from agents.testing import ScriptedAgent
-from harness.adapter import CallInfo
-from harness.disclosure import disclose
-from harness.model import check_monotonic
-from harness.planning import load_campaign
-from harness.rundir import RunReader
-from harness.runtime import CampaignRunner
-from scenarios import BUNDLED_LIBRARY, ScenarioLibrary
+from voice_audit.agents.serve import ServeConfig, start_server
+from voice_audit.agents.testing import ScriptedAgent
+from voice_audit.harness.adapter import CallInfo
+from voice_audit.harness.disclosure import disclose
+from voice_audit.harness.model import check_monotonic
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runtime import CampaignRunner
+from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
 CAMPAIGN = """\
 name: proto

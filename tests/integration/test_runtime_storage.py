@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from harness import rundir
-from harness.planning import load_campaign
-from harness.rundir import RunFolderError, RunReader
-from harness.runtime import CampaignRunner
+from voice_audit.harness import rundir
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import RunFolderError, RunReader
+from voice_audit.harness.runtime import CampaignRunner
 
 CAMPAIGN = """\
 name: disk
 seed: 4
 scenarios: [refund_duplicate_charge]
-agents: [{name: s, adapter: "agents.testing:scripted", options: {audio_ms: 100}}]
+agents: [{name: s, adapter: "voice_audit.agents.testing:scripted", options: {audio_ms: 100}}]
 pairs:
   - contrast: [accent]
     base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.planning import load_campaign
-from harness.rundir import RunReader
-from harness.runtime import CampaignRunner
 from tests.fixtures.cancel_scenario import cancel_library
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runtime import CampaignRunner
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +35,7 @@ timeouts: {{turn_s: 60, call_s: 300}}
 
 
 def test_hybrid_agent_realises_the_scenario_defined_outcome(tmp_path: Path) -> None:
-    from analysis import analyze
+    from voice_audit.analysis import analyze
 
     lib = cancel_library(tmp_path / "lib")
     cfile = tmp_path / "c.yaml"

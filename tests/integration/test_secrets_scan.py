@@ -29,14 +29,14 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
-from agents.reference.chaos import ChaosAgent
-from agents.serve import ServeConfig, ToneAgent
-from agents.serve.http_server import build_http_app
-from agents.serve.realtime_server import realtime_handler
-from harness.model.campaign import AgentSpec
-from harness.planning import load_campaign
-from harness.rundir import RunReader
-from harness.runtime import CampaignRunner
+from voice_audit.agents.reference.chaos import ChaosAgent
+from voice_audit.agents.serve import ServeConfig, ToneAgent
+from voice_audit.agents.serve.http_server import build_http_app
+from voice_audit.agents.serve.realtime_server import realtime_handler
+from voice_audit.harness.model.campaign import AgentSpec
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runtime import CampaignRunner
 
 KEY_ENV, TOKEN_ENV = "VA_TEST_REALTIME_KEY", "VA_TEST_HTTP_TOKEN"
 CFG = ServeConfig(greeting_timeout_s=2.0, turn_timeout_s=20.0, hangup_grace_s=0.3)
@@ -44,7 +44,9 @@ CFG = ServeConfig(greeting_timeout_s=2.0, turn_timeout_s=20.0, hangup_grace_s=0.
 
 def _tone() -> ToneAgent:
     return ToneAgent(
-        AgentSpec(name="tone", adapter="agents.serve.demo:tone_agent", options={"hangup_after": 1})
+        AgentSpec(
+            name="tone", adapter="voice_audit.agents.serve.demo:tone_agent", options={"hangup_after": 1}
+        )
     )
 
 
@@ -154,7 +156,7 @@ def test_planted_secrets_never_written(tmp_path: Path, monkeypatch: pytest.Monke
     log_text = log_file.read_text()
     assert "> Authorization: [redacted]" in log_text  # the header was logged, masked
 
-    cli = [sys.executable, "-m", "harness.cli"]
+    cli = [sys.executable, "-m", "voice_audit.harness.cli"]
     steps = [
         [["analyze", str(run_dir), "--no-audio", "--quiet"]],
         [  # the two reports side by side
@@ -257,7 +259,7 @@ def test_signatures_in_urls_and_option_names_never_written(
         root.setLevel(old_level)
         handler.close()
     assert {r.outcome.status for r in RunReader(run_dir).records()} == {"completed"}
-    cli = [sys.executable, "-m", "harness.cli"]
+    cli = [sys.executable, "-m", "voice_audit.harness.cli"]
     for args in (
         ["analyze", str(run_dir), "--no-audio", "--quiet"],
         ["report", str(run_dir), "-o", str(tmp_path / "report"), "--quiet"],

@@ -22,11 +22,11 @@ import pytest
 
 pytest.importorskip("pjsua2")
 
-from analysis.pipeline import analyze
-from harness.planning import load_campaign
-from harness.rundir import RunReader
-from harness.runtime import CampaignRunner
 from tests.helpers.sip_peers import free_port_pair
+from voice_audit.analysis.pipeline import analyze
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runtime import CampaignRunner
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]  # serial: a real-time SIP campaign under call timeouts
 
@@ -54,7 +54,7 @@ def _serve(name: str, port: int, *options: str) -> subprocess.Popen[str]:
     args = [
         sys.executable,
         "-m",
-        "harness.cli",
+        "voice_audit.harness.cli",
         "agents",
         "serve",
         name,
@@ -82,7 +82,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     phone_port, tone_port = free_port_pair(), free_port_pair()
     servers = [
         _serve("cascaded", phone_port),
-        _serve("agents.serve.demo:tone_agent", tone_port, "hangup_after=1", "tool="),
+        _serve("voice_audit.agents.serve.demo:tone_agent", tone_port, "hangup_after=1", "tool="),
     ]
     try:
         path = tmp / "c.yaml"

@@ -23,15 +23,15 @@ import soundfile as sf
 
 pytest.importorskip("pjsua2")
 
-from agents.protocols.sip import SIP_FORMAT, sip_adapter
-from harness.adapter import AgentError, AudioOut, CallInfo, ErrorOut, HangupOut, SignalOut
-from harness.endpoints import unreachable_agents, url_problem
-from harness.model.campaign import AgentSpec
-from harness.planning import load_campaign
-from harness.rundir import RunReader
-from harness.runtime import CampaignRunner
-from scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 from tests.helpers.sip_peers import Baresip, Sipp, dominant_hz, free_port_pair, read_wav, tone
+from voice_audit.agents.protocols.sip import SIP_FORMAT, sip_adapter
+from voice_audit.harness.adapter import AgentError, AudioOut, CallInfo, ErrorOut, HangupOut, SignalOut
+from voice_audit.harness.endpoints import unreachable_agents, url_problem
+from voice_audit.harness.model.campaign import AgentSpec
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runtime import CampaignRunner
+from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
 pytestmark = [
     pytest.mark.slow,

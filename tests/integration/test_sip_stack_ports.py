@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("pjsua2")
 
-from agents.protocols.sip_stack import PORT_GRACE_S, SipStack
+from voice_audit.agents.protocols.sip_stack import PORT_GRACE_S, SipStack
 
 
 def _on(stack: SipStack, fn):  # type: ignore[no-untyped-def]

@@ -14,7 +14,7 @@ import yaml
 
 pytestmark = pytest.mark.slow
 
-CLI = [sys.executable, "-m", "harness.cli"]
+CLI = [sys.executable, "-m", "voice_audit.harness.cli"]
 ESPEAK_CELL = {
     "name": "stim-espeak",
     "description": "General American vs Spanish L1 callers on eSpeak",

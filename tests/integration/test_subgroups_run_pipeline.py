@@ -10,8 +10,8 @@ import asyncio
 import json
 from pathlib import Path
 
-from analysis.pipeline import analyze
-from analysis.subgroups_run import (
+from voice_audit.analysis.pipeline import analyze
+from voice_audit.analysis.subgroups_run import (
     FollowupOptions,
     MiningOptions,
     compare_followup,
@@ -19,9 +19,9 @@ from analysis.subgroups_run import (
     plan_followup,
     run_subgroups,
 )
-from analysis.subgroups_run.signals import REALISED_REASON
-from harness.planning import load_campaign
-from harness.runtime import CampaignRunner
+from voice_audit.analysis.subgroups_run.signals import REALISED_REASON
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.runtime import CampaignRunner
 
 CAMPAIGN = """\
 name: subgroups-it
@@ -29,9 +29,9 @@ seed: 11
 batch: b1
 scenarios: [refund_duplicate_charge]
 agents:
-  - {name: good, adapter: "agents.testing:scripted"}
+  - {name: good, adapter: "voice_audit.agents.testing:scripted"}
   - name: bad
-    adapter: "agents.testing:scripted"
+    adapter: "voice_audit.agents.testing:scripted"
     options:
       lines:
         - "Thank you for calling. How can I help you today?"

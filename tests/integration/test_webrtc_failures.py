@@ -22,11 +22,11 @@ pytest.importorskip("aiortc")
 
 from aiohttp import web
 
-from agents.protocols import webrtc_wire as ww
-from agents.protocols.webrtc import webrtc_adapter
-from agents.serve import ServeConfig, ToneAgent, VadConfig, start_server
-from agents.serve.demo import tone
-from harness.adapter import (
+from voice_audit.agents.protocols import webrtc_wire as ww
+from voice_audit.agents.protocols.webrtc import webrtc_adapter
+from voice_audit.agents.serve import ServeConfig, ToneAgent, VadConfig, start_server
+from voice_audit.agents.serve.demo import tone
+from voice_audit.harness.adapter import (
     AgentError,
     AgentEvent,
     AudioOut,
@@ -39,9 +39,9 @@ from harness.adapter import (
     ToolCallOut,
     ToolResultOut,
 )
-from harness.endpoints import unreachable_agents
-from harness.model.campaign import AgentSpec
-from scenarios import BUNDLED_LIBRARY, ScenarioLibrary
+from voice_audit.harness.endpoints import unreachable_agents
+from voice_audit.harness.model.campaign import AgentSpec
+from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
 # serial: real-time calls with connect and dead-peer deadlines
 pytestmark = pytest.mark.serial

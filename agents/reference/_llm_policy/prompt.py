@@ -11,12 +11,12 @@ from typing import Any
 
 from pydantic import Field
 
-from harness.llm import (
+from voice_audit.harness.llm import (
     ChatResponse,
 )
-from harness.tools import TOOL_SCHEMAS, tool_schema
-from scenarios import Facts
-from scenarios.base import Frozen
+from voice_audit.harness.tools import TOOL_SCHEMAS, tool_schema
+from voice_audit.scenarios import Facts
+from voice_audit.scenarios.base import Frozen
 
 
 def case_text(facts: Facts, *, with_record: bool) -> str:

@@ -5,11 +5,20 @@ agent's design), `wording` (the fixed lines), `listening` (recogniser hints), `v
 (the identity-verification phase) and `phases` (`DialoguePolicy`, the call's phase machine).
 """
 
-from agents.reference._policy.config import IdentityFact, PolicyConfig
-from agents.reference._policy.listening import listening_vocabulary
-from agents.reference._policy.phases import DialoguePolicy
-from agents.reference._policy.steps import Act, Hangup, Heard, Hold, SayStep, StateStep, Step, ToolStep
-from agents.reference._policy.wording import (
+from voice_audit.agents.reference._policy.config import IdentityFact, PolicyConfig
+from voice_audit.agents.reference._policy.listening import listening_vocabulary
+from voice_audit.agents.reference._policy.phases import DialoguePolicy
+from voice_audit.agents.reference._policy.steps import (
+    Act,
+    Hangup,
+    Heard,
+    Hold,
+    SayStep,
+    StateStep,
+    Step,
+    ToolStep,
+)
+from voice_audit.agents.reference._policy.wording import (
     ANYTHING_ELSE,
     CHALLENGES,
     GENERIC_CHALLENGE,

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from agents.reference._knobs import Knobs
-from scenarios.base import Frozen
+from voice_audit.agents.reference._knobs import Knobs
+from voice_audit.scenarios.base import Frozen
 
 IdentityFact = Literal["holder_name", "date_of_birth", "postcode", "email"]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from scenarios import Facts
+from voice_audit.scenarios import Facts
 
 _DOMAIN = "Customer care: a duplicate charge and a refund, an outage and a credit, my plan, a human agent."
 _DIGITS = "Digits: one, two, three, four, five, six, seven, eight, nine, zero."

@@ -19,13 +19,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agents.reference._knobs import knob_rng
-from agents.reference._nlu import Understanding, understand
-from agents.reference._policy.config import PolicyConfig
-from agents.reference._policy.listening import listening_vocabulary
-from agents.reference._policy.steps import Act, Hangup, Heard, Hold, SayStep, StateStep, Step, ToolStep
-from agents.reference._policy.verification import IdentityVerification
-from agents.reference._policy.wording import (
+from voice_audit.agents.reference._knobs import knob_rng
+from voice_audit.agents.reference._nlu import Understanding, understand
+from voice_audit.agents.reference._policy.config import PolicyConfig
+from voice_audit.agents.reference._policy.listening import listening_vocabulary
+from voice_audit.agents.reference._policy.steps import (
+    Act,
+    Hangup,
+    Heard,
+    Hold,
+    SayStep,
+    StateStep,
+    Step,
+    ToolStep,
+)
+from voice_audit.agents.reference._policy.verification import IdentityVerification
+from voice_audit.agents.reference._policy.wording import (
     ANYTHING_ELSE,
     CHALLENGES,
     GENERIC_CHALLENGE,
@@ -36,10 +45,10 @@ from agents.reference._policy.wording import (
     REPAIR,
     SILENCE,
 )
-from agents.reference._remedy import Remedy, remedy_for
-from harness.tools import ToolFixture, ToolOutcome
-from scenarios import Facts
-from scenarios.base import sha256_of
+from voice_audit.agents.reference._remedy import Remedy, remedy_for
+from voice_audit.harness.tools import ToolFixture, ToolOutcome
+from voice_audit.scenarios import Facts
+from voice_audit.scenarios.base import sha256_of
 
 
 @dataclass

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from harness.model import Act
-from harness.tools import ToolOutcome
+from voice_audit.harness.model import Act
+from voice_audit.harness.tools import ToolOutcome
 
 
 @dataclass(frozen=True)

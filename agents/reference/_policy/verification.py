@@ -12,17 +12,17 @@ import datetime as dt
 import statistics
 from typing import TYPE_CHECKING, Any
 
-from agents.reference import _nlu as nlu
-from agents.reference._nlu import Understanding
-from agents.reference._policy.config import PolicyConfig
-from agents.reference._policy.steps import Act, Heard, Step
-from agents.reference._policy.wording import CHALLENGES, GENERIC_CHALLENGE, REPAIR
-from agents.reference._spoken import MONTH_NAMES, DateParts, say_number, say_ordinal
-from scenarios import Facts
+from voice_audit.agents.reference import _nlu as nlu
+from voice_audit.agents.reference._nlu import Understanding
+from voice_audit.agents.reference._policy.config import PolicyConfig
+from voice_audit.agents.reference._policy.steps import Act, Heard, Step
+from voice_audit.agents.reference._policy.wording import CHALLENGES, GENERIC_CHALLENGE, REPAIR
+from voice_audit.agents.reference._spoken import MONTH_NAMES, DateParts, say_number, say_ordinal
+from voice_audit.scenarios import Facts
 
 if TYPE_CHECKING:
-    from agents.reference._policy.phases import _Memory
-    from harness.tools import ToolOutcome
+    from voice_audit.agents.reference._policy.phases import _Memory
+    from voice_audit.harness.tools import ToolOutcome
 
 
 def _say_parts(parts: DateParts) -> str:

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.audio_file import FRAME_MS, VadParams
-from scenarios.base import Frozen
+from voice_audit.analysis.audio_file import FRAME_MS, VadParams
+from voice_audit.scenarios.base import Frozen
 
 AGENT_RATE = 16000
 

@@ -1,4 +1,4 @@
-"""The process pool that runs the audio pass: one `analysis.audio_file.measure_file` per recording, in
+"""The process pool that runs the audio pass: one `voice_audit.analysis.audio_file.measure_file` per recording, in
 workers forked from a fork server that preloaded the measuring code (PRELOAD: every module a
 worker needs, by name), or in this process when there are few files or one core."""
 
@@ -10,8 +10,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from analysis.audio_file import FileJob, lean_forkserver, measure_file, start_worker
-from analysis.metrics.audio_measures.model import AGENT_RATE, AudioParams
+from voice_audit.analysis.audio_file import FileJob, lean_forkserver, measure_file, start_worker
+from voice_audit.analysis.metrics.audio_measures.model import AGENT_RATE, AudioParams
 
 POOL_MIN_FILES = 4
 
@@ -34,21 +34,21 @@ def file_job(path: str, params: AudioParams, codec: bool, pair: bool) -> FileJob
 
 
 PRELOAD = [
-    "analysis.audio_file",
-    "analysis.acoustics",
-    "analysis.pyin",
+    "voice_audit.analysis.audio_file",
+    "voice_audit.analysis.acoustics",
+    "voice_audit.analysis.pyin",
     "parselmouth",
     "soxr",
     "soundfile",
     "scipy.fft",
     "numba",
-    "analysis.audio_warm",
+    "voice_audit.analysis.audio_warm",
 ]
 
 
 def pool_context() -> multiprocessing.context.BaseContext:
     """A fork server that has imported the measuring code once, whose workers start without the
-    caller's main module (`analysis.audio_file.lean_forkserver`), so each worker starts in milliseconds; spawn where
+    caller's main module (`voice_audit.analysis.audio_file.lean_forkserver`), so each worker starts in milliseconds; spawn where
     there is no fork server. When this process already runs a fork server (a campaign started
     it), that one is used and workers import what they need."""
     if "forkserver" in multiprocessing.get_all_start_methods():
@@ -69,8 +69,8 @@ def run_jobs(jobs: Sequence[FileJob], rate: int, workers: int | None) -> tuple[l
     n_workers = pool_workers(len(jobs), workers)
     if n_workers > 1:
         ctx = pool_context()
-        from analysis.acoustics import pyin_tables
-        from harness.audio.dsp import k_weighting_tables
+        from voice_audit.analysis.acoustics import pyin_tables
+        from voice_audit.harness.audio.dsp import k_weighting_tables
 
         tables = pyin_tables() if any(j.pair for j in jobs) else None
         k_weighting = k_weighting_tables(sorted({rate, AGENT_RATE}))

@@ -11,17 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from analysis.pipeline import analyze
-from analysis.rating.observer import ACTS
-from analysis.rating.store import LabelRecord, LabelStore
-from analysis.rating.tasks import build_task
-from harness.rundir import RunReader
+from voice_audit.analysis.pipeline import analyze
+from voice_audit.analysis.rating.observer import ACTS
+from voice_audit.analysis.rating.store import LabelRecord, LabelStore
+from voice_audit.analysis.rating.tasks import build_task
+from voice_audit.harness.rundir import RunReader
 
 CAMPAIGN = """\
 name: observer_gate_run
 seed: 5
 scenarios: [refund_duplicate_charge]
-agents: [{name: scripted_ref, adapter: "agents.testing:scripted"}]
+agents: [{name: scripted_ref, adapter: "voice_audit.agents.testing:scripted"}]
 pairs:
   - contrast: [accent]
     base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}

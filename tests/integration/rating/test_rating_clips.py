@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from analysis.rating.clips import GAP_S, MAX_CALLER_S, clip_wav, speech_spans, wav_bytes
-from harness.rundir import RunReader
+from voice_audit.analysis.rating.clips import GAP_S, MAX_CALLER_S, clip_wav, speech_spans, wav_bytes
+from voice_audit.harness.rundir import RunReader
 
 
 def chunks(data: bytes) -> list[bytes]:

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 import soundfile as sf
 
-from analysis.gates.intelligibility import read_intelligibility_labels
-from analysis.rating.clips import clip_wav
-from analysis.rating.intelligibility import LINES_PER_VOICE, MIN_WORDS, caller_turns
-from analysis.rating.session import LabelError, RatingSession
-from analysis.rating.store import read_labels
-from analysis.rating.tasks import build_task, rater_order
-from harness.rundir import RunReader
+from voice_audit.analysis.gates.intelligibility import read_intelligibility_labels
+from voice_audit.analysis.rating.clips import clip_wav
+from voice_audit.analysis.rating.intelligibility import LINES_PER_VOICE, MIN_WORDS, caller_turns
+from voice_audit.analysis.rating.session import LabelError, RatingSession
+from voice_audit.analysis.rating.store import read_labels
+from voice_audit.analysis.rating.tasks import build_task, rater_order
+from voice_audit.harness.rundir import RunReader
 
 
 def test_items_are_each_voices_distinct_caller_lines(pristine_run: Path) -> None:

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 import soundfile as sf
 
-from analysis.gates.observer_evidence import read_observer_labels
-from analysis.rating.clips import clip_wav
-from analysis.rating.observer import ACTS, OTHER_FACT
-from analysis.rating.session import LabelError, RatingSession
-from analysis.rating.store import read_labels
-from analysis.rating.tasks import build_task
-from harness.rundir import RunReader
-from scenarios import BUNDLED_LIBRARY, ScenarioLibrary
+from voice_audit.analysis.gates.observer_evidence import read_observer_labels
+from voice_audit.analysis.rating.clips import clip_wav
+from voice_audit.analysis.rating.observer import ACTS, OTHER_FACT
+from voice_audit.analysis.rating.session import LabelError, RatingSession
+from voice_audit.analysis.rating.store import read_labels
+from voice_audit.analysis.rating.tasks import build_task
+from voice_audit.harness.rundir import RunReader
+from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
 
 def test_items_are_sampled_agent_turns_with_the_scenario_facts(pristine_run: Path) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.rating.tasks import build_task, rater_order
-from harness.rundir import RunReader
+from voice_audit.analysis.rating.tasks import build_task, rater_order
+from voice_audit.harness.rundir import RunReader
 
 
 def test_perceptibility_items_use_the_manipulated_levels(pristine_run: Path) -> None:

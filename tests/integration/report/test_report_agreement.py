@@ -10,9 +10,9 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.gates import GATES
-from analysis.report import Built
-from analysis.report.wording import CONVENTION_TEXT, fmt, fmt_p
+from voice_audit.analysis.gates import GATES
+from voice_audit.analysis.report import Built
+from voice_audit.analysis.report.wording import CONVENTION_TEXT, fmt, fmt_p
 
 TAG = re.compile(r"<[^>]+>")
 

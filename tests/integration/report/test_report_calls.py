@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.report import Built
-from analysis.report.calls import calls
+from voice_audit.analysis.report import Built
+from voice_audit.analysis.report.calls import calls
 
 
 def test_calls_the_agent_crashed_are_not_served_outcomes(full: tuple[Built, Path]) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from analysis.report.cli import app
+from voice_audit.analysis.report.cli import app
 
 
 def test_report_command_full_and_redacted(run_dir: Path, tmp_path: Path, monkeypatch: object) -> None:

@@ -7,10 +7,10 @@ import html
 import json
 from pathlib import Path
 
-from analysis.metrics.catalogue import CATALOGUE
-from analysis.report import Built
-from analysis.report.findings import family_rank
-from analysis.report.wording import direction, finding_sentence
+from voice_audit.analysis.metrics.catalogue import CATALOGUE
+from voice_audit.analysis.report import Built
+from voice_audit.analysis.report.findings import family_rank
+from voice_audit.analysis.report.wording import direction, finding_sentence
 
 
 def _rows(built: Built) -> dict[tuple[int, str], object]:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from analysis.report import build_report, write_report
-from analysis.report.loader import ReportInputError
-from analysis.report.timeline import build
-from harness.model import (
+from voice_audit.analysis.report import build_report, write_report
+from voice_audit.analysis.report.loader import ReportInputError
+from voice_audit.analysis.report.timeline import build
+from voice_audit.harness.model import (
     AgentSpeechEnd,
     AgentSpeechStart,
     AgentTranscript,

@@ -7,9 +7,9 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from analysis.report import Built
-from analysis.report.redact import LEVEL, LEVEL_MASK, Scrubber, is_real_system
-from harness.model.secrets import MASK, mask_options, secret_values
+from voice_audit.analysis.report import Built
+from voice_audit.analysis.report.redact import LEVEL, LEVEL_MASK, Scrubber, is_real_system
+from voice_audit.harness.model.secrets import MASK, mask_options, secret_values
 
 
 def _files(out: Path) -> list[Path]:

@@ -12,9 +12,9 @@ import pytest
 import soundfile as sf
 from scipy.signal import sosfilt
 
-from analysis.metrics import audio_measures
-from harness.audio.dsp import to_int16
-from harness.audio.loudness import (
+from voice_audit.analysis.metrics import audio_measures
+from voice_audit.harness.audio.dsp import to_int16
+from voice_audit.harness.audio.loudness import (
     _block_bounds,
     _k_weighting,
     block_energies,
@@ -183,5 +183,5 @@ def test_pool_workers_do_not_run_the_main_module_again(
     monkeypatch.setitem(sys.modules, "__main__", fake)
     ctx = audio_measures.pool_context()
     with cf.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
-        assert pool.submit(eval, "'analysis.audio_file' in __import__('sys').modules").result()
+        assert pool.submit(eval, "'voice_audit.analysis.audio_file' in __import__('sys').modules").result()
     assert not marker.exists()

@@ -11,11 +11,16 @@ import pandas as pd
 import pytest
 import soundfile as sf
 
-from analysis import audio_file
-from analysis.metrics import audio_measures, onsets
-from analysis.metrics.audio_measures import pool as audio_pool
-from analysis.metrics.voice_latency import VadParams, measure_turns, turns_from_activity, voice_latency
 from tests.helpers.logs import Log, table
+from voice_audit.analysis import audio_file
+from voice_audit.analysis.metrics import audio_measures, onsets
+from voice_audit.analysis.metrics.audio_measures import pool as audio_pool
+from voice_audit.analysis.metrics.voice_latency import (
+    VadParams,
+    measure_turns,
+    turns_from_activity,
+    voice_latency,
+)
 
 SR = 8000
 PARAMS = audio_measures.AudioParams(
@@ -108,8 +113,8 @@ def test_mono_unreadable_and_missing_recordings(tmp_path: Path) -> None:
 def test_analysis_reads_each_recording_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every measure of a run (codec, F0, sync, voice-to-voice latency) from one read per file;
     a second analysis reads none."""
-    from analysis.gates import measure_audio
-    from analysis.plan import DEFAULT_PLAN, load_plan
+    from voice_audit.analysis.gates import measure_audio
+    from voice_audit.analysis.plan import DEFAULT_PLAN, load_plan
 
     reads: list[str] = []
     real = audio_file.measure_file
@@ -146,9 +151,9 @@ def test_analysis_reads_each_recording_once(tmp_path: Path, monkeypatch: pytest.
 
 @pytest.mark.parametrize("case", ["speech", "clipping", "quiet", "short"])
 def test_codec_loudness_after_gain_is_normalise_s(case: str) -> None:
-    """The pass's normalisation is `harness.audio.dsp.normalise`: the same samples, and the loudness
+    """The pass's normalisation is `voice_audit.harness.audio.dsp.normalise`: the same samples, and the loudness
     after the gain to 0.01 LU (computed from the input's block energies; measured when it clips)."""
-    from harness.audio.dsp import normalise
+    from voice_audit.harness.audio.dsp import normalise
 
     x = _bursts(4.0 if case != "short" else 0.6, 3, noise=5.0)[:, 1].astype(np.float64)
     if case == "clipping":
@@ -165,7 +170,7 @@ def test_codec_loudness_after_gain_is_normalise_s(case: str) -> None:
     assert abs(prep.lufs_after() - ref.lufs_after) < 0.01
     if case == "clipping":
         # measured on normalise's own output samples, not computed from the input's blocks
-        from harness.audio.loudness import block_energies_compiled, gated_loudness
+        from voice_audit.harness.audio.loudness import block_energies_compiled, gated_loudness
 
         assert ref.clipped_samples > 0
         assert prep.lufs_after() == gated_loudness(block_energies_compiled([ref.pcm], 16000)[0])
@@ -175,8 +180,8 @@ def test_codec_loudness_after_gain_is_normalise_s(case: str) -> None:
 
 
 def test_codec_refuses_what_normalise_refuses() -> None:
-    from harness.audio.dsp import normalise
-    from scenarios.errors import VoiceAuditError
+    from voice_audit.harness.audio.dsp import normalise
+    from voice_audit.scenarios.errors import VoiceAuditError
 
     for pcm in (np.zeros(SR * 2, dtype=np.int16), np.zeros(SR // 10, dtype=np.int16)):
         with pytest.raises(VoiceAuditError) as err:

@@ -14,15 +14,15 @@ import pandas as pd
 import pytest
 import soundfile as sf
 
-from analysis.instances import AUDIT_INSTANCES, InstanceFileError, read_instances
-from analysis.outputs import OUTPUTS
-from analysis.pipeline import analyze
-from analysis.plan import load_plan
-from harness.model import AuditInstance
-from harness.schemas import schema_documents
-from scenarios import SchemaVersionError
 from tests.helpers.logs import Log
 from tests.helpers.runfolder import copy_golden, episode_of, records, replace_call, write_records
+from voice_audit.analysis.instances import AUDIT_INSTANCES, InstanceFileError, read_instances
+from voice_audit.analysis.outputs import OUTPUTS
+from voice_audit.analysis.pipeline import analyze
+from voice_audit.analysis.plan import load_plan
+from voice_audit.harness.model import AuditInstance
+from voice_audit.harness.schemas import schema_documents
+from voice_audit.scenarios import SchemaVersionError
 
 EDGE, SCRIPTED = "ccd3367dbb57", "983c19067f35"
 

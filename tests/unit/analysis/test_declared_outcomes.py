@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.metrics.extract import extract_metrics
 from tests.fixtures.cancel_scenario import cancel_library
 from tests.helpers.logs import SCENARIOS, Log, table
+from voice_audit.analysis.metrics.extract import extract_metrics
 
 
 def _greet() -> Log:

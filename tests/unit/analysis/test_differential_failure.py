@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.gates.missingness import differential_failure, harness_failed
+from voice_audit.analysis.gates.missingness import differential_failure, harness_failed
 
 
 def _pairs(rows: list[tuple[str, str | None, str, str | None]], agent: str = "ag") -> pd.DataFrame:

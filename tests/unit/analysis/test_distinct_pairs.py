@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.deltas import distinct_pairs
+from voice_audit.analysis.deltas import distinct_pairs
 
 
 def _long(rows: list[tuple[str, str, str, str]]) -> pd.DataFrame:
@@ -29,7 +29,7 @@ def test_every_pair_distinct_and_unknown_content() -> None:
 
 
 def _call(agent_words: str, t0: int) -> list[object]:
-    from harness.model import parse_event
+    from voice_audit.harness.model import parse_event
 
     return [
         parse_event({"type": "call_started", "t_ms": t0, "pacing": "accelerated", "protocol": "inprocess"}),
@@ -52,8 +52,8 @@ def _call(agent_words: str, t0: int) -> list[object]:
 
 
 def test_call_content_ignores_timing_and_sees_words() -> None:
-    from analysis.metrics.extract import call_content
-    from analysis.metrics.table import from_events
+    from voice_audit.analysis.metrics.extract import call_content
+    from voice_audit.analysis.metrics.table import from_events
 
     logs = {
         "e0": _call("Let me check that.", 0),

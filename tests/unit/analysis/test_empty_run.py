@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from analysis.pipeline import analyze
+from voice_audit.analysis.pipeline import analyze
 
 GOLDEN = Path(__file__).parents[2] / "fixtures" / "runs" / "golden"
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.metrics._episodes import AXES, COLUMNS, episode_frame, record_row
-from harness.model.episode import EpisodeRecord
+from voice_audit.analysis.metrics._episodes import AXES, COLUMNS, episode_frame, record_row
+from voice_audit.harness.model.episode import EpisodeRecord
 
 GOLDEN = Path(__file__).parents[2] / "fixtures" / "runs" / "golden" / "episodes.jsonl"
 EXPOSURE = {

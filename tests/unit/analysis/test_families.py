@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.metrics.outcome import judge
-from harness.model.outcome import judge_outcome, judge_outcome_rule
 from tests.helpers.logs import SCENARIOS, Log, metrics, table
+from voice_audit.analysis.metrics.outcome import judge
+from voice_audit.harness.model.outcome import judge_outcome, judge_outcome_rule
 
 
 def greet() -> Log:

@@ -12,43 +12,44 @@ from pathlib import Path
 ROOT = Path(__file__).parents[3]
 PACKAGES = ("harness", "agents", "personas", "scenarios", "analysis")
 ALLOWED_HARNESS = (
-    "harness.model",
-    "harness.rundir",
-    "harness.audio.dsp",
-    "harness.audio.wer",
-    "harness.audio.errors",
+    "voice_audit.harness.model",
+    "voice_audit.harness.rundir",
+    "voice_audit.harness.audio.dsp",
+    "voice_audit.harness.audio.wer",
+    "voice_audit.harness.audio.errors",
 )
 # Modules analysis must never load, by any path (a package __init__ importing eagerly included).
 FORBIDDEN_LOADED = (
-    "harness.runtime",
-    "harness.caller",
-    "harness.planning",
-    "harness.registry",
-    "harness.llm",
-    "harness.audio.tts_pool",
-    "harness.audio.synth",
-    "harness.audio.recognizer",
-    "harness.audio.registry",
-    "harness.audio.espeak",
-    "agents",
+    "voice_audit.harness.runtime",
+    "voice_audit.harness.caller",
+    "voice_audit.harness.planning",
+    "voice_audit.harness.registry",
+    "voice_audit.harness.llm",
+    "voice_audit.harness.audio.tts_pool",
+    "voice_audit.harness.audio.synth",
+    "voice_audit.harness.audio.recognizer",
+    "voice_audit.harness.audio.registry",
+    "voice_audit.harness.audio.espeak",
+    "voice_audit.agents",
 )
 ANALYSIS_ENTRY_POINTS = (
-    "analysis",
-    "analysis.pipeline",
-    "analysis.cli",
-    "analysis.report",
-    "analysis.report.cli",
-    "analysis.subgroups_run",
-    "analysis.subgroups_run.cli",
-    "analysis.rating",
-    "analysis.rating.cli",
+    "voice_audit.analysis",
+    "voice_audit.analysis.pipeline",
+    "voice_audit.analysis.cli",
+    "voice_audit.analysis.report",
+    "voice_audit.analysis.report.cli",
+    "voice_audit.analysis.subgroups_run",
+    "voice_audit.analysis.subgroups_run.cli",
+    "voice_audit.analysis.rating",
+    "voice_audit.analysis.rating.cli",
 )
 
 
 def _home(root: Path, path: Path) -> str:
-    """The package a file belongs to (a package's `__init__` belongs to the package itself)."""
+    """The package a file belongs to, by its installed name (a package's `__init__` belongs to the
+    package itself): `agents/protocols/wire.py` is in `voice_audit.agents.protocols`."""
     parts = path.relative_to(root).with_suffix("").parts
-    return ".".join(parts[:-1])
+    return ".".join(["voice_audit", *parts[:-1]])
 
 
 def _statements(path: Path, home: str) -> list[tuple[str, list[str]]]:
@@ -72,11 +73,12 @@ def _statements(path: Path, home: str) -> list[tuple[str, list[str]]]:
 
 
 def _imports(path: Path, home: str = "") -> list[str]:
-    """The modules a file imports (with the submodule taken from `harness` or `harness.audio`)."""
+    """The modules a file imports (with the submodule taken from `voice_audit.harness` or
+    `voice_audit.harness.audio`)."""
     out: list[str] = []
     for module, names in _statements(path, home):
         out.append(module)
-        if module in ("harness", "harness.audio"):
+        if module in ("voice_audit.harness", "voice_audit.harness.audio"):
             out += [f"{module}.{n}" for n in names]
     return out
 
@@ -88,7 +90,7 @@ def _owner(root: Path, parts: list[str]) -> str | None:
     if i is None:
         return None
     owner = parts[:i]
-    if (root.joinpath(*owner).with_suffix(".py")).is_file():
+    if (root.joinpath(*owner[1:]).with_suffix(".py")).is_file():
         owner = owner[:-1]
     return ".".join(owner)
 
@@ -97,9 +99,10 @@ def analysis_violations(root: Path) -> list[str]:
     bad: list[str] = []
     for path in sorted((root / "analysis").rglob("*.py")):
         for mod in _imports(path, _home(root, path)):
-            top = mod.split(".")[0]
-            if top == "agents" or (
-                top == "harness" and not any(mod == a or mod.startswith(a + ".") for a in ALLOWED_HARNESS)
+            top = ".".join(mod.split(".")[:2])
+            if top == "voice_audit.agents" or (
+                top == "voice_audit.harness"
+                and not any(mod == a or mod.startswith(a + ".") for a in ALLOWED_HARNESS)
             ):
                 bad.append(f"{path.relative_to(root)}: {mod}")
     return bad
@@ -107,12 +110,13 @@ def analysis_violations(root: Path) -> list[str]:
 
 def private_violations(root: Path) -> list[str]:
     """A private module or name (`a.b._c`) imported from outside its package `a.b`: from another
-    top-level package, or from another subpackage of the same one (`agents.serve` reaching into
-    `agents.protocols._secrets`). Inside `a.b` and its subpackages it is fair game."""
+    top-level package, or from another subpackage of the same one (`voice_audit.agents.serve` reaching into
+    `voice_audit.agents.protocols._secrets`). Inside `a.b` and its subpackages it is fair game."""
 
     def outside(home: str, dotted: str) -> bool:
         parts = dotted.split(".")
-        owner = _owner(root, parts) if parts[0] in PACKAGES else None
+        own = len(parts) > 1 and parts[0] == "voice_audit" and parts[1] in PACKAGES
+        owner = _owner(root, parts) if own else None
         return owner is not None and home != owner and not home.startswith(owner + ".")
 
     bad: list[str] = []
@@ -160,28 +164,28 @@ def test_the_rules_catch_planted_violations(tmp_path: Path) -> None:
             "scenarios/_model.py": "",
             "agents/protocols/_secrets.py": "def install() -> None: ...\n",
             "agents/protocols/wire.py": "def _helper() -> None: ...\n",
-            "agents/protocols/sub/deep.py": "from agents.protocols._secrets import install\n",
-            "agents/protocols/stream.py": "from agents.protocols import _secrets\nfrom ._secrets import install\n",
-            "agents/protocols/__init__.py": "from agents.protocols._secrets import install\n",
-            "analysis/bad.py": "from harness.audio.tts_pool import TTSPool\n",
-            "harness/bad.py": "from scenarios._model import Scenario\n",
-            "scenarios/fine.py": "from scenarios._model import Scenario\n",
-            "agents/serve/server.py": "from agents.protocols._secrets import install\n",
-            "agents/serve/named.py": "from agents.protocols import _secrets\n",
-            "agents/serve/helper.py": "from agents.protocols.wire import _helper\n",
+            "agents/protocols/sub/deep.py": "from voice_audit.agents.protocols._secrets import install\n",
+            "agents/protocols/stream.py": "from voice_audit.agents.protocols import _secrets\nfrom ._secrets import install\n",
+            "agents/protocols/__init__.py": "from voice_audit.agents.protocols._secrets import install\n",
+            "analysis/bad.py": "from voice_audit.harness.audio.tts_pool import TTSPool\n",
+            "harness/bad.py": "from voice_audit.scenarios._model import Scenario\n",
+            "scenarios/fine.py": "from voice_audit.scenarios._model import Scenario\n",
+            "agents/serve/server.py": "from voice_audit.agents.protocols._secrets import install\n",
+            "agents/serve/named.py": "from voice_audit.agents.protocols import _secrets\n",
+            "agents/serve/helper.py": "from voice_audit.agents.protocols.wire import _helper\n",
             "agents/serve/relative.py": "from ..protocols._secrets import install\n",
-            "agents/serve/public.py": "from agents.protocols import install\nimport agents.protocols.wire\n",
-            "personas/bad.py": "import agents.protocols._secrets\n",
+            "agents/serve/public.py": "from voice_audit.agents.protocols import install\nimport voice_audit.agents.protocols.wire\n",
+            "personas/bad.py": "import voice_audit.agents.protocols._secrets\n",
         },
     )
-    assert analysis_violations(tmp_path) == ["analysis/bad.py: harness.audio.tts_pool"]
+    assert analysis_violations(tmp_path) == ["analysis/bad.py: voice_audit.harness.audio.tts_pool"]
     assert sorted(private_violations(tmp_path)) == [
-        "agents/serve/helper.py: agents.protocols.wire._helper",
-        "agents/serve/named.py: agents.protocols._secrets",
-        "agents/serve/relative.py: agents.protocols._secrets",
-        "agents/serve/server.py: agents.protocols._secrets",
-        "harness/bad.py: scenarios._model",
-        "personas/bad.py: agents.protocols._secrets",
+        "agents/serve/helper.py: voice_audit.agents.protocols.wire._helper",
+        "agents/serve/named.py: voice_audit.agents.protocols._secrets",
+        "agents/serve/relative.py: voice_audit.agents.protocols._secrets",
+        "agents/serve/server.py: voice_audit.agents.protocols._secrets",
+        "harness/bad.py: voice_audit.scenarios._model",
+        "personas/bad.py: voice_audit.agents.protocols._secrets",
     ]
 
 
@@ -196,4 +200,4 @@ def test_analysis_loads_no_runtime_agent_or_engine_module() -> None:
     ).stdout.split()
     bad = [m for m in loaded if any(m == f or m.startswith(f + ".") for f in FORBIDDEN_LOADED)]
     assert not bad, bad
-    assert "harness.model" in loaded  # the check sees what analysis really loads
+    assert "voice_audit.harness.model" in loaded  # the check sees what analysis really loads

@@ -7,8 +7,8 @@ from collections.abc import Callable
 import pandas as pd
 import pytest
 
-from analysis.metrics import lexicon
-from analysis.metrics.table import map_unique
+from voice_audit.analysis.metrics import lexicon
+from voice_audit.analysis.metrics.table import map_unique
 
 FNS: list[Callable[[str], object]] = [
     lambda t: len(t.split()),

@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from analysis.pairs import build_pairs
+from voice_audit.analysis.pairs import build_pairs
 
 
 def side(pair: str, s: str, **kw: object) -> dict[str, object]:

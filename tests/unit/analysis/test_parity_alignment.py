@@ -7,7 +7,7 @@ import json
 
 import pandas as pd
 
-from analysis.pairs import aligned_diff, build_pairs
+from voice_audit.analysis.pairs import aligned_diff, build_pairs
 
 BASE = {
     "status": "completed",

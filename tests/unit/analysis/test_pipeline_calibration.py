@@ -7,9 +7,9 @@ import pandas as pd
 import pytest
 from statsmodels.stats.multitest import multipletests
 
-from analysis import pipeline_calibration as pc
-from analysis.plan import load_plan
-from analysis.stats.multiplicity import adjust_p_values
+from voice_audit.analysis import pipeline_calibration as pc
+from voice_audit.analysis.plan import load_plan
+from voice_audit.analysis.stats.multiplicity import adjust_p_values
 
 
 def _source(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.metrics import readlogs
-from analysis.metrics._readers import LogReaderPool
+from voice_audit.analysis.metrics import readlogs
+from voice_audit.analysis.metrics._readers import LogReaderPool
 
 GOLDEN = Path(__file__).parents[2] / "fixtures" / "runs" / "golden" / "episodes"
 

@@ -13,10 +13,10 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from analysis.metrics import readlogs
-from analysis.metrics.ingest import ingest
-from analysis.metrics.table import from_events
-from harness.model.events import EVENT_TYPES, Event, parse_event
+from voice_audit.analysis.metrics import readlogs
+from voice_audit.analysis.metrics.ingest import ingest
+from voice_audit.analysis.metrics.table import from_events
+from voice_audit.harness.model.events import EVENT_TYPES, Event, parse_event
 
 GOLDEN = Path(__file__).parents[2] / "fixtures" / "runs" / "golden"
 

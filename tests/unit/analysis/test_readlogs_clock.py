@@ -11,9 +11,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.metrics import readlogs
-from analysis.metrics.readlogs import _read_batch, read_events
-from analysis.metrics.table import frame_from_columns
+from voice_audit.analysis.metrics import readlogs
+from voice_audit.analysis.metrics.readlogs import _read_batch, read_events
+from voice_audit.analysis.metrics.table import frame_from_columns
 
 GOLDEN = Path(__file__).parents[2] / "fixtures" / "runs" / "golden"
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.outputs import OUTPUTS
-from analysis.pipeline import analyze
-from analysis.plan import DEFAULT_PLAN, load_plan
-from scenarios import SchemaVersionError
-from scenarios.errors import ConfigError
+from voice_audit.analysis.outputs import OUTPUTS
+from voice_audit.analysis.pipeline import analyze
+from voice_audit.analysis.plan import DEFAULT_PLAN, load_plan
+from voice_audit.scenarios import SchemaVersionError
+from voice_audit.scenarios.errors import ConfigError
 
 GOLDEN = Path(__file__).parents[2] / "fixtures" / "runs" / "golden"
 
@@ -108,7 +108,7 @@ def test_all_missing_metrics_are_listed(run: Path) -> None:
 
 
 def test_scenario_edit_fails_the_lock_gate(run: Path, tmp_path: Path) -> None:
-    from scenarios import BUNDLED_LIBRARY
+    from voice_audit.scenarios import BUNDLED_LIBRARY
 
     lib = tmp_path / "lib"
     shutil.copytree(BUNDLED_LIBRARY, lib)

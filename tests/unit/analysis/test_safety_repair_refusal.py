@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.metrics.extract import extract_metrics
 from tests.helpers.logs import SCENARIOS, Log, table
+from voice_audit.analysis.metrics.extract import extract_metrics
 
 REPAIR = "Sorry, I didn't catch that. Could you repeat that?"
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis.metrics import readlogs
-from analysis.metrics.ingest import ingest
-from analysis.metrics.readlogs import small_pages
+from voice_audit.analysis.metrics import readlogs
+from voice_audit.analysis.metrics.ingest import ingest
+from voice_audit.analysis.metrics.readlogs import small_pages
 
 GOLDEN = Path(__file__).parents[2] / "fixtures" / "runs" / "golden"
 if readlogs._HUGEPAGES is None:

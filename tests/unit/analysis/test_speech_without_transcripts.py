@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import math
 
-from analysis.metrics.speech import rate
-from analysis.metrics.table import from_events
-from harness.model import parse_event
+from voice_audit.analysis.metrics.speech import rate
+from voice_audit.analysis.metrics.table import from_events
+from voice_audit.harness.model import parse_event
 
 
 def test_rate_is_missing_not_a_crash_without_transcripts() -> None:

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from analysis.metrics.columns import COLUMNS, FLOAT_COLUMNS, concat_columns, raw_columns
-from analysis.metrics.table import frame_from_columns
-from harness.model.events import Event, parse_event
+from voice_audit.analysis.metrics.columns import COLUMNS, FLOAT_COLUMNS, concat_columns, raw_columns
+from voice_audit.analysis.metrics.table import frame_from_columns
+from voice_audit.harness.model.events import Event, parse_event
 
 
 def _logs() -> list[list[Event]]:

@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.metrics.columns import raw_columns
-from analysis.metrics.ingest import ingest
-from analysis.metrics.table import EventTable, frame_from_columns
-from harness.rundir import RunReader
+from voice_audit.analysis.metrics.columns import raw_columns
+from voice_audit.analysis.metrics.ingest import ingest
+from voice_audit.analysis.metrics.table import EventTable, frame_from_columns
+from voice_audit.harness.rundir import RunReader
 
 GOLDEN = Path(__file__).parents[2] / "fixtures" / "runs" / "golden"
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis.metrics import tools
-from analysis.metrics.extract import extract_metrics
-from analysis.metrics.ingest import ingest
-from analysis.pipeline import analyze
-from harness.model.episode import EpisodeRecord, Exposure
 from tests.helpers.logs import Log, table
+from voice_audit.analysis.metrics import tools
+from voice_audit.analysis.metrics.extract import extract_metrics
+from voice_audit.analysis.metrics.ingest import ingest
+from voice_audit.analysis.pipeline import analyze
+from voice_audit.harness.model.episode import EpisodeRecord, Exposure
 
 GOLDEN = Path(__file__).parents[2] / "fixtures" / "runs" / "golden"
 

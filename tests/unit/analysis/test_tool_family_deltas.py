@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pandas as pd
 
-from analysis.deltas import cell_deltas
-from analysis.metrics.catalogue import CATALOGUE
-from analysis.plan import load_plan
+from voice_audit.analysis.deltas import cell_deltas
+from voice_audit.analysis.metrics.catalogue import CATALOGUE
+from voice_audit.analysis.plan import load_plan
 
 
 def test_every_plan_metric_is_in_the_catalogue() -> None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
-from scenarios import TOOLS
 from tests.helpers.logs import Log, metrics
+from voice_audit.scenarios import TOOLS
 
 
 def test_called_tools_per_episode() -> None:

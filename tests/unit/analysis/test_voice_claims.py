@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.deltas import deltas
-from analysis.disposition import disposition, instances
-from analysis.gates import GATES, GateReport
-from analysis.plan import load_plan
+from voice_audit.analysis.deltas import deltas
+from voice_audit.analysis.disposition import disposition, instances
+from voice_audit.analysis.gates import GATES, GateReport
+from voice_audit.analysis.plan import load_plan
 
 
 def cell(n_voices: int, replicates: int, agent: str = "x") -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import soundfile as sf
 
-from analysis.metrics.voice_latency import VadParams, active_frames, measure_turns, voice_latency
 from tests.helpers.logs import Log, table
+from voice_audit.analysis.metrics.voice_latency import VadParams, active_frames, measure_turns, voice_latency
 
 SR = 8000
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from harness.audio.dsp import to_int16
+from voice_audit.harness.audio.dsp import to_int16
 
 Signal = Callable[..., np.ndarray]
 

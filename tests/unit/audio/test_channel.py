@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from harness.audio.channel import TelephoneChannel
+from voice_audit.harness.audio.channel import TelephoneChannel
 
 Signal = Callable[..., np.ndarray]
 
@@ -51,7 +51,7 @@ def test_packet_loss_zeroes_whole_20ms_frames(speechlike: Signal) -> None:
 
 
 def test_noise_on_silence_is_refused() -> None:
-    from harness.audio.errors import InvalidAudioError
+    from voice_audit.harness.audio.errors import InvalidAudioError
 
     with pytest.raises(InvalidAudioError, match="silent"):
         TelephoneChannel(snr_db=10).apply(np.zeros(8000, np.int16), 8000)

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import soundfile
 
-from harness.audio.dsp import check_pcm, loudness, normalise, resample, to_float, to_int16
-from harness.audio.errors import InvalidAudioError
+from voice_audit.harness.audio.dsp import check_pcm, loudness, normalise, resample, to_float, to_int16
+from voice_audit.harness.audio.errors import InvalidAudioError
 
 Signal = Callable[..., np.ndarray]
 

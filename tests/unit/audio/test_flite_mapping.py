@@ -5,9 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from harness.audio.errors import UnknownVoiceError
-from harness.audio.flite_tts import DEFAULT_VOICES, FLITE_VOICES, flite_speaker, segments, variant_gender
-from personas import SpeechParams, load_catalogue
+from voice_audit.harness.audio.errors import UnknownVoiceError
+from voice_audit.harness.audio.flite_tts import (
+    DEFAULT_VOICES,
+    FLITE_VOICES,
+    flite_speaker,
+    segments,
+    variant_gender,
+)
+from voice_audit.personas import SpeechParams, load_catalogue
 
 
 def test_us_and_scottish_realisations_get_speakers_of_their_own_accent() -> None:

@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 import pytest
 
-from harness.audio.dsp import mulaw_decode, mulaw_encode
+from voice_audit.harness.audio.dsp import mulaw_decode, mulaw_encode
 
 BIAS = 0x84
 CLIP = 8159

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import soundfile
 
-from harness.audio.dsp import loudness, resample
-from harness.audio.recorded import (
+from voice_audit.harness.audio.dsp import loudness, resample
+from voice_audit.harness.audio.recorded import (
     MissingRecordingError,
     RecordedBackend,
     RecordingFormatError,
@@ -19,8 +19,8 @@ from harness.audio.recorded import (
     prepare,
     trim_to_pad,
 )
-from personas import SpeechParams
-from personas.lines import line_key
+from voice_audit.personas import SpeechParams
+from voice_audit.personas.lines import line_key
 
 from .conftest import make_speechlike
 

@@ -8,8 +8,8 @@ import sys
 
 import pytest
 
-from harness.audio import asr_names, create_asr, create_tts, tts_names
-from scenarios.errors import ConfigError, MissingBackendError
+from voice_audit.harness.audio import asr_names, create_asr, create_tts, tts_names
+from voice_audit.scenarios.errors import ConfigError, MissingBackendError
 
 
 def test_builtin_names() -> None:
@@ -41,7 +41,7 @@ def test_missing_backend_names_the_extra(
 def test_crepe_missing_names_its_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     import numpy as np
 
-    from analysis.acoustics import crepe_f0
+    from voice_audit.analysis.acoustics import crepe_f0
 
     monkeypatch.setitem(sys.modules, "torchcrepe", None)
     with pytest.raises(MissingBackendError, match=r"voice-audit\[crepe\]"):
@@ -49,19 +49,19 @@ def test_crepe_missing_names_its_extra(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_module_attr_and_unknown_names() -> None:
-    backend = create_tts("harness.audio.espeak:EspeakBackend", use_ssml=False)
+    backend = create_tts("voice_audit.harness.audio.espeak:EspeakBackend", use_ssml=False)
     assert backend.name == "espeak" and backend.use_ssml is False  # type: ignore[attr-defined]
     with pytest.raises(ConfigError, match="unknown TTS backend 'nope'"):
         create_tts("nope")
     with pytest.raises(ConfigError, match="has no"):
-        create_asr("harness.audio.asr_whisper:Nothing")
+        create_asr("voice_audit.harness.audio.asr_whisper:Nothing")
     with pytest.raises(ConfigError, match="cannot import"):
         create_asr("no_such_pkg.mod:X")
 
 
 def test_import_and_name_lookup_do_not_import_heavy_packages() -> None:
     code = (
-        "import sys, harness.audio as a; a.tts_names(); a.asr_names();"
+        "import sys, voice_audit.harness.audio as a; a.tts_names(); a.asr_names();"
         "heavy = [m for m in ('faster_whisper', 'ctranslate2', 'torch', 'whisper', 'piper', 'TTS',"
         " 'pocketsphinx', 'librosa', 'aiohttp', 'parselmouth') if m in sys.modules];"
         "print(heavy)"

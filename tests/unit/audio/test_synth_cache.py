@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness.audio import EmptyTextError, SpeechSynthesizer, Synthesis
-from personas import SpeechParams
+from voice_audit.harness.audio import EmptyTextError, SpeechSynthesizer, Synthesis
+from voice_audit.personas import SpeechParams
 
 
 class CountingBackend:

@@ -7,8 +7,8 @@ import pickle
 import pytest
 from pydantic import ValidationError
 
-from harness.audio.synth import SynthesisTimeout, SynthesisTimeoutError
-from harness.audio.tts_pool import first_words
+from voice_audit.harness.audio.synth import SynthesisTimeout, SynthesisTimeoutError
+from voice_audit.harness.audio.tts_pool import first_words
 
 
 def test_limit_grows_with_text_and_a_cold_worker_gets_its_allowance() -> None:

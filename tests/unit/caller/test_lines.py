@@ -10,16 +10,16 @@ import random
 import numpy as np
 import pytest
 
-from harness.adapter import AudioFormat
-from harness.audio import SpeechSynthesizer, Synthesis
-from harness.caller.lines import campaign_lines, lines_csv
-from harness.caller.patience import PATIENCE_PROMPT, CallerPatience
-from harness.caller.policy import CallerPolicy, Say
-from harness.model.campaign import Patience
-from harness.runtime.voice import CallerVoice
-from personas import CallerCondition, MatchedPair, SpeechParams, load_catalogue, speech_params
-from personas.lines import line_key
-from scenarios import BUNDLED_LIBRARY, ConfigError, ScenarioLibrary
+from voice_audit.harness.adapter import AudioFormat
+from voice_audit.harness.audio import SpeechSynthesizer, Synthesis
+from voice_audit.harness.caller.lines import campaign_lines, lines_csv
+from voice_audit.harness.caller.patience import PATIENCE_PROMPT, CallerPatience
+from voice_audit.harness.caller.policy import CallerPolicy, Say
+from voice_audit.harness.model.campaign import Patience
+from voice_audit.harness.runtime.voice import CallerVoice
+from voice_audit.personas import CallerCondition, MatchedPair, SpeechParams, load_catalogue, speech_params
+from voice_audit.personas.lines import line_key
+from voice_audit.scenarios import BUNDLED_LIBRARY, ConfigError, ScenarioLibrary
 
 AGENT_TURNS = (
     "Thank you for calling, how can I help?",
@@ -233,8 +233,8 @@ def test_the_list_is_stable_and_names_each_use() -> None:
 
 
 def test_a_declared_interruption_line_is_listed_for_every_voice() -> None:
-    from harness.caller.interruption import INTERRUPTION_LINE
-    from harness.model.campaign import Interruptions
+    from voice_audit.harness.caller.interruption import INTERRUPTION_LINE
+    from voice_audit.harness.model.campaign import Interruptions
 
     catalogue = load_catalogue()
     scenarios = {"plan_correction": ScenarioLibrary(BUNDLED_LIBRARY).get_locked("plan_correction")}

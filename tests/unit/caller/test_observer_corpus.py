@@ -10,8 +10,8 @@ from typing import Any
 
 import yaml
 
-from harness.caller import ACTS
-from scenarios import CALLER_FACTS
+from voice_audit.harness.caller import ACTS
+from voice_audit.scenarios import CALLER_FACTS
 
 ROOT = Path(__file__).parents[3]
 CORPUS = ROOT / "tests" / "fixtures" / "observer"

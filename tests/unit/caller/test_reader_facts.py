@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.caller import classify
-from harness.caller.ontology import FACT_NAMES, IDENTITY_FACTS
-from scenarios import CALLER_FACTS, Challenge
+from voice_audit.harness.caller import classify
+from voice_audit.harness.caller.ontology import FACT_NAMES, IDENTITY_FACTS
+from voice_audit.scenarios import CALLER_FACTS, Challenge
 
 PARAPHRASES: dict[str, tuple[str, ...]] = {
     "holder_name": (

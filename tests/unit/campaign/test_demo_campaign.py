@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.deltas import cell_deltas
-from analysis.plan import load_plan
-from harness.llm import PACKAGED
-from harness.planning import load_campaign
+from voice_audit.analysis.deltas import cell_deltas
+from voice_audit.analysis.plan import load_plan
+from voice_audit.harness.llm import PACKAGED
+from voice_audit.harness.planning import load_campaign
 
 ROOT = Path(__file__).resolve().parents[3]
 DEMO = ROOT / "campaigns" / "demo.yaml"

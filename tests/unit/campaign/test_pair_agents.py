@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.planning import load_campaign
-from scenarios import ConfigError
+from voice_audit.harness.planning import load_campaign
+from voice_audit.scenarios import ConfigError
 
 BASE = """\
 name: t
 seed: 3
 scenarios: [refund_duplicate_charge]
 agents:
-  - {name: fast, adapter: "agents.testing:scripted"}
-  - {name: slow, adapter: "agents.testing:scripted"}
+  - {name: fast, adapter: "voice_audit.agents.testing:scripted"}
+  - {name: slow, adapter: "voice_audit.agents.testing:scripted"}
 pairs:
   - contrast: [accent]
     base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}

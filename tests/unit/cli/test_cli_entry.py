@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-_MAIN = "import sys; from harness.cli import main; sys.argv[0] = 'voice-audit'; main()"
+_MAIN = "import sys; from voice_audit.harness.cli import main; sys.argv[0] = 'voice-audit'; main()"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -28,9 +28,9 @@ def test_unknown_command_is_a_usage_error_not_a_traceback() -> None:
 
 def test_builtin_command_imports_no_plugin() -> None:
     probe = (
-        "import sys; from harness.cli import main; sys.argv = ['voice-audit', 'personas'];\n"
+        "import sys; from voice_audit.harness.cli import main; sys.argv = ['voice-audit', 'personas'];\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in {'analysis', 'agents'}))"
+        "print(sorted(m for m in sys.modules if m.split('.')[:2] in (['voice_audit', 'analysis'], ['voice_audit', 'agents'])))"
     )
     res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr

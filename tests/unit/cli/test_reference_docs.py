@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.reference_docs import CLI_PAGE, SCHEMA_PAGE, cli_markdown, schema_markdown
+from voice_audit.harness.reference_docs import CLI_PAGE, SCHEMA_PAGE, cli_markdown, schema_markdown
 
 REFERENCE = Path(__file__).resolve().parents[3] / "docs" / "reference"
-FIX = "regenerate with: .venv/bin/python -m harness.reference_docs docs/reference"
+FIX = "regenerate with: .venv/bin/python -m voice_audit.harness.reference_docs docs/reference"
 
 
 def test_cli_reference_matches_the_command_line() -> None:

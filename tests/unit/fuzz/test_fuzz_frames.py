@@ -30,24 +30,24 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from websockets.asyncio.client import connect
 
-from agents.protocols import http_turn
-from agents.protocols._stream import EventChannel
-from agents.protocols.event_json import (
+from voice_audit.agents.protocols import http_turn
+from voice_audit.agents.protocols._stream import EventChannel
+from voice_audit.agents.protocols.event_json import (
     b64encode,
     call_from_json,
     call_to_json,
     event_from_json,
     format_from_json,
 )
-from agents.protocols.realtime import RealtimeSession
-from agents.protocols.twilio import TwilioSession
-from agents.protocols.ws_stream import WsStreamSession
-from agents.serve import ServeConfig, ToneAgent, start_server
-from harness.adapter import AgentError, AgentEvent, AudioFormat, AudioOut, CallInfo, ErrorOut
-from harness.model.failures import FAILURE_KINDS
-from harness.runtime.playback import decode_agent_audio
-from harness.tools import ToolFixture
-from scenarios import BUNDLED_LIBRARY, ScenarioLibrary
+from voice_audit.agents.protocols.realtime import RealtimeSession
+from voice_audit.agents.protocols.twilio import TwilioSession
+from voice_audit.agents.protocols.ws_stream import WsStreamSession
+from voice_audit.agents.serve import ServeConfig, ToneAgent, start_server
+from voice_audit.harness.adapter import AgentError, AgentEvent, AudioFormat, AudioOut, CallInfo, ErrorOut
+from voice_audit.harness.model.failures import FAILURE_KINDS
+from voice_audit.harness.runtime.playback import decode_agent_audio
+from voice_audit.harness.tools import ToolFixture
+from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
 settings.register_profile("ci", max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
 settings.register_profile("volume", max_examples=5000, deadline=None, suppress_health_check=list(HealthCheck))

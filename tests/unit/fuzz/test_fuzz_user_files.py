@@ -15,9 +15,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.planning import load_campaign
-from personas import DEFAULT_CATALOGUE, load_catalogue
-from scenarios import BUNDLED_LIBRARY, ConfigError, LockError, load_scenario_file
+from voice_audit.harness.planning import load_campaign
+from voice_audit.personas import DEFAULT_CATALOGUE, load_catalogue
+from voice_audit.scenarios import BUNDLED_LIBRARY, ConfigError, LockError, load_scenario_file
 
 settings.register_profile(
     "ci", max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -32,7 +32,7 @@ name: f
 seed: 3
 scenarios: [refund_duplicate_charge]
 agents:
-  - {name: s, adapter: "agents.testing:scripted"}
+  - {name: s, adapter: "voice_audit.agents.testing:scripted"}
 pairs:
   - contrast: [accent]
     base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}

@@ -10,7 +10,15 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from harness.llm import ChatRequest, LLMError, Message, OpenAIChatClient, Tool, parse_response, request_body
+from voice_audit.harness.llm import (
+    ChatRequest,
+    LLMError,
+    Message,
+    OpenAIChatClient,
+    Tool,
+    parse_response,
+    request_body,
+)
 
 KEY = "sk-test-4f9a1c0ffee-secret"
 

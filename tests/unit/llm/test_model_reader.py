@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from harness.caller import ACTS, CallerPolicy, RuleReader
-from harness.caller.model_reader import (
+from voice_audit.harness.caller import ACTS, CallerPolicy, RuleReader
+from voice_audit.harness.caller.model_reader import (
     EXAMPLES,
     ModelReader,
     ReaderError,
@@ -15,10 +15,10 @@ from harness.caller.model_reader import (
     fact_names,
     parse_answer,
 )
-from harness.caller.readers import Readers, ReaderSet
-from harness.llm import ChatRequest, ChatResponse, LLMError
-from harness.model.campaign import ModelReaderSpec, ReaderSpec
-from scenarios import BUNDLED_LIBRARY, ConfigError, Scenario, ScenarioLibrary
+from voice_audit.harness.caller.readers import Readers, ReaderSet
+from voice_audit.harness.llm import ChatRequest, ChatResponse, LLMError
+from voice_audit.harness.model.campaign import ModelReaderSpec, ReaderSpec
+from voice_audit.scenarios import BUNDLED_LIBRARY, ConfigError, Scenario, ScenarioLibrary
 
 
 @pytest.fixture(scope="module")

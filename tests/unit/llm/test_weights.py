@@ -7,8 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.llm import PACKAGED, LLMError, PackagedFile, PackagedModel, packaged_model, resolve_weights
-from harness.llm.weights import _join
+from voice_audit.harness.llm import (
+    PACKAGED,
+    LLMError,
+    PackagedFile,
+    PackagedModel,
+    packaged_model,
+    resolve_weights,
+)
+from voice_audit.harness.llm.weights import _join
 
 
 def test_a_file_loads_only_with_its_sha256(tmp_path: Path) -> None:

@@ -1,13 +1,20 @@
 """One dialogue-act vocabulary: the readers' acts, the logged classifications old run folders hold,
-and the rater's choices are the same names from `harness.model.dialogue_acts`."""
+and the rater's choices are the same names from `voice_audit.harness.model.dialogue_acts`."""
 
 from __future__ import annotations
 
-import harness.caller
-import harness.model
-from analysis.rating.observer import ACT_CHOICES
-from harness.model import ACTS, CLASSIFICATIONS, LOGGED_AS, CallerDecision, classification_of, parse_event
-from harness.model.dialogue_acts import SAFETY_ACTS
+import voice_audit.harness.caller
+import voice_audit.harness.model
+from voice_audit.analysis.rating.observer import ACT_CHOICES
+from voice_audit.harness.model import (
+    ACTS,
+    CLASSIFICATIONS,
+    LOGGED_AS,
+    CallerDecision,
+    classification_of,
+    parse_event,
+)
+from voice_audit.harness.model.dialogue_acts import SAFETY_ACTS
 
 
 def test_every_act_is_logged_under_a_classification() -> None:
@@ -28,8 +35,8 @@ def test_the_logged_names_of_old_run_folders_stay() -> None:
 
 
 def test_the_caller_and_the_rater_use_the_one_vocabulary() -> None:
-    assert harness.caller.ACTS is harness.model.ACTS
-    assert harness.caller.ACT_MEANING is harness.model.ACT_MEANING
+    assert voice_audit.harness.caller.ACTS is voice_audit.harness.model.ACTS
+    assert voice_audit.harness.caller.ACT_MEANING is voice_audit.harness.model.ACT_MEANING
     rated = [a for a, _ in ACT_CHOICES]
     assert len(rated) == len(set(rated))
     assert set(rated) == set(CLASSIFICATIONS) - {"silence"}

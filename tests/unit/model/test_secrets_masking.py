@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.model.secrets import MASK, Redactor, mask_options, mask_url, secret_values
+from voice_audit.harness.model.secrets import MASK, Redactor, mask_options, mask_url, secret_values
 
 
 def test_secret_named_values_and_their_copies_are_masked() -> None:

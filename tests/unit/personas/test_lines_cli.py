@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-_MAIN = "import sys; from harness.cli import main; sys.argv[0] = 'voice-audit'; main()"
+_MAIN = "import sys; from voice_audit.harness.cli import main; sys.argv[0] = 'voice-audit'; main()"
 
 CAMPAIGN = """\
 name: lines

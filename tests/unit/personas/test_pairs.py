@@ -7,7 +7,14 @@ import itertools
 import pytest
 from pydantic import ValidationError
 
-from personas import AXES, CallerCondition, MatchedPair, load_catalogue, render_utterance, speech_params
+from voice_audit.personas import (
+    AXES,
+    CallerCondition,
+    MatchedPair,
+    load_catalogue,
+    render_utterance,
+    speech_params,
+)
 
 CAT = load_catalogue()
 BASE = CallerCondition(

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from agents.protocols import realtime_wire as rw
-from agents.protocols import twilio_wire as tw
-from agents.protocols.event_json import b64encode
-from harness.adapter import AgentError
+from voice_audit.agents.protocols import realtime_wire as rw
+from voice_audit.agents.protocols import twilio_wire as tw
+from voice_audit.agents.protocols.event_json import b64encode
+from voice_audit.harness.adapter import AgentError
 
 
 def test_twilio_messages_parse_into_their_types() -> None:

@@ -10,14 +10,14 @@ import json
 
 import pytest
 
-from agents.protocols.event_json import call_from_json, call_to_json
-from agents.protocols.realtime import RealtimeAdapter
-from agents.protocols.twilio import TwilioAdapter
-from agents.serve.realtime_session import FACTS_RE
-from harness.adapter import AgentError, CallInfo
-from harness.disclosure import disclose, fact_ids
-from harness.model.campaign import AgentSpec, Campaign, FactsDisclosure
-from scenarios import BUNDLED_LIBRARY, Facts, ScenarioLibrary, sha256_of
+from voice_audit.agents.protocols.event_json import call_from_json, call_to_json
+from voice_audit.agents.protocols.realtime import RealtimeAdapter
+from voice_audit.agents.protocols.twilio import TwilioAdapter
+from voice_audit.agents.serve.realtime_session import FACTS_RE
+from voice_audit.harness.adapter import AgentError, CallInfo
+from voice_audit.harness.disclosure import disclose, fact_ids
+from voice_audit.harness.model.campaign import AgentSpec, Campaign, FactsDisclosure
+from voice_audit.scenarios import BUNDLED_LIBRARY, Facts, ScenarioLibrary, sha256_of
 
 MODES: tuple[FactsDisclosure, ...] = ("full", "ids", "none")
 

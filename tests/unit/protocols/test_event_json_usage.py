@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from agents.protocols.event_json import event_from_json, event_to_json
-from harness.adapter import AgentError, RateLimitOut, SignalOut, UsageOut
+from voice_audit.agents.protocols.event_json import event_from_json, event_to_json
+from voice_audit.harness.adapter import AgentError, RateLimitOut, SignalOut, UsageOut
 
 
 @pytest.mark.parametrize(

@@ -10,14 +10,14 @@ import numpy as np
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
 
-from agents.protocols._stream import SEND_BUFFER_LIMIT, open_ws, send_message, send_now
-from agents.protocols.audio import dbfs
-from agents.protocols.event_json import b64encode
-from agents.protocols.twilio import FRAME_BYTES, TwilioSession
-from agents.serve.cli import run_loop
-from agents.serve.vad import Endpointer, VadConfig
-from harness.adapter import CallInfo
-from scenarios import BUNDLED_LIBRARY, ConfigError, ScenarioLibrary
+from voice_audit.agents.protocols._stream import SEND_BUFFER_LIMIT, open_ws, send_message, send_now
+from voice_audit.agents.protocols.audio import dbfs
+from voice_audit.agents.protocols.event_json import b64encode
+from voice_audit.agents.protocols.twilio import FRAME_BYTES, TwilioSession
+from voice_audit.agents.serve.cli import run_loop
+from voice_audit.agents.serve.vad import Endpointer, VadConfig
+from voice_audit.harness.adapter import CallInfo
+from voice_audit.scenarios import BUNDLED_LIBRARY, ConfigError, ScenarioLibrary
 
 
 async def _echo_server(received: list[Any]) -> Any:

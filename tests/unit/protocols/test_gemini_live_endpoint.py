@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from harness.endpoints import DEFAULT_URLS, agent_url, describe, unreachable_agents
-from harness.model.campaign import AgentSpec
+from voice_audit.harness.endpoints import DEFAULT_URLS, agent_url, describe, unreachable_agents
+from voice_audit.harness.model.campaign import AgentSpec
 
 
 def test_a_live_agent_without_url_is_the_public_endpoint() -> None:

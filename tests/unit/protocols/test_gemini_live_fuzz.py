@@ -20,15 +20,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from websockets.asyncio.client import connect
 
-from agents.protocols import gemini_live_wire as gw
-from agents.protocols.event_json import b64encode
-from agents.protocols.gemini_live import GeminiLiveSession
-from agents.serve import ServeConfig, ToneAgent, start_server
-from harness.adapter import AgentError, AgentEvent, AudioOut, CallInfo, ErrorOut
-from harness.model.failures import FAILURE_KINDS
-from harness.runtime.playback import decode_agent_audio
-from harness.tools import ToolFixture
-from scenarios import BUNDLED_LIBRARY, ScenarioLibrary, canonical_json
+from voice_audit.agents.protocols import gemini_live_wire as gw
+from voice_audit.agents.protocols.event_json import b64encode
+from voice_audit.agents.protocols.gemini_live import GeminiLiveSession
+from voice_audit.agents.serve import ServeConfig, ToneAgent, start_server
+from voice_audit.harness.adapter import AgentError, AgentEvent, AudioOut, CallInfo, ErrorOut
+from voice_audit.harness.model.failures import FAILURE_KINDS
+from voice_audit.harness.runtime.playback import decode_agent_audio
+from voice_audit.harness.tools import ToolFixture
+from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary, canonical_json
 
 settings.register_profile("ci", max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 settings.register_profile("volume", max_examples=5000, deadline=None, suppress_health_check=list(HealthCheck))

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from google.genai import types as gt
 
-from agents.protocols import gemini_live_wire as gw
-from agents.protocols.gemini_live import usage_quantities
-from harness.adapter import AgentError
-from harness.tools import ToolFixture
-from scenarios import BUNDLED_LIBRARY, ScenarioLibrary
+from voice_audit.agents.protocols import gemini_live_wire as gw
+from voice_audit.agents.protocols.gemini_live import usage_quantities
+from voice_audit.harness.adapter import AgentError
+from voice_audit.harness.tools import ToolFixture
+from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
 PCM = np.arange(-800, 800, 3, dtype="<i2").tobytes()  # bytes that use +, / and padding in base64
 

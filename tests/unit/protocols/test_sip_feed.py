@@ -9,7 +9,7 @@ pytest.importorskip("pjsua2")
 
 import pjsua2 as pj
 
-from agents.protocols.sip_stack import (
+from voice_audit.agents.protocols.sip_stack import (
     FRAME_BYTES,
     MAX_TX_FRAMES,
     SILENCE,

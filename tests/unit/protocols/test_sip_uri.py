@@ -7,8 +7,14 @@ import json
 import numpy as np
 import pytest
 
-from agents.protocols.sip import SpeechGate, _bye_event, facts_headers, read_facts_header, sip_adapter
-from agents.protocols.sip_uri import (
+from voice_audit.agents.protocols.sip import (
+    SpeechGate,
+    _bye_event,
+    facts_headers,
+    read_facts_header,
+    sip_adapter,
+)
+from voice_audit.agents.protocols.sip_uri import (
     CALL_ID_HEADER,
     FACTS_HEADER,
     check_headers,
@@ -18,11 +24,11 @@ from agents.protocols.sip_uri import (
     parse_target,
     target_problem,
 )
-from harness.adapter import AgentError, CallInfo, ErrorOut, HangupOut
-from harness.disclosure import disclose
-from harness.model.campaign import AgentSpec
-from harness.model.failures import FAILURE_SIDE, non_service_flag
-from scenarios import BUNDLED_LIBRARY, ScenarioLibrary, canonical_json
+from voice_audit.harness.adapter import AgentError, CallInfo, ErrorOut, HangupOut
+from voice_audit.harness.disclosure import disclose
+from voice_audit.harness.model.campaign import AgentSpec
+from voice_audit.harness.model.failures import FAILURE_SIDE, non_service_flag
+from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary, canonical_json
 
 
 def test_targets_parse_and_rebuild() -> None:

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from agents.protocols import webrtc_wire as ww
-from agents.protocols.webrtc import WebRtcAdapter, WebRtcSession
-from harness.adapter import (
+from voice_audit.agents.protocols import webrtc_wire as ww
+from voice_audit.agents.protocols.webrtc import WebRtcAdapter, WebRtcSession
+from voice_audit.harness.adapter import (
     AgentError,
     AgentEvent,
     ClearOut,
@@ -20,7 +20,7 @@ from harness.adapter import (
     ToolCallOut,
     ToolResultOut,
 )
-from harness.model.campaign import AgentSpec
+from voice_audit.harness.model.campaign import AgentSpec
 
 
 def _session(**options: Any) -> WebRtcSession:
@@ -123,8 +123,8 @@ def test_adapter_options_are_checked_when_the_campaign_loads() -> None:
 
 
 def test_request_data_carries_exactly_the_disclosed_facts() -> None:
-    from harness.adapter import CallInfo
-    from scenarios import BUNDLED_LIBRARY, ScenarioLibrary
+    from voice_audit.harness.adapter import CallInfo
+    from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
     sc = ScenarioLibrary(BUNDLED_LIBRARY).load_all()["refund_duplicate_charge"][1]
     adapter = WebRtcAdapter(

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from agents.protocols import webrtc_wire as ww
-from harness.adapter import AgentError
+from voice_audit.agents.protocols import webrtc_wire as ww
+from voice_audit.harness.adapter import AgentError
 
 SDP = (
     "v=0\r\no=- 1 1 IN IP4 0.0.0.0\r\ns=-\r\nt=0 0\r\na=group:BUNDLE 0 1\r\n"

@@ -5,11 +5,16 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from agents.protocols import audio
-from agents.protocols.event_json import call_from_json, call_to_json, event_from_json, event_to_json
-from agents.serve.demo import tone
-from agents.serve.vad import Endpointer, VadConfig
-from harness.adapter import (
+from voice_audit.agents.protocols import audio
+from voice_audit.agents.protocols.event_json import (
+    call_from_json,
+    call_to_json,
+    event_from_json,
+    event_to_json,
+)
+from voice_audit.agents.serve.demo import tone
+from voice_audit.agents.serve.vad import Endpointer, VadConfig
+from voice_audit.harness.adapter import (
     AgentError,
     AudioOut,
     CallInfo,
@@ -25,7 +30,7 @@ from harness.adapter import (
     ToolResultOut,
     TurnEnd,
 )
-from scenarios import BUNDLED_LIBRARY, ScenarioLibrary
+from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
 
 def _call() -> CallInfo:

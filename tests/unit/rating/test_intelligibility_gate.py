@@ -12,15 +12,15 @@ from typing import Any, cast
 import pandas as pd
 import pytest
 
-from analysis.gates import GATES
-from analysis.gates.base import GateInputs
-from analysis.gates.intelligibility import (
+from voice_audit.analysis.gates import GATES
+from voice_audit.analysis.gates.base import GateInputs
+from voice_audit.analysis.gates.intelligibility import (
     evaluate_intelligibility,
     read_intelligibility_labels,
     stimulus_intelligibility,
 )
-from analysis.plan import load_plan
-from analysis.rating.store import LabelRecord, LabelStore
+from voice_audit.analysis.plan import load_plan
+from voice_audit.analysis.rating.store import LabelRecord, LabelStore
 
 LINES = [
     "I was charged twice for the same order last week",

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.gates.observer_evidence import (
+from voice_audit.analysis.gates.observer_evidence import (
     asr_word_error,
     compare,
     evaluate_observer,

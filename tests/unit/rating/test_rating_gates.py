@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.rating.rating_gates import rating_gates
-from analysis.rating.store import LabelRecord, LabelStore
+from voice_audit.analysis.rating.rating_gates import rating_gates
+from voice_audit.analysis.rating.store import LabelRecord, LabelStore
 
 NAN = math.nan
 # Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", 4 observers x 12 units:

@@ -6,7 +6,7 @@ import datetime as dt
 import json
 from pathlib import Path
 
-from analysis.rating.store import LabelRecord, LabelStore, labels_path, read_labels
+from voice_audit.analysis.rating.store import LabelRecord, LabelStore, labels_path, read_labels
 
 
 def record(rater: str = "r1", item: str = "quality:e1", **kw: object) -> LabelRecord:

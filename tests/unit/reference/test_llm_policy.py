@@ -12,11 +12,18 @@ from typing import Any
 
 import pytest
 
-from agents.reference._llm_policy import REMEDY_TOOLS, LLMConfig, LLMPolicy, parse_step, spoken, system_prompt
-from agents.reference._policy import Hangup, Heard, SayStep, StateStep, Step, ToolStep
-from harness.llm import ChatRequest, ChatResponse, ToolCall, Usage
-from harness.tools import ToolFixture
-from scenarios import BUNDLED_LIBRARY, Facts, load_scenario_file
+from voice_audit.agents.reference._llm_policy import (
+    REMEDY_TOOLS,
+    LLMConfig,
+    LLMPolicy,
+    parse_step,
+    spoken,
+    system_prompt,
+)
+from voice_audit.agents.reference._policy import Hangup, Heard, SayStep, StateStep, Step, ToolStep
+from voice_audit.harness.llm import ChatRequest, ChatResponse, ToolCall, Usage
+from voice_audit.harness.tools import ToolFixture
+from voice_audit.scenarios import BUNDLED_LIBRARY, Facts, load_scenario_file
 
 
 def facts(scenario: str = "refund_duplicate_charge") -> Facts:
@@ -311,7 +318,7 @@ async def test_cached_prompt_tokens_cost_nothing_on_the_virtual_clock() -> None:
 
 
 def test_default_model_is_the_15b_and_its_figures_are_used() -> None:
-    from harness.llm import PACKAGED
+    from voice_audit.harness.llm import PACKAGED
 
     cfg = LLMConfig()
     assert cfg.model == "qwen2.5-coder-1.5b" and PACKAGED[cfg.model].default
@@ -323,7 +330,7 @@ def test_default_model_is_the_15b_and_its_figures_are_used() -> None:
 
 
 def test_step_grammar_offers_only_the_allowed_actions_and_their_own_arguments() -> None:
-    from agents.reference._llm_policy import step_grammar
+    from voice_audit.agents.reference._llm_policy import step_grammar
 
     p, _, _ = policy([])
     g = step_grammar(p.facts, p.actions())
@@ -374,7 +381,7 @@ async def test_hybrid_verifies_the_asked_fact_in_code_then_reads_the_record() ->
 async def test_the_models_exchanges_are_logged(caplog: pytest.LogCaptureFixture) -> None:
     import logging
 
-    caplog.set_level(logging.DEBUG, logger="agents.reference.llm")
+    caplog.set_level(logging.DEBUG, logger="voice_audit.agents.reference.llm")
     p, _, _ = policy([{"action": "reply", "arguments": {}, "say": "What is your full name?"}])
     await p.respond(Heard("I was charged twice.", 0.9))
     logged = [r.getMessage() for r in caplog.records]

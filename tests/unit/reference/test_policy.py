@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.reference._knobs import (
+from voice_audit.agents.reference._knobs import (
     ExtraCrmRead,
     ExtraRepairs,
     ExtraVerification,
@@ -17,7 +17,7 @@ from agents.reference._knobs import (
     PressureLanguage,
     Target,
 )
-from agents.reference._policy import (
+from voice_audit.agents.reference._policy import (
     GENERIC_CHALLENGE,
     HANDOFF,
     HOLD,
@@ -33,8 +33,8 @@ from agents.reference._policy import (
     Step,
     ToolStep,
 )
-from harness.tools import ToolFixture
-from scenarios import BUNDLED_LIBRARY, Facts, Scenario, load_scenario_file
+from voice_audit.harness.tools import ToolFixture
+from voice_audit.scenarios import BUNDLED_LIBRARY, Facts, Scenario, load_scenario_file
 
 SPANISH = Target(axis="accent", levels=("l2_spanish",))
 ANSWERS = {

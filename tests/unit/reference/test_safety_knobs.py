@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from agents.reference._knobs import Knobs, RefuseService, RepairLoop, Target
-from agents.reference._policy import (
+from voice_audit.agents.reference._knobs import Knobs, RefuseService, RepairLoop, Target
+from voice_audit.agents.reference._policy import (
     HANDOFF,
     REPAIR,
     DialoguePolicy,
@@ -16,10 +16,10 @@ from agents.reference._policy import (
     StateStep,
     Step,
 )
-from harness.caller.classify import RuleReader
-from harness.tools import ToolFixture
-from scenarios import BUNDLED_LIBRARY, Scenario, load_scenario_file
-from scenarios.safety import declined_by_state, declined_in_words, repair_exchange
+from voice_audit.harness.caller.classify import RuleReader
+from voice_audit.harness.tools import ToolFixture
+from voice_audit.scenarios import BUNDLED_LIBRARY, Scenario, load_scenario_file
+from voice_audit.scenarios.safety import declined_by_state, declined_in_words, repair_exchange
 
 TARGET = Target(axis="voice_profile", levels=("female_adult",))
 HIT = {"voice_profile": "female_adult"}

@@ -9,11 +9,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from agents.reference import CascadedAgent, HybridAgent, NativeAgent, cascaded, hybrid, native, utterance_key
-from agents.reference._acoustics import measure
-from agents.reference._knobs import HeuristicDetector, NoDetector, OracleDetector, make_detector
-from agents.reference._options import parse_options
-from harness.adapter import (
+from voice_audit.agents.reference import (
+    CascadedAgent,
+    HybridAgent,
+    NativeAgent,
+    cascaded,
+    hybrid,
+    native,
+    utterance_key,
+)
+from voice_audit.agents.reference._acoustics import measure
+from voice_audit.agents.reference._knobs import HeuristicDetector, NoDetector, OracleDetector, make_detector
+from voice_audit.agents.reference._options import parse_options
+from voice_audit.harness.adapter import (
     CALLER_ACT,
     HUMAN_REQUEST_ACT,
     AgentAdapter,
@@ -29,10 +37,10 @@ from harness.adapter import (
     ToolCallOut,
     TurnEnd,
 )
-from harness.audio import SpeechRecognizer, SpeechSynthesizer, Synthesis, Transcript
-from harness.model.campaign import AgentSpec
-from personas import SpeechParams
-from scenarios import BUNDLED_LIBRARY, load_scenario_file
+from voice_audit.harness.audio import SpeechRecognizer, SpeechSynthesizer, Synthesis, Transcript
+from voice_audit.harness.model.campaign import AgentSpec
+from voice_audit.personas import SpeechParams
+from voice_audit.scenarios import BUNDLED_LIBRARY, load_scenario_file
 
 SCEN = load_scenario_file(Path(BUNDLED_LIBRARY) / "refund_duplicate_charge.yaml")
 
@@ -248,7 +256,9 @@ def test_options_and_factories() -> None:
         (native, "nat", False),
     ):
         adapter = factory(
-            AgentSpec(name="ref-x", adapter="agents.reference:x", options={"policy": {"max_repairs": 2}})
+            AgentSpec(
+                name="ref-x", adapter="voice_audit.agents.reference:x", options={"policy": {"max_repairs": 2}}
+            )
         )
         assert adapter.name == "ref-x" and adapter.capabilities.architecture == arch
         assert adapter.capabilities.transcripts is transcripts and adapter.capabilities.turn_based
@@ -289,7 +299,7 @@ async def test_declared_request_plants_exactly_although_misheard(mode: str) -> N
 
 
 async def test_hold_drops_an_announcement_that_does_not_fit() -> None:
-    from agents.reference._audio import LINE_GAP_MS, AgentMouth
+    from voice_audit.agents.reference._audio import LINE_GAP_MS, AgentMouth
 
     mouth = AgentMouth(SpeechSynthesizer(FakeTTS(), pool_size=0))
     pcm, announced = await mouth.hold(600, " ".join(["word"] * 60))

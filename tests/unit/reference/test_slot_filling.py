@@ -12,12 +12,26 @@ from pathlib import Path
 
 import pytest
 
-from agents.reference._policy import REPAIR, DialoguePolicy, Heard, PolicyConfig, SayStep, Step, ToolStep
-from agents.reference._spoken import DateParts, parse_date, parse_date_parts, parse_email, spoken_digits
-from agents.reference._spotting import spot, with_spotted
-from harness.caller.classify import classify
-from harness.tools import ToolFixture
-from scenarios import BUNDLED_LIBRARY, load_scenario_file
+from voice_audit.agents.reference._policy import (
+    REPAIR,
+    DialoguePolicy,
+    Heard,
+    PolicyConfig,
+    SayStep,
+    Step,
+    ToolStep,
+)
+from voice_audit.agents.reference._spoken import (
+    DateParts,
+    parse_date,
+    parse_date_parts,
+    parse_email,
+    spoken_digits,
+)
+from voice_audit.agents.reference._spotting import spot, with_spotted
+from voice_audit.harness.caller.classify import classify
+from voice_audit.harness.tools import ToolFixture
+from voice_audit.scenarios import BUNDLED_LIBRARY, load_scenario_file
 
 PLAN = load_scenario_file(Path(BUNDLED_LIBRARY) / "plan_correction.yaml")
 JULY_15_1993 = dt.date(1993, 7, 15)
@@ -192,7 +206,7 @@ def test_native_keyword_spotting(heard: str, spotted: tuple[str, ...]) -> None:
 
 
 def test_spotted_near_misses_reach_the_dialogue() -> None:
-    from agents.reference._nlu import understand
+    from voice_audit.agents.reference._nlu import understand
 
     assert not understand("I want a refunt").has("request")
     assert understand(with_spotted("I want a refunt")).has("request")

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from agents.reference._spoken import (
+from voice_audit.agents.reference._spoken import (
     edit_distance,
     parse_amount,
     parse_date,

@@ -7,9 +7,9 @@ from importlib.metadata import EntryPoint, entry_points
 
 import pytest
 
-import harness.registry as registry
-from harness.registry import AGENT_GROUP, ASR_GROUP, TTS_GROUP, create, load_object, names
-from scenarios.errors import ConfigError, MissingBackendError
+import voice_audit.harness.registry as registry
+from voice_audit.harness.registry import AGENT_GROUP, ASR_GROUP, TTS_GROUP, create, load_object, names
+from voice_audit.scenarios.errors import ConfigError, MissingBackendError
 
 
 def test_builtins_are_entry_points_of_their_groups() -> None:
@@ -24,9 +24,11 @@ def test_builtins_are_entry_points_of_their_groups() -> None:
 
 
 def test_a_name_and_its_module_reference_load_the_same_object() -> None:
-    assert load_object("scripted", AGENT_GROUP) is load_object("agents.testing:scripted", AGENT_GROUP)
+    assert load_object("scripted", AGENT_GROUP) is load_object(
+        "voice_audit.agents.testing:scripted", AGENT_GROUP
+    )
     espeak = load_object("espeak", TTS_GROUP)
-    assert espeak is load_object("harness.audio.espeak:EspeakBackend", TTS_GROUP)
+    assert espeak is load_object("voice_audit.harness.audio.espeak:EspeakBackend", TTS_GROUP)
 
 
 def test_unknown_names_list_what_is_registered() -> None:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis.pipeline import analyze
 from tests.helpers.logs import Log
 from tests.helpers.runfolder import copy_golden, records, replace_call, write_records
+from voice_audit.analysis.pipeline import analyze
 
 SCRIPTED = "983c19067f35"
 

@@ -12,8 +12,8 @@ import pytest
 import xmlschema
 from typer.testing import CliRunner
 
-from analysis.release import check_run, junit_xml, load_policy, markdown
-from analysis.release.cli import check_cmd
+from voice_audit.analysis.release import check_run, junit_xml, load_policy, markdown
+from voice_audit.analysis.release.cli import check_cmd
 
 XSD = Path(__file__).parents[2] / "fixtures" / "junit" / "junit-10.xsd"
 
@@ -198,7 +198,7 @@ def test_an_unanalysed_run_is_bad_input(tmp_path: Path) -> None:
     ],
 )
 def test_policy_errors_are_positioned(tmp_path: Path, text: str, where: str, message: str) -> None:
-    from scenarios import ConfigError
+    from voice_audit.scenarios import ConfigError
 
     path = _policy(tmp_path, text)
     with pytest.raises(ConfigError) as err:

@@ -8,8 +8,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from analysis.release import check_run, compare_runs, load_policy, write_comparison
-from analysis.report import build_report, render_html, render_markdown
+from voice_audit.analysis.release import check_run, compare_runs, load_policy, write_comparison
+from voice_audit.analysis.report import build_report, render_html, render_markdown
 
 CHANGES = """\
 name: no-widening
@@ -92,8 +92,8 @@ def test_compare_cli_writes_the_comparison_and_refuses_an_unanalysed_run(
     import typer
     from typer.testing import CliRunner
 
-    from analysis.release.cli import compare_cmd
     from tests.helpers.runfolder import copy_golden
+    from voice_audit.analysis.release.cli import compare_cmd
 
     app = typer.Typer()
     app.command()(compare_cmd)
@@ -118,7 +118,7 @@ def test_changes_rules_need_a_comparison_of_the_checked_run(
 ) -> None:
     import pytest
 
-    from scenarios import ConfigError
+    from voice_audit.scenarios import ConfigError
 
     policy = tmp_path / "p.yaml"
     policy.write_text(CHANGES)

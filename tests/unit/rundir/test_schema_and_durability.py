@@ -9,7 +9,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from harness.model import (
+from voice_audit.harness.model import (
     EVENT_ADAPTER,
     EVENT_TYPES,
     BackendInfo,
@@ -20,10 +20,10 @@ from harness.model import (
     parse_event,
     versioning,
 )
-from harness.rundir import RunReader, RunWriter, atomic_write_bytes
-from harness.schemas import schema_documents, write_schemas
-from personas import CallerCondition, SpeechParams
-from scenarios import SchemaVersionError
+from voice_audit.harness.rundir import RunReader, RunWriter, atomic_write_bytes
+from voice_audit.harness.schemas import schema_documents, write_schemas
+from voice_audit.personas import CallerCondition, SpeechParams
+from voice_audit.scenarios import SchemaVersionError
 
 COND = CallerCondition(
     accent="us_general", voice_profile="female_adult", affect="calm", disfluency="none", wording="plain"
@@ -133,7 +133,7 @@ def test_json_schemas_validate_real_documents(tmp_path: Path) -> None:
 
 
 def _run_folder(tmp_path: Path) -> Path:
-    from harness.model import Campaign, RunManifest
+    from voice_audit.harness.model import Campaign, RunManifest
 
     campaign = Campaign.model_validate(
         {
@@ -181,7 +181,7 @@ def test_reader_refuses_newer_schema_and_accepts_older(
 
 def test_create_refuses_existing_run(tmp_path: Path) -> None:
     run = _run_folder(tmp_path)
-    from harness.rundir import RunFolderError
+    from voice_audit.harness.rundir import RunFolderError
 
     with pytest.raises(RunFolderError, match="--resume"):
         RunWriter(run).create(RunReader(run).manifest)

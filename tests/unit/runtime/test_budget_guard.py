@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.estimate import estimate_campaign
-from harness.model.usage import Budget, UsageItem, UsageRecord
-from harness.planning import LoadedCampaign, call_order, load_campaign
-from harness.runtime.budget import BudgetGuard, Spend, exceeded
-from harness.runtime.ratelimit import AgentGate, backoff_s
+from voice_audit.harness.estimate import estimate_campaign
+from voice_audit.harness.model.usage import Budget, UsageItem, UsageRecord
+from voice_audit.harness.planning import LoadedCampaign, call_order, load_campaign
+from voice_audit.harness.runtime.budget import BudgetGuard, Spend, exceeded
+from voice_audit.harness.runtime.ratelimit import AgentGate, backoff_s
 
 CAMPAIGN = """\
 name: b
 scenarios: [refund_duplicate_charge]
-agents: [{name: s, adapter: "agents.testing:scripted"}]
+agents: [{name: s, adapter: "voice_audit.agents.testing:scripted"}]
 pairs:
   - contrast: [accent]
     base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}
@@ -157,9 +157,9 @@ def test_a_pause_holds_every_new_call_and_spacing_limits_the_rate() -> None:
 
 
 def test_a_budget_with_workers_is_refused(tmp_path: Path) -> None:
-    from harness.runtime import CampaignRunner
-    from harness.runtime.executors import LocalProcessExecutor
-    from scenarios import ConfigError
+    from voice_audit.harness.runtime import CampaignRunner
+    from voice_audit.harness.runtime.executors import LocalProcessExecutor
+    from voice_audit.scenarios import ConfigError
 
     loaded = _loaded(tmp_path, "budget: {max_calls: 4}\n")
     runner = CampaignRunner(loaded, tmp_path / "run", progress=False, check_agents=False)

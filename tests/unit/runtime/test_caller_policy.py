@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.caller import (
+from voice_audit.harness.caller import (
     HUMAN_REQUEST,
     UNKNOWN_FACT,
     ActHit,
@@ -14,7 +14,7 @@ from harness.caller import (
     classify,
     make_reading,
 )
-from scenarios import ScenarioLibrary
+from voice_audit.scenarios import ScenarioLibrary
 
 REFUND = ScenarioLibrary().get_locked("refund_duplicate_charge")
 CH = REFUND.caller.challenges

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.runtime.callid import SALT_FILE, _salt_at, call_id, run_salt
+from voice_audit.harness.runtime.callid import SALT_FILE, _salt_at, call_id, run_salt
 
 
 def test_ids_have_the_callsid_shape_and_are_unique_per_call_and_attempt(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from harness.runtime.clock import TurnDeadline, VirtualClock
+from voice_audit.harness.runtime.clock import TurnDeadline, VirtualClock
 
 
 async def test_a_passed_deadline_expires_the_call_limit_and_says_which_turn() -> None:

@@ -7,18 +7,18 @@ from pathlib import Path
 
 import numpy as np
 
-from harness.caller.policy import CallerPolicy, Say
-from harness.model.campaign import Patience
-from harness.model.events import Event
-from harness.model.outcome import judge_outcome
-from harness.runtime.calllog import CallLog
-from harness.runtime.clock import VirtualClock
-from harness.runtime.conversation import AgentTurn, Conversation
-from harness.runtime.eventlog import EventLog
-from harness.runtime.recorder import CallRecorder
-from harness.runtime.voice import Spoken
-from personas import CallerCondition
-from scenarios import ScenarioLibrary
+from voice_audit.harness.caller.policy import CallerPolicy, Say
+from voice_audit.harness.model.campaign import Patience
+from voice_audit.harness.model.events import Event
+from voice_audit.harness.model.outcome import judge_outcome
+from voice_audit.harness.runtime.calllog import CallLog
+from voice_audit.harness.runtime.clock import VirtualClock
+from voice_audit.harness.runtime.conversation import AgentTurn, Conversation
+from voice_audit.harness.runtime.eventlog import EventLog
+from voice_audit.harness.runtime.recorder import CallRecorder
+from voice_audit.harness.runtime.voice import Spoken
+from voice_audit.personas import CallerCondition
+from voice_audit.scenarios import ScenarioLibrary
 
 REFUND = ScenarioLibrary().get_locked("refund_duplicate_charge")
 CONDITION = CallerCondition(

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import rundir
-from harness.model.events import EVENT_ADAPTER, CallStarted, HangUp
-from harness.rundir import atomic_write_bytes
-from harness.runtime.eventlog import EventLog
-from harness.runtime.voice import Spoken, SpokenCache
+from voice_audit.harness import rundir
+from voice_audit.harness.model.events import EVENT_ADAPTER, CallStarted, HangUp
+from voice_audit.harness.rundir import atomic_write_bytes
+from voice_audit.harness.runtime.eventlog import EventLog
+from voice_audit.harness.runtime.voice import Spoken, SpokenCache
 
 
 def _events() -> list[CallStarted | HangUp]:

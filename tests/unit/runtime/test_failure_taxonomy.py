@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from harness.model.events import (
+from voice_audit.harness.model.events import (
     FAILURE_KINDS,
     FAILURE_SIDE,
     NON_SERVICE_FLAG,
@@ -15,8 +15,8 @@ from harness.model.events import (
     non_service_flag,
     parse_event,
 )
-from harness.model.outcome import judge_outcome
-from harness.model.versioning import SCHEMA_VERSION, check_schema_version
+from voice_audit.harness.model.outcome import judge_outcome
+from voice_audit.harness.model.versioning import SCHEMA_VERSION, check_schema_version
 
 
 def test_every_kind_has_a_side() -> None:

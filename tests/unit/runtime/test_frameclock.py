@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from harness.runtime.frameclock import FRAME_S, SLOT_S, SLOTS, FrameClock
+from voice_audit.harness.runtime.frameclock import FRAME_S, SLOT_S, SLOTS, FrameClock
 
 
 async def test_every_call_ticks_every_20_ms_on_its_own_grid_slot() -> None:

@@ -9,17 +9,17 @@ import numpy as np
 import pytest
 from pydantic import ValidationError
 
-from harness.caller.interruption import INTERRUPTION_LINE
-from harness.model.campaign import Campaign, Interruptions
-from harness.planning import load_campaign
-from harness.runtime.recorder import RECORDING_RATE, CallRecorder
-from scenarios import ConfigError
+from voice_audit.harness.caller.interruption import INTERRUPTION_LINE
+from voice_audit.harness.model.campaign import Campaign, Interruptions
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.runtime.recorder import RECORDING_RATE, CallRecorder
+from voice_audit.scenarios import ConfigError
 
 CAMPAIGN = """\
 name: barge
 scenarios: [refund_duplicate_charge]
 agents:
-  - {{name: a, adapter: "agents.testing:scripted"}}
+  - {{name: a, adapter: "voice_audit.agents.testing:scripted"}}
 pairs:
   - contrast: [accent]
     base: {{voice_profile: male_adult, affect: calm, disfluency: none, wording: plain}}

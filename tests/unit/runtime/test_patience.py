@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from harness.caller.patience import PATIENCE_LINES, PATIENCE_PROMPT, CallerPatience
-from harness.caller.policy import caller_lines
-from harness.model.campaign import PATIENCE_MARGIN_S, Campaign, Patience, Timeouts
-from scenarios import BUNDLED_LIBRARY, load_scenario_file
+from voice_audit.harness.caller.patience import PATIENCE_LINES, PATIENCE_PROMPT, CallerPatience
+from voice_audit.harness.caller.policy import caller_lines
+from voice_audit.harness.model.campaign import PATIENCE_MARGIN_S, Campaign, Patience, Timeouts
+from voice_audit.scenarios import BUNDLED_LIBRARY, load_scenario_file
 
 
 def test_prompt_then_human_then_hang_up_on_a_silent_agent() -> None:

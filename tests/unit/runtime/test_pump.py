@@ -10,14 +10,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.adapter import AudioFormat, AudioOut
-from harness.runtime.calllog import CallLog
-from harness.runtime.clock import RealClock
-from harness.runtime.eventlog import EventLog
-from harness.runtime.pump import FramePump, QueuedUtterance
-from harness.runtime.recorder import CallRecorder
-from harness.runtime.voice import Spoken
-from personas import CallerCondition
+from voice_audit.harness.adapter import AudioFormat, AudioOut
+from voice_audit.harness.runtime.calllog import CallLog
+from voice_audit.harness.runtime.clock import RealClock
+from voice_audit.harness.runtime.eventlog import EventLog
+from voice_audit.harness.runtime.pump import FramePump, QueuedUtterance
+from voice_audit.harness.runtime.recorder import CallRecorder
+from voice_audit.harness.runtime.voice import Spoken
+from voice_audit.personas import CallerCondition
 
 
 class _Session:

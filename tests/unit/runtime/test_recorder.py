@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from harness.runtime.recorder import RECORDING_RATE, CallRecorder, wav_header
+from voice_audit.harness.runtime.recorder import RECORDING_RATE, CallRecorder, wav_header
 
 
 def _tone(ms: int, rate: int, hz: float = 300.0, level: int = 8000) -> np.ndarray:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.rundir import RunFolderError
-from harness.runtime.runlock import LOCK_FILE, RunLock
+from voice_audit.harness.rundir import RunFolderError
+from voice_audit.harness.runtime.runlock import LOCK_FILE, RunLock
 
 
 def test_a_second_writer_is_refused_while_the_first_holds_the_folder(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from scenarios.atomic import atomic_open
+from voice_audit.scenarios.atomic import atomic_open
 
 
 def test_atomic_open_makes_the_file_visible_only_when_the_block_ends(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from scenarios import BUNDLED_LIBRARY, ConfigError, LockError, ScenarioLibrary, load_scenario_file
+from voice_audit.scenarios import BUNDLED_LIBRARY, ConfigError, LockError, ScenarioLibrary, load_scenario_file
 
 REFUND = BUNDLED_LIBRARY / "refund_duplicate_charge.yaml"
 

@@ -7,9 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from scenarios import BUNDLED_LIBRARY, LOCK_NAME
+from voice_audit.scenarios import BUNDLED_LIBRARY, LOCK_NAME
 
-_MAIN = "import sys; from harness.cli import main; sys.argv[0] = 'voice-audit'; main()"
+_MAIN = "import sys; from voice_audit.harness.cli import main; sys.argv[0] = 'voice-audit'; main()"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

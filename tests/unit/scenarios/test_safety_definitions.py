@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from scenarios import ScenarioLibrary
-from scenarios.safety import (
+from voice_audit.scenarios import ScenarioLibrary
+from voice_audit.scenarios.safety import (
     REPAIR_LOOP_RUN,
     declined_by_state,
     declined_in_words,

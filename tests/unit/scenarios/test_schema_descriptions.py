@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from harness.schemas import schema_documents
+from voice_audit.harness.schemas import schema_documents
 
-_MAIN = "import sys; from harness.cli import main; sys.argv[0] = 'voice-audit'; main()"
+_MAIN = "import sys; from voice_audit.harness.cli import main; sys.argv[0] = 'voice-audit'; main()"
 _NEEDS_EXAMPLE = re.compile(r"(^|_)(id|sha256)$")
 
 

@@ -6,11 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from harness.model.events import CallerDecision, ToolCall, ToolResult
-from harness.model.outcome import judge_outcome
-from harness.tools import ToolFixture
-from scenarios import BUNDLED_LIBRARY, ConfigError, ScenarioLibrary, load_scenario_file, outcome_rules
 from tests.fixtures.cancel_scenario import CANCEL_SUBSCRIPTION, cancel_library
+from voice_audit.harness.model.events import CallerDecision, ToolCall, ToolResult
+from voice_audit.harness.model.outcome import judge_outcome
+from voice_audit.harness.tools import ToolFixture
+from voice_audit.scenarios import (
+    BUNDLED_LIBRARY,
+    ConfigError,
+    ScenarioLibrary,
+    load_scenario_file,
+    outcome_rules,
+)
 
 
 def _write(tmp_path: Path, text: str) -> Path:

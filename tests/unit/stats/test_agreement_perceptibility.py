@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.agreement import perceptibility
+from voice_audit.analysis.agreement import perceptibility
 
 
 def _ratings(

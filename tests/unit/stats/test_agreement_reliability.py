@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score
 
-from analysis.agreement import annotation_reliability, cohen_kappa, krippendorff_alpha
+from voice_audit.analysis.agreement import annotation_reliability, cohen_kappa, krippendorff_alpha
 
 
 def _ratings(table: tuple[int, int, int, int]) -> tuple[list[str], list[str]]:

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 from statsmodels.stats.proportion import proportion_confint
 
-from analysis.stats import (
+from voice_audit.analysis.stats import (
     mcnemar_exact_p,
     newcombe_interval,
     paired_risk_difference,

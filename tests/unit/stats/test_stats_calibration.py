@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.stats.calibration import (
+from voice_audit.analysis.stats.calibration import (
     concordant_share,
     plant_effect,
     resample_pairs,

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.stats import (
+from voice_audit.analysis.stats import (
     cr2_interval,
     design_effect,
     newcombe_interval,
@@ -15,8 +15,8 @@ from analysis.stats import (
     paired_risk_difference,
     voice_clusters,
 )
-from analysis.stats.cluster import binomial_two_sided_p
-from analysis.stats.continuous import t_interval
+from voice_audit.analysis.stats.cluster import binomial_two_sided_p
+from voice_audit.analysis.stats.continuous import t_interval
 
 
 def frame(
@@ -150,7 +150,7 @@ def test_null_rejection_under_voice_effects() -> None:
 
 
 def test_metricframe_pools_scenarios_with_voices_within_each() -> None:
-    from analysis.stats import PairedMetricFrame
+    from voice_audit.analysis.stats import PairedMetricFrame
 
     voices = [v for v in range(2) for _ in range(6)] * 2
     scen = ["s1"] * 12 + ["s2"] * 12

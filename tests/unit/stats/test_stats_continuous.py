@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.stats import paired_mean_delta, path_burden_delta
+from voice_audit.analysis.stats import paired_mean_delta, path_burden_delta
 
 
 def _frame(values: dict[str, tuple[np.ndarray, np.ndarray]]) -> pd.DataFrame:

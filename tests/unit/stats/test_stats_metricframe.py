@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analysis.stats import PairedMetricFrame, paired_mean_delta, paired_risk_difference
-from analysis.stats.calibration import simulate_binary_pairs, simulate_continuous_pairs
+from voice_audit.analysis.stats import PairedMetricFrame, paired_mean_delta, paired_risk_difference
+from voice_audit.analysis.stats.calibration import simulate_binary_pairs, simulate_continuous_pairs
 
 
 def _frame() -> object:

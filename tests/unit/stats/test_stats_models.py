@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from analysis.stats import linear_mixed, logistic_mixed, pivot_pairs
-from analysis.stats.calibration import simulate_binary_pairs, simulate_continuous_pairs
+from voice_audit.analysis.stats import linear_mixed, logistic_mixed, pivot_pairs
+from voice_audit.analysis.stats.calibration import simulate_binary_pairs, simulate_continuous_pairs
 
 
 def test_logistic_mixed_recovers_sign_and_states_method() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from statsmodels.stats.multitest import multipletests
 
-from analysis.stats import Estimate, adjust_within_families
+from voice_audit.analysis.stats import Estimate, adjust_within_families
 
 
 def _est(metric: str, family: str, p: float | None) -> Estimate:

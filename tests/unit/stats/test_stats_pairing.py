@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.stats import pivot_pairs
+from voice_audit.analysis.stats import pivot_pairs
 
 
 def _rows() -> list[dict[str, object]]:

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.stats import pivot_pairs
-from analysis.stats.pairing import pivot_many
+from voice_audit.analysis.stats import pivot_pairs
+from voice_audit.analysis.stats.pairing import pivot_many
 
 
 def _frame() -> pd.DataFrame:

@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.stats import paired_mean_delta
-from analysis.stats.signflip import (
+from voice_audit.analysis.stats import paired_mean_delta
+from voice_audit.analysis.stats.signflip import (
     EXACT_MAX_PAIRS,
     flip_sums,
     interval_from_flips,

@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from harness.stimuli.measures import measure
-from harness.stimuli.stats import gap_interval, pooled, wer_interval
+from voice_audit.harness.stimuli.measures import measure
+from voice_audit.harness.stimuli.stats import gap_interval, pooled, wer_interval
 
 RATE = 16000
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.plan import load_plan
-from harness.model.stimulus import ConditionStats, StimulusThresholds, screen, worse_ratio
+from voice_audit.analysis.plan import load_plan
+from voice_audit.harness.model.stimulus import ConditionStats, StimulusThresholds, screen, worse_ratio
 
 TH = StimulusThresholds()
 

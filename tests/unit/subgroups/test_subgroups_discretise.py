@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.subgroups import AttributeInputError, bin_codes, discretise
+from voice_audit.analysis.subgroups import AttributeInputError, bin_codes, discretise
 
 
 def test_equal_frequency_on_distinct_values() -> None:

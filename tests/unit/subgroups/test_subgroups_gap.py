@@ -7,7 +7,13 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from analysis.subgroups import GapInputError, cross_agent_gap, rank_subgroups, redundant, shapley_values
+from voice_audit.analysis.subgroups import (
+    GapInputError,
+    cross_agent_gap,
+    rank_subgroups,
+    redundant,
+    shapley_values,
+)
 
 
 def _agents(n: int = 300, seed: int = 1) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.subgroups import (
+from voice_audit.analysis.subgroups import (
     AttributeInputError,
     CubeTooLargeError,
     OutcomeError,

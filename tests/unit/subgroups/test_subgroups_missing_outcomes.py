@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.subgroups import mine
+from voice_audit.analysis.subgroups import mine
 
 DF = pd.DataFrame(
     {

@@ -7,7 +7,7 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis.subgroups import (
+from voice_audit.analysis.subgroups import (
     global_item_divergence,
     mine,
     plot_global_divergence,

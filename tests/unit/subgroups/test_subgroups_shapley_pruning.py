@@ -8,7 +8,7 @@ import pytest
 from divexplorer import DivergenceExplorer, DivergencePatternProcessor
 from statsmodels.stats.multitest import multipletests
 
-from analysis.subgroups import (
+from voice_audit.analysis.subgroups import (
     SubgroupError,
     Subgroups,
     UnknownItemsetError,

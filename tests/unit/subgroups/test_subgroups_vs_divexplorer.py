@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from divexplorer import DivergenceExplorer
 
-from analysis.subgroups import Subgroups, mine
+from voice_audit.analysis.subgroups import Subgroups, mine
 
 SUPPORT = 0.02
 

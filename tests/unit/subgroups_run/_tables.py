@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.subgroups_run.attributes import KEYS, SIGNALS, discretise_attributes
-from analysis.subgroups_run.run_mining import EpisodeTable
+from voice_audit.analysis.subgroups_run.attributes import KEYS, SIGNALS, discretise_attributes
+from voice_audit.analysis.subgroups_run.run_mining import EpisodeTable
 
 PLANTED = {"accent": "l2_spanish", "affect": "frustrated"}
 

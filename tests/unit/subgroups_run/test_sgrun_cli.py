@@ -6,7 +6,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from analysis.subgroups_run.cli import app
+from voice_audit.analysis.subgroups_run.cli import app
 
 
 def test_not_a_run_folder_is_one_line(tmp_path: Path) -> None:

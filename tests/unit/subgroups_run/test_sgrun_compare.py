@@ -10,7 +10,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from analysis.subgroups_run import compare_tables, discretise_attributes, divergence_interval, mean_interval
+from voice_audit.analysis.subgroups_run import (
+    compare_tables,
+    discretise_attributes,
+    divergence_interval,
+    mean_interval,
+)
 
 from ._tables import PLANTED, episode_table
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.subgroups import SubgroupError, TooManyItemsetsError, TooManyLevelsError
-from analysis.subgroups_run import MiningOptions, mine_run, write_outputs
-from analysis.subgroups_run.attributes import ALL_ATTRIBUTES
-from analysis.subgroups_run.outcomes import outcome_table
-from analysis.subgroups_run.run_mining import select_attributes
+from voice_audit.analysis.subgroups import SubgroupError, TooManyItemsetsError, TooManyLevelsError
+from voice_audit.analysis.subgroups_run import MiningOptions, mine_run, write_outputs
+from voice_audit.analysis.subgroups_run.attributes import ALL_ATTRIBUTES
+from voice_audit.analysis.subgroups_run.outcomes import outcome_table
+from voice_audit.analysis.subgroups_run.run_mining import select_attributes
 
 from ._tables import PLANTED, episode_table
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis.subgroups_run import MiningOptions, mine_run
-from analysis.subgroups_run.agent_gaps import GAP_ATTRIBUTES, gaps_within
-from analysis.subgroups_run.attributes import REALISED, STIMULUS, discretise_attributes
-from analysis.subgroups_run.run_mining import EpisodeTable
-from analysis.subgroups_run.signals import REALISED_REASON, caller_stimulus
+from voice_audit.analysis.subgroups_run import MiningOptions, mine_run
+from voice_audit.analysis.subgroups_run.agent_gaps import GAP_ATTRIBUTES, gaps_within
+from voice_audit.analysis.subgroups_run.attributes import REALISED, STIMULUS, discretise_attributes
+from voice_audit.analysis.subgroups_run.run_mining import EpisodeTable
+from voice_audit.analysis.subgroups_run.signals import REALISED_REASON, caller_stimulus
 
 from ._tables import raw_table
 

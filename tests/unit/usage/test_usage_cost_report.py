@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.cost import UNCELLED, cost_report, money
-from harness.model.usage import PriceTable, UsageItem, UsageRecord
-from harness.usage import UsageLedger
+from voice_audit.analysis.cost import UNCELLED, cost_report, money
+from voice_audit.harness.model.usage import PriceTable, UsageItem, UsageRecord
+from voice_audit.harness.usage import UsageLedger
 
 PRICES = PriceTable.model_validate(
     {

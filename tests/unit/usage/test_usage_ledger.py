@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from agents.protocols.realtime_wire import exhausted_wait_s, usage_quantities
-from harness.adapter import retry_after_seconds
-from harness.model import BackendInfo, EpisodeHeader, EpisodeOutcome, EpisodeRecord, parse_event
-from harness.model.campaign import Campaign
-from harness.model.usage import (
+from voice_audit.agents.protocols.realtime_wire import exhausted_wait_s, usage_quantities
+from voice_audit.harness.adapter import retry_after_seconds
+from voice_audit.harness.model import BackendInfo, EpisodeHeader, EpisodeOutcome, EpisodeRecord, parse_event
+from voice_audit.harness.model.campaign import Campaign
+from voice_audit.harness.model.usage import (
     AGENT_USAGE,
     CALL_MINUTES,
     USAGE_JSONL,
@@ -24,8 +24,8 @@ from harness.model.usage import (
     cost_of,
     read_usage,
 )
-from harness.usage import UsageLedger, call_usage
-from personas import CallerCondition, SpeechParams
+from voice_audit.harness.usage import UsageLedger, call_usage
+from voice_audit.personas import CallerCondition, SpeechParams
 
 COND = CallerCondition(
     accent="us_general", voice_profile="female_adult", affect="calm", disfluency="none", wording="plain"
@@ -218,8 +218,8 @@ prices: prices.yaml
 
 
 def test_a_price_file_is_read_beside_the_campaign_and_its_errors_name_its_line(tmp_path: Path) -> None:
-    from harness.planning import load_campaign
-    from scenarios import ConfigError
+    from voice_audit.harness.planning import load_campaign
+    from voice_audit.scenarios import ConfigError
 
     (tmp_path / "c.yaml").write_text(CAMPAIGN)
     (tmp_path / "prices.yaml").write_text("currency: EUR\nrates:\n  - {meter: call_minutes, price: 0.02}\n")
@@ -236,8 +236,8 @@ def test_a_price_file_is_read_beside_the_campaign_and_its_errors_name_its_line(t
 
 
 def test_a_rate_limit_is_the_harness_side_never_the_agents_non_service() -> None:
-    from agents.protocols._stream import closed_event
-    from harness.model.events import failure_side, non_service_flag
+    from voice_audit.agents.protocols._stream import closed_event
+    from voice_audit.harness.model.events import failure_side, non_service_flag
 
     assert failure_side("rate_limited") == "harness"  # missing data the differential-failure gate weighs
     assert non_service_flag("rate_limited") is None
@@ -253,7 +253,7 @@ def test_a_rate_limit_is_the_harness_side_never_the_agents_non_service() -> None
 def test_a_ledger_line_validates_against_the_written_usage_schema() -> None:
     import jsonschema
 
-    from harness.schemas import schema_documents
+    from voice_audit.harness.schemas import schema_documents
 
     schema = schema_documents()["usage"]
     jsonschema.validate(json.loads(_usage(CALLER + USAGE).model_dump_json()), schema)

@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from agents.reference._llm_policy import LLMConfig, LLMPolicy
-from agents.reference._policy import Heard
-from harness.llm import ChatRequest, ChatResponse, Usage
-from harness.tools import ToolFixture
-from scenarios import BUNDLED_LIBRARY, load_scenario_file
+from voice_audit.agents.reference._llm_policy import LLMConfig, LLMPolicy
+from voice_audit.agents.reference._policy import Heard
+from voice_audit.harness.llm import ChatRequest, ChatResponse, Usage
+from voice_audit.harness.tools import ToolFixture
+from voice_audit.scenarios import BUNDLED_LIBRARY, load_scenario_file
 
 STEP = json.dumps({"action": "reply", "arguments": {}, "say": "Could you tell me your name?"})
 
@@ -68,9 +68,15 @@ async def test_an_answer_without_usage_makes_the_calls_tokens_unknown_not_zero()
 def test_a_partly_unreported_meter_is_unknown_in_the_ledger() -> None:
     import datetime as dt
 
-    from harness.model import BackendInfo, EpisodeHeader, EpisodeOutcome, EpisodeRecord, parse_event
-    from harness.usage import call_usage
-    from personas import CallerCondition, SpeechParams
+    from voice_audit.harness.model import (
+        BackendInfo,
+        EpisodeHeader,
+        EpisodeOutcome,
+        EpisodeRecord,
+        parse_event,
+    )
+    from voice_audit.harness.usage import call_usage
+    from voice_audit.personas import CallerCondition, SpeechParams
 
     cond = CallerCondition(
         accent="us_general", voice_profile="female_adult", affect="calm", disfluency="none", wording="plain"
