@@ -1,16 +1,27 @@
 """Dependencies point one way: analysis reads run folders and the data model only (never the
 runtime, the agents or an audio engine), and a private module or name (`a.b._c`) is imported only inside
-its package `a.b`: never from another top-level package nor from another subpackage of the same one."""
+its package `a.b`: never from another top-level package nor from another subpackage of the same one.
+
+The packages are named by their installed names (`voice_audit.agents`), never by their folders' bare
+names: the repository root is on `sys.path` under pytest and `python -m`, so `import agents` would
+load a second copy of our files there, and in an installed environment finds another project's
+`agents` (the OpenAI Agents SDK's) or nothing."""
 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).parents[3]
 PACKAGES = ("harness", "agents", "personas", "scenarios", "analysis")
+# Where Python and YAML that names our modules lives: the product, its tests, examples and benchmarks.
+SCANNED = (*PACKAGES, "tests", "examples", "benchmarks", "campaigns")
+# A dotted module path of one of our packages by its bare name (`agents.testing`), optionally with
+# `:attr`; preceded by neither a name character nor a dot (`voice_audit.agents.testing` is fine).
+_BARE_PATH = re.compile(r"(?<![\w.])(" + "|".join(PACKAGES) + r")((?:\.\w+)+)(:[\w.]+)?")
 ALLOWED_HARNESS = (
     "voice_audit.harness.model",
     "voice_audit.harness.rundir",
@@ -133,6 +144,54 @@ def private_violations(root: Path) -> list[str]:
     return bad
 
 
+def _names_our_module(root: Path, top: str, rest: str) -> bool:
+    """`top.rest` names a module or package of ours (`scenarios.lock` is a file name, not a module)."""
+    first = root / top / rest.split(".")[1]
+    return first.is_dir() or first.with_suffix(".py").is_file()
+
+
+def bare_name_violations(root: Path) -> list[str]:
+    """Our packages named by their bare names: imports, module paths given as strings (`python -m`'s
+    argument, `importlib.import_module`'s, a patch target) and `module:attr` references anywhere in a
+    string or a YAML file (an adapter of a campaign)."""
+    bad: list[str] = []
+    for folder in SCANNED:
+        for path in sorted((root / folder).rglob("*")):
+            rel = path.relative_to(root).as_posix()
+            if path.suffix in (".yaml", ".yml"):
+                text = path.read_text(encoding="utf-8")
+                bad += [
+                    f"{rel}: {m.group(0)}"
+                    for m in _BARE_PATH.finditer(text)
+                    if m.group(3) and _names_our_module(root, m.group(1), m.group(2))
+                ]
+            if path.suffix != ".py":
+                continue
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+                if isinstance(node, ast.Import):
+                    named = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                    named = [node.module]
+                elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    whole = _BARE_PATH.fullmatch(node.value)
+                    refs = [m for m in _BARE_PATH.finditer(node.value) if m.group(3)]
+                    named = [
+                        m.group(0)
+                        for m in ([whole] if whole else []) + refs
+                        if _names_our_module(root, m.group(1), m.group(2))
+                    ]
+                else:
+                    continue
+                bad += [f"{rel}: {n}" for n in dict.fromkeys(named) if n.split(".")[0] in PACKAGES]
+    return bad
+
+
+def test_no_file_names_a_package_by_its_bare_name() -> None:
+    here = Path(__file__).relative_to(ROOT).as_posix()
+    bad = [b for b in bare_name_violations(ROOT) if not b.startswith(here + ":")]  # its planted files
+    assert not bad, "name the package voice_audit.<package>:\n" + "\n".join(bad)
+
+
 def test_analysis_imports_only_the_data_model_from_harness() -> None:
     bad = analysis_violations(ROOT)
     assert not bad, (
@@ -186,6 +245,46 @@ def test_the_rules_catch_planted_violations(tmp_path: Path) -> None:
         "agents/serve/server.py: voice_audit.agents.protocols._secrets",
         "harness/bad.py: voice_audit.scenarios._model",
         "personas/bad.py: voice_audit.agents.protocols._secrets",
+    ]
+
+
+def test_the_bare_name_rule_catches_planted_violations(tmp_path: Path) -> None:
+    for folder in SCANNED:
+        (tmp_path / folder).mkdir()
+    _plant(
+        tmp_path,
+        {
+            "agents/testing.py": "",
+            "harness/cli.py": "",
+            "harness/audio/espeak.py": "",
+            "scenarios/library/a.yaml": "id: a\n",
+            "analysis/bad.py": "import agents.testing\nfrom voice_audit.harness import cli\n",
+            "personas/bad.py": "from harness.audio import espeak\nimport scenarios\n",
+            "tests/test_bad.py": (
+                "import subprocess, sys\n"
+                "from . import helpers\n"
+                "import agentsx\n"
+                'subprocess.run([sys.executable, "-m", "harness.cli"])\n'
+                'subprocess.run([sys.executable, "-m", "voice_audit.harness.cli"])\n'
+                'LOCK = "scenarios.lock"\n'
+                'DOC = "the analysis.observer_gate option; voice_audit.agents.testing:scripted"\n'
+                'CAMPAIGN = "agents:\\n  - {name: a, adapter: agents.testing:scripted}\\n"\n'
+            ),
+            "examples/run.py": 'monkeypatch_target = "harness.audio.espeak.EspeakBackend"\n',
+            "benchmarks/bench.py": 'import importlib\nimportlib.import_module("harness.audio")\n',
+            "campaigns/old.yaml": "agents:\n  - {name: a, adapter: agents.testing:scripted}\n"
+            "  - {name: b, adapter: voice_audit.agents.testing:scripted}\n",
+        },
+    )
+    assert sorted(bare_name_violations(tmp_path)) == [
+        "analysis/bad.py: agents.testing",
+        "benchmarks/bench.py: harness.audio",
+        "campaigns/old.yaml: agents.testing:scripted",
+        "examples/run.py: harness.audio.espeak.EspeakBackend",
+        "personas/bad.py: harness.audio",
+        "personas/bad.py: scenarios",
+        "tests/test_bad.py: agents.testing:scripted",
+        "tests/test_bad.py: harness.cli",
     ]
 
 

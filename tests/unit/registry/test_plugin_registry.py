@@ -3,7 +3,10 @@ missing optional dependency names the exact extra to install."""
 
 from __future__ import annotations
 
+import json
+import sys
 from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
 
 import pytest
 
@@ -29,6 +32,17 @@ def test_a_name_and_its_module_reference_load_the_same_object() -> None:
     )
     espeak = load_object("espeak", TTS_GROUP)
     assert espeak is load_object("voice_audit.harness.audio.espeak:EspeakBackend", TTS_GROUP)
+
+
+def test_a_reference_from_an_older_run_folder_loads_the_installed_module() -> None:
+    """Run folders written before the packages installed under `voice_audit` name their adapters by
+    the bare package (`agents.testing`); resuming one loads our module, and never a second
+    copy of it under the bare name (the repository root is on sys.path here)."""
+    run = json.loads((Path(__file__).parents[2] / "fixtures/runs/golden/run.json").read_text())
+    (ref,) = {a["adapter"] for a in run["campaign"]["agents"]}
+    assert ref.startswith("agents.") and ref.endswith(":scripted")
+    assert load_object(ref, AGENT_GROUP) is load_object("scripted", AGENT_GROUP)
+    assert not [m for m in sys.modules if m == "agents" or m.startswith("agents.")]
 
 
 def test_unknown_names_list_what_is_registered() -> None:
