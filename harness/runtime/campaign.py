@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ from voice_audit.harness.runtime.inprocess import (
 )
 from voice_audit.harness.runtime.progress import Progress, RunSummary
 from voice_audit.harness.runtime.provenance import build_manifest, campaign_redactor
+from voice_audit.harness.runtime.ratelimit import agent_shares, max_workers_for
 from voice_audit.harness.runtime.resume import resumable_manifest
 from voice_audit.harness.runtime.runlock import RunLock
 from voice_audit.harness.runtime.shard import Message, ShardJob
@@ -229,7 +231,9 @@ class CampaignRunner:
             return
         pairs = [todo[i : i + 2] for i in range(0, len(todo), 2)]
         async with executor:
-            n = max(1, min(executor.slots(), len(pairs)))
+            agents = list(self.loaded.campaign.agents)
+            epoch = time.time()
+            n = max_workers_for(agents, min(executor.slots(), len(pairs)))
             shards: list[list[str]] = [[] for _ in range(n)]
             for i, pair in enumerate(pairs):
                 shards[i % n].extend(e.episode_id for e in pair)
@@ -244,8 +248,9 @@ class CampaignRunner:
                     cache_dir=str(self.cache_dir) if self.cache_dir else None,
                     tts_pool_size=self.tts_pool_size,
                     records_to_driver=executor.records_to_driver,
+                    agent_shares=agent_shares(agents, n, k, epoch),
                 )
-                for ids in shards
+                for k, ids in enumerate(shards)
             ]
             writer = RunWriter(self.run_dir, redactor=self.redactor)
             written = set(finished)

@@ -30,7 +30,7 @@ from voice_audit.harness.runtime.budget import BudgetGuard
 from voice_audit.harness.runtime.callid import run_salt
 from voice_audit.harness.runtime.episode import EpisodeContext, EpisodeRunner
 from voice_audit.harness.runtime.progress import Progress, RunSummary
-from voice_audit.harness.runtime.ratelimit import AgentGate
+from voice_audit.harness.runtime.ratelimit import AgentGate, AgentShare
 from voice_audit.harness.runtime.voice import SpokenCache
 from voice_audit.harness.usage import UsageLedger
 from voice_audit.scenarios import ConfigError, VoiceAuditError
@@ -129,6 +129,7 @@ class InProcessCalls:
         concurrency: int | None = None,
         on_record: Callable[[EpisodeRecord], None] | None = None,
         write_records: bool = True,
+        agent_shares: tuple[AgentShare, ...] = (),
     ) -> None:
         self.loaded = loaded
         self.run_dir = run_dir
@@ -142,6 +143,8 @@ class InProcessCalls:
         self.on_record = on_record
         # False in a shard whose driver appends the records (Ray): on_record must carry them.
         self.write_records = write_records
+        self.agent_shares = {share.agent: share for share in agent_shares}
+        """This worker's part of each agent's limits when the run is split (else the whole limits)."""
         self.writer = RunWriter(run_dir, redactor=redactor)
         self.budget: BudgetGuard | None = None
         """Set by the campaign runner when the campaign has a budget: pairs are admitted through it."""
@@ -215,7 +218,7 @@ class InProcessCalls:
         salt = await asyncio.to_thread(run_salt, self.run_dir)
         in_flight = 0
         progress_cb = Progress(len(todo), enabled=self.progress)
-        gates = {a.name: AgentGate.for_agent(a) for a in c.agents}
+        gates = {a.name: AgentGate.for_agent(a, self.agent_shares.get(a.name)) for a in c.agents}
         ledger = UsageLedger(self.run_dir)
         guard = self.budget
         pair_calls: dict[str, list[PlannedEpisode]] = {}

@@ -16,8 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import math
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 from voice_audit.harness.model.campaign import AgentSpec
 
@@ -36,14 +39,65 @@ def backoff_s(retry_after_s: float | None, attempt: int) -> float:
     return min(BACKOFF_S * 2**attempt, MAX_BACKOFF_S)
 
 
+@dataclass(frozen=True)
+class AgentShare:
+    """One worker's part of an agent's limits when a run is split over `n` workers: the shares of
+    the calls in flight add up to the vendor's limit, and the workers take turns on one grid of
+    start times (wall clock from `epoch`, one slot per 60/calls_per_minute s, worker k owning
+    slots k, k+n, ...), so no two starts anywhere are closer than the vendor's spacing, however
+    late a worker process comes up."""
+
+    agent: str
+    max_concurrent: int | None
+    calls_per_minute: float | None
+    epoch: float = 0.0
+    slot: int = 0
+    workers: int = 1
+
+
+def max_workers_for(agents: list[AgentSpec], wanted: int) -> int:
+    """At most one worker per call an agent may have in flight: a worker holds at least one."""
+    limits = [a.max_concurrent_calls for a in agents if a.max_concurrent_calls]
+    return max(1, min([wanted, *limits]))
+
+
+def agent_shares(agents: list[AgentSpec], n: int, k: int, epoch: float) -> tuple[AgentShare, ...]:
+    """Worker `k`'s (0-based, of `n`) share of every limited agent's limits; `epoch`: the run's
+    wall-clock start, the same for every worker."""
+    out = []
+    for a in agents:
+        if a.max_concurrent_calls is None and a.calls_per_minute is None:
+            continue
+        m = a.max_concurrent_calls
+        out.append(
+            AgentShare(
+                agent=a.name,
+                max_concurrent=None if m is None else m // n + (1 if k < m % n else 0),
+                calls_per_minute=a.calls_per_minute,
+                epoch=epoch,
+                slot=k,
+                workers=n,
+            )
+        )
+    return tuple(out)
+
+
 class AgentGate:
     """Admission of one agent's calls: at most `max_concurrent` in flight, starts at least
     60/`calls_per_minute` s apart, none during a pause a rate limit asked for; waiting calls are
     admitted smallest ticket (plan position) first."""
 
-    def __init__(self, max_concurrent: int | None = None, calls_per_minute: float | None = None) -> None:
+    def __init__(
+        self,
+        max_concurrent: int | None = None,
+        calls_per_minute: float | None = None,
+        share: AgentShare | None = None,
+    ) -> None:
         self.max_concurrent = max_concurrent
-        self.spacing_s = 60.0 / calls_per_minute if calls_per_minute else 0.0
+        spacing = 60.0 / calls_per_minute if calls_per_minute else 0.0
+        self.spacing_s = spacing * (share.workers if share is not None else 1)
+        # This worker's slots on the run's grid (wall clock): epoch + offset + j * spacing_s.
+        self._grid = (share.epoch + share.slot * spacing) if share is not None and spacing else None
         self._cond = asyncio.Condition()
         self._waiting: list[int] = []
         self._active = 0
@@ -53,7 +107,9 @@ class AgentGate:
         """Seconds calls spent waiting on this gate, summed (for the run's stats)."""
 
     @classmethod
-    def for_agent(cls, spec: AgentSpec) -> AgentGate:
+    def for_agent(cls, spec: AgentSpec, share: AgentShare | None = None) -> AgentGate:
+        if share is not None:
+            return cls(share.max_concurrent, share.calls_per_minute, share)
         return cls(spec.max_concurrent_calls, spec.calls_per_minute)
 
     def _free(self) -> bool:
@@ -68,7 +124,9 @@ class AgentGate:
             try:
                 while True:
                     now = loop.time()
-                    ready_at = max(self._paused_until, self._next_start)
+                    ready_at = self._on_grid(
+                        max(self._paused_until, self._next_start), loop.time(), time.time()
+                    )
                     if self._waiting[0] == ticket and self._free() and now >= ready_at:
                         break
                     try:
@@ -87,6 +145,16 @@ class AgentGate:
             finally:
                 self._cond.notify_all()
         self.waited_s += loop.time() - t0
+
+    def _on_grid(self, ready_at: float, now: float, wall_now: float) -> float:
+        """`ready_at` (loop time; `now` in loop time is `wall_now` on the wall clock), moved up to
+        this worker's next slot on the run's grid."""
+        if self._grid is None:
+            return ready_at
+        to_wall = wall_now - now
+        behind = ready_at + to_wall - self._grid
+        slots = max(0, math.ceil(behind / self.spacing_s - 1e-9))
+        return self._grid + slots * self.spacing_s - to_wall
 
     async def release(self) -> None:
         async with self._cond:

@@ -26,6 +26,7 @@ from voice_audit.harness.rundir import RunFolderError, RunReader
 from voice_audit.harness.runtime.inprocess import InProcessCalls
 from voice_audit.harness.runtime.progress import RunSummary
 from voice_audit.harness.runtime.provenance import campaign_redactor
+from voice_audit.harness.runtime.ratelimit import AgentShare
 
 Message = tuple[Any, ...]
 OnMessage = Callable[[Message], None]
@@ -46,6 +47,8 @@ class ShardJob:
     cache_dir: str | None = None
     tts_pool_size: int | None = None
     records_to_driver: bool = False
+    agent_shares: tuple[AgentShare, ...] = ()
+    """This shard's part of each agent's limits (calls in flight, calls per minute)."""
 
 
 def run_shard(job: ShardJob, report: OnMessage) -> None:
@@ -103,6 +106,7 @@ async def _run(
         concurrency=job.concurrency,
         on_record=on_record,
         write_records=not job.records_to_driver,
+        agent_shares=job.agent_shares,
     )
     async with calls:
         # The driver created or resumed the folder; a shard touches nothing but its own episodes.

@@ -1,0 +1,97 @@
+"""A vendor's limits hold for the whole run when it is split over worker processes: with
+four workers, an agent limited to two calls in flight never has more, and its calls start at the
+campaign's calls per minute, not at a multiple of it (each worker keeps its share of the limits and the
+workers' starts interleave).
+
+The agent is the scripted agent served over the HTTP turn API on 127.0.0.1; a middleware in
+front of it times every session's creation and deletion, as the vendor's gateway would."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from aiohttp import web
+
+from voice_audit.agents.serve import ServeConfig
+from voice_audit.agents.serve.http_server import build_http_app
+from voice_audit.agents.testing import ScriptedAgent
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runtime import CampaignRunner
+
+CAMPAIGN = """\
+name: limited-split
+seed: 5
+scenarios: [refund_duplicate_charge]
+agents: [{{name: vendor, adapter: http, url: "{url}", max_concurrent_calls: 2, calls_per_minute: 60}}]
+pairs:
+  - contrast: [accent]
+    base: {{voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}}
+    a: {{accent: us_general}}
+    b: {{accent: gb_southern}}
+voices: 2
+replicates: 4
+concurrency: 8
+timeouts: {{connect_s: 10, turn_s: 60, call_s: 240}}
+"""
+
+
+async def _serve(log: list[tuple[str, float]]) -> tuple[web.AppRunner, str]:
+    @web.middleware
+    async def gateway(
+        request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        if request.method == "POST" and request.path.rstrip("/") == "/sessions":
+            log.append(("start", time.monotonic()))
+        response = await handler(request)
+        if request.method == "DELETE":
+            log.append(("end", time.monotonic()))
+        return response
+
+    app = build_http_app(ScriptedAgent(audio_ms=200, think_ms=300), ServeConfig())
+    app.middlewares.append(gateway)
+    runner = web.AppRunner(app, handle_signals=False)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    return runner, f"http://127.0.0.1:{runner.addresses[0][1]}"
+
+
+async def _serve_and_run(tmp_path: Path) -> list[tuple[str, float]]:
+    log: list[tuple[str, float]] = []
+    server, url = await _serve(log)
+    try:
+        cfile = tmp_path / "c.yaml"
+        cfile.write_text(CAMPAIGN.format(url=url))
+        campaign_runner = CampaignRunner(
+            load_campaign(cfile), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False
+        )
+        summary = await campaign_runner.run(workers=4)
+        assert summary.statuses == {"completed": 16}, (summary.statuses, summary.failures)
+    finally:
+        await server.cleanup()
+    return log
+
+
+def test_limits_hold_across_worker_processes(tmp_path: Path) -> None:
+    log = asyncio.run(_serve_and_run(tmp_path))
+    assert len(list(RunReader(tmp_path / "run").records())) == 16
+
+    in_flight, most = 0, 0
+    for kind, _ in sorted(log, key=lambda x: x[1]):
+        in_flight += 1 if kind == "start" else -1
+        most = max(most, in_flight)
+    assert most == 2  # four worker processes asked for, yet never more than the vendor's two in flight
+
+    starts = sorted(t for k, t in log if k == "start")
+    assert len(starts) == 16
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    # 60 a minute for the run as a whole: the workers take turns on one grid of admissions a second
+    # apart (four workers each pacing alone would start calls a quarter of a second apart); the
+    # session request follows its admission after a setup of a few ms, except in a fresh worker
+    # process, whose first call connects hundreds of ms later (its two workers' first calls are
+    # the first two starts: gaps 0 and 1 hold that cold start)
+    assert min(gaps[2:]) > 0.9, gaps
