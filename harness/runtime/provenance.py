@@ -13,11 +13,10 @@ import subprocess
 import sys
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from urllib.parse import parse_qsl, urlsplit
 
 from voice_audit.harness.model.campaign import Campaign
 from voice_audit.harness.model.episode import BackendInfo, RunManifest
-from voice_audit.harness.model.secrets import SECRET_KEY, Redactor, mask_options, mask_url, secret_values
+from voice_audit.harness.model.secrets import Redactor, mask_options, mask_url, secret_values
 from voice_audit.harness.planning import LoadedCampaign
 
 
@@ -43,15 +42,6 @@ def package_version() -> str:
         return "0+unknown"
 
 
-def url_secrets(url: str) -> set[str]:
-    """Credentials carried inside an agent URL: a password and credential-like query values."""
-    parts = urlsplit(url)
-    found = {v for k, v in parse_qsl(parts.query) if SECRET_KEY.search(k)}
-    if parts.password:
-        found.add(parts.password)
-    return found
-
-
 def without_credentials(campaign: Campaign) -> Campaign:
     """The campaign as run.json keeps it: credentials in agent options and URLs masked (the hash
     recorded beside it is the real campaign's, so a resumed run is still checked against it)."""
@@ -66,7 +56,6 @@ def campaign_redactor(campaign: Campaign) -> Redactor:
     """Scrubs every credential of the campaign's agents (options and URLs) from what a run writes."""
     return Redactor(
         set().union(*(secret_values({"options": a.options, "url": a.url or ""}) for a in campaign.agents))
-        | {v for a in campaign.agents if a.url for v in url_secrets(a.url)}
         | secret_values(campaign.reader.model_dump())
     )
 
