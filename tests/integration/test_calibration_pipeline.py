@@ -36,6 +36,8 @@ from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.rundir import CALL_ID_SALT
 from voice_audit.harness.runtime import CampaignRunner
 
+pytestmark = pytest.mark.cpu_bound  # replicated campaigns on the virtual clock
+
 REPLICATES = 300
 AA_REPLICATES = 900
 TARGET = "{target: {axis: voice_profile, levels: [female_adult]}"

@@ -24,7 +24,8 @@ import pytest
 
 from voice_audit.harness.adapter import StateOut, ToolCallOut, ToolResultOut
 
-pytestmark = [pytest.mark.slow, pytest.mark.serial]  # serial: a local LLM: long and CPU-bound
+# cpu_bound: a local LLM on one thread, no wall-clock assertion (the real-time call below is serial instead)
+pytestmark = [pytest.mark.slow, pytest.mark.cpu_bound]
 pytest.importorskip("llama_cpp", reason="needs the llm extra: pip install 'voice-audit[llm]'")
 
 
@@ -103,6 +104,7 @@ timeouts: {{turn_s: 360, call_s: 1200}}
 
 
 @needs_default
+@pytest.mark.serial  # real-time pacing: a loaded machine would stretch the model's turns past the caller's patience
 def test_llm_hybrid_over_websocket_streaming_refunds(tmp_path: Path) -> None:
     """The same agent served over the WebSocket streaming protocol and dialled by the harness: a
     baseline caller gets the refund, and the tool trace says so; no call fails on the harness's side

@@ -31,7 +31,7 @@ from voice_audit.harness.rundir import RunReader
 from voice_audit.scenarios import BUNDLED_LIBRARY, Scenario, ScenarioLibrary
 
 pytest.importorskip("llama_cpp", reason="needs the llm extra: pip install 'voice-audit[llm]'")
-pytestmark = [pytest.mark.slow, pytest.mark.serial]  # serial: a local LLM: long and CPU-bound
+pytestmark = [pytest.mark.slow, pytest.mark.cpu_bound]  # a local LLM: long, no wall-clock assertion
 
 TURNS = (
     "Before I look into that, could you confirm your date of birth for me?",

@@ -17,7 +17,7 @@ from voice_audit.analysis.release import check_run, compare_runs, load_policy, w
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.runtime import CampaignRunner
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.cpu_bound]  # two campaigns on the virtual clock
 
 CAMPAIGN = """\
 name: release-compare
