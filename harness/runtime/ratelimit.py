@@ -49,7 +49,6 @@ class AgentShare:
 
     agent: str
     max_concurrent: int | None
-    calls_per_minute: float | None
     epoch: float = 0.0
     slot: int = 0
     workers: int = 1
@@ -73,7 +72,6 @@ def agent_shares(agents: list[AgentSpec], n: int, k: int, epoch: float) -> tuple
             AgentShare(
                 agent=a.name,
                 max_concurrent=None if m is None else m // n + (1 if k < m % n else 0),
-                calls_per_minute=a.calls_per_minute,
                 epoch=epoch,
                 slot=k,
                 workers=n,
@@ -108,9 +106,8 @@ class AgentGate:
 
     @classmethod
     def for_agent(cls, spec: AgentSpec, share: AgentShare | None = None) -> AgentGate:
-        if share is not None:
-            return cls(share.max_concurrent, share.calls_per_minute, share)
-        return cls(spec.max_concurrent_calls, spec.calls_per_minute)
+        concurrent = share.max_concurrent if share is not None else spec.max_concurrent_calls
+        return cls(concurrent, spec.calls_per_minute, share)
 
     def _free(self) -> bool:
         return self.max_concurrent is None or self._active < self.max_concurrent
