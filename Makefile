@@ -13,6 +13,9 @@ TORCH_SPEC ?= torch==2.13.0
 # llama-cpp-python (the `llm` extra) ships as source; its default -march=native build enables AMX on
 # some Xeons and crashes at the first inference, so it is built portable (pip caches the wheel).
 LLAMA_BUILD := CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2
+# setuptools prints a boxed notice for every editable install that maps folders onto a package name
+# ("Editable installation ... be careful with folders"): information, which reads as a failure.
+EDITABLE := PYTHONWARNINGS="ignore:Editable installation"
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha256sum | cut -c1-16)
 
 .PHONY: install system-deps docs demo test lint typecheck unit integration benchmarks clean
@@ -21,7 +24,7 @@ $(STAMP): pyproject.toml Makefile
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet '$(TORCH_SPEC)'
-	$(LLAMA_BUILD) $(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
+	$(LLAMA_BUILD) $(EDITABLE) $(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
 	$(BIN)/python -c 'import torch; print(torch.version.cuda or "")' | grep -q . \
 	  || rm -f $(VENV)/lib/python3*/site-packages/torchaudio/lib/*.so
 	$(BIN)/python -m pip install --quiet tiktoken more-itertools
@@ -48,7 +51,7 @@ DEMO_RUN ?= runs/demo-$(shell date -u +%Y%m%dT%H%M%SZ)
 DEMO_LLM := $(VENV)/.installed-demo-llm-qwen15b
 
 $(DEMO_LLM): $(STAMP)
-	$(BIN)/python -m pip install --quiet --no-warn-conflicts -e '.[llm-qwen15b]'
+	$(EDITABLE) $(BIN)/python -m pip install --quiet --no-warn-conflicts -e '.[llm-qwen15b]'
 	@touch $@
 
 demo: install system-deps $(DEMO_LLM)
