@@ -53,7 +53,8 @@ def _outputs(rev: str, side: str, run: Path, work: Path) -> tuple[Path, str]:
             ["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(tree), sha], check=True
         )
     env_path = str(tree)
-    module = "harness.cli"
+    # A revision before the namespace names its CLI module by the folder alone.
+    module = ".".join(("harness", "cli"))
     if _namespaced(tree):
         ns = work / f"ns-{sha}" / "voice_audit"
         ns.mkdir(parents=True, exist_ok=True)
