@@ -1,9 +1,9 @@
 """Agent adapters: the AgentAdapter protocol (defined in `voice_audit.harness.adapter`), protocol clients
 (`voice_audit.agents.protocols`: HTTP turn API, WebSocket streaming, Twilio Media Streams, OpenAI Realtime),
-servers that expose any in-process agent over those protocols (`voice_audit.agents.serve`), and the bundled
-reference agents (`voice_audit.agents.reference`: cascaded, hybrid, native). In-process agents that queue their
-events build their sessions on `QueueSession` (`voice_audit.agents.session`); the fake agents for testing the
-harness share their pieces from `voice_audit.agents.testing`.
+servers that expose any in-process agent over those protocols (`voice_audit.agents.serve`), the bundled
+reference agents (`voice_audit.agents.reference`: cascaded, hybrid, native), and the fake agents for testing
+the harness (`voice_audit.agents.fakes`: scripted, tone, chaos). In-process agents that queue their events
+build their sessions on `QueueSession` (`voice_audit.agents.session`).
 """
 
 from voice_audit.agents.session import EventQueue, QueueSession

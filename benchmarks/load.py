@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from voice_audit.agents.reference._chaos_run import EXPECTED, PROTOCOLS, ChaosRun, Where, run_chaos
-from voice_audit.agents.reference.chaos import pick_fault
+from voice_audit.agents.fakes import pick_fault
+from voice_audit.agents.fakes._chaos_run import EXPECTED, PROTOCOLS, ChaosRun, Where, run_chaos
 from voice_audit.harness.model.episode import EpisodeRecord
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.rundir import EPISODES_JSONL, RunReader

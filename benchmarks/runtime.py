@@ -68,7 +68,7 @@ def _campaign(tmp: Path, **kw: object) -> Path:
 def _accelerated_loaded(n_calls: int, tmp: Path) -> LoadedCampaign:
     path = _campaign(
         tmp,
-        adapter="voice_audit.agents.testing:scripted",
+        adapter="voice_audit.agents.fakes.scripted:scripted",
         options="{audio_ms: 0}",
         replicates=max(1, n_calls // 2),
         concurrency=64,
@@ -142,7 +142,7 @@ async def realtime(
             "voice_audit.harness.cli",
             "agents",
             "serve",
-            "voice_audit.agents.serve.demo:tone_agent",
+            "voice_audit.agents.fakes.tone_agent:tone_agent",
             "--protocol",
             "ws",
             "--port",

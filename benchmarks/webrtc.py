@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/webrtc.py [--calls 4 8 16] [--protocols webrtc ws]
 
-For each protocol and call count, the tone agent (`voice_audit.agents.serve.demo:tone_agent`, greeting, a
+For each protocol and call count, the tone agent (`voice_audit.agents.fakes.tone_agent:tone_agent`, greeting, a
 tone per caller turn, a hang-up after three turns) is served by its own process
 (`voice-audit agents serve ... --protocol P`) and one harness process places N concurrent
 real-time calls to it. Reported per setting: calls completed, CPU per call-second of audio (the
@@ -86,7 +86,7 @@ async def run(protocol: str, n_calls: int, tmp: Path, warm: bool) -> dict[str, f
             "voice_audit.harness.cli",
             "agents",
             "serve",
-            "voice_audit.agents.serve.demo:tone_agent",
+            "voice_audit.agents.fakes.tone_agent:tone_agent",
             "--protocol",
             protocol,
             "--port",

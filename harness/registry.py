@@ -52,20 +52,37 @@ def asr_backend_names() -> list[str]:
     return names(ASR_GROUP)
 
 
+def _found(module_name: str) -> bool:
+    try:
+        return importlib.util.find_spec(module_name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def require(backend: str, modules: tuple[str, ...], extra: str) -> None:
     """Raise MissingBackendError unless every module can be imported (checked without importing)."""
     for mod in modules:
-        try:
-            found = importlib.util.find_spec(mod) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
+        if not _found(mod):
             raise MissingBackendError(backend, extra, f"Python module '{mod}' not found")
 
 
 # The packages installed under `voice_audit`; before they were, they installed at the top level, so
 # a run folder written then names its adapters and backends `agents.testing:scripted`.
 _OWN_PACKAGES = ("harness", "agents", "personas", "scenarios", "analysis")
+
+# Modules that moved, by their old installed name: a run folder (or a campaign) written before names
+# its adapters by the old module (`voice_audit.agents.testing:scripted`); resuming or re-running it
+# loads the same factory from its new home. Never remove an entry: old run folders live on.
+MOVED_MODULES: dict[str, str] = {
+    "voice_audit.agents.testing": "voice_audit.agents.fakes.scripted",
+    "voice_audit.agents.serve.demo": "voice_audit.agents.fakes.tone_agent",
+    "voice_audit.agents.reference.chaos": "voice_audit.agents.fakes.chaos",
+}
+# Names a package's __init__ once re-exported from a module that moved.
+MOVED_NAMES: dict[tuple[str, str], str] = {
+    ("voice_audit.agents.serve", "ToneAgent"): "voice_audit.agents.fakes.tone_agent",
+    ("voice_audit.agents.serve", "tone_agent"): "voice_audit.agents.fakes.tone_agent",
+}
 
 
 def _missing_dependency(exc: ModuleNotFoundError) -> bool:
@@ -74,19 +91,18 @@ def _missing_dependency(exc: ModuleNotFoundError) -> bool:
     return bool(top) and top != "voice_audit"
 
 
-def _current_module(module_name: str) -> str:
-    """The module an older `module:attr` reference means: `agents.testing` is `voice_audit.agents.testing`
-    when that exists (another installed package may own the bare `agents`, and loading our files under a
-    second name would make second copies of their classes)."""
+def _current_module(module_name: str, attr: str = "") -> str:
+    """The module an older `module:attr` reference means. A bare package of ours (`agents.testing`) is
+    `voice_audit.agents.testing` when that exists or once existed (another installed package may own the
+    bare `agents`, and loading our files under a second name would make second copies of their
+    classes); a module that moved (`MOVED_MODULES`, `MOVED_NAMES`) is its new home."""
     top, _, rest = module_name.partition(".")
-    if top not in _OWN_PACKAGES or not rest:
-        return module_name
-    current = f"voice_audit.{module_name}"
-    try:
-        found = importlib.util.find_spec(current) is not None
-    except (ImportError, ValueError):
-        found = False
-    return current if found else module_name
+    if top in _OWN_PACKAGES and rest:
+        prefixed = f"voice_audit.{module_name}"
+        if prefixed in MOVED_MODULES or _found(prefixed):
+            module_name = prefixed
+    first = attr.split(".")[0]
+    return MOVED_NAMES.get((module_name, first)) or MOVED_MODULES.get(module_name, module_name)
 
 
 def extra_of(ep: EntryPoint) -> str | None:
@@ -95,7 +111,7 @@ def extra_of(ep: EntryPoint) -> str | None:
 
 def _import_ref(ref: str, kind: str) -> Any:
     module_name, attr = ref.split(":", 1)
-    module_name = _current_module(module_name)
+    module_name = _current_module(module_name, attr)
     try:
         obj: Any = importlib.import_module(module_name)
     except ImportError as exc:
@@ -117,6 +133,8 @@ def load_object(ref: str, group: str) -> Any:
     eps = _entry_points(group)
     if ref in eps:
         ep = eps[ref]
+        if ep.module in MOVED_MODULES:  # metadata of an install made before the module moved
+            return _import_ref(f"{ep.module}:{ep.attr}", kind)
         try:
             return ep.load()
         except ModuleNotFoundError as exc:

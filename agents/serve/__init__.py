@@ -5,7 +5,6 @@ The wire contracts are those of the matching clients in `voice_audit.agents.prot
 """
 
 from voice_audit.agents.serve.config import ServeConfig
-from voice_audit.agents.serve.demo import ToneAgent, tone_agent
 from voice_audit.agents.serve.server import PROTOCOLS, Protocol, ServerHandle, serve, start_server
 from voice_audit.agents.serve.vad import Endpointer, VadConfig
 
@@ -15,9 +14,7 @@ __all__ = [
     "Protocol",
     "ServeConfig",
     "ServerHandle",
-    "ToneAgent",
     "VadConfig",
     "serve",
     "start_server",
-    "tone_agent",
 ]

@@ -1,6 +1,6 @@
 """Wire faults: the one hook that lets an in-process test agent make a front end misbehave.
 
-The chaos agent (`voice_audit.agents.reference.chaos`) is turn-based and in-process, but the faults it stands
+The chaos agent (`voice_audit.agents.fakes.chaos`) is turn-based and in-process, but the faults it stands
 for (a garbage frame, a dropped socket, a 5xx, an audio flood, no marks) happen on the wire, in
 the front end that serves it. It asks for them with a `WireFault`. Because a `WireFault` is an
 `ErrorOut` of the matching kind, a run that calls the agent in-process, or a front end that does

@@ -9,7 +9,7 @@ name: t
 seed: 3
 scenarios: [refund_duplicate_charge, outage_support]
 agents:
-  - {name: s, adapter: "voice_audit.agents.testing:scripted"}
+  - {name: s, adapter: "voice_audit.agents.fakes.scripted:scripted"}
 pairs:
   - contrast: [accent]
     base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}

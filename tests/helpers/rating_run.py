@@ -14,7 +14,7 @@ CAMPAIGN = """\
 name: matched_audit_7
 seed: 11
 scenarios: [refund_duplicate_charge]
-agents: [{name: scripted_ref, adapter: "voice_audit.agents.testing:scripted"}]
+agents: [{name: scripted_ref, adapter: "voice_audit.agents.fakes.scripted:scripted"}]
 pairs:
   - contrast: [accent]
     base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from voice_audit.agents.testing import ScriptedAgent, _ScriptedSession, tone
+from voice_audit.agents.fakes import ScriptedAgent, tone
+from voice_audit.agents.fakes.scripted import _ScriptedSession
 from voice_audit.harness.adapter import (
     AgentEvent,
     AudioOut,

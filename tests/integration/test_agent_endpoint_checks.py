@@ -19,7 +19,7 @@ name: reach
 seed: 3
 scenarios: [refund_duplicate_charge]
 agents:
-  - {{name: s, adapter: "voice_audit.agents.testing:scripted"}}
+  - {{name: s, adapter: "voice_audit.agents.fakes.scripted:scripted"}}
   - {{name: h, adapter: http, url: "{url}"}}
 pairs:
   - contrast: [accent]
@@ -97,7 +97,7 @@ def test_probe_tells_a_listening_port_from_a_closed_one() -> None:
         agents = [
             AgentSpec(name="up", adapter="ws", url=f"ws://127.0.0.1:{open_port}/stream"),
             AgentSpec(name="down", adapter="ws", url=f"ws://127.0.0.1:{closed}/stream"),
-            AgentSpec(name="local", adapter="voice_audit.agents.testing:scripted"),
+            AgentSpec(name="local", adapter="voice_audit.agents.fakes.scripted:scripted"),
         ]
         async with server:
             return await unreachable_agents(agents)
@@ -120,10 +120,10 @@ name: bad
 seed: 3
 scenarios: [refund_duplicate_charge]
 agents:
-  - {name: typo, adapter: "voice_audit.agents.testing:scriptd"}
+  - {name: typo, adapter: "voice_audit.agents.fakes.scripted:scriptd"}
   - {name: gone, adapter: "voice_audit.agents.nosuchmodule:factory"}
   - {name: form, adapter: http, url: "htp:/127.0.0.1:8080"}
-  - {name: fine, adapter: "voice_audit.agents.testing:scripted"}
+  - {name: fine, adapter: "voice_audit.agents.fakes.scripted:scripted"}
 pairs:
   - contrast: [accent]
     base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}

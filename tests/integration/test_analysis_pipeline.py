@@ -18,9 +18,9 @@ name: analysis-it
 seed: 7
 scenarios: [refund_duplicate_charge]
 agents:
-  - {name: scripted, adapter: "voice_audit.agents.testing:scripted"}
+  - {name: scripted, adapter: "voice_audit.agents.fakes.scripted:scripted"}
   - name: leaky
-    adapter: "voice_audit.agents.testing:scripted"
+    adapter: "voice_audit.agents.fakes.scripted:scripted"
     options:
       lines:
         - "Hello Jordan Avery Lee, how can I help you today?"

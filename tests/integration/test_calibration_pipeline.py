@@ -49,7 +49,7 @@ batch: ci-aa
 scenarios: [refund_duplicate_charge]
 agents:
   - name: scripted-aa
-    adapter: "voice_audit.agents.testing:scripted"
+    adapter: "voice_audit.agents.fakes.scripted:scripted"
     options: {calibration_oracle: true, noise: {repair_p: 0.4}, audio_ms: 100}
 pairs:
   - contrast: []
@@ -66,10 +66,10 @@ batch: ci-planted
 scenarios: [refund_duplicate_charge]
 agents:
   - name: planted-p1
-    adapter: "voice_audit.agents.testing:scripted"
+    adapter: "voice_audit.agents.fakes.scripted:scripted"
     options: {{calibration_oracle: true, noise: {{repair_p: 0.4}}, audio_ms: 100, planted: {TARGET}, p: 1.0}}}}
   - name: planted-p05
-    adapter: "voice_audit.agents.testing:scripted"
+    adapter: "voice_audit.agents.fakes.scripted:scripted"
     options: {{calibration_oracle: true, noise: {{repair_p: 0.4}}, audio_ms: 100, planted: {TARGET}, p: 0.5}}}}
 pairs:
   - contrast: [voice_profile]

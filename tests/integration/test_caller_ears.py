@@ -21,7 +21,7 @@ CAMPAIGN = """\
 name: caller_ears
 seed: 2
 scenarios: [refund_duplicate_charge]
-agents: [{{name: spoken_ref, adapter: "voice_audit.agents.testing:scripted", options: {{speak: true}}}}]
+agents: [{{name: spoken_ref, adapter: "voice_audit.agents.fakes.scripted:scripted", options: {{speak: true}}}}]
 pairs:
   - contrast: [accent]
     base: {{voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}}

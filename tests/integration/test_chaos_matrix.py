@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from voice_audit.agents.reference._chaos_run import (
+from voice_audit.agents.fakes._chaos_run import (
     EXPECTED,
     NON_SERVICE,
     PROTOCOLS,

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from voice_audit.agents.reference._chaos_run import Where, run_chaos
-from voice_audit.agents.reference.chaos import pick_fault
+from voice_audit.agents.fakes import pick_fault
+from voice_audit.agents.fakes._chaos_run import Where, run_chaos
 from voice_audit.harness.model.episode import EpisodeRecord
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.rundir import CALL_WAV, EVENTS_JSONL, RunReader

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from voice_audit.agents.reference.chaos import FAULTS, ChaosAgent, pick_fault
+from voice_audit.agents.fakes import FAULTS, ChaosAgent, pick_fault
 from voice_audit.scenarios import ConfigError
 
 

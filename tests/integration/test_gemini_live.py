@@ -32,10 +32,10 @@ from google.genai import types as gt
 from websockets.asyncio.server import serve as ws_serve
 from websockets.exceptions import ConnectionClosedOK
 
+from voice_audit.agents.fakes import ScriptedAgent, tone
 from voice_audit.agents.protocols import gemini_live_wire as gw
 from voice_audit.agents.serve import ServeConfig, start_server
 from voice_audit.agents.serve.gemini_live_server import gemini_live_handler
-from voice_audit.agents.testing import ScriptedAgent, tone
 from voice_audit.harness.adapter import CallInfo
 from voice_audit.harness.disclosure import disclose
 from voice_audit.harness.planning import load_campaign

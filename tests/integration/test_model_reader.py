@@ -176,7 +176,7 @@ RUN_CAMPAIGN = """\
 name: model_reader_run
 seed: 3
 scenarios: [refund_duplicate_charge]
-agents: [{{name: scripted_ref, adapter: "voice_audit.agents.testing:scripted"}}]
+agents: [{{name: scripted_ref, adapter: "voice_audit.agents.fakes.scripted:scripted"}}]
 pairs:
   - contrast: [accent]
     base: {{voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}}

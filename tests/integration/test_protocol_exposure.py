@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from voice_audit.agents.fakes import ScriptedAgent
 from voice_audit.agents.protocols import http_adapter, realtime_adapter, twilio_adapter, ws_adapter
 from voice_audit.agents.serve import start_server
-from voice_audit.agents.testing import ScriptedAgent
 from voice_audit.harness.adapter import CallInfo, HangupOut, TurnEnd
 from voice_audit.harness.model.campaign import AgentSpec
 from voice_audit.harness.planning import load_campaign

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from voice_audit.agents.fakes import ToneAgent, tone
 from voice_audit.agents.protocols import http_adapter, realtime_adapter, twilio_adapter, ws_adapter
 from voice_audit.agents.protocols.audio import convert
-from voice_audit.agents.serve import ServeConfig, ToneAgent, VadConfig, start_server
-from voice_audit.agents.serve.demo import tone
+from voice_audit.agents.serve import ServeConfig, VadConfig, start_server
 from voice_audit.harness.adapter import (
     AgentAdapter,
     AgentError,

@@ -17,9 +17,9 @@ from pathlib import Path
 
 from aiohttp import web
 
+from voice_audit.agents.fakes import ScriptedAgent
 from voice_audit.agents.serve import ServeConfig
 from voice_audit.agents.serve.http_server import build_http_app
-from voice_audit.agents.testing import ScriptedAgent
 from voice_audit.harness.model.usage import USAGE_JSONL, read_usage
 from voice_audit.harness.planning import call_order, load_campaign
 from voice_audit.harness.rundir import RunReader

@@ -16,9 +16,9 @@ from pathlib import Path
 
 from aiohttp import web
 
+from voice_audit.agents.fakes import ScriptedAgent
 from voice_audit.agents.serve import ServeConfig
 from voice_audit.agents.serve.http_server import build_http_app
-from voice_audit.agents.testing import ScriptedAgent
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.rundir import RunReader
 from voice_audit.harness.runtime import CampaignRunner

@@ -15,7 +15,7 @@ CAMPAIGN = """\
 name: cli_rate
 seed: 3
 scenarios: [refund_duplicate_charge]
-agents: [{name: scripted_ref, adapter: "voice_audit.agents.testing:scripted"}]
+agents: [{name: scripted_ref, adapter: "voice_audit.agents.fakes.scripted:scripted"}]
 pairs:
   - contrast: [wording]
     base: {voice_profile: female_adult, accent: us_general, affect: calm, disfluency: none}

@@ -46,10 +46,10 @@ from openai.types.realtime.realtime_error import RealtimeError
 from openai.types.realtime.realtime_session_create_request import RealtimeSessionCreateRequest
 from websockets.asyncio.client import connect
 
+from voice_audit.agents.fakes import tone
 from voice_audit.agents.protocols.event_json import b64encode
 from voice_audit.agents.protocols.realtime import RealtimeSession, session_config
 from voice_audit.agents.serve import ServeConfig, VadConfig, start_server
-from voice_audit.agents.serve.demo import tone
 from voice_audit.harness.adapter import (
     AgentEvent,
     AudioFormat,

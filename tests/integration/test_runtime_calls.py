@@ -18,7 +18,7 @@ CAMPAIGN = """\
 name: rt
 seed: 5
 scenarios: [refund_duplicate_charge]
-agents: [{name: s, adapter: "voice_audit.agents.testing:scripted"}]
+agents: [{name: s, adapter: "voice_audit.agents.fakes.scripted:scripted"}]
 pairs:
   - contrast: [accent]
     base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}

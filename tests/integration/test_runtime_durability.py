@@ -30,7 +30,7 @@ CAMPAIGN = """\
 name: kill
 seed: 9
 scenarios: [refund_duplicate_charge]
-agents: [{name: s, adapter: "voice_audit.agents.testing:scripted", options: {audio_ms: 300, think_ms: 60}}]
+agents: [{name: s, adapter: "voice_audit.agents.fakes.scripted:scripted", options: {audio_ms: 300, think_ms: 60}}]
 pairs:
   - contrast: [accent]
     base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}

@@ -33,7 +33,7 @@ CAMPAIGN = """\
 name: rx
 seed: 11
 scenarios: [refund_duplicate_charge]
-agents: [{name: s, adapter: "voice_audit.agents.testing:scripted"}]
+agents: [{name: s, adapter: "voice_audit.agents.fakes.scripted:scripted"}]
 pairs:
   - contrast: [accent]
     base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}

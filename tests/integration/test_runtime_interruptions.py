@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from voice_audit.agents.fakes import ScriptedAgent
 from voice_audit.agents.serve import start_server
-from voice_audit.agents.testing import ScriptedAgent
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.rundir import RunReader
 from voice_audit.harness.runtime import CampaignRunner

@@ -32,7 +32,7 @@ FLAG = {"silent": "agent_unresponsive", "hang_up": "agent_hung_up", "disconnect"
 
 def _scripted(name: str, mode: str | None) -> str:
     knob = f", service_failure: {{target: {TARGET}, mode: {mode}}}" if mode else ""
-    return f'  - {{name: {name}, adapter: "voice_audit.agents.testing:scripted", options: {{calibration_oracle: true, audio_ms: 100{knob}}}}}\n'
+    return f'  - {{name: {name}, adapter: "voice_audit.agents.fakes.scripted:scripted", options: {{calibration_oracle: true, audio_ms: 100{knob}}}}}\n'
 
 
 def _campaign(name: str, agents: str, extra: str) -> str:

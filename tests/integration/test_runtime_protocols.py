@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from voice_audit.agents.fakes import ScriptedAgent
 from voice_audit.agents.serve import ServeConfig, start_server
-from voice_audit.agents.testing import ScriptedAgent
 from voice_audit.harness.adapter import CallInfo
 from voice_audit.harness.disclosure import disclose
 from voice_audit.harness.model import check_monotonic

@@ -19,7 +19,7 @@ CAMPAIGN = """\
 name: disk
 seed: 4
 scenarios: [refund_duplicate_charge]
-agents: [{name: s, adapter: "voice_audit.agents.testing:scripted", options: {audio_ms: 100}}]
+agents: [{name: s, adapter: "voice_audit.agents.fakes.scripted:scripted", options: {audio_ms: 100}}]
 pairs:
   - contrast: [accent]
     base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}

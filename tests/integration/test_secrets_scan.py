@@ -29,8 +29,8 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
-from voice_audit.agents.reference.chaos import ChaosAgent
-from voice_audit.agents.serve import ServeConfig, ToneAgent
+from voice_audit.agents.fakes import ChaosAgent, ToneAgent
+from voice_audit.agents.serve import ServeConfig
 from voice_audit.agents.serve.http_server import build_http_app
 from voice_audit.agents.serve.realtime_server import realtime_handler
 from voice_audit.harness.model.campaign import AgentSpec
@@ -45,7 +45,7 @@ CFG = ServeConfig(greeting_timeout_s=2.0, turn_timeout_s=20.0, hangup_grace_s=0.
 def _tone() -> ToneAgent:
     return ToneAgent(
         AgentSpec(
-            name="tone", adapter="voice_audit.agents.serve.demo:tone_agent", options={"hangup_after": 1}
+            name="tone", adapter="voice_audit.agents.fakes.tone_agent:tone_agent", options={"hangup_after": 1}
         )
     )
 

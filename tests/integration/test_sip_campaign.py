@@ -82,7 +82,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     phone_port, tone_port = free_port_pair(), free_port_pair()
     servers = [
         _serve("cascaded", phone_port),
-        _serve("voice_audit.agents.serve.demo:tone_agent", tone_port, "hangup_after=1", "tool="),
+        _serve("voice_audit.agents.fakes.tone_agent:tone_agent", tone_port, "hangup_after=1", "tool="),
     ]
     try:
         path = tmp / "c.yaml"

@@ -29,9 +29,9 @@ seed: 11
 batch: b1
 scenarios: [refund_duplicate_charge]
 agents:
-  - {name: good, adapter: "voice_audit.agents.testing:scripted"}
+  - {name: good, adapter: "voice_audit.agents.fakes.scripted:scripted"}
   - name: bad
-    adapter: "voice_audit.agents.testing:scripted"
+    adapter: "voice_audit.agents.fakes.scripted:scripted"
     options:
       lines:
         - "Thank you for calling. How can I help you today?"

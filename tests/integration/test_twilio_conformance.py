@@ -25,11 +25,11 @@ from pipecat.runner.utils import parse_telephony_websocket
 from pipecat.serializers.twilio import TwilioFrameSerializer
 from websockets.asyncio.server import ServerConnection, serve
 
+from voice_audit.agents.fakes import tone
 from voice_audit.agents.protocols import twilio_adapter
 from voice_audit.agents.protocols import twilio_wire as tw
 from voice_audit.agents.protocols.audio import mulaw_encode
 from voice_audit.agents.protocols.twilio import TwilioSession
-from voice_audit.agents.serve.demo import tone
 from voice_audit.harness.adapter import AudioOut, CallInfo, ClearOut, HangupOut
 from voice_audit.harness.model.campaign import AgentSpec
 from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary

@@ -22,10 +22,10 @@ pytest.importorskip("aiortc")
 
 from aiohttp import web
 
+from voice_audit.agents.fakes import ToneAgent, tone
 from voice_audit.agents.protocols import webrtc_wire as ww
 from voice_audit.agents.protocols.webrtc import webrtc_adapter
-from voice_audit.agents.serve import ServeConfig, ToneAgent, VadConfig, start_server
-from voice_audit.agents.serve.demo import tone
+from voice_audit.agents.serve import ServeConfig, VadConfig, start_server
 from voice_audit.harness.adapter import (
     AgentError,
     AgentEvent,

@@ -125,6 +125,6 @@ def test_the_agents_sdk_and_voice_audit_install_side_by_side(wheel: Path, tmp_pa
     assert got["sdk_agent"] == "agents.agent.Agent" and got["sdk_runner"].startswith("agents.")
     assert Path(got["ours"]) == site / "voice_audit" / "agents" / "__init__.py"
     assert got["ours_adapter"] == "voice_audit.harness.adapter"
-    assert got["scripted"] == "voice_audit.agents.testing:scripted"
-    assert Path(got["scripted_origin"]) == site / "voice_audit" / "agents" / "testing.py"
+    assert got["scripted"] == "voice_audit.agents.fakes.scripted:scripted"
+    assert Path(got["scripted_origin"]) == site / "voice_audit" / "agents" / "fakes" / "scripted.py"
     assert [Path(p) for p in got["voice_audit_path"]] == [site / "voice_audit"]

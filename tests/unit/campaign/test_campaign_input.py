@@ -25,8 +25,8 @@ def test_good_campaign_plans_matched_pairs(tmp_path: Path) -> None:
 
 def test_same_caller_meets_every_agent(tmp_path: Path) -> None:
     text = GOOD.replace(
-        '  - {name: s, adapter: "voice_audit.agents.testing:scripted"}\n',
-        '  - {name: s, adapter: "voice_audit.agents.testing:scripted"}\n  - {name: t, adapter: "voice_audit.agents.testing:scripted"}\n',
+        '  - {name: s, adapter: "voice_audit.agents.fakes.scripted:scripted"}\n',
+        '  - {name: s, adapter: "voice_audit.agents.fakes.scripted:scripted"}\n  - {name: t, adapter: "voice_audit.agents.fakes.scripted:scripted"}\n',
     )
     loaded = load_campaign(write(tmp_path, text))
     by_agent: dict[str, set[tuple[str, int]]] = {}
@@ -52,7 +52,7 @@ CASES = [
     ),
     (
         "unknown agent",
-        GOOD.replace('adapter: "voice_audit.agents.testing:scripted"', "adapter: nosuchagent"),
+        GOOD.replace('adapter: "voice_audit.agents.fakes.scripted:scripted"', "adapter: nosuchagent"),
         "unknown agent adapter 'nosuchagent'",
         5,
     ),

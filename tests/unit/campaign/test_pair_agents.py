@@ -16,8 +16,8 @@ name: t
 seed: 3
 scenarios: [refund_duplicate_charge]
 agents:
-  - {name: fast, adapter: "voice_audit.agents.testing:scripted"}
-  - {name: slow, adapter: "voice_audit.agents.testing:scripted"}
+  - {name: fast, adapter: "voice_audit.agents.fakes.scripted:scripted"}
+  - {name: slow, adapter: "voice_audit.agents.fakes.scripted:scripted"}
 pairs:
   - contrast: [accent]
     base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}

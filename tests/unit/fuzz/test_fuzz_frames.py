@@ -30,6 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from websockets.asyncio.client import connect
 
+from voice_audit.agents.fakes import ToneAgent
 from voice_audit.agents.protocols import http_turn
 from voice_audit.agents.protocols._stream import EventChannel
 from voice_audit.agents.protocols.event_json import (
@@ -42,7 +43,7 @@ from voice_audit.agents.protocols.event_json import (
 from voice_audit.agents.protocols.realtime import RealtimeSession
 from voice_audit.agents.protocols.twilio import TwilioSession
 from voice_audit.agents.protocols.ws_stream import WsStreamSession
-from voice_audit.agents.serve import ServeConfig, ToneAgent, start_server
+from voice_audit.agents.serve import ServeConfig, start_server
 from voice_audit.harness.adapter import AgentError, AgentEvent, AudioFormat, AudioOut, CallInfo, ErrorOut
 from voice_audit.harness.model.failures import FAILURE_KINDS
 from voice_audit.harness.runtime.playback import decode_agent_audio

@@ -32,7 +32,7 @@ name: f
 seed: 3
 scenarios: [refund_duplicate_charge]
 agents:
-  - {name: s, adapter: "voice_audit.agents.testing:scripted"}
+  - {name: s, adapter: "voice_audit.agents.fakes.scripted:scripted"}
 pairs:
   - contrast: [accent]
     base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}

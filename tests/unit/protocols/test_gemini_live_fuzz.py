@@ -20,10 +20,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from websockets.asyncio.client import connect
 
+from voice_audit.agents.fakes import ToneAgent
 from voice_audit.agents.protocols import gemini_live_wire as gw
 from voice_audit.agents.protocols.event_json import b64encode
 from voice_audit.agents.protocols.gemini_live import GeminiLiveSession
-from voice_audit.agents.serve import ServeConfig, ToneAgent, start_server
+from voice_audit.agents.serve import ServeConfig, start_server
 from voice_audit.harness.adapter import AgentError, AgentEvent, AudioOut, CallInfo, ErrorOut
 from voice_audit.harness.model.failures import FAILURE_KINDS
 from voice_audit.harness.runtime.playback import decode_agent_audio

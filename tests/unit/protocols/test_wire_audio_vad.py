@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from voice_audit.agents.fakes import tone
 from voice_audit.agents.protocols import audio
 from voice_audit.agents.protocols.event_json import (
     call_from_json,
@@ -12,7 +13,6 @@ from voice_audit.agents.protocols.event_json import (
     event_from_json,
     event_to_json,
 )
-from voice_audit.agents.serve.demo import tone
 from voice_audit.agents.serve.vad import Endpointer, VadConfig
 from voice_audit.harness.adapter import (
     AgentError,

@@ -18,7 +18,7 @@ from voice_audit.harness.runtime.ratelimit import AgentGate, backoff_s
 CAMPAIGN = """\
 name: b
 scenarios: [refund_duplicate_charge]
-agents: [{name: s, adapter: "voice_audit.agents.testing:scripted"}]
+agents: [{name: s, adapter: "voice_audit.agents.fakes.scripted:scripted"}]
 pairs:
   - contrast: [accent]
     base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}

@@ -19,7 +19,7 @@ CAMPAIGN = """\
 name: barge
 scenarios: [refund_duplicate_charge]
 agents:
-  - {{name: a, adapter: "voice_audit.agents.testing:scripted"}}
+  - {{name: a, adapter: "voice_audit.agents.fakes.scripted:scripted"}}
 pairs:
   - contrast: [accent]
     base: {{voice_profile: male_adult, affect: calm, disfluency: none, wording: plain}}

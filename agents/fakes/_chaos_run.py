@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from voice_audit.agents.reference.chaos import ChaosAgent, Fault
+from voice_audit.agents.fakes.chaos import ChaosAgent, Fault
 from voice_audit.agents.serve import ServeConfig, start_server
 from voice_audit.harness.model.failures import FailureKind, NonServiceFlag
 from voice_audit.harness.planning import load_campaign
@@ -107,7 +107,7 @@ async def run_chaos(
     async with contextlib.AsyncExitStack() as stack:
         for name, opts in agents.items():
             if where == "inproc":
-                spec = {"name": name, "adapter": "voice_audit.agents.reference.chaos:chaos", "options": opts}
+                spec = {"name": name, "adapter": "chaos", "options": opts}
             else:
                 handle = await stack.enter_async_context(start_server(ChaosAgent(opts), where, config=cfg))
                 spec = {

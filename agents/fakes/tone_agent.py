@@ -1,8 +1,8 @@
-"""A deterministic, dependency-free turn-based agent for smoke tests and loopback benchmarks.
+"""The tone fake: a deterministic, dependency-free turn-based agent for smoke tests and loopback benchmarks.
 
 It greets, answers every caller turn with a text line and a fixed tone burst, calls one tool
 (through the scenario's `ToolFixture`) on the first turn, and hangs up after `hangup_after`
-turns. Serve it with `voice-audit agents serve voice_audit.agents.serve.demo:tone_agent --protocol twilio`.
+turns. Serve it with `voice-audit agents serve voice_audit.agents.fakes.tone_agent:tone_agent --protocol twilio`.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from voice_audit.agents.fakes._signal import tone
 from voice_audit.agents.session import QueueSession
-from voice_audit.agents.testing import tone as fake_tone
 from voice_audit.harness.adapter import (
     AgentEvent,
     AudioFormat,
@@ -29,12 +29,7 @@ from voice_audit.harness.adapter import (
 from voice_audit.harness.model.campaign import AgentSpec
 from voice_audit.harness.tools import ToolFixture
 
-__all__ = ["ToneAgent", "ToneSession", "tone", "tone_agent"]
-
-
-def tone(ms: int, sample_rate: int = 16000, hz: float = 440.0, level: float = 0.3) -> bytes:
-    """The tone agent's voice: `voice_audit.agents.testing.tone` at 440 Hz, louder."""
-    return fake_tone(ms, sample_rate, hz, level)
+__all__ = ["ToneAgent", "ToneSession", "tone_agent"]
 
 
 class ToneSession(QueueSession):
@@ -57,7 +52,11 @@ class ToneSession(QueueSession):
 
     def _say(self, text: str, end: AgentEvent) -> None:
         self._put(TextOut(text))
-        self._put(AudioOut(tone(self.agent.tone_ms, self.agent.sample_rate), self.agent.sample_rate))
+        self._put(
+            AudioOut(
+                tone(self.agent.tone_ms, self.agent.sample_rate, hz=440.0, level=0.3), self.agent.sample_rate
+            )
+        )
         self._put(end)
 
     async def send_audio(self, chunk: bytes) -> None:

@@ -1,4 +1,5 @@
-"""Tiny deterministic agents for testing the harness itself and for benchmarks (not for audits).
+"""The scripted fake: a tiny deterministic agent for testing the harness itself and for benchmarks
+(not for audits).
 
 `ScriptedAgent` answers by turn number with fixed lines and a tone burst standing in for speech,
 so runtime tests and benchmarks measure the harness, not an agent's models.
@@ -23,9 +24,6 @@ Both draws are seeded from (`seed`, the call id, the purpose), never from the co
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import math
-import random
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,6 +31,7 @@ from typing import Literal
 
 import numpy as np
 
+from voice_audit.agents.fakes._signal import draw, tone
 from voice_audit.agents.session import QueueSession
 from voice_audit.harness.adapter import (
     CALIBRATION_ORACLE,
@@ -51,6 +50,18 @@ from voice_audit.harness.adapter import (
 )
 from voice_audit.harness.model.campaign import AgentSpec
 from voice_audit.harness.tools import ToolFixture
+
+__all__ = [
+    "EXTRA_CHALLENGE",
+    "REFUND_SCRIPT",
+    "REPAIR_LINE",
+    "SERVICE_MODES",
+    "Planted",
+    "ScriptedAgent",
+    "ServiceFailure",
+    "ServiceMode",
+    "scripted",
+]
 
 REFUND_SCRIPT: tuple[str, ...] = (
     "Thank you for calling. How can I help you today?",
@@ -118,19 +129,6 @@ class ServiceFailure:
         if mode not in SERVICE_MODES:
             raise ValueError(f"service_failure mode must be one of {', '.join(SERVICE_MODES)}, not {mode!r}")
         return cls(planted.axis, planted.levels, mode)  # type: ignore[arg-type]
-
-
-def draw(seed: int, call_id: str, purpose: str) -> float:
-    """A uniform draw for one decision; its inputs never include the caller's condition."""
-    digest = hashlib.sha256(f"{seed}|{call_id}|{purpose}".encode()).digest()
-    return random.Random(int.from_bytes(digest[:8], "big")).random()
-
-
-def tone(ms: int, rate: int = 16000, freq: float = 220.0, level: float = 0.2) -> bytes:
-    """A sine burst standing in for speech (pcm16): the fake agents' voice (scripted, tone, chaos)."""
-    n = rate * ms // 1000
-    t = np.arange(n) / rate
-    return (level * 32767 * np.sin(2 * math.pi * freq * t)).astype("<i2").tobytes()
 
 
 class _ScriptedSession(QueueSession):

@@ -1,4 +1,4 @@
-"""The chaos agent: a turn-based agent that fails on a seeded schedule, to prove the harness holds.
+"""The chaos fake: a turn-based agent that fails on a seeded schedule, to prove the harness holds.
 
 It talks like a tiny scripted agent (a line of text and a short tone per turn) until the turn
 `at_turn` of a faulted call, where it does one fault from `faults`:
@@ -27,9 +27,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Literal, get_args
 
+from voice_audit.agents.fakes._signal import tone
 from voice_audit.agents.serve.faults import WireFault
 from voice_audit.agents.session import QueueSession
-from voice_audit.agents.testing import tone
 from voice_audit.harness.adapter import (
     AudioFormat,
     AudioOut,
@@ -78,7 +78,7 @@ class ChaosSession(QueueSession):
             if self.fault != "no_marks":
                 return
         q.put_nowait(TextOut(f"Chaos agent, turn {turn}. Please go on."))
-        q.put_nowait(AudioOut(tone(self.agent.audio_ms, freq=330.0), 16000))
+        q.put_nowait(AudioOut(tone(self.agent.audio_ms, hz=330.0), 16000))
         if turn >= self.agent.hangup_after:
             q.put_nowait(HangupOut("chaos agent done"))
             q.put_nowait(None)
