@@ -21,7 +21,9 @@ def separability(inp: GateInputs) -> dict[str, Any]:
     secs = utt["duration_ms"] / 1000.0
     rate = (words.groupby(utt["ep"]).sum() / secs.groupby(utt["ep"]).sum()).replace([np.inf], np.nan)
     r = inp.ing.table.per_episode(rate, None)
-    ep = inp.episodes.assign(caller_wps=r.reindex(inp.episodes["episode_id"]).to_numpy())
+    ep = inp.episodes[["episode_id", "contrast", "side"]].assign(
+        caller_wps=r.reindex(inp.episodes["episode_id"]).to_numpy()
+    )
     out: dict[str, Any] = {}
     for contrast, sub in ep.groupby("contrast"):
         xa = sub.loc[sub["side"] == "a", "caller_wps"].dropna()
