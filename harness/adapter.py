@@ -315,6 +315,16 @@ class AgentAdapter(Protocol):
     async def aclose(self) -> None: ...
 
 
+@runtime_checkable
+class PreparedAdapter(Protocol):
+    """An adapter with costly start-up work (a protocol stack, its sockets, a model): the runtime
+    awaits `prepare` once per process before that process's first call, so no call's timing
+    pays for it. Optional: adapters without the method start on their first `connect`."""
+
+    async def prepare(self) -> None:
+        """Do the start-up work now; an `AgentError` says why it could not (the calls still run)."""
+
+
 AdapterFactory = Callable[[AgentSpec], AgentAdapter]
 
 CALIBRATION_ORACLE = "calibration_oracle"

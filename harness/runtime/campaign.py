@@ -45,6 +45,7 @@ from voice_audit.harness.runtime.ratelimit import agent_shares, max_workers_for
 from voice_audit.harness.runtime.resume import resumable_manifest
 from voice_audit.harness.runtime.runlock import RunLock
 from voice_audit.harness.runtime.shard import Message, ShardJob
+from voice_audit.harness.runtime.warmup import StartBarrier, barrier_folder, remove_barrier_folder
 from voice_audit.scenarios import ConfigError
 
 
@@ -238,6 +239,9 @@ class CampaignRunner:
             for i, pair in enumerate(pairs):
                 shards[i % n].extend(e.episode_id for e in pair)
             per_shard = max(1, -(-(self.concurrency or self.loaded.campaign.concurrency) // n))
+            # Every shard warms up, then waits for the others: no first call shares the cores with
+            # another worker still starting (`warmup`).
+            barrier = str(barrier_folder(self.run_dir.resolve(), f"{epoch:.6f}"))
             jobs = [
                 ShardJob(
                     campaign_file=str(self.loaded.path.resolve()),
@@ -249,6 +253,7 @@ class CampaignRunner:
                     tts_pool_size=self.tts_pool_size,
                     records_to_driver=executor.records_to_driver,
                     agent_shares=agent_shares(agents, n, k, epoch),
+                    start_barrier=StartBarrier(barrier, n, k),
                 )
                 for k, ids in enumerate(shards)
             ]
@@ -259,6 +264,11 @@ class CampaignRunner:
             def on_message(msg: Message) -> None:
                 if msg[0] == "lateness":
                     self.stats.setdefault("pump_lateness_ms", []).extend(msg[1])
+                    return
+                if msg[0] == "warm_up":
+                    self.stats.setdefault("warm_up", []).append(msg[1])
+                    if msg[2]:
+                        self.stats.setdefault("warm_up_errors", []).extend(msg[2])
                     return
                 if msg[0] != "record":
                     return
@@ -278,6 +288,7 @@ class CampaignRunner:
                     errors = await executor.run(jobs, on_message, self.lock.fileno())
             finally:
                 writer.close()
+                remove_barrier_folder(self.run_dir)
         if errors:
             self.stats["worker_errors"] = errors
         if errors:

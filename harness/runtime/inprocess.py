@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -32,6 +33,7 @@ from voice_audit.harness.runtime.episode import EpisodeContext, EpisodeRunner
 from voice_audit.harness.runtime.progress import Progress, RunSummary
 from voice_audit.harness.runtime.ratelimit import AgentGate, AgentShare
 from voice_audit.harness.runtime.voice import SpokenCache
+from voice_audit.harness.runtime.warmup import StartBarrier, prepare_process
 from voice_audit.harness.usage import UsageLedger
 from voice_audit.scenarios import ConfigError, VoiceAuditError
 
@@ -130,6 +132,7 @@ class InProcessCalls:
         on_record: Callable[[EpisodeRecord], None] | None = None,
         write_records: bool = True,
         agent_shares: tuple[AgentShare, ...] = (),
+        start_barrier: StartBarrier | None = None,
     ) -> None:
         self.loaded = loaded
         self.run_dir = run_dir
@@ -145,12 +148,15 @@ class InProcessCalls:
         self.write_records = write_records
         self.agent_shares = {share.agent: share for share in agent_shares}
         """This worker's part of each agent's limits when the run is split (else the whole limits)."""
+        self.start_barrier = start_barrier
+        """In a split run: no call starts until every worker has warmed up (`warmup`)."""
         self.writer = RunWriter(run_dir, redactor=redactor)
         self.budget: BudgetGuard | None = None
         """Set by the campaign runner when the campaign has a budget: pairs are admitted through it."""
 
     async def __aenter__(self) -> InProcessCalls:
         c = self.loaded.campaign
+        t0 = time.monotonic()
         self.adapters, self.oracles = await build_adapters(self.loaded, self.adapter_factory)
         try:
             tts_dir = self.cache_dir / "tts" if self.cache_dir else None
@@ -185,9 +191,19 @@ class InProcessCalls:
             if self.asr is not None:
                 await _warm_up(self.asr)
             self.readers = ReaderSet(c.reader) if c.reader.model is not None else None
+            # The adapters' start-up (a SIP stack) and the call path's first use, before any call.
+            problems = await prepare_process(self.adapters)
         except BaseException:
             await self.__aexit__()
             raise
+        warm: dict[str, Any] = {"warm_s": round(time.monotonic() - t0, 3)}
+        if problems:
+            warm["errors"] = problems
+            self.stats.setdefault("warm_up_errors", []).extend(problems)
+        if self.start_barrier is not None:
+            warm["worker"] = self.start_barrier.index
+            self.start_barrier.arrive("; ".join(problems) or None)
+        self.stats["warm_up"] = warm
         return self
 
     def voiced_by(self, planned: PlannedEpisode) -> int:
@@ -210,8 +226,27 @@ class InProcessCalls:
             if problems:
                 self.stats.setdefault("adapter_close_errors", []).extend(problems)
 
+    async def _wait_for_the_other_workers(self) -> None:
+        """The start barrier of a split run; a worker that failed to warm up or never arrived is
+        named in the stats, and the calls go ahead (its own calls fail as they would)."""
+        if self.start_barrier is None:
+            return
+        seen = await self.start_barrier.wait()
+        warm = self.stats.setdefault("warm_up", {})
+        warm["barrier_wait_s"] = round(seen.waited_s, 3)
+        if seen.missing:
+            warm["missing"] = list(seen.missing)
+            self.stats.setdefault("warm_up_errors", []).append(
+                f"worker(s) {', '.join(map(str, seen.missing))} not warm after "
+                f"{self.start_barrier.timeout_s:g} s: this worker started without them"
+            )
+        if seen.failed:
+            warm["failed"] = {str(k): v for k, v in seen.failed.items()}
+
     async def execute(self, todo: list[PlannedEpisode], manifest: RunManifest, summary: RunSummary) -> None:
         c = self.loaded.campaign
+        if todo:
+            await self._wait_for_the_other_workers()
         writer = self.writer
         sem = asyncio.Semaphore(c.concurrency if self.concurrency is None else self.concurrency)
         spoken_cache = SpokenCache()

@@ -6,6 +6,7 @@ process with `InProcessCalls`, so a shard writes exactly what a one-process run 
 Messages a shard reports (plain tuples, so they cross process and Ray boundaries cheaply):
   ("record", status, failure_kind, terminal_outcome, record_json | None)
   ("lateness", [ms, ...])
+  ("warm_up", {warm-up and start-barrier figures}, [warm-up problems])
   ("error", "Type: message")
   ("done",)
 `record_json` is set when the driver, not the shard, appends the record to episodes.jsonl (Ray).
@@ -14,6 +15,7 @@ Messages a shard reports (plain tuples, so they cross process and Ray boundaries
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import platform
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +29,7 @@ from voice_audit.harness.runtime.inprocess import InProcessCalls
 from voice_audit.harness.runtime.progress import RunSummary
 from voice_audit.harness.runtime.provenance import campaign_redactor
 from voice_audit.harness.runtime.ratelimit import AgentShare
+from voice_audit.harness.runtime.warmup import StartBarrier
 
 Message = tuple[Any, ...]
 OnMessage = Callable[[Message], None]
@@ -49,6 +52,8 @@ class ShardJob:
     records_to_driver: bool = False
     agent_shares: tuple[AgentShare, ...] = ()
     """This shard's part of each agent's limits (calls in flight, calls per minute)."""
+    start_barrier: StartBarrier | None = None
+    """Where this shard waits, warmed up, until every shard of the run is (`warmup`)."""
 
 
 def run_shard(job: ShardJob, report: OnMessage) -> None:
@@ -78,11 +83,16 @@ def run_shard(job: ShardJob, report: OnMessage) -> None:
             )
         stats: dict[str, Any] = {}
         asyncio.run(_run(job, loaded, run_dir, stats, on_record))
+        if "warm_up" in stats:
+            report(("warm_up", stats["warm_up"], stats.get("warm_up_errors", [])))
         lateness = [x for p in stats.get("pump", []) for x in p.lateness_ms]
         if lateness:
             report(("lateness", lateness))
     except BaseException as exc:
         report(("error", f"{type(exc).__name__}: {exc}"))
+        if job.start_barrier is not None:  # failed before its warm-up ended: nobody waits for it
+            with contextlib.suppress(OSError):
+                job.start_barrier.arrive(f"{type(exc).__name__}: {exc}", replace=False)
         raise
     finally:
         report(("done",))
@@ -107,6 +117,7 @@ async def _run(
         on_record=on_record,
         write_records=not job.records_to_driver,
         agent_shares=job.agent_shares,
+        start_barrier=job.start_barrier,
     )
     async with calls:
         # The driver created or resumed the folder; a shard touches nothing but its own episodes.
