@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import dataclasses
 import importlib.util
 import ipaddress
 import logging
@@ -75,6 +76,10 @@ __all__ = ["SIP_FORMAT", "SipAdapter", "SipSession", "facts_headers", "sip_adapt
 log = logging.getLogger("voice_audit.agents.protocols.sip")
 
 SIP_FORMAT = AudioFormat("pcm16", 16000)
+DEFAULT_CALLER_NUMBER = str(
+    next(f.default for f in dataclasses.fields(CallInfo) if f.name == "caller_number")
+)
+"""The caller's number when neither the options nor the call name one (its account is made ahead)."""
 EVENT_QUEUE_SIZE = 4096
 CLOSE_WAIT_S = 3.0
 
@@ -440,6 +445,34 @@ class SipAdapter:
         out.update(facts_headers(call))
         out.update({k: expand_env(v, f"header {k}") for k, v in self.headers.items()})
         return out
+
+    async def prepare(self) -> None:
+        """Start the process's SIP stack (PJSUA2's endpoint, its thread, the conference bridge)
+        before the first call, with what every call from this adapter uses: the transport and
+        account it calls from, the codec order, a media port per call slot."""
+        stack = await asyncio.to_thread(load_stack, self.codecs, self.collect_ticks)
+        from voice_audit.agents.protocols.sip_stack import prepare_caller
+
+        credentials = self._credentials()
+        from_user = self.from_user or DEFAULT_CALLER_NUMBER
+        try:
+            await stack.run(
+                lambda: prepare_caller(
+                    stack,
+                    self.target,
+                    self.bind_address,
+                    from_user,
+                    self.display_name,
+                    credentials,
+                    self.codecs,
+                )
+            )
+        except Exception as exc:
+            raise AgentError(
+                "harness_error", f"SIP stack: cannot prepare calls to {self.target.uri}: {exc}"
+            ) from None
+        stack.inbox(asyncio.get_running_loop())
+        SpeechGate(self.speech_threshold_dbfs, self.speech_hangover_ms)(bytes(640))
 
     async def connect(self, call: CallInfo) -> SipSession:
         from voice_audit.agents.protocols.sip_stack import place_call

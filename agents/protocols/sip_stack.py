@@ -51,6 +51,8 @@ __all__ = [
     "SipStack",
     "StackError",
     "StackFull",
+    "caller_account",
+    "prepare_caller",
 ]
 
 log = logging.getLogger("voice_audit.agents.protocols.sip")
@@ -749,6 +751,14 @@ class SipStack:
         self.legs[leg.handle] = leg
         return leg
 
+    def spare_ports(self, n: int) -> None:
+        """Have `n` media ports made before any call needs one: a port joins the conference
+        bridge when it is made, which a call would otherwise wait for as it is set up."""
+        while len(self._ports) < n:
+            port = FramePort(self, f"port{len(self._ports)}")
+            self._ports.append(port)
+            self._resting.append(port)
+
     def release(self, handle: int) -> None:
         """Drop a finished call's objects (on this thread, so their destructors may call PJSIP)."""
         leg = self.legs.pop(handle, None)
@@ -769,6 +779,40 @@ def _uac_transport(stack: SipStack, bind_host: str, transport: str) -> int:
 def _id_uri(user: str, host: str, display: str) -> str:
     name = f'"{display}" ' if display else ""
     return f"{name}<sip:{user}@{host}>"
+
+
+def caller_account(
+    stack: SipStack,
+    target: Any,
+    bind_host: str,
+    from_user: str,
+    display: str,
+    credentials: tuple[str, str] | None,
+) -> _Account:
+    """The account a call to `target` is placed from (its transport, its From, its credentials)."""
+    tid = _uac_transport(stack, bind_host, target.transport)
+    host = bind_host if bind_host not in ("0.0.0.0", "::") else "127.0.0.1"
+    key = f"uac|{bind_host}|{target.transport}|{from_user}|{display}|{credentials[0] if credentials else ''}"
+    if credentials is not None:
+        key += "|" + hashlib_digest(credentials[1])
+    return stack.account(key, _id_uri(from_user, host, display), bind_host, tid, credentials)
+
+
+def prepare_caller(
+    stack: SipStack,
+    target: Any,
+    bind_host: str,
+    from_user: str,
+    display: str,
+    credentials: tuple[str, str] | None,
+    codecs: tuple[str, ...],
+) -> None:
+    """Everything a call to `target` uses that outlives it, made before the first call: the
+    transport and account it is placed from, the codec order, a media port per call slot."""
+    if codecs != stack.codecs:
+        stack.set_codecs(codecs)
+    caller_account(stack, target, bind_host, from_user, display, credentials)
+    stack.spare_ports(MAX_CALLS)
 
 
 def place_call(
@@ -795,12 +839,7 @@ def place_call(
         )
     if codecs != stack.codecs:
         stack.set_codecs(codecs)
-    tid = _uac_transport(stack, bind_host, target.transport)
-    host = bind_host if bind_host not in ("0.0.0.0", "::") else "127.0.0.1"
-    key = f"uac|{bind_host}|{target.transport}|{from_user}|{display}|{credentials[0] if credentials else ''}"
-    if credentials is not None:
-        key += "|" + hashlib_digest(credentials[1])
-    acc = stack.account(key, _id_uri(from_user, host, display), bind_host, tid, credentials)
+    acc = caller_account(stack, target, bind_host, from_user, display, credentials)
     leg = stack.new_leg(post, loop, sink)
     leg.rtp_timeout_s = rtp_timeout_s
     call = _Call(leg, acc)
