@@ -6,14 +6,29 @@ from __future__ import annotations
 import json
 import os
 import platform
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from voice_audit.harness.rundir import RunFolderError
 from voice_audit.harness.runtime.runlock import LOCK_FILE, RunLock
+
+
+def _unused_pid() -> int:
+    """A process id no process holds now: the highest ids are the last the kernel hands out."""
+    top = (
+        int(Path("/proc/sys/kernel/pid_max").read_text())
+        if Path("/proc/sys/kernel/pid_max").exists()
+        else 32768
+    )
+    for pid in range(top - 1, 1, -1):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return pid
+        except PermissionError:
+            continue
+    raise AssertionError("every process id is in use")
 
 
 def test_a_second_writer_is_refused_while_the_first_holds_the_folder(tmp_path: Path) -> None:
@@ -33,10 +48,7 @@ def test_a_dead_holders_lock_is_taken_over_and_said_so(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     (run_dir / "run.json").write_text("{}")
-    dead = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
-    )
-    pid = int(dead.stdout)
+    pid = _unused_pid()
     (run_dir / LOCK_FILE).write_text(json.dumps({"pid": pid, "host": platform.node(), "started_at": "T"}))
     notices: list[str] = []
     lock = RunLock(run_dir, notify=notices.append)

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from voice_audit.harness.cli import app
 from voice_audit.harness.schemas import schema_documents
 
-_MAIN = "import sys; from voice_audit.harness.cli import main; sys.argv[0] = 'voice-audit'; main()"
 _NEEDS_EXAMPLE = re.compile(r"(^|_)(id|sha256)$")
 
 
@@ -51,10 +50,8 @@ def without_examples(doc: dict[str, Any]) -> list[str]:
 def written(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     """The schemas exactly as `voice-audit schema -o DIR` writes them."""
     out = tmp_path_factory.mktemp("schemas")
-    res = subprocess.run(
-        [sys.executable, "-c", _MAIN, "schema", "-o", str(out)], capture_output=True, text=True, timeout=120
-    )
-    assert res.returncode == 0, res.stderr
+    res = CliRunner().invoke(app, ["schema", "-o", str(out)])
+    assert res.exit_code == 0, res.output
     return {
         p.name.removesuffix(".schema.json"): json.loads(p.read_text()) for p in sorted(out.glob("*.json"))
     }

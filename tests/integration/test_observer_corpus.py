@@ -13,7 +13,7 @@ import yaml
 from voice_audit.harness.caller import ACTS
 from voice_audit.scenarios import CALLER_FACTS
 
-ROOT = Path(__file__).parents[3]
+ROOT = Path(__file__).parents[2]
 CORPUS = ROOT / "tests" / "fixtures" / "observer"
 
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).parents[3]
+ROOT = Path(__file__).parents[2]
 FORBIDDEN = (
     "voice_audit.harness.runtime",
     "voice_audit.harness.caller",
