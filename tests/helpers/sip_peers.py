@@ -161,10 +161,12 @@ class Baresip:
 
 
 class Sipp:
-    """`sipp -sf SCENARIO` as a UAS for exactly `calls` calls, on 127.0.0.1."""
+    """`sipp -sf SCENARIO` as a UAS for exactly `calls` calls, on 127.0.0.1; `keys` fill the
+    scenario's `[name]` fields (`-key name value`)."""
 
-    def __init__(self, scenario: str, calls: int = 1) -> None:
+    def __init__(self, scenario: str, calls: int = 1, keys: dict[str, str] | None = None) -> None:
         self.calls = calls
+        self.keys = dict(keys or {})
         if shutil.which("sipp") is None:
             raise RuntimeError("sipp is not installed (make system-deps: sip-tester)")
         self.scenario = FIXTURES / scenario
@@ -192,6 +194,7 @@ class Sipp:
                 "-mp",
                 str(free_port_pair()),
                 "-nostdin",
+                *(arg for name, value in self.keys.items() for arg in ("-key", name, value)),
             ],
             cwd=FIXTURES,  # scenarios name their pcaps relative to their own folder
             stdout=subprocess.DEVNULL,
