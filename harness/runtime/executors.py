@@ -13,7 +13,6 @@ import contextlib
 import functools
 import hashlib
 import json
-import multiprocessing
 import multiprocessing.connection
 import os
 import socket
@@ -23,7 +22,7 @@ from multiprocessing.connection import Connection
 from typing import Any, ClassVar
 
 from voice_audit.harness.model.events import EVENT_ADAPTER, Event
-from voice_audit.harness.runtime.lifeline import SharedFd, die_with_parent
+from voice_audit.harness.procs import Child, fork_server
 from voice_audit.harness.runtime.shard import Message, OnMessage, ShardJob, run_shard
 from voice_audit.scenarios import ConfigError, MissingBackendError
 
@@ -91,49 +90,41 @@ class Executor(ABC):
 class LocalProcessExecutor(Executor):
     """Shards in worker processes on this machine, appending to the run folder themselves.
 
-    Workers are forked from a fork server that imported the harness once (started by `start`,
-    kept for the life of this process), so a worker starts in milliseconds instead of importing
-    numpy, pydantic and the harness again (about a second each on a 2-core machine). Each worker
-    gets the driver's current environment and working directory, as a spawned one would. Where
-    there is no fork server (Windows), workers are spawned. Workers die with the driver (see
-    lifeline.py) and hold the run folder's lock with it, so no worker outlives a killed driver
-    to write beside the run that resumes it.
+    Workers are forked from this process's fork server (`voice_audit.harness.procs`), which
+    imported the harness once (asked for by `start`, kept for the life of this process), so a
+    worker starts in milliseconds instead of importing numpy, pydantic and the harness again (about
+    a second each on a 2-core machine). Each worker gets the driver's current environment and
+    working directory, as a spawned one would. Workers die with the driver (the fork server's
+    lifeline) and hold the run folder's lock with it, so no worker outlives a killed driver to write
+    beside the run that resumes it.
     """
 
     name = "local"
 
     def __init__(self, workers: int) -> None:
         self.workers = max(1, workers)
-        self.method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
     async def start(self) -> None:
-        if self.method == "forkserver":
-            await asyncio.to_thread(_start_fork_server)
+        await asyncio.to_thread(fork_server().preload, _PRELOAD)
 
     def slots(self) -> int:
         return self.workers
 
     async def run(self, jobs: list[ShardJob], on_message: OnMessage, lock_fd: int | None = None) -> list[str]:
-        """Each worker reports on its own pipe (a worker killed mid-message cannot jam the others),
-        holds the run folder's lock with the driver (`lock_fd`), and dies with the driver (lifeline)."""
-        ctx: Any = multiprocessing.get_context(self.method)
-        env = dict(os.environ)
-        lifeline_r, lifeline_w = ctx.Pipe(duplex=False)
-        lock = SharedFd(lock_fd) if lock_fd is not None else None
-        readers: dict[Connection, Any] = {}
+        """Each worker reports on its own channel (a worker killed mid-message cannot jam the
+        others), holds the run folder's lock with the driver (`lock_fd`), and dies with the driver."""
+        server = fork_server()
+        children: list[Child] = []
         loop = asyncio.get_running_loop()
         errors: list[str] = []
         try:
             for job in jobs:
-                reader, writer = ctx.Pipe(duplex=False)
-                proc = ctx.Process(
-                    target=_process_main, args=(job, writer, env, lifeline_r, lock), daemon=False
+                children.append(
+                    server.start(
+                        _WORKER, (job,), preload=_PRELOAD, pass_fds=() if lock_fd is None else (lock_fd,)
+                    )
                 )
-                proc.start()
-                writer.close()
-                readers[reader] = proc
-            lifeline_r.close()
-            open_readers: list[Any] = list(readers)
+            open_readers: list[Any] = [c.conn for c in children]
             while open_readers:
                 ready: list[Any] = await loop.run_in_executor(
                     None, multiprocessing.connection.wait, open_readers, 1.0
@@ -149,38 +140,23 @@ class LocalProcessExecutor(Executor):
                     elif msg[0] != "done":
                         on_message(msg)
         except BaseException:
-            lifeline_w.close()  # the driver gives up (an error, Ctrl-C): its workers go with it
+            for child in children:  # the driver gives up (an error, Ctrl-C): its workers go with it
+                child.kill()
             raise
         finally:
-            lifeline_r.close()
-            for proc in readers.values():
-                await loop.run_in_executor(None, proc.join)
-            lifeline_w.close()
-            for conn in readers:
-                conn.close()
-        errors.extend(f"worker process exited with code {p.exitcode}" for p in readers.values() if p.exitcode)
+            for child in children:
+                await loop.run_in_executor(None, child.join)
+                child.close()
+        errors.extend(f"worker process exited with code {c.exitcode}" for c in children if c.exitcode)
         return errors
 
 
 _PRELOAD = ["voice_audit.harness.runtime.shard", "voice_audit.harness.audio"]
+_WORKER = "voice_audit.harness.runtime.executors:_process_main"
 
 
-def _start_fork_server() -> None:
-    """Start this process's fork server with the harness imported (no-op when it already runs)."""
-    from multiprocessing import forkserver
-
-    multiprocessing.set_forkserver_preload(_PRELOAD)
-    forkserver.ensure_running()
-
-
-def _process_main(
-    job: ShardJob, conn: Connection, env: dict[str, str] | None, lifeline: Connection, lock_fd: int | None
-) -> None:
+def _process_main(conn: Connection, job: ShardJob, lock_fd: int | None = None) -> None:
     """Entry point of one local worker process; `lock_fd` stays open (and the folder locked) until it exits."""
-    die_with_parent(lifeline)
-    if env is not None:  # a fork server's environment is the driver's from when the server started
-        os.environ.clear()
-        os.environ.update(env)
     run_shard(job, conn.send)
 
 
