@@ -19,8 +19,6 @@ from __future__ import annotations
 import hashlib
 import io
 import math
-import multiprocessing
-import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -339,62 +337,3 @@ def start_worker(k_weighting: dict[int, np.ndarray], pyin_tables: dict[Any, Any]
 
     install_k_weighting(k_weighting)
     warm_pyin(pyin_tables)
-
-
-def lean_forkserver() -> multiprocessing.context.BaseContext:
-    """The fork server start method with workers that do not run the parent's main module again
-    (`_LeanPopen`). Its classes live here, in the module the fork server preloads, because a
-    worker unpickles its process object before anything else. The plain fork server where this
-    Python's multiprocessing lacks the internals `_LeanPopen._launch` calls."""
-    needed = (
-        (_forkserver, "connect_to_new_process"),
-        (_forkserver, "read_signed"),
-        (_mp_util, "close_fds"),
-        (_mp_context, "set_spawning_popen"),
-        (_popen_forkserver.Popen, "_launch"),
-    )
-    if not all(hasattr(mod, name) for mod, name in needed):
-        return multiprocessing.get_context("forkserver")
-    return _LeanForkServer()
-
-
-if "forkserver" in multiprocessing.get_all_start_methods():
-    from multiprocessing import context as _mp_context
-    from multiprocessing import forkserver as _forkserver
-    from multiprocessing import popen_forkserver as _popen_forkserver
-    from multiprocessing import reduction as _reduction
-    from multiprocessing import spawn as _spawn
-    from multiprocessing import util as _mp_util
-
-    class _LeanPopen(_popen_forkserver.Popen):
-        """A fork server child told not to run the parent's main module again (multiprocessing
-        does, to find functions defined there): a pool worker here runs `measure_file` and
-        `warm_pyin` only, and a main module such as the CLI's would import pandas and the whole
-        analysis in every worker (~1 s of CPU each). The rest is `popen_forkserver.Popen._launch`."""
-
-        def _launch(self, process_obj: Any) -> None:
-            prep_data = _spawn.get_preparation_data(process_obj._name)
-            prep_data.pop("init_main_from_path", None)
-            prep_data.pop("init_main_from_name", None)
-            buf = io.BytesIO()
-            _mp_context.set_spawning_popen(self)
-            try:
-                _reduction.dump(prep_data, buf)
-                _reduction.dump(process_obj, buf)
-            finally:
-                _mp_context.set_spawning_popen(None)
-            self.sentinel, w = _forkserver.connect_to_new_process(self._fds)  # type: ignore[attr-defined]
-            _parent_w = os.dup(w)
-            close = _mp_util.close_fds  # type: ignore[attr-defined]
-            self.finalizer = _mp_util.Finalize(self, close, (_parent_w, self.sentinel))
-            with open(w, "wb", closefd=True) as f:
-                f.write(buf.getbuffer())
-            self.pid = _forkserver.read_signed(self.sentinel)
-
-    class _LeanProcess(_mp_context.ForkServerProcess):
-        @staticmethod
-        def _Popen(process_obj: Any) -> Any:
-            return _LeanPopen(process_obj)
-
-    class _LeanForkServer(_mp_context.ForkServerContext):
-        Process = _LeanProcess

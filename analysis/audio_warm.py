@@ -1,4 +1,4 @@
-"""Preloaded by the audio pass's fork server (`voice_audit.analysis.metrics.audio_measures.pool.pool_context`):
+"""Preloaded by the audio pass's fork server (`voice_audit.analysis.metrics.audio_measures.pool.PRELOAD`):
 importing it loads the compiled loops of a worker once (`voice_audit.analysis.audio_file.warm_compiled`), so
 every worker forked from the server starts with them instead of loading them itself. A failure
 here must not stop the server: the workers then load the loops themselves."""

@@ -21,7 +21,6 @@ import hashlib
 import importlib
 import math
 import os
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,7 +29,7 @@ from typing import NamedTuple, cast
 import numpy as np
 from pydantic import TypeAdapter, ValidationError
 
-from voice_audit.analysis.metrics._readers import LogReaderPool, serve_batches
+from voice_audit.analysis.metrics._readers import LogReaderPool
 from voice_audit.analysis.metrics.columns import Columns, concat_columns, raw_columns
 from voice_audit.analysis.metrics.upgrade import upgrade_events
 from voice_audit.harness.model.events import EVENT_ADAPTER, Event, check_monotonic
@@ -188,12 +187,6 @@ def _read_batch(items: Sequence[tuple[str, str] | tuple[str, str, bool]]) -> tup
 
 def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-
-
-def serve() -> None:
-    """Entry point of a reader child (see `_readers`)."""
-    gc.disable()
-    serve_batches(_read_batch, sys.stdin.buffer, sys.stdout.buffer)
 
 
 def start_readers(workers: int | None, expected_items: int) -> LogReaderPool | None:

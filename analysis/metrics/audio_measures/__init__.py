@@ -31,7 +31,7 @@ from voice_audit.analysis.metrics.audio_measures.model import (
     CodecCheck,
     FileMeasures,
 )
-from voice_audit.analysis.metrics.audio_measures.pool import POOL_MIN_FILES, pool_context, pool_workers
+from voice_audit.analysis.metrics.audio_measures.pool import POOL_MIN_FILES, pool_workers
 from voice_audit.analysis.metrics.audio_measures.reference import (
     agent_speech,
     codec_check,
@@ -56,7 +56,6 @@ __all__ = [
     "measure_files",
     "nan_to_none",
     "nearest_onsets",
-    "pool_context",
     "pool_workers",
     "praat_median",
     "read_call",

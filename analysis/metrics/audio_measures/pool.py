@@ -1,17 +1,17 @@
 """The process pool that runs the audio pass: one `voice_audit.analysis.audio_file.measure_file` per recording, in
-workers forked from a fork server that preloaded the measuring code (PRELOAD: every module a
-worker needs, by name), or in this process when there are few files or one core."""
+workers forked from the fork server (`voice_audit.harness.procs`) once it has imported the measuring
+code (PRELOAD: every module a worker needs, by name), or in this process when there are few files or
+one core. Workers never run the caller's main module (a CLI's imports all of analysis)."""
 
 from __future__ import annotations
 
-import concurrent.futures as cf
-import multiprocessing
 import os
 from collections.abc import Sequence
 from typing import Any
 
-from voice_audit.analysis.audio_file import FileJob, lean_forkserver, measure_file, start_worker
+from voice_audit.analysis.audio_file import FileJob, measure_file
 from voice_audit.analysis.metrics.audio_measures.model import AGENT_RATE, AudioParams
+from voice_audit.harness.procs import WorkerPool
 
 POOL_MIN_FILES = 4
 
@@ -46,16 +46,8 @@ PRELOAD = [
 ]
 
 
-def pool_context() -> multiprocessing.context.BaseContext:
-    """A fork server that has imported the measuring code once, whose workers start without the
-    caller's main module (`voice_audit.analysis.audio_file.lean_forkserver`), so each worker starts in milliseconds; spawn where
-    there is no fork server. When this process already runs a fork server (a campaign started
-    it), that one is used and workers import what they need."""
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        ctx = lean_forkserver()
-        ctx.set_forkserver_preload(PRELOAD)
-        return ctx
-    return multiprocessing.get_context("spawn")
+MEASURE = "voice_audit.analysis.audio_file:measure_file"
+START = "voice_audit.analysis.audio_file:start_worker"
 
 
 def pool_workers(n_files: int, workers: int | None) -> int:
@@ -68,19 +60,21 @@ def run_jobs(jobs: Sequence[FileJob], rate: int, workers: int | None) -> tuple[l
     """Each job's raw measures, in job order, and the number of processes that made them."""
     n_workers = pool_workers(len(jobs), workers)
     if n_workers > 1:
-        ctx = pool_context()
         from voice_audit.analysis.acoustics import pyin_tables
         from voice_audit.harness.audio.dsp import k_weighting_tables
 
         tables = pyin_tables() if any(j.pair for j in jobs) else None
         k_weighting = k_weighting_tables(sorted({rate, AGENT_RATE}))
-        with cf.ProcessPoolExecutor(
-            max_workers=n_workers,
-            mp_context=ctx,
-            initializer=start_worker,
+        with WorkerPool(
+            n_workers,
+            MEASURE,
+            initializer=START,
             initargs=(k_weighting, tables),
+            preload=PRELOAD,
+            eager=True,
+            name="audio",
         ) as pool:
-            raw = list(pool.map(measure_file, jobs, chunksize=1))
+            raw = pool.map(jobs)
     else:
         raw = [measure_file(j) for j in jobs]
     return raw, n_workers

@@ -169,10 +169,13 @@ def test_pool_workers_do_not_run_the_main_module_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """multiprocessing runs the parent's main script again in each worker (the CLI's imports all of
-    the analysis); the audio pass's workers need only the functions they are sent."""
-    import concurrent.futures as cf
+    the analysis); the audio pass's workers need only the functions they are sent, and find the
+    measuring code already imported by the fork server."""
     import sys
     import types
+
+    from voice_audit.analysis.metrics.audio_measures.pool import PRELOAD
+    from voice_audit.harness.procs import WorkerPool
 
     marker = tmp_path / "ran"
     script = tmp_path / "main_script.py"
@@ -181,7 +184,6 @@ def test_pool_workers_do_not_run_the_main_module_again(
     fake.__file__ = str(script)
     fake.__spec__ = None
     monkeypatch.setitem(sys.modules, "__main__", fake)
-    ctx = audio_measures.pool_context()
-    with cf.ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
-        assert pool.submit(eval, "'voice_audit.analysis.audio_file' in __import__('sys').modules").result()
+    with WorkerPool(1, "builtins:eval", preload=PRELOAD) as pool:
+        assert pool.submit("'voice_audit.analysis.audio_file' in __import__('sys').modules").result()
     assert not marker.exists()
