@@ -214,8 +214,14 @@ def fork_server() -> ForkServer:
 
 
 def _forget_in_child() -> None:
-    """A process forked from this one (not by the server) must start its own server, not share ours."""
+    """A process forked from this one (not by the server) starts its own server, and lets go of
+    ours: holding the lifeline's write end would keep our children alive after we die."""
     global _server, _server_lock
+    if _server is not None:
+        if _server._sock is not None:
+            _server._sock.close()
+        if _server._lifeline is not None:
+            os.close(_server._lifeline)
     _server, _server_lock = None, threading.Lock()
 
 

@@ -260,3 +260,36 @@ def test_the_public_surface_is_named() -> None:
         "WorkerCrashed",
         "WorkerTimeout",
     }
+
+
+FORKING_PARENT = """
+import os, sys, time
+from voice_audit.harness.procs import WorkerPool, fork_server
+pool = WorkerPool(1, "tests.helpers.procs_targets:sleep_then", eager=True)
+while not pool.pids():
+    time.sleep(0.02)
+if os.fork() == 0:  # a plain fork of the parent (not by the server) that outlives it
+    time.sleep(3600)
+print(fork_server().pid(), *pool.pids(), flush=True)
+time.sleep(3600)
+"""
+
+
+@pytest.mark.serial
+def test_a_plain_fork_of_the_parent_does_not_keep_its_children_alive() -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(FORKING_PARENT)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert proc.stdout is not None
+        pids = [int(p) for p in proc.stdout.readline().split()]
+        assert len(pids) == 2
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        assert not _gone(pids, 10), "the forked copy kept the lifeline open"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
