@@ -45,7 +45,12 @@ from voice_audit.harness.runtime.ratelimit import agent_shares, max_workers_for
 from voice_audit.harness.runtime.resume import resumable_manifest
 from voice_audit.harness.runtime.runlock import RunLock
 from voice_audit.harness.runtime.shard import Message, ShardJob
-from voice_audit.harness.runtime.warmup import StartBarrier, barrier_folder, remove_barrier_folder
+from voice_audit.harness.runtime.warmup import (
+    START_STAGGER_S,
+    StartBarrier,
+    barrier_folder,
+    remove_barrier_folder,
+)
 from voice_audit.scenarios import ConfigError
 
 
@@ -253,7 +258,7 @@ class CampaignRunner:
                     tts_pool_size=self.tts_pool_size,
                     records_to_driver=executor.records_to_driver,
                     agent_shares=agent_shares(agents, n, k, epoch),
-                    start_barrier=StartBarrier(barrier, n, k),
+                    start_barrier=StartBarrier(barrier, n, k, stagger_s=START_STAGGER_S),
                 )
                 for k, ids in enumerate(shards)
             ]

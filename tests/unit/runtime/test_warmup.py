@@ -107,3 +107,20 @@ def test_a_late_failure_does_not_overwrite_an_arrival(tmp_path: Path) -> None:
     assert asyncio.run(barrier.wait()).failed == {}
     barrier.arrive("failed", replace=True)
     assert asyncio.run(barrier.wait()).failed == {0: "failed"}
+
+
+def test_staggered_workers_leave_one_after_another(tmp_path: Path) -> None:
+    folder = str(tmp_path / "b")
+    barriers = [StartBarrier(folder, 3, k, timeout_s=5, stagger_s=0.15) for k in range(3)]
+    for b in barriers:
+        b.arrive()
+
+    async def leave(b: StartBarrier) -> float:
+        await b.wait()
+        return time.monotonic()
+
+    async def main() -> list[float]:
+        return list(await asyncio.gather(*(leave(b) for b in barriers)))
+
+    t = asyncio.run(main())
+    assert t[1] - t[0] >= 0.14 and t[2] - t[1] >= 0.14
