@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -24,6 +24,22 @@ ENV_REFERENCE = re.compile(r"^(?:(?:Bearer|Basic|Token)\s+)?\$\{[A-Za-z_][A-Za-z
 _REFERENCE_NAME = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 MASK = "[redacted]"
 MIN_SECRET = 4
+
+
+def literal_pattern(
+    values: Iterable[str], *, min_len: int = MIN_SECRET, words: bool = False
+) -> re.Pattern[str] | None:
+    """One regex matching any of `values` literally (None when none is long enough). The longest
+    alternative is tried first, so a value that contains another is matched whole. `words`: only where
+    a value stands as a word, with a letter or digit on neither side (case-insensitive), so a term is
+    found inside `x_term_y` and `term-2` but not inside a longer word."""
+    ordered = sorted({v for v in values if len(v) >= min_len}, key=lambda v: (-len(v), v))
+    if not ordered:
+        return None
+    alternation = "|".join(map(re.escape, ordered))
+    if words:
+        return re.compile(rf"(?<![^\W_])(?:{alternation})(?![^\W_])", re.IGNORECASE)
+    return re.compile(alternation)
 
 
 _VAR_NAME = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
@@ -82,9 +98,7 @@ def secret_values(options: Mapping[str, Any], environ: Mapping[str, str] | None 
 
 def mask_options(options: Mapping[str, Any], secrets: set[str] | None = None) -> dict[str, Any]:
     """The same keys, with secret-named values and known secret values masked (references kept)."""
-    known = secret_values(options) if secrets is None else secrets
-    ordered = sorted((k for k in known if len(k) >= MIN_SECRET), key=len, reverse=True)
-    inside = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+    inside = literal_pattern(secret_values(options) if secrets is None else secrets)
 
     def walk(node: Any, secret: bool, key: str) -> Any:
         if isinstance(node, Mapping):
@@ -124,8 +138,8 @@ class Redactor:
     """Replaces known secret values inside serialised records before they are written."""
 
     def __init__(self, secrets: set[str]) -> None:
-        ordered = sorted((s for s in secrets if len(s) >= MIN_SECRET), key=len, reverse=True)
-        self._pattern = re.compile("|".join(re.escape(s) for s in ordered).encode()) if ordered else None
+        text = literal_pattern(secrets)
+        self._pattern = None if text is None else re.compile(text.pattern.encode())
 
     def __bool__(self) -> bool:
         return self._pattern is not None
