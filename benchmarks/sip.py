@@ -11,7 +11,10 @@ three times, 3 s apart, from a pcap this script writes, then hangs up (BYE), lik
 benchmark's tone agent. SIPp takes any number of calls (and answers no OPTIONS, so the pre-run check is off); our own
 served agents take four each
 (the pjsua2-python build's PJSUA_MAX_CALLS), and so does each harness process, so the harness
-runs `ceil(calls / 4)` worker processes (`--workers`), four calls each.
+runs `ceil(calls / 4)` worker processes (`--workers`), four calls each. Each worker starts its
+SIP stack before its first call and waits at the run's start barrier until every worker has; the
+workers leave it 50 ms apart (`voice_audit.harness.runtime.warmup`), so "all at once" is every
+worker's first calls within `workers * 50 ms`, each worker's four together.
 
 Figures:
 - CPU per call: user + system time of the harness's processes (this script's process, which runs
