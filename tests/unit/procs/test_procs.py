@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import fcntl
 import os
+import pickle
 import re
 import signal
 import subprocess
@@ -293,3 +294,12 @@ def test_a_plain_fork_of_the_parent_does_not_keep_its_children_alive() -> None:
         assert not _gone(pids, 10), "the forked copy kept the lifeline open"
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+def test_a_job_that_cannot_be_sent_fails_in_the_parent_and_spares_the_child() -> None:
+    with WorkerPool(1, "builtins:abs") as pool:
+        assert pool.submit(-1).result() == 1
+        (pid,) = pool.pids()
+        with pytest.raises((TypeError, AttributeError, pickle.PicklingError)):
+            pool.submit(lambda: None).result()
+        assert pool.submit(-3).result() == 3 and pool.pids() == [pid]
