@@ -28,6 +28,7 @@ SDK = "openai-agents==0.24.0"
 
 PROBE = """
 import importlib.util, json, sys
+from importlib.machinery import PathFinder
 from importlib.metadata import distribution, entry_points
 
 import agents
@@ -37,6 +38,9 @@ import voice_audit.agents as ours
 from voice_audit.agents import AgentAdapter, QueueSession
 
 scripted = {e.name: e for e in entry_points(group="voice_audit.agents")}["scripted"]
+# Locate the entry point's module without running its package (the fakes need numpy and aiohttp,
+# which this venv leaves out).
+parent = importlib.util.find_spec(scripted.module.rpartition(".")[0])
 print(json.dumps({
     "sdk": agents.__file__,
     "sdk_agent": f"{Agent.__module__}.{Agent.__qualname__}",
@@ -45,7 +49,7 @@ print(json.dumps({
     "ours": ours.__file__,
     "ours_adapter": AgentAdapter.__module__,
     "scripted": scripted.value,
-    "scripted_origin": importlib.util.find_spec(scripted.module).origin,
+    "scripted_origin": PathFinder.find_spec(scripted.module, parent.submodule_search_locations).origin,
     "voice_audit_path": list(sys.modules["voice_audit"].__path__),
     "site": next(p for p in sys.path if p.endswith("site-packages")),
 }))
