@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from voice_audit.analysis.acoustics import praat_f0, pyin_f0
+from voice_audit.analysis.audio.acoustics import praat_f0, pyin_f0
 from voice_audit.harness.audio import SpeechSynthesizer, create_asr, create_tts, normalise
 from voice_audit.harness.audio.types import Synthesis
 from voice_audit.personas import SpeechParams
@@ -135,7 +135,7 @@ async def cache_hit_latency(name: str = "espeak", options: dict[str, Any] | None
 
 
 def _librosa_pyin_s_per_s(normed: list[Any]) -> float:
-    """librosa.pyin on the clips `pyin_f0` measures (voice_audit.analysis.pyin gives its track, cheaper)."""
+    """librosa.pyin on the clips `pyin_f0` measures (voice_audit.analysis.audio.pyin gives its track, cheaper)."""
     import librosa
     import numpy as np
 
@@ -178,7 +178,7 @@ def main() -> None:
             ("F0 PYIN, librosa.pyin itself", f"{_librosa_pyin_s_per_s(normed):.4f} s/s", "same track")
         )
     if importlib.util.find_spec("torchcrepe"):
-        from voice_audit.analysis.acoustics import crepe_f0
+        from voice_audit.analysis.audio.acoustics import crepe_f0
 
         crepe_t = sum(timed(lambda n=n: crepe_f0(n.pcm, n.sample_rate))[0] for n in normed) / audio_s
         rows.append(("F0 CREPE tiny", f"{crepe_t:.4f} s/s", ""))

@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from voice_audit.analysis.audio_pass import AudioPass, measure_audio
+from voice_audit.analysis.audio.run_pass import AudioPass, measure_audio
 from voice_audit.analysis.gates.acoustic import acoustic_validity
 from voice_audit.analysis.gates.annotation import annotation_reliability
 from voice_audit.analysis.gates.base import GATES, GateInputs, GateReport, GateResult, Verdict, worst

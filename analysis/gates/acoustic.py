@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from voice_audit.analysis.audio_pass import cell_key, trackers
+from voice_audit.analysis.audio import measures as audio_measures
+from voice_audit.analysis.audio.run_pass import cell_key, trackers
 from voice_audit.analysis.gates.base import GateInputs, GateResult, audio_pass, gate_scope, pairwise, worst
-from voice_audit.analysis.metrics import audio_measures
 
 
 def acoustic_validity(inp: GateInputs) -> tuple[GateResult, pd.Series, pd.Series]:
@@ -43,7 +43,7 @@ def acoustic_validity(inp: GateInputs) -> tuple[GateResult, pd.Series, pd.Series
     if not measured.pair_sample:
         return none("no recordings to measure; F0 metrics withheld")
     cells: dict[str, dict[str, Any]] = {}
-    from voice_audit.analysis.acoustics import PitchAgreement, cell_agreement
+    from voice_audit.analysis.audio.acoustics import PitchAgreement, cell_agreement
 
     for key, sample in measured.pair_sample.items():
         per_file = [

@@ -9,7 +9,7 @@ from typing import Any, Literal
 import pandas as pd
 from pydantic import Field
 
-from voice_audit.analysis.audio_pass import AudioPass, measure_audio
+from voice_audit.analysis.audio.run_pass import AudioPass, measure_audio
 from voice_audit.analysis.metrics.ingest import Ingested
 from voice_audit.analysis.metrics.quality import Labels
 from voice_audit.analysis.plan import AnalysisPlan

@@ -7,9 +7,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from voice_audit.analysis.audio_pass import exists_in_run, sample_ids
+from voice_audit.analysis.audio import measures as audio_measures
+from voice_audit.analysis.audio.run_pass import exists_in_run, sample_ids
 from voice_audit.analysis.gates.base import GateInputs, GateResult, Verdict, audio_pass, gate_scope, pairwise
-from voice_audit.analysis.metrics import audio_measures
 
 
 def artifact_completeness(inp: GateInputs) -> tuple[GateResult, pd.Series]:

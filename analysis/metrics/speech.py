@@ -5,7 +5,7 @@ minus the end of the utterance's audio clip (negative when the agent started bef
 finished); a caller turn that got no agent speech before the next caller utterance has none. The
 clip ends after its trailing silence, so this reads shorter than what the caller hears; the
 voice-to-voice latency on the recording is `voice_audit.analysis.metrics.voice_latency`. F0 comes from audio and
-lives in `voice_audit.analysis.metrics.audio_measures`.
+lives in `voice_audit.analysis.audio.measures`.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ A frame is active when it is above both a level relative to the channel's loudes
 margin over the channel's noise floor (the telephone channel adds noise, so a fixed relative level
 alone would call line noise speech); a stretch must last `min_active_ms` to count.
 
-The activity is a measure of the run's one audio pass (`voice_audit.analysis.metrics.audio_measures`): each
+The activity is a measure of the run's one audio pass (`voice_audit.analysis.audio.measures`): each
 call.wav is read once per analysis, its active stretches are cached with the other audio measures
 under the file's hash, and the event log's windows are applied here. `measure_turns` measures a
 recording on its own (the tests hold the pass to it).
@@ -27,8 +27,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from voice_audit.analysis.audio_file import FRAME_MS, VadParams, active_from_db, frame_db
-from voice_audit.analysis.metrics import audio_measures
+from voice_audit.analysis.audio import measures as audio_measures
+from voice_audit.analysis.audio.recording import FRAME_MS, VadParams, active_from_db, frame_db
 from voice_audit.analysis.metrics.speech import response_windows
 from voice_audit.analysis.metrics.table import EventTable
 

@@ -34,7 +34,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import soundfile as sf
 
-from voice_audit.analysis.acoustics import snr_estimate, spectral_flatness, timing
+from voice_audit.analysis.audio.acoustics import snr_estimate, spectral_flatness, timing
 from voice_audit.harness.rundir import CALL_WAV, EPISODES_DIR, EVENTS_JSONL, atomic_write_bytes
 
 CACHE_FILE = "subgroup_signals.parquet"

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from voice_audit.analysis.acoustics import praat_f0, timing
+from voice_audit.analysis.audio.acoustics import praat_f0, timing
 from voice_audit.harness.audio import (
     EmptyTextError,
     SpeechSynthesizer,

@@ -10,7 +10,7 @@ import shutil
 import numpy as np
 import pytest
 
-from voice_audit.analysis.acoustics import praat_f0
+from voice_audit.analysis.audio.acoustics import praat_f0
 from voice_audit.harness.audio import SpeechSynthesizer, UnknownVoiceError, create_tts
 from voice_audit.harness.audio.flite_tts import FLITE_VOICES
 from voice_audit.personas import SpeechParams

@@ -12,7 +12,7 @@ import pytest
 import soundfile as sf
 from scipy.signal import sosfilt
 
-from voice_audit.analysis.metrics import audio_measures
+from voice_audit.analysis.audio import measures as audio_measures
 from voice_audit.harness.audio.dsp import to_int16
 from voice_audit.harness.audio.loudness import (
     _block_bounds,
@@ -174,7 +174,7 @@ def test_pool_workers_do_not_run_the_main_module_again(
     import sys
     import types
 
-    from voice_audit.analysis.metrics.audio_measures.pool import PRELOAD
+    from voice_audit.analysis.audio.measures.pool import PRELOAD
     from voice_audit.harness.procs import WorkerPool
 
     marker = tmp_path / "ran"
@@ -185,5 +185,5 @@ def test_pool_workers_do_not_run_the_main_module_again(
     fake.__spec__ = None
     monkeypatch.setitem(sys.modules, "__main__", fake)
     with WorkerPool(1, "builtins:eval", preload=PRELOAD) as pool:
-        assert pool.submit("'voice_audit.analysis.audio_file' in __import__('sys').modules").result()
+        assert pool.submit("'voice_audit.analysis.audio.recording' in __import__('sys').modules").result()
     assert not marker.exists()

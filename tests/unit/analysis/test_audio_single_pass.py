@@ -12,9 +12,10 @@ import pytest
 import soundfile as sf
 
 from tests.helpers.logs import Log, table
-from voice_audit.analysis import audio_file
-from voice_audit.analysis.metrics import audio_measures, onsets
-from voice_audit.analysis.metrics.audio_measures import pool as audio_pool
+from voice_audit.analysis.audio import measures as audio_measures
+from voice_audit.analysis.audio import onsets
+from voice_audit.analysis.audio import recording as audio_file
+from voice_audit.analysis.audio.measures import pool as audio_pool
 from voice_audit.analysis.metrics.voice_latency import (
     VadParams,
     measure_turns,

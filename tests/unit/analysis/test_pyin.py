@@ -1,4 +1,4 @@
-"""`voice_audit.analysis.pyin` gives librosa's PYIN track: the same frames voiced, the same F0 in each, and
+"""`voice_audit.analysis.audio.pyin` gives librosa's PYIN track: the same frames voiced, the same F0 in each, and
 its banded decoder the same path as librosa's dense Viterbi (ties included)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import pytest
 
 librosa = pytest.importorskip("librosa")
 
-from voice_audit.analysis.pyin import _transition_local, decode, pyin  # noqa: E402
+from voice_audit.analysis.audio.pyin import _transition_local, decode, pyin  # noqa: E402
 
 RATE = 16000
 

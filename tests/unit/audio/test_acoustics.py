@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from voice_audit.analysis.acoustics import (
+from voice_audit.analysis.audio.acoustics import (
     PitchAgreement,
     agreement,
     cell_agreement,

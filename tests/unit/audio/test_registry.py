@@ -40,7 +40,7 @@ def test_missing_backend_names_the_extra(
 def test_crepe_missing_names_its_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     import numpy as np
 
-    from voice_audit.analysis.acoustics import crepe_f0
+    from voice_audit.analysis.audio.acoustics import crepe_f0
 
     monkeypatch.setitem(sys.modules, "torchcrepe", None)
     with pytest.raises(MissingBackendError, match=r"voice-audit\[crepe\]"):

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import soundfile as sf
 
-from voice_audit.analysis.metrics.audio_measures.model import AGENT_RATE, AudioParams, CodecCheck
-from voice_audit.analysis.metrics.onsets import onset_offsets
+from voice_audit.analysis.audio.measures.model import AGENT_RATE, AudioParams, CodecCheck
+from voice_audit.analysis.audio.onsets import onset_offsets
 from voice_audit.harness.audio.dsp import NormalisedAudio
 from voice_audit.scenarios.errors import VoiceAuditError
 
@@ -86,7 +86,7 @@ def agent_speech(path: Path, max_seconds: float, rate: int = AGENT_RATE) -> Norm
 
 def f0_pair_r(audio: NormalisedAudio) -> tuple[float, int, float]:
     """(Praat-vs-PYIN r, voiced frames in both, Praat median F0) for one file."""
-    from voice_audit.analysis.acoustics import agreement, praat_f0, pyin_f0
+    from voice_audit.analysis.audio.acoustics import agreement, praat_f0, pyin_f0
 
     praat = praat_f0(audio.pcm, audio.sample_rate)
     pyin = pyin_f0(audio.pcm, audio.sample_rate)
@@ -95,7 +95,7 @@ def f0_pair_r(audio: NormalisedAudio) -> tuple[float, int, float]:
 
 
 def praat_median(audio: NormalisedAudio) -> float:
-    from voice_audit.analysis.acoustics import praat_f0
+    from voice_audit.analysis.audio.acoustics import praat_f0
 
     return praat_f0(audio.pcm, audio.sample_rate).median_f0()
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from voice_audit.analysis.metrics.audio_measures.cache import (
+from voice_audit.analysis.audio.measures.cache import (
     AUDIO_CACHE,
     covers,
     file_sha,
@@ -18,8 +18,8 @@ from voice_audit.analysis.metrics.audio_measures.cache import (
     read_cache,
     save_cache,
 )
-from voice_audit.analysis.metrics.audio_measures.model import AudioParams, FileMeasures
-from voice_audit.analysis.metrics.audio_measures.pool import file_job, run_jobs
+from voice_audit.analysis.audio.measures.model import AudioParams, FileMeasures
+from voice_audit.analysis.audio.measures.pool import file_job, run_jobs
 
 
 def measure_files(
@@ -66,7 +66,7 @@ def measure_files(
 
 
 def nearest_onsets(onsets_ms: np.ndarray, starts_ms: list[int], search_ms: int) -> list[float | None]:
-    """`voice_audit.analysis.metrics.onsets.onset_offsets` on cached onsets: for each logged start, the nearest
+    """`voice_audit.analysis.audio.onsets.onset_offsets` on cached onsets: for each logged start, the nearest
     onset within +-search_ms as (onset - start) in ms, else None."""
     out: list[float | None] = []
     for t in starts_ms:

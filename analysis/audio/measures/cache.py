@@ -8,12 +8,12 @@ import hashlib
 import json
 from pathlib import Path
 
-from voice_audit.analysis.metrics.audio_measures.model import AudioParams, FileMeasures
+from voice_audit.analysis.audio.measures.model import AudioParams, FileMeasures
 from voice_audit.harness.rundir import atomic_write_json
 
 AUDIO_CACHE = "audio_measures.json"
 CACHE_SCHEMA = "voice-audit/audio-measures"
-# 2: PYIN by voice_audit.analysis.pyin (the same track), activity and onsets of both channels
+# 2: PYIN by voice_audit.analysis.audio.pyin (the same track), activity and onsets of both channels
 MEASURE_VERSION = 2
 
 

@@ -1,7 +1,7 @@
 """Acoustic measures for the acoustic-validity gate and for timing metrics.
 
 F0 comes from independent trackers (Praat autocorrelation via parselmouth, PYIN as librosa
-computes it in `voice_audit.analysis.pyin`, CREPE via torchcrepe where installed). Their agreement is the Pearson r over frames both call
+computes it in `voice_audit.analysis.audio.pyin`, CREPE via torchcrepe where installed). Their agreement is the Pearson r over frames both call
 voiced, reported with the voiced-frame count: judge the gate on the per-file minimum within a
 condition cell, because a pooled r is inflated by between-file pitch differences.
 
@@ -87,10 +87,10 @@ def pyin_f0(
 ) -> F0Track:
     """PYIN at 16 kHz over a restricted range: its cost grows with the rate and the candidate count.
 
-    `voice_audit.analysis.pyin.pyin` is librosa's PYIN with a compiled trough loop and a banded Viterbi
+    `voice_audit.analysis.audio.pyin.pyin` is librosa's PYIN with a compiled trough loop and a banded Viterbi
     decoder (the same track as `librosa.pyin`, tested frame by frame); it shares nothing with
     Praat's autocorrelation tracker, so the gate still compares two independent trackers."""
-    from voice_audit.analysis.pyin import pyin
+    from voice_audit.analysis.audio.pyin import pyin
 
     check_pcm(pcm, sr, allow_clipped=True)
     rate = PYIN_RATE
@@ -111,7 +111,7 @@ def pyin_f0(
 
 def pyin_tables() -> dict[Any, Any]:
     """The PYIN prior tables `pyin_f0` uses, built here (scipy.stats) to hand to pool workers."""
-    from voice_audit.analysis import pyin
+    from voice_audit.analysis.audio import pyin
 
     pyin.prepare(fmin=60.0, fmax=400.0, sr=PYIN_RATE, frame_length=PYIN_FRAME)
     return pyin.tables()
@@ -120,7 +120,7 @@ def pyin_tables() -> dict[Any, Any]:
 def warm_pyin(tables: dict[Any, Any] | None) -> None:
     """A pool worker's start: install the parent's tables, then compile or load the PYIN loops
     (nothing without tables: the worker's jobs need no PYIN)."""
-    from voice_audit.analysis import pyin
+    from voice_audit.analysis.audio import pyin
 
     if tables is None:
         return

@@ -1,4 +1,4 @@
-"""One recording's measures, for the audio pass of an analysis (`voice_audit.analysis.metrics.audio_measures`).
+"""One recording's measures, for the audio pass of an analysis (`voice_audit.analysis.audio.measures`).
 
 This module is what a pool worker imports: numpy, soundfile, the signal code of
 `voice_audit.harness.audio.dsp`, Praat and the compiled PYIN, never pandas or the metrics package, so a
@@ -60,7 +60,7 @@ class FileJob:
 
 
 def frame_db(x: np.ndarray, sr: int, frame_ms: int = FRAME_MS) -> np.ndarray:
-    """Power per frame in dB under the channel's loudest frame (-inf-safe); `voice_audit.analysis.metrics.onsets`
+    """Power per frame in dB under the channel's loudest frame (-inf-safe); `voice_audit.analysis.audio.onsets`
     uses it too."""
     hop = max(1, sr * frame_ms // 1000)
     n = x.size // hop
@@ -94,7 +94,7 @@ def stretches(active: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def rising(db: np.ndarray, threshold_db: float) -> np.ndarray:
-    """Frames where the level crosses `threshold_db` upwards (`voice_audit.analysis.metrics.onsets.onset_offsets`
+    """Frames where the level crosses `threshold_db` upwards (`voice_audit.analysis.audio.onsets.onset_offsets`
     uses it too)."""
     above = db > threshold_db
     return np.flatnonzero(above & ~np.concatenate(([False], above[:-1])))
@@ -297,7 +297,7 @@ def measure_file(job: FileJob) -> dict[str, Any]:
         out.update(_codec(x, sr, channels, subtype, job, ready if shared else {}))
     audio = agent_audio(agent, job.max_seconds) if job.f0 and agent is not None else None
     if audio is not None:
-        from voice_audit.analysis.acoustics import agreement, praat_f0, pyin_f0
+        from voice_audit.analysis.audio.acoustics import agreement, praat_f0, pyin_f0
 
         praat = praat_f0(audio, AGENT_RATE)
         med = praat.median_f0()
@@ -320,9 +320,9 @@ def job_key(job: FileJob) -> dict[str, Any]:
 
 def warm_compiled() -> None:
     """Load the compiled loops a worker runs (the loudness pass for float and int16 samples,
-    PYIN's two loops) from numba's disk cache: done once in the fork server (`voice_audit.analysis.audio_warm`),
+    PYIN's two loops) from numba's disk cache: done once in the fork server (`voice_audit.analysis.audio.warm`),
     every worker forked from it starts with them."""
-    from voice_audit.analysis.pyin import warm_kernels
+    from voice_audit.analysis.audio.pyin import warm_kernels
     from voice_audit.harness.audio.dsp import warm_kernel
 
     warm_kernel()
@@ -331,8 +331,8 @@ def warm_compiled() -> None:
 
 def start_worker(k_weighting: dict[int, np.ndarray], pyin_tables: dict[Any, Any] | None) -> None:
     """A pool worker's start: the parent's K-weighting sections and PYIN tables (so it imports
-    neither pyloudnorm and scipy.signal nor scipy.stats), then `voice_audit.analysis.acoustics.warm_pyin`."""
-    from voice_audit.analysis.acoustics import warm_pyin
+    neither pyloudnorm and scipy.signal nor scipy.stats), then `voice_audit.analysis.audio.acoustics.warm_pyin`."""
+    from voice_audit.analysis.audio.acoustics import warm_pyin
     from voice_audit.harness.audio.dsp import install_k_weighting
 
     install_k_weighting(k_weighting)

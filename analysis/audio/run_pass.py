@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from voice_audit.analysis.metrics import audio_measures
+from voice_audit.analysis.audio import measures as audio_measures
 from voice_audit.analysis.plan import AnalysisPlan
 
 
@@ -57,7 +57,7 @@ def trackers() -> str | None:
         import librosa  # noqa: F401
         import parselmouth  # noqa: F401
 
-        import voice_audit.analysis.acoustics  # noqa: F401
+        import voice_audit.analysis.audio.acoustics  # noqa: F401
     except ImportError as exc:
         return str(exc)
     return None

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from voice_audit.analysis.audio_file import FRAME_MS, VadParams
+from voice_audit.analysis.audio.recording import FRAME_MS, VadParams
 from voice_audit.scenarios.base import Frozen
 
 AGENT_RATE = 16000

@@ -1,13 +1,13 @@
 """Energy onsets in call.wav, to check that logged speech starts match the recorded audio.
 
-The frame levels and crossings are the audio pass's own (`voice_audit.analysis.audio_file`), so a file measured
+The frame levels and crossings are the audio pass's own (`voice_audit.analysis.audio.recording`), so a file measured
 here and one measured by the pass agree by construction."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from voice_audit.analysis.audio_file import FRAME_MS, frame_db, rising
+from voice_audit.analysis.audio.recording import FRAME_MS, frame_db, rising
 
 
 def onset_offsets(

@@ -1,4 +1,4 @@
-"""The process pool that runs the audio pass: one `voice_audit.analysis.audio_file.measure_file` per recording, in
+"""The process pool that runs the audio pass: one `voice_audit.analysis.audio.recording.measure_file` per recording, in
 workers forked from the fork server (`voice_audit.harness.procs`) once it has imported the measuring
 code (PRELOAD: every module a worker needs, by name), or in this process when there are few files or
 one core. Workers never run the caller's main module (a CLI's imports all of analysis)."""
@@ -9,8 +9,8 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from voice_audit.analysis.audio_file import FileJob, measure_file
-from voice_audit.analysis.metrics.audio_measures.model import AGENT_RATE, AudioParams
+from voice_audit.analysis.audio.measures.model import AGENT_RATE, AudioParams
+from voice_audit.analysis.audio.recording import FileJob, measure_file
 from voice_audit.harness.procs import WorkerPool
 
 POOL_MIN_FILES = 4
@@ -34,20 +34,20 @@ def file_job(path: str, params: AudioParams, codec: bool, pair: bool) -> FileJob
 
 
 PRELOAD = [
-    "voice_audit.analysis.audio_file",
-    "voice_audit.analysis.acoustics",
-    "voice_audit.analysis.pyin",
+    "voice_audit.analysis.audio.recording",
+    "voice_audit.analysis.audio.acoustics",
+    "voice_audit.analysis.audio.pyin",
     "parselmouth",
     "soxr",
     "soundfile",
     "scipy.fft",
     "numba",
-    "voice_audit.analysis.audio_warm",
+    "voice_audit.analysis.audio.warm",
 ]
 
 
-MEASURE = "voice_audit.analysis.audio_file:measure_file"
-START = "voice_audit.analysis.audio_file:start_worker"
+MEASURE = "voice_audit.analysis.audio.recording:measure_file"
+START = "voice_audit.analysis.audio.recording:start_worker"
 
 
 def pool_workers(n_files: int, workers: int | None) -> int:
@@ -60,7 +60,7 @@ def run_jobs(jobs: Sequence[FileJob], rate: int, workers: int | None) -> tuple[l
     """Each job's raw measures, in job order, and the number of processes that made them."""
     n_workers = pool_workers(len(jobs), workers)
     if n_workers > 1:
-        from voice_audit.analysis.acoustics import pyin_tables
+        from voice_audit.analysis.audio.acoustics import pyin_tables
         from voice_audit.harness.audio.dsp import k_weighting_tables
 
         tables = pyin_tables() if any(j.pair for j in jobs) else None
