@@ -31,6 +31,7 @@ import os
 import resource
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -97,27 +98,63 @@ def _cpu() -> tuple[float, float]:
     return own.ru_utime + own.ru_stime, kids.ru_utime + kids.ru_stime + _live_descendants_cpu()
 
 
-def _live_descendants_cpu() -> float:
-    """CPU seconds (own and reaped children) of every live descendant, from /proc (0 elsewhere)."""
-    parents: dict[int, int] = {}
-    cpu: dict[int, float] = {}
+def _proc_table() -> dict[int, tuple[int, float]]:
+    """pid -> (parent pid, CPU seconds own and reaped children), from /proc (empty elsewhere)."""
+    table: dict[int, tuple[int, float]] = {}
     tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = stat.read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        pid = int(stat.parent.name)
-        parents[pid] = int(fields[1])
-        cpu[pid] = sum(int(v) for v in fields[11:15]) / tick  # utime stime cutime cstime
-    total, todo = 0.0, [os.getpid()]
+        table[int(stat.parent.name)] = (int(fields[1]), sum(int(v) for v in fields[11:15]) / tick)
+    return table
+
+
+def _descendants(table: dict[int, tuple[int, float]]) -> list[int]:
+    found, todo = [], [os.getpid()]
     while todo:
         p = todo.pop()
-        for child, parent in parents.items():
+        for child, (parent, _) in table.items():
             if parent == p:
-                total += cpu[child]
+                found.append(child)
                 todo.append(child)
-    return total
+    return found
+
+
+def _live_descendants_cpu() -> float:
+    """CPU seconds (own and reaped children) of every live descendant."""
+    table = _proc_table()
+    return sum(table[pid][1] for pid in _descendants(table))
+
+
+class _PeakRss:
+    """The largest peak RSS (VmHWM) of any descendant, sampled every 50 ms while the analysis runs:
+    the readers are the fork server's children, not ours, so RUSAGE_CHILDREN never sees them."""
+
+    def __init__(self) -> None:
+        self.peak_kib = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.05):
+            for pid in _descendants(_proc_table()):
+                try:
+                    status = Path(f"/proc/{pid}/status").read_text()
+                except OSError:
+                    continue
+                for line in status.splitlines():
+                    if line.startswith("VmHWM:"):
+                        self.peak_kib = max(self.peak_kib, int(line.split()[1]))
+
+    def __enter__(self) -> _PeakRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def _prepared(run_dir: Path, n: int, seed: int) -> bool:
@@ -218,7 +255,8 @@ def main() -> None:
         load_before = os.getloadavg()
         cpu0 = _cpu()
         t0 = time.perf_counter()
-        result = analyze(run_dir, audio=False, workers=args.workers)
+        with _PeakRss() as readers_rss:
+            result = analyze(run_dir, audio=False, workers=args.workers)
         total = time.perf_counter() - t0
         cpu = tuple(b - a for a, b in zip(cpu0, _cpu(), strict=True))
         load_after = os.getloadavg()
@@ -243,9 +281,10 @@ def main() -> None:
         f"CPU seconds: this process {cpu[0]:.1f}, reader processes {cpu[1]:.1f} "
         f"(wall time on a shared machine grows with its load; CPU time much less)"
     )
-    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    own = resource.getrusage(resource.RUSAGE_SELF)
     print(
-        f"peak RSS: this process {own.ru_maxrss / 2**20:.2f} GiB, largest reader {kids.ru_maxrss / 2**20:.2f} GiB"
+        f"peak RSS: this process {own.ru_maxrss / 2**20:.2f} GiB, "
+        f"largest reader {readers_rss.peak_kib / 2**20:.2f} GiB (sampled every 50 ms)"
     )
 
 

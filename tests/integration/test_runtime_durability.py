@@ -161,8 +161,8 @@ def _shard_workers(driver: int) -> list[int]:
 
 
 def _no_orphans(sid: int, timeout_s: float = 20.0) -> bool:
-    """Whether every process of the session is gone within `timeout_s` (TTS pool workers look
-    for their parent once a second, so a second or two is normal)."""
+    """Whether every process of the session is gone within `timeout_s` (pool workers die with their
+    parent at once; the allowance is for a loaded machine)."""
     deadline = time.monotonic() + timeout_s
     while _session(sid) and time.monotonic() < deadline:
         time.sleep(0.05)
