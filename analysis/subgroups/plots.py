@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
+from matplotlib import rc_context
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -25,7 +26,10 @@ def _bars(values: pd.Series, title: str, xlabel: str, path: str | Path | None) -
     ax.set_title(title)
     fig.tight_layout()
     if path is not None:
-        fig.savefig(path, format="svg")
+        # A fixed id salt and no date: the same mining writes the same file, so a re-analysis of a
+        # run changes no byte of it.
+        with rc_context({"svg.hashsalt": "voice-audit-subgroups"}):
+            fig.savefig(path, format="svg", metadata={"Date": None, "Creator": None})
     return fig
 
 

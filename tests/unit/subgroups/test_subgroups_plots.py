@@ -32,3 +32,13 @@ def test_shapley_and_global_plots(tmp_path: Path, episodes: pd.DataFrame, attrs:
     labels = [t.get_text() for t in top.axes[0].get_yticklabels()]
     assert set(labels) == set(glob.abs().sort_values(ascending=False).index[:3])
     assert (tmp_path / "global.svg").stat().st_size > 0
+
+
+def test_the_same_contributions_write_the_same_bytes(tmp_path: Path) -> None:
+    """A re-analysis must not change a plot: no date and no random element ids in the SVG."""
+    values = pd.Series({"accent=ng": 0.2, "gender=m": -0.1, "rate=fast": 0.05})
+    plot_shapley(values, title="latency", path=tmp_path / "a.svg")
+    plot_shapley(values, title="latency", path=tmp_path / "b.svg")
+    a, b = (tmp_path / "a.svg").read_bytes(), (tmp_path / "b.svg").read_bytes()
+    assert b"<dc:date>" not in a
+    assert a == b
