@@ -14,6 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import pytest
 from aiohttp import web
 
 from voice_audit.agents.fakes import ScriptedAgent
@@ -22,6 +23,10 @@ from voice_audit.agents.serve.http_server import build_http_app
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.rundir import RunReader
 from voice_audit.harness.runtime import CampaignRunner
+
+# The starts are timed at the vendor's side, a setup after their admission on the grid; on cores
+# shared with other tests that setup stretches by hundreds of ms, so this runs in the quiet lane.
+pytestmark = pytest.mark.serial
 
 CAMPAIGN = """\
 name: limited-split
@@ -91,7 +96,6 @@ def test_limits_hold_across_worker_processes(tmp_path: Path) -> None:
     gaps = [b - a for a, b in itertools.pairwise(starts)]
     # 60 a minute for the run as a whole: the workers take turns on one grid of admissions a second
     # apart (four workers each pacing alone would start calls a quarter of a second apart); the
-    # session request follows its admission after a setup of a few ms, except in a fresh worker
-    # process, whose first call connects hundreds of ms later (its two workers' first calls are
-    # the first two starts: gaps 0 and 1 hold that cold start)
+    # session request follows its admission after a setup of a few ms, except for each worker's
+    # first call (the first two starts: gaps 0 and 1 hold that first connection)
     assert min(gaps[2:]) > 0.9, gaps
