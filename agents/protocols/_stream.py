@@ -22,6 +22,7 @@ from voice_audit.agents.protocols._secrets import install_log_redaction
 from voice_audit.harness.adapter import (
     AgentError,
     AgentEvent,
+    AudioOut,
     ErrorOut,
     HangupOut,
     RateLimited,
@@ -43,11 +44,26 @@ class EventChannel:
         self.done = False
         self.end_reason: str | None = None
         self.failure: ErrorOut | None = None
+        self.dropped = 0
 
     async def put(self, ev: AgentEvent) -> None:
         if self.done:
             return
         await self._q.put(ev)
+        self._wake.set()
+
+    def put_nowait(self, ev: AgentEvent) -> None:
+        """For a producer that cannot wait (a SIP stack's callbacks): when the queue is full, agent
+        audio is dropped and counted (`dropped`), any other event takes the oldest one's place."""
+        if self.done:
+            return
+        if self._q.full():
+            if isinstance(ev, AudioOut):
+                self.dropped += 1
+                return
+            with contextlib.suppress(asyncio.QueueEmpty):
+                self._q.get_nowait()
+        self._q.put_nowait(ev)
         self._wake.set()
 
     def put_final(self, ev: AgentEvent) -> None:
