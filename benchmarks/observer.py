@@ -28,7 +28,14 @@ from voice_audit.harness.caller import ACTS, PRECEDENCE, Reader, Reading, RuleRe
 from voice_audit.scenarios import Scenario, ScenarioLibrary
 
 CORPUS = Path(__file__).parents[1] / "tests" / "fixtures" / "observer"
-SCENARIO_IDS = {"refund": "refund_duplicate_charge", "outage": "outage_support", "plan": "plan_correction"}
+SCENARIO_IDS = {
+    "refund": "refund_duplicate_charge",
+    "outage": "outage_support",
+    "plan": "plan_correction",
+    "unlock": "account_verification",
+    "dispute": "billing_dispute_denied",
+    "cancel": "retention_cancel",
+}
 
 
 @dataclass(frozen=True)
