@@ -24,6 +24,7 @@ from voice_audit.harness.audio.loudness import (
     warm_kernel,
 )
 from voice_audit.harness.audio.mulaw import mulaw_decode, mulaw_encode
+from voice_audit.harness.audio.samples import to_float, to_int16
 from voice_audit.scenarios.base import Frozen
 
 __all__ = [
@@ -91,25 +92,6 @@ class NormalisedAudio(MonoPcm):
     gain_db: float
     clipped_samples: int
     resampling_path: str
-
-
-def to_float(pcm: np.ndarray) -> np.ndarray:
-    """int16 (or any float) samples -> float32 in [-1, 1)."""
-    if pcm.dtype == np.int16:
-        return pcm.astype(np.float32) / 32768.0
-    if np.issubdtype(pcm.dtype, np.floating):
-        return pcm.astype(np.float32, copy=False)
-    if np.issubdtype(pcm.dtype, np.integer):
-        raise InvalidAudioError("bad_dtype", f"integer samples must be int16, got {pcm.dtype}")
-    raise InvalidAudioError("bad_dtype", f"samples must be int16 or float, got {pcm.dtype}")
-
-
-def to_int16(x: np.ndarray) -> np.ndarray:
-    """Float samples in [-1, 1] -> int16, rounded and saturated (never wrapped)."""
-    if x.dtype == np.int16:
-        return x
-    scaled = np.rint(np.asarray(x, dtype=np.float64) * 32768.0)
-    return np.clip(scaled, -32768, 32767).astype(np.int16)
 
 
 def pcm_sha256(pcm: np.ndarray, sample_rate: int) -> str:

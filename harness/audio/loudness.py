@@ -16,6 +16,8 @@ from functools import cache
 
 import numpy as np
 
+from voice_audit.harness.audio.samples import to_float, to_int16
+
 _BLOCK_S = 0.4
 _STEP = 0.25
 _ABS_GATE = -70.0
@@ -158,7 +160,7 @@ def block_energies_compiled(
     summed from its 100 ms stretches instead of differenced from a running sum over the whole call
     (equal to `block_energies` to rounding, ~1e-12 relative). `block_energies` without numba.
 
-    `int16_gain`: measure `dsp.to_int16(x * int16_gain)` of float samples instead, the samples
+    `int16_gain`: measure `to_int16(x * int16_gain)` of float samples instead, the samples
     `normalise` writes, without making them."""
     if int16_gain is not None and (int16_gain <= 0 or any(c.dtype == np.int16 for c in channels)):
         raise ValueError("int16_gain applies a positive gain to float samples")
@@ -170,8 +172,6 @@ def block_energies_compiled(
         kernel = _kernel()
     except ImportError:
         if int16_gain is not None:
-            from voice_audit.harness.audio.dsp import to_float, to_int16
-
             channels = [to_float(to_int16(c.astype(np.float64) * int16_gain)) for c in channels]
         return [block_energies(c if c.dtype != np.int16 else c / 32768.0, rate) for c in channels]
     n = channels[0].shape[0]

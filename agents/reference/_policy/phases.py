@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from voice_audit.agents.reference._knobs import knob_rng
 from voice_audit.agents.reference._nlu import Understanding, understand
 from voice_audit.agents.reference._policy.config import PolicyConfig
 from voice_audit.agents.reference._policy.listening import listening_vocabulary
+from voice_audit.agents.reference._policy.memory import Memory
 from voice_audit.agents.reference._policy.steps import (
     Act,
     Hangup,
@@ -51,13 +51,6 @@ from voice_audit.scenarios import Facts
 from voice_audit.scenarios.base import sha256_of
 
 
-@dataclass
-class _Memory:
-    topics: set[str] = field(default_factory=set)
-    request_seen: bool = False
-    volunteered: dict[str, str] = field(default_factory=dict)
-
-
 class DialoguePolicy(IdentityVerification):
     """The conversation state machine of one call."""
 
@@ -71,7 +64,7 @@ class DialoguePolicy(IdentityVerification):
         self.state = "start"
         self.turn = 0
         self.detected: dict[str, str] = {}
-        self.memory = _Memory()
+        self.memory = Memory()
         self.verified: list[str] = []
         self._init_verification()
         self.human_asked = False

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any
 from voice_audit.agents.reference import _nlu as nlu
 from voice_audit.agents.reference._nlu import Understanding
 from voice_audit.agents.reference._policy.config import PolicyConfig
+from voice_audit.agents.reference._policy.memory import Memory
 from voice_audit.agents.reference._policy.steps import Act, Heard, Step
 from voice_audit.agents.reference._policy.wording import CHALLENGES, GENERIC_CHALLENGE, REPAIR
 from voice_audit.agents.reference._spoken import MONTH_NAMES, DateParts, say_number, say_ordinal
 from voice_audit.scenarios import Facts
 
 if TYPE_CHECKING:
-    from voice_audit.agents.reference._policy.phases import _Memory
     from voice_audit.harness.tools import ToolOutcome
 
 
@@ -59,7 +59,7 @@ class IdentityVerification:
     facts: Facts
     cfg: PolicyConfig
     detected: dict[str, str]
-    memory: _Memory
+    memory: Memory
     consecutive_repairs: int
 
     if TYPE_CHECKING:  # supplied by DialoguePolicy
