@@ -24,7 +24,8 @@ What we write is camelCase exactly as the `google-genai` SDK's `LiveClientMessag
 builder's output against them. What we read is lenient, as the public server and the SDK's own
 receive path are: snake_case or camelCase keys (the SDK itself sends `realtime_input` and
 `voice_config`), unknown fields ignored. The reading models below are that lenient subset, so the
-product needs no SDK at run time; a field of the wrong type is `AgentError("malformed_frame")`.
+product needs no SDK at run time; a field of the wrong type is `AgentError("malformed_frame")`,
+read strictly (JSON's own types: `"turnComplete": "yes"` or `"tokenCount": "3"` is not coerced).
 
 Function parameters go out as the API's OpenAPI subset (`gemini_schema`: upper-case types), which
 every Live model accepts, not as `parametersJsonSchema`.
@@ -64,6 +65,7 @@ __all__ = [
     "interrupted",
     "model_audio",
     "model_name",
+    "model_text",
     "output_transcription",
     "parse_client",
     "parse_server",
@@ -223,6 +225,11 @@ def model_audio(pcm: bytes, mime_type: str = OUTPUT_MIME) -> str:
     )
 
 
+def model_text(text: str) -> dict[str, Any]:
+    """The model's words as a text part (a session whose response modality is TEXT)."""
+    return {"serverContent": {"modelTurn": {"role": "model", "parts": [{"text": text}]}}}
+
+
 def output_transcription(text: str) -> dict[str, Any]:
     return {"serverContent": {"outputTranscription": {"text": text}}}
 
@@ -252,15 +259,23 @@ def tool_call_cancellation(ids: list[str]) -> dict[str, Any]:
     return {"toolCallCancellation": {"ids": list(ids)}}
 
 
-def usage_metadata(prompt_audio_tokens: int, response_audio_tokens: int) -> dict[str, Any]:
-    """Token counts of a turn, audio only, in the API's shape (prompt, response, total, per modality)."""
+def usage_metadata(
+    prompt_audio_tokens: int,
+    response_tokens: int,
+    response_modality: str = "AUDIO",
+    prompt_text_tokens: int = 0,
+) -> dict[str, Any]:
+    """Token counts of a turn in the API's shape (prompt, response, total, per modality)."""
+    prompt = [{"modality": "AUDIO", "tokenCount": prompt_audio_tokens}]
+    if prompt_text_tokens:
+        prompt.append({"modality": "TEXT", "tokenCount": prompt_text_tokens})
     return {
         "usageMetadata": {
-            "promptTokenCount": prompt_audio_tokens,
-            "responseTokenCount": response_audio_tokens,
-            "totalTokenCount": prompt_audio_tokens + response_audio_tokens,
-            "promptTokensDetails": [{"modality": "AUDIO", "tokenCount": prompt_audio_tokens}],
-            "responseTokensDetails": [{"modality": "AUDIO", "tokenCount": response_audio_tokens}],
+            "promptTokenCount": prompt_audio_tokens + prompt_text_tokens,
+            "responseTokenCount": response_tokens,
+            "totalTokenCount": prompt_audio_tokens + prompt_text_tokens + response_tokens,
+            "promptTokensDetails": prompt,
+            "responseTokensDetails": [{"modality": response_modality, "tokenCount": response_tokens}],
         }
     }
 
@@ -293,7 +308,12 @@ class _Read(BaseModel):
     and clients add fields over time; what we act on is typed)."""
 
     model_config = ConfigDict(
-        alias_generator=to_camel, validate_by_name=True, validate_by_alias=True, extra="ignore", frozen=True
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        extra="ignore",
+        frozen=True,
+        strict=True,
     )
 
 
@@ -423,14 +443,37 @@ class SessionResumptionConfig(_Read):
     transparent: bool | None = None
 
 
+class AutomaticActivityDetection(_Read):
+    disabled: bool | None = None
+
+
+class RealtimeInputConfig(_Read):
+    automatic_activity_detection: AutomaticActivityDetection | None = None
+
+
 class Setup(_Read):
     model: str | None = None
     generation_config: GenerationConfig | None = None
+    realtime_input_config: RealtimeInputConfig | None = None
     system_instruction: Content | str | None = None
     tools: list[Tool] = Field(default_factory=list)
     session_resumption: SessionResumptionConfig | None = None
     input_audio_transcription: dict[str, Any] | None = None
     output_audio_transcription: dict[str, Any] | None = None
+
+    @property
+    def manual_activity(self) -> bool:
+        """Automatic activity detection is off: the client marks each turn (activityStart/End)."""
+        ric = self.realtime_input_config
+        aad = ric.automatic_activity_detection if ric is not None else None
+        return bool(aad is not None and aad.disabled)
+
+    @property
+    def modalities(self) -> list[str]:
+        """The response modalities asked for, upper-case (AUDIO when unsaid, as the API)."""
+        gen = self.generation_config
+        asked = gen.response_modalities if gen is not None and gen.response_modalities else ["AUDIO"]
+        return [m.upper() for m in asked]
 
 
 class RealtimeInput(_Read):

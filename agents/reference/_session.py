@@ -7,6 +7,10 @@ the architecture exposes. Failures inside a turn never escape: the turn ends wit
 
 Event order per turn: [HeardOut] [ToolCallOut ToolResultOut | StateOut | TextOut]* AudioOut
 [HangupOut] TurnEnd; after a hang-up the iterator ends.
+
+Served to an app that runs some tools itself (`voice_audit.agents.app_tools`), the session announces
+each call of those tools as it is made, waits for the app's answer, and the policy goes on from
+that answer (it then runs off the event loop, in a thread, so the loop can deliver the answer).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Protocol
 
 import numpy as np
 
+from voice_audit.agents.app_tools import AppToolFixture, AppTools
 from voice_audit.agents.reference._acoustics import AcousticFeatures, measure
 from voice_audit.agents.reference._audio import AgentMouth
 from voice_audit.agents.reference._knobs import ConditionDetector, ServiceFailure
@@ -51,6 +56,7 @@ from voice_audit.harness.adapter import (
     TurnEnd,
     UsageOut,
 )
+from voice_audit.harness.tools import ToolFixture, ToolOutcome
 
 log = logging.getLogger(__name__)
 INPUT_RATE = 16000
@@ -126,6 +132,33 @@ class TurnSession(QueueSession):
         self._task: asyncio.Task[None] | None = None
         self.barge_ins: list[int] = []
         self.perceptions: list[Perception] = []
+        self._app: AppTools | None = None
+
+    # ---- tools the app runs (`voice_audit.agents.app_tools.AppToolSession`) ----
+
+    def use_app_tools(self, names: frozenset[str], timeout_s: float) -> bool:
+        tools = getattr(self.policy, "tools", None)
+        if not isinstance(tools, ToolFixture) or inspect.iscoroutinefunction(self.policy.respond):
+            return False  # a model-driven policy calls its tools on the event loop: they stay its own
+        if self._app is None:
+            self._app = AppTools()
+            self.policy.tools = AppToolFixture(  # type: ignore[attr-defined]
+                facts=tools.facts,
+                calls=tools.calls,
+                app=self._app,
+                loop=asyncio.get_running_loop(),
+                announce=self._announce,
+            )
+        self._app.names, self._app.timeout_s = frozenset(names), timeout_s
+        return True
+
+    def app_tool_result(self, call_id: str, outcome: ToolOutcome | None) -> None:
+        if self._app is not None:
+            self._app.answer(call_id, outcome)
+
+    def _announce(self, call: ToolCallOut) -> None:
+        if not self._over:
+            self.queue.put_nowait(call)
 
     # ---- lifecycle ----
 
@@ -150,6 +183,15 @@ class TurnSession(QueueSession):
         digits, self._dtmf = self._dtmf, []
         self._task = asyncio.get_running_loop().create_task(self._turn(audio, digits))
 
+    async def typed_turn(self, text: str) -> None:
+        """A caller turn typed, not spoken (`voice_audit.agents.typed_turns`): heard as written."""
+        if self._over:
+            return
+        if self._task is not None and not self._task.done():
+            await self._task
+        self._buffer, self._dtmf = bytearray(), []
+        self._task = asyncio.get_running_loop().create_task(self._turn(b"", [], typed=text))
+
     async def send_dtmf(self, digit: str) -> None:
         self._dtmf.append(digit)
 
@@ -157,17 +199,21 @@ class TurnSession(QueueSession):
         self.barge_ins.append(played_ms)
 
     async def close(self, reason: str) -> None:
+        if self._app is not None:
+            self._app.cancel_all()  # a policy thread waiting for the app goes on (and its turn is dropped)
         if self._task is not None and not self._task.done():
             self._task.cancel()
         self.end()
 
     # ---- one turn ----
 
-    async def _turn(self, audio: bytes, digits: list[str]) -> None:
+    async def _turn(self, audio: bytes, digits: list[str], typed: str | None = None) -> None:
         asr_ms = 0.0
         try:
             pcm = np.frombuffer(audio[: len(audio) // 2 * 2], dtype=np.int16)
-            if digits and not np.any(pcm):
+            if typed is not None:
+                perception = Perception(Heard(typed, 1.0), measure(pcm, INPUT_RATE), typed)
+            elif digits and not np.any(pcm):
                 text = " ".join(_DTMF_WORDS.get(d, d) for d in digits)
                 perception = Perception(Heard(text, 1.0), measure(pcm, INPUT_RATE), text)
             else:
@@ -178,11 +224,22 @@ class TurnSession(QueueSession):
             if self._stop_serving(detected, asr_ms):
                 return
             asks = self.detector.asks_for_human(audio)
-            reply = self.policy.respond(perception.heard, detected, asks_for_human=asks)
-            steps = await reply if inspect.isawaitable(reply) else reply
             events: list[AgentEvent] = []
             if self.exposure.transcripts and perception.transcript is not None:
                 events.append(HeardOut(perception.transcript, perception.heard.confidence))
+            if self._app is not None and self._app.names:
+                for ev in events:  # what it heard comes before the tool calls it announces
+                    self.queue.put_nowait(ev)
+                events = []
+                steps = await asyncio.to_thread(
+                    self.policy.respond,  # type: ignore[arg-type]
+                    perception.heard,
+                    detected,
+                    asks_for_human=asks,
+                )
+            else:
+                reply = self.policy.respond(perception.heard, detected, asks_for_human=asks)
+                steps = await reply if inspect.isawaitable(reply) else reply
             events += await self._render(steps)
         except asyncio.CancelledError:
             raise
@@ -229,8 +286,13 @@ class TurnSession(QueueSession):
                     events.append(TextOut(step.announcement))
                 spoken.append(pcm)
             elif isinstance(step, ToolStep):
-                if self.exposure.tools:
-                    o = step.outcome
+                o = step.outcome
+                tools = getattr(self.policy, "tools", None)
+                asked = tools.announced(o) if isinstance(tools, AppToolFixture) else None
+                if asked is not None:  # announced when made; the app's answer is the result
+                    if self.exposure.tools:
+                        events.append(ToolResultOut(asked.call_id, step.name, o.ok, o.result_keys, o.error))
+                elif self.exposure.tools:
                     events.append(ToolCallOut(step.call_id, step.name, dict(step.arguments)))
                     events.append(ToolResultOut(step.call_id, step.name, o.ok, o.result_keys, o.error))
             elif isinstance(step, StateStep):

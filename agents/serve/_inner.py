@@ -4,6 +4,10 @@ Inner agents are turn-based: a whole caller utterance goes in through `send_audi
 and the answer comes out of one long `events()` iterator, ending in `TurnEnd`. A greeting is the
 turn an agent takes right after `connect`; an agent that does not greet simply stays silent, so
 the greeting wait ends after `greeting_timeout_s` without any event.
+
+Tools the client declares are the app's (`voice_audit.agents.app_tools`): an inner session that can
+use the app's results is told their names and handed each answer; one that cannot keeps its own
+tools (`app_tools` is then False, and front ends say so).
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Literal
 
+from voice_audit.agents.app_tools import AppToolSession
 from voice_audit.agents.protocols.audio import convert
+from voice_audit.agents.typed_turns import TypedTurnSession
 from voice_audit.harness.adapter import (
     AgentAdapter,
     AgentError,
@@ -26,6 +32,7 @@ from voice_audit.harness.adapter import (
     HangupOut,
     TurnEnd,
 )
+from voice_audit.harness.tools import ToolOutcome
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +49,19 @@ class InnerCall:
         self.over = False
         self.in_turn = False
         self._closed = False
+        self.app_tools = False
+
+    def use_app_tools(self, names: frozenset[str]) -> bool:
+        """The client runs the tools named: the inner agent waits for its results (True), or it
+        cannot and its tools stay its own (False)."""
+        if isinstance(self.session, AppToolSession):
+            self.app_tools = self.session.use_app_tools(names, self.turn_timeout_s)
+        return self.app_tools
+
+    def app_tool_result(self, call_id: str, outcome: ToolOutcome | None) -> None:
+        """The client's answer to a call the inner agent announced (None: it will not answer)."""
+        if self.app_tools and isinstance(self.session, AppToolSession):
+            self.session.app_tool_result(call_id, outcome)
 
     @classmethod
     async def open(cls, adapter: AgentAdapter, call: CallInfo, turn_timeout_s: float) -> InnerCall:
@@ -99,6 +119,16 @@ class InnerCall:
                     return "error"
         finally:
             self.in_turn = False
+
+    @property
+    def takes_text(self) -> bool:
+        """The inner agent can answer a typed caller turn (`voice_audit.agents.typed_turns`)."""
+        return isinstance(self.session, TypedTurnSession)
+
+    async def send_text_turn(self, text: str) -> None:
+        if not isinstance(self.session, TypedTurnSession):
+            raise AgentError("agent_protocol_error", "this agent takes spoken turns only")
+        await self.session.typed_turn(text)
 
     async def send_turn(self, audio: bytes, fmt: AudioFormat) -> None:
         await self.session.send_audio(convert(audio, fmt, self.input_format))

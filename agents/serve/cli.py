@@ -7,12 +7,13 @@ import contextlib
 import json
 import re
 from collections.abc import Coroutine
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from voice_audit.agents.serve.config import ServeConfig
-from voice_audit.agents.serve.server import PROTOCOLS, Protocol, serve
+from voice_audit.agents.serve.server import PROTOCOLS, Protocol, serve, tls_context
 from voice_audit.harness.adapter import AgentAdapter, CallInfo
 from voice_audit.harness.model.campaign import AgentSpec
 from voice_audit.harness.registry import AGENT_GROUP, load_object
@@ -80,16 +81,33 @@ def serve_cmd(
         str,
         typer.Option(help="event loop: auto (uvloop when installed, the `fast` extra), uvloop or asyncio"),
     ] = "auto",
+    tls_cert: Annotated[
+        Path | None,
+        typer.Option(
+            help="PEM certificate (chain): serve wss:// or https:// (clients that dial only TLS, e.g. the Gemini SDK)"
+        ),
+    ] = None,
+    tls_key: Annotated[Path | None, typer.Option(help="PEM private key of --tls-cert")] = None,
 ) -> None:
     """Serve NAME over one protocol until interrupted."""
     if protocol not in PROTOCOLS:
         raise ConfigError(f"unknown protocol {protocol!r} (one of {', '.join(PROTOCOLS)})")
+    if (tls_cert is None) != (tls_key is None):
+        raise ConfigError(
+            "--tls-cert and --tls-key go together: give both, or neither for plain ws:// / http://"
+        )
+    if tls_cert is not None and protocol == "sip":
+        raise ConfigError("--tls-cert is for the WebSocket and HTTP protocols; sip takes no certificate")
+    try:
+        tls = tls_context(str(tls_cert), str(tls_key)) if tls_cert is not None else None
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     adapter = build_adapter(name, _options(option or []))
     call = default_call(scenario) if scenario else None
     config = ServeConfig(greeting_timeout_s=greeting_timeout, default_call=(lambda: call) if call else None)
     proto: Protocol = protocol
     with contextlib.suppress(KeyboardInterrupt):
-        run_loop(serve(adapter, proto, host, port, config), loop)
+        run_loop(serve(adapter, proto, host, port, config, tls), loop)
 
 
 def run_loop(main: Coroutine[Any, Any, None], loop: str = "auto") -> None:

@@ -7,15 +7,23 @@ facts come from a `<facts scenario=".." call_id="..">JSON</facts>` block in the 
 calls the client sees; `inputAudioTranscription` / `outputAudioTranscription` turn transcriptions
 on. The server answers `setupComplete {sessionId}` and the inner agent's greeting follows.
 
-Accepted client messages: `setup` (first, once), `realtimeInput` (`audio` or `mediaChunks` pcm16 at
-the rate its mimeType says; `text` `DTMF d` becomes `send_dtmf(d)`; `audioStreamEnd`),
-`toolResponse`. `clientContent` is acknowledged by ignoring it (the served agents listen only).
+Accepted client messages: `setup` (first, once; `responseModalities` AUDIO, or TEXT for an agent
+that reports its words, else refused with 1007; `realtimeInputConfig.automaticActivityDetection.
+disabled` makes the client mark each turn), `realtimeInput` (`audio` or `mediaChunks` pcm16 at the
+rate its mimeType says; `activityStart` / `activityEnd` around each caller turn when automatic
+detection is off, a protocol error when it is on; `text` `DTMF d` becomes `send_dtmf(d)`;
+`audioStreamEnd`),
+`toolResponse` (the app runs the functions it declared: an agent that can use the app's results,
+as the reference agents do, waits for each answer and goes on from it, so an `error` response is a
+failure it reports; see `voice_audit.agents.app_tools`), `clientContent` (user text turns: with
+`turnComplete` the text is a caller turn the agent answers, for an agent that takes typed turns,
+`voice_audit.agents.typed_turns`; other roles or parts, or an agent that only listens: 1007).
 
 Server messages (shapes in `voice_audit.agents.protocols.gemini_live_wire`, checked against the SDK's types):
 the agent's audio as `serverContent.modelTurn` inlineData (pcm16 24 kHz, 100 ms per message, sent as
-produced: the client plays it), its words as `outputTranscription`, what it heard as
-`inputTranscription`, `toolCall` (the turn waits for the `toolResponse`; the client's answer is
-acknowledged, the agent's own result is used), `generationComplete` + `turnComplete` +
+produced: the client plays it), or in a TEXT session its words as `modelTurn` text parts; its words as `outputTranscription`, what it heard as
+`inputTranscription`, `toolCall` (the turn waits for the `toolResponse`; unanswered in `turn_timeout_s`, or spoken
+over by the caller, the call is cancelled with `toolCallCancellation` and fails), `generationComplete` + `turnComplete` +
 `usageMetadata` at the end of each turn, `interrupted` when the caller speaks over the agent (the
 energy VAD, as automatic activity detection; the inner agent is told how much had played, from
 the wall clock since the turn's audio began), and `sessionResumptionUpdate` when the client asked
@@ -64,6 +72,7 @@ from voice_audit.harness.adapter import (
     TextOut,
     ToolCallOut,
 )
+from voice_audit.harness.tools import ToolOutcome
 from voice_audit.scenarios import Facts
 
 __all__ = ["GO_AWAY_GRACE_S", "TOKENS_PER_AUDIO_SECOND", "gemini_live_handler"]
@@ -115,9 +124,15 @@ class _Session:
         self.audio_sent_ms = 0.0
         self.audio_began: float | None = None
         self.transcript = ""
-        self.tool_waits: dict[str, asyncio.Future[None]] = {}
+        self.tool_waits: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self.in_audio_s = 0.0
         self.out_audio_s = 0.0
+        self.text_mode = setup.modalities == ["TEXT"]
+        self.in_text_tokens = 0
+        self.out_text_tokens = 0
+        self.manual = setup.manual_activity
+        self.activity: bytearray | None = None  # the caller's audio since activityStart (manual mode)
+        self.typed: list[str] = []  # clientContent text not yet completed into a turn
         self.closed = asyncio.Event()
         self.reaper: asyncio.TimerHandle | None = None
         self.moving: ServerConnection | None = None  # the connection told to go away
@@ -129,17 +144,23 @@ class _Session:
         await self.ws.send(msg if isinstance(msg, str) else gw.dumps(msg))
 
     # -- responses -------------------------------------------------------------------------------
-    def start_response(self, utt: bytes | None, greeting: bool = False) -> None:
+    def start_response(self, utt: bytes | str | None, greeting: bool = False) -> None:
         self.task = asyncio.create_task(self.respond(utt, greeting), name="gemini-live-response")
         self.task.add_done_callback(_report)
 
-    async def respond(self, utt: bytes | None, greeting: bool = False) -> None:
+    async def respond(self, utt: bytes | str | None, greeting: bool = False) -> None:
+        """Answer a caller turn: audio (`bytes`), typed text (`str`), or None to go on with the turn
+        under way (the greeting)."""
         self.audio_sent_ms, self.audio_began, self.transcript = 0.0, None, ""
         if utt is not None:
             if self.turn_open:  # an interrupted turn: read it to its end first
                 await self.inner.run_turn(_ignore)
-            self.in_audio_s += len(utt) / gw.INPUT_FORMAT.bytes_per_second
-            await self.inner.send_turn(utt, gw.INPUT_FORMAT)
+            if isinstance(utt, str):
+                self.in_text_tokens += _text_tokens(utt)
+                await self.inner.send_text_turn(utt)
+            else:
+                self.in_audio_s += len(utt) / gw.INPUT_FORMAT.bytes_per_second
+                await self.inner.send_turn(utt, gw.INPUT_FORMAT)
             self.turn_open = True
         elif not self.turn_open:
             return
@@ -162,9 +183,13 @@ class _Session:
         await self.send(gw.generation_complete())
         await self.send(gw.turn_complete())
         tokens_in = round(self.in_audio_s * TOKENS_PER_AUDIO_SECOND)
-        tokens_out = round(self.out_audio_s * TOKENS_PER_AUDIO_SECOND)
-        await self.send(gw.usage_metadata(tokens_in, tokens_out))
+        if self.text_mode:
+            await self.send(gw.usage_metadata(tokens_in, self.out_text_tokens, "TEXT", self.in_text_tokens))
+        else:
+            tokens_out = round(self.out_audio_s * TOKENS_PER_AUDIO_SECOND)
+            await self.send(gw.usage_metadata(tokens_in, tokens_out, "AUDIO", self.in_text_tokens))
         self.in_audio_s = self.out_audio_s = 0.0
+        self.in_text_tokens = self.out_text_tokens = 0
         if self.resumable:
             self.handle = "h_" + secrets.token_hex(12)
             _HANDLES[self.handle] = self
@@ -180,8 +205,14 @@ class _Session:
         if fault is not None and fault.action not in ("status", "no_marks"):
             await self.wire_fault(fault)
             return
-        if isinstance(ev, AudioOut):
-            await self.audio(convert(ev.pcm, AudioFormat(ev.encoding, ev.sample_rate), gw.OUTPUT_FORMAT))
+        if self.text_mode and isinstance(ev, TextOut):  # the agent's words are the response
+            delta = join_transcript(self.transcript, ev.text)
+            self.transcript += delta
+            self.out_text_tokens += _text_tokens(delta)
+            await self.send(gw.model_text(delta))
+        elif isinstance(ev, AudioOut):
+            if not self.text_mode:
+                await self.audio(convert(ev.pcm, AudioFormat(ev.encoding, ev.sample_rate), gw.OUTPUT_FORMAT))
         elif isinstance(ev, TextOut) and self.transcribe_out:
             delta = join_transcript(self.transcript, ev.text)
             self.transcript += delta
@@ -203,16 +234,20 @@ class _Session:
             self.out_audio_s += ms / 1000
 
     async def tool_call(self, ev: ToolCallOut) -> None:
-        """Announce the call and wait for the client's answer (the agent's own result is used)."""
-        wait: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        """Announce the call and wait for the app's answer, which an agent that can use it goes on
+        from (`voice_audit.agents.app_tools`); no answer in time cancels the call."""
+        wait: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self.tool_waits[ev.call_id] = wait
         await self.send(gw.tool_call([(ev.call_id, ev.name, dict(ev.arguments))]))
         try:
             async with asyncio.timeout(self.cfg.turn_timeout_s):
-                await wait
+                response = await wait
         except TimeoutError:
             log.warning("no toolResponse for %s within %.0f s", ev.call_id, self.cfg.turn_timeout_s)
+            self.inner.app_tool_result(ev.call_id, None)
             await self.send(gw.tool_call_cancellation([ev.call_id]))
+        else:
+            self.inner.app_tool_result(ev.call_id, app_outcome(response))
         finally:
             self.tool_waits.pop(ev.call_id, None)
 
@@ -247,8 +282,12 @@ class _Session:
             task.cancel("interrupted")
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        for wait in self.tool_waits.values():
-            wait.cancel()
+        pending = [cid for cid, wait in self.tool_waits.items() if not wait.done()]
+        for cid in pending:  # the caller spoke over a call the app had not answered: it is cancelled
+            self.tool_waits[cid].cancel()
+            self.inner.app_tool_result(cid, None)
+        if pending:
+            await self.send(gw.tool_call_cancellation(pending))
         if self.audio_began is None:
             return
         played = 1000 * (time.monotonic() - self.audio_began)
@@ -259,25 +298,57 @@ class _Session:
 
     # -- client messages -----------------------------------------------------------------------------
     async def realtime_input(self, ri: gw.RealtimeInput) -> None:
+        if (ri.activity_start is not None or ri.activity_end is not None) and not self.manual:
+            raise AgentError(
+                "malformed_frame",
+                "activityStart/activityEnd need automaticActivityDetection disabled in the setup",
+            )
+        if ri.activity_start is not None:  # the caller starts a turn: it speaks over the agent
+            await self.interrupt()
+            self.activity = bytearray()
         for blob in ([ri.audio] if ri.audio else []) + list(ri.media_chunks or []):
             if not (blob.mime_type or "audio/pcm").startswith("audio/pcm"):
                 continue
             rate = gw.audio_rate(blob.mime_type, gw.INPUT_FORMAT.sample_rate)
             pcm = convert(blob.pcm("realtimeInput audio"), AudioFormat("pcm16", rate), gw.INPUT_FORMAT)
+            if self.manual:  # the client marks turns: audio outside an activity is not a turn
+                if self.activity is not None:
+                    self.activity += pcm
+                continue
             for kind, utt in self.endp.push(pcm):
                 await self.interrupt()
                 if kind == "end":
                     self.start_response(utt)
+        if ri.activity_end is not None and self.activity is not None:
+            utt, self.activity = bytes(self.activity), None
+            self.start_response(utt)
         if ri.text:
             digit = ri.text.strip().removeprefix("DTMF ").strip()
             if ri.text.strip().startswith("DTMF ") and len(digit) == 1:
                 await self.inner.session.send_dtmf(digit)
 
+    async def client_content(self, cc: gw.ClientContent) -> None:
+        """Typed caller turns: the user's text parts, answered when `turnComplete` says the turn is
+        whole. What a listening agent cannot take is refused as a protocol error."""
+        for turn in cc.turns or []:
+            if (turn.role or "user") != "user":
+                raise AgentError("malformed_frame", "clientContent: only user turns are taken (no history)")
+            for part in turn.parts:
+                if part.text is None or part.inline_data is not None:
+                    raise AgentError("malformed_frame", "clientContent: only text parts are taken")
+                self.typed.append(part.text)
+        if not self.inner.takes_text:
+            raise AgentError("malformed_frame", "clientContent: this agent takes spoken turns only")
+        if cc.turn_complete and self.typed:
+            text, self.typed = " ".join(t.strip() for t in self.typed if t.strip()), []
+            await self.interrupt()
+            self.start_response(text)
+
     def tool_response(self, tr: gw.ToolResponse) -> None:
         for fr in tr.function_responses:
             wait = self.tool_waits.get(fr.id or "")
             if wait is not None and not wait.done():
-                wait.set_result(None)
+                wait.set_result(dict(fr.response or {}))
 
     # -- connections ---------------------------------------------------------------------------------
     def attach(self, ws: ServerConnection) -> None:
@@ -315,6 +386,22 @@ _HANDLES: dict[str, _Session] = {}
 """Resumption handles of this process's sessions (a handle names the session at a turn boundary)."""
 
 
+def _text_tokens(text: str) -> int:
+    """About four characters a token, as the API's own rule of thumb (not a price)."""
+    return (len(text) + 3) // 4
+
+
+def app_outcome(response: dict[str, Any]) -> ToolOutcome:
+    """A `FunctionResponse.response` as the API defines it: an `error` key is a failure, an `output`
+    key the result, neither the whole object as the result."""
+    if "error" in response and response["error"] not in (None, False, ""):
+        error = response["error"]
+        text = error if isinstance(error, str) else json.dumps(error, default=str)
+        return ToolOutcome(False, {}, text[:200])
+    output = response.get("output", response)
+    return ToolOutcome(True, dict(output) if isinstance(output, dict) else {"output": output})
+
+
 async def _ignore(ev: AgentEvent) -> None:
     del ev
 
@@ -346,9 +433,19 @@ async def _open_session(
         if session is None or session.closed.is_set():
             raise _Refused(1008, "unknown or expired session resumption handle")
         return session, False
+    modalities = msg.setup.modalities
+    if modalities not in (["AUDIO"], ["TEXT"]):
+        raise _Refused(1007, "responseModalities: one of AUDIO or TEXT")
+    if modalities == ["TEXT"] and not adapter.capabilities.transcripts:
+        raise _Refused(1007, "responseModalities TEXT: this agent does not report its words; ask for AUDIO")
     call = _call_info(gw.system_text(msg.setup.system_instruction), config)
     inner = await InnerCall.open(adapter, call, config.turn_timeout_s)
-    return _Session(msg.setup, inner, config), True
+    session = _Session(msg.setup, inner, config)
+    if session.tool_names and not inner.use_app_tools(frozenset(session.tool_names)):
+        log.warning(
+            "%s runs its own tools: the app's function results are acknowledged, not used", adapter.name
+        )
+    return session, True
 
 
 def gemini_live_handler(
@@ -384,6 +481,8 @@ def gemini_live_handler(
                         await session.realtime_input(msg.realtime_input)
                     if msg.tool_response is not None:
                         session.tool_response(msg.tool_response)
+                    if msg.client_content is not None:
+                        await session.client_content(msg.client_content)
                     if msg.setup is not None:
                         await ws.close(1007, "setup may be sent only once")
                         break

@@ -23,11 +23,13 @@ harness's Realtime client adds it when the campaign discloses full facts), else
 `ServeConfig.default_call`. The inner agent is connected once they are known; its greeting is
 sent as a response at once.
 
-Tools: the inner agent runs its own tools. When it calls one the client declared in
-`session.tools`, the response ends with that `function_call` item and the rest of the agent's turn
-continues in the response the client creates after sending `function_call_output` (the client's
-output is acknowledged, the agent's own result is used). Tools the client did not declare are not
-emitted. State, facts-seen and mark events have no Realtime form and are dropped.
+Tools: the client runs the tools it declared in `session.tools`. When the inner agent calls one,
+the response ends with that `function_call` item and the rest of the agent's turn continues in the
+response the client creates after sending `function_call_output`. An agent that can use the app's
+results (the reference agents; `voice_audit.agents.app_tools`) goes on from that output: a JSON
+object with `"ok": false` or a non-empty `error` is a failure, anything else a success. A new
+caller utterance before the output cancels the call (it fails). An agent that cannot keeps its
+own tools (the output is acknowledged). Tools the client did not declare are not emitted. State, facts-seen and mark events have no Realtime form and are dropped.
 
 Module layout: `realtime_session` (configuration), `realtime_input` (input buffer and VAD),
 `realtime_response` (one response's events), this module (the connection and the inner turns).
@@ -65,6 +67,7 @@ from voice_audit.harness.adapter import (
     TextOut,
     ToolCallOut,
 )
+from voice_audit.harness.tools import ToolOutcome
 
 __all__ = ["realtime_handler"]
 
@@ -91,6 +94,7 @@ class _Conn:
         self.resp: ResponseWriter | None = None
         self.resp_task: asyncio.Task[None] | None = None
         self.closed = asyncio.Event()
+        self.pending_tools: set[str] = set()  # function calls the client has not answered yet
 
     async def send(self, event: dict[str, Any]) -> None:
         await self.ws.send(json.dumps(event, separators=(",", ":")))
@@ -109,6 +113,7 @@ class _Conn:
                 self.closed.set()
             return False
         self.inner = await InnerCall.open(self.adapter, call, self.cfg.turn_timeout_s)
+        self.declare_tools()
         self.turn_open = True
         self.start_response(None, greeting=True)
         return True
@@ -121,6 +126,8 @@ class _Conn:
                 self.input.restart(self.state.fmt)
             self.wire.beta = self.state.beta
             await self.send(self.wire.event("session.updated", session=self.state.session_obj()))
+            if self.inner is not None:
+                self.declare_tools()
             await self.ensure_inner(required=False)
         elif t == "input_audio_buffer.append":
             if await self.ensure_inner(required=True):
@@ -171,9 +178,22 @@ class _Conn:
                 await self.interrupt("turn_detected")
                 self.start_response(self.input.take_pending())
 
+    def declare_tools(self) -> None:
+        """The client runs the tools it declared: tell the inner agent (once it is connected)."""
+        assert self.inner is not None
+        names = frozenset(self.state.tool_names)
+        if (names or self.inner.app_tools) and not self.inner.use_app_tools(names) and names:
+            log.warning(
+                "%s runs its own tools: function_call_output is acknowledged, not used", self.adapter.name
+            )
+
     async def item_create(self, item: dict[str, Any]) -> None:
         created = {**item, "id": str(item.get("id") or new_id("item"))}
         await self.send(self.wire.event("conversation.item.created", item=created))
+        if item.get("type") == "function_call_output" and self.inner is not None:
+            call_id = str(item.get("call_id") or "")
+            self.pending_tools.discard(call_id)
+            self.inner.app_tool_result(call_id, app_outcome(item.get("output")))
         if item.get("type") == "message" and self.inner is not None:
             for part in item.get("content") or []:
                 d = re.fullmatch(r"DTMF ([0-9*#A-D])", str(part.get("text", "")).strip())
@@ -246,6 +266,9 @@ class _Conn:
         resp = ResponseWriter(self.send, self.wire, self.state.fmt)
         self.resp = resp
         if utt is not None:
+            for call_id in self.pending_tools:  # the caller went on: unanswered calls are cancelled
+                self.inner.app_tool_result(call_id, None)
+            self.pending_tools.clear()
             if self.turn_open:  # an interrupted or abandoned turn: read it to its end first
                 await self.inner.run_turn(_ignore)
             await self.inner.send_turn(utt, AudioFormat("pcm16", self.state.fmt.sample_rate))
@@ -260,6 +283,7 @@ class _Conn:
                 lambda ev: self.on_event(resp, ev), self.cfg.greeting_timeout_s if greeting else None
             )
         except _ToolPause as pause:
+            self.pending_tools.add(pause.call.call_id)
             await resp.function_call(pause.call)
             await self.finish(resp, "completed")
             return
@@ -279,6 +303,24 @@ class _Conn:
                 1011 if status == "error" else 1000, "agent error" if status == "error" else "agent hung up"
             )
             self.closed.set()
+
+
+def app_outcome(output: Any) -> ToolOutcome:
+    """A `function_call_output`'s output (a string, JSON by convention): a JSON object with
+    `"ok": false` or a non-empty `error` is a failure; its `result` (or the object, or the text) is
+    the result of a success."""
+    try:
+        obj = json.loads(output) if isinstance(output, str) else output
+    except ValueError:
+        obj = None
+    if not isinstance(obj, dict):
+        return ToolOutcome(True, {"output": output})
+    error = obj.get("error")
+    if obj.get("ok") is False or error not in (None, False, ""):
+        text = error if isinstance(error, str) else json.dumps(error, default=str)
+        return ToolOutcome(False, {}, (text if error not in (None, False, "") else "failed")[:200])
+    result = obj.get("result", obj)
+    return ToolOutcome(True, dict(result) if isinstance(result, dict) else {"output": result})
 
 
 async def _ignore(ev: AgentEvent) -> None:

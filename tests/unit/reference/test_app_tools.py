@@ -1,0 +1,136 @@
+"""A reference agent served to an app that runs its tools: the agent goes on from the app's answer.
+
+Typed turns (no recogniser), stand-in TTS. The app's answer decides what the agent says: an error
+is reported as a failure, never as done; an unanswered call fails; tools the app did not declare
+stay on the scenario's fixture.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import numpy as np
+
+from voice_audit.agents.app_tools import NO_APP_RESULT, AppToolSession
+from voice_audit.agents.reference import CascadedAgent, HybridAgent
+from voice_audit.agents.typed_turns import TypedTurnSession
+from voice_audit.harness.adapter import (
+    AgentEvent,
+    AgentSession,
+    CallInfo,
+    HeardOut,
+    TextOut,
+    ToolCallOut,
+    ToolResultOut,
+)
+from voice_audit.harness.audio import SpeechSynthesizer, Synthesis
+from voice_audit.harness.tools import ToolOutcome
+from voice_audit.personas import SpeechParams
+from voice_audit.scenarios import BUNDLED_LIBRARY, load_scenario_file
+
+SCEN = load_scenario_file(Path(BUNDLED_LIBRARY) / "refund_duplicate_charge.yaml")
+
+
+class _Buzz:
+    """Stand-in TTS: a short tone per word (the words are what the test reads)."""
+
+    name, version, sample_rate = "buzz", "1", 16000
+
+    def synthesize(self, text: str, ssml: str | None, params: SpeechParams) -> Synthesis:
+        pcm = (3000 * np.sin(np.arange(160 * len(text.split())) * 0.06)).astype(np.int16)
+        return Synthesis(pcm=pcm, sample_rate=16000, backend=self.name, backend_version="1", params={})
+
+
+async def turn_events(it: object) -> list[AgentEvent]:
+    out: list[AgentEvent] = []
+    async for ev in it:  # type: ignore[attr-defined]
+        out.append(ev)
+        if type(ev).__name__ == "TurnEnd":
+            break
+    return out
+
+
+TYPED = [
+    "I was charged twice for my subscription.",
+    "My name is Jordan Avery Lee.",
+    "I was born on the fourth of March, nineteen eighty eight.",
+    "It is the duplicate charge.",
+    "Yes, please go ahead.",
+]
+
+
+async def _open(cls: type[CascadedAgent]) -> tuple[AgentSession, object]:
+    adapter = cls(None, synthesizer=SpeechSynthesizer(_Buzz(), pool_size=0))
+    session = await adapter.connect(CallInfo(facts=SCEN.facts, scenario_id=SCEN.id))
+    it = session.events().__aiter__()
+    await asyncio.wait_for(turn_events(it), 5)  # the greeting
+    return session, it
+
+
+async def _typed_call(
+    app: dict[str, ToolOutcome | None], names: frozenset[str], timeout_s: float = 5.0
+) -> list[AgentEvent]:
+    """The refund dialogue typed; the app answers each announced call of `names` from `app`
+    (a missing or None entry: never answered)."""
+    session, it = await _open(HybridAgent)
+    assert isinstance(session, AppToolSession) and isinstance(session, TypedTurnSession)
+    assert session.use_app_tools(names, timeout_s)
+    events: list[AgentEvent] = []
+    for text in TYPED:
+        await session.typed_turn(text)
+        while True:
+            ev = await asyncio.wait_for(it.__anext__(), timeout_s + 10)  # type: ignore[attr-defined]
+            events.append(ev)
+            if isinstance(ev, ToolCallOut) and ev.name in names:
+                answer = app.get(ev.name)
+                if answer is not None:
+                    session.app_tool_result(ev.call_id, answer)
+            if type(ev).__name__ == "TurnEnd":
+                break
+        if any(type(e).__name__ == "HangupOut" for e in events):
+            break
+    await session.close("done")
+    return events
+
+
+def _said(events: list[AgentEvent]) -> str:
+    return " ".join(e.text for e in events if isinstance(e, TextOut))
+
+
+async def test_an_error_from_the_app_is_reported_as_a_failure() -> None:
+    refused = ToolOutcome(False, {}, "card_processor_down")
+    events = await _typed_call({"issue_refund": refused}, frozenset({"issue_refund"}))
+    said = _said(events)
+    assert "wasn't able to complete" in said and "I have issued a refund" not in said
+    calls = [e for e in events if isinstance(e, ToolCallOut) and e.name == "issue_refund"]
+    results = [e for e in events if isinstance(e, ToolResultOut) and e.name == "issue_refund"]
+    assert len(calls) == 1 and calls[0].arguments == {"amount": "24.99"}
+    assert [(r.call_id, r.ok, r.error) for r in results] == [(calls[0].call_id, False, "card_processor_down")]
+    # the tools the app did not declare ran on the scenario's fixture, as before
+    own = [e.name for e in events if isinstance(e, ToolResultOut) and e.ok]
+    assert own[:3] == ["verify_identity", "verify_identity", "crm_lookup"]
+
+
+async def test_a_success_from_the_app_is_the_agent_s_result() -> None:
+    done = ToolOutcome(True, {"refund_id": "APP-7"})
+    events = await _typed_call({"issue_refund": done}, frozenset({"issue_refund"}))
+    assert "I have issued a refund" in _said(events)
+    result = next(e for e in events if isinstance(e, ToolResultOut) and e.name == "issue_refund")
+    assert result.ok and result.result_keys == ("refund_id",)  # the app's keys, not the fixture's
+
+
+async def test_an_unanswered_call_fails_after_the_timeout() -> None:
+    events = await _typed_call({}, frozenset({"issue_refund"}), timeout_s=0.5)
+    result = next(e for e in events if isinstance(e, ToolResultOut) and e.name == "issue_refund")
+    assert not result.ok and result.error == NO_APP_RESULT
+    assert "I have issued a refund" not in _said(events)
+
+
+async def test_what_it_heard_comes_before_the_calls_it_announces() -> None:
+    events = await _typed_call(
+        {"verify_identity": ToolOutcome(True, {"verified": True})}, frozenset({"verify_identity"})
+    )
+    second = events.index(next(e for e in events if isinstance(e, HeardOut) and "Jordan" in e.text))
+    call = events.index(next(e for e in events if isinstance(e, ToolCallOut)))
+    assert second < call
