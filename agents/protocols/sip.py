@@ -28,24 +28,20 @@ no answer, refused credentials, server error, transaction timeout); RTP that sto
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import dataclasses
 import importlib.util
 import ipaddress
 import logging
 import os
-import zlib
-from collections import deque
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from voice_audit.agents.protocols._secrets import expand_env
+from voice_audit.agents.protocols._stream import EventChannel
 from voice_audit.agents.protocols.sip_uri import (
-    CALL_ID_HEADER,
-    FACTS_HEADER,
     SipTarget,
     check_headers,
     check_identity,
@@ -53,10 +49,15 @@ from voice_audit.agents.protocols.sip_uri import (
     parse_target,
     target_problem,
 )
+from voice_audit.agents.protocols.sip_wire import (
+    CALL_ID_HEADER,
+    SIP_FORMAT,
+    facts_headers,
+    load_stack,
+)
 from voice_audit.harness.adapter import (
     AgentError,
     AgentEvent,
-    AudioFormat,
     AudioOut,
     CallInfo,
     Capabilities,
@@ -64,54 +65,22 @@ from voice_audit.harness.adapter import (
     HangupOut,
     SignalOut,
 )
-from voice_audit.harness.disclosure import disclose
 from voice_audit.harness.model.campaign import AgentSpec
-from voice_audit.scenarios import MissingBackendError, canonical_json
+from voice_audit.scenarios import MissingBackendError
 
 if TYPE_CHECKING:
     from voice_audit.agents.protocols.sip_stack import CallEvent, Feed, SipStack
 
-__all__ = ["SIP_FORMAT", "SipAdapter", "SipSession", "facts_headers", "sip_adapter"]
+__all__ = ["SipAdapter", "SipSession", "sip_adapter"]
 
 log = logging.getLogger("voice_audit.agents.protocols.sip")
 
-SIP_FORMAT = AudioFormat("pcm16", 16000)
 DEFAULT_CALLER_NUMBER = str(
     next(f.default for f in dataclasses.fields(CallInfo) if f.name == "caller_number")
 )
 """The caller's number when neither the options nor the call name one (its account is made ahead)."""
 EVENT_QUEUE_SIZE = 4096
 CLOSE_WAIT_S = 3.0
-
-
-def load_stack(codecs: tuple[str, ...] = ("PCMU", "PCMA", "G722"), collect_ticks: bool = False) -> SipStack:
-    """The process's SIP stack; a missing `pjsua2` names the extra that installs it."""
-    try:
-        from voice_audit.agents.protocols.sip_stack import SipStack, StackError
-    except ModuleNotFoundError as exc:
-        raise MissingBackendError("sip", "sip", f"Python module '{exc.name}' not found") from None
-    try:
-        return SipStack.get(codecs, collect_ticks)
-    except StackError as exc:
-        raise AgentError("harness_error", f"SIP stack: {exc}") from None
-
-
-def facts_headers(call: CallInfo) -> dict[str, str]:
-    """What the campaign discloses of the facts, as SIP headers (see the module docstring)."""
-    sent = disclose(call.facts, call.disclosure)
-    out: dict[str, str] = {}
-    if sent.facts is not None:
-        packed = zlib.compress(canonical_json(sent.facts).encode(), 9)
-        out[FACTS_HEADER] = base64.urlsafe_b64encode(packed).decode().rstrip("=")
-        out["X-Voice-Audit-Scenario"] = call.scenario_id
-    for key, value in (sent.ids or {}).items():
-        out["X-Voice-Audit-" + "-".join(p.capitalize() for p in key.split("_"))] = value
-    return out
-
-
-def read_facts_header(value: str) -> bytes:
-    """The canonical JSON a `X-Voice-Audit-Facts` value carries (for the serving side)."""
-    return zlib.decompress(base64.urlsafe_b64decode(value + "=" * (-len(value) % 4)))
 
 
 class SpeechGate:
@@ -135,44 +104,6 @@ class SpeechGate:
         return False
 
 
-class _Channel:
-    """Events for the runtime: put without waiting (the stack's callbacks cannot wait), bounded
-    (agent audio beyond it is dropped and counted), ended once."""
-
-    def __init__(self) -> None:
-        self._q: deque[AgentEvent] = deque()
-        self._wake = asyncio.Event()
-        self.done = False
-        self.dropped = 0
-        self.end_reason = ""
-
-    def put(self, ev: AgentEvent) -> None:
-        if self.done:
-            return
-        if len(self._q) >= EVENT_QUEUE_SIZE:
-            if isinstance(ev, AudioOut):
-                self.dropped += 1
-                return
-            self._q.popleft()
-        self._q.append(ev)
-        self._wake.set()
-
-    def finish(self, reason: str) -> None:
-        if not self.done:
-            self.done, self.end_reason = True, reason
-            self._wake.set()
-
-    async def events(self) -> AsyncIterator[AgentEvent]:
-        while True:
-            if self._q:
-                yield self._q.popleft()
-                continue
-            if self.done:
-                return
-            self._wake.clear()
-            await self._wake.wait()
-
-
 class SipSession:
     """One SIP call. Created by `SipAdapter.connect`, which has placed it and waited for an answer."""
 
@@ -181,7 +112,7 @@ class SipSession:
         self._adapter = adapter
         self.call = call
         self._loop = asyncio.get_running_loop()
-        self._chan = _Channel()
+        self._chan = EventChannel(EVENT_QUEUE_SIZE)
         self._gate = SpeechGate(adapter.speech_threshold_dbfs, adapter.speech_hangover_ms)
         self.handle = 0
         self.feed: Feed | None = None
@@ -208,12 +139,12 @@ class SipSession:
 
     def _flush_signals(self) -> None:
         for sig in self._signals:
-            self._chan.put(sig)
+            self._chan.put_nowait(sig)
         self._signals.clear()
 
     def on_audio(self, pcm: bytes) -> None:
         if self.answered.done() and self._gate(pcm):
-            self._chan.put(AudioOut(pcm, SIP_FORMAT.sample_rate))
+            self._chan.put_nowait(AudioOut(pcm, SIP_FORMAT.sample_rate))
 
     def _on_event(self, ev: CallEvent) -> None:
         if ev.kind == "media":
@@ -233,7 +164,9 @@ class SipSession:
         elif ev.kind == "state":
             self._on_state(ev)
         elif ev.kind == "rtp_stopped" and not self._closing:
-            self._chan.put(ErrorOut("disconnect", f"RTP stopped: nothing from the agent for {ev.detail} s"))
+            self._chan.put_nowait(
+                ErrorOut("disconnect", f"RTP stopped: nothing from the agent for {ev.detail} s")
+            )
             self._chan.finish("RTP stopped")
             self._loop.create_task(self._hangup_and_release("RTP stopped"))
 
@@ -254,9 +187,9 @@ class SipSession:
             if not self.answered.done():
                 self.answered.set_exception(AgentError(kind, message))
             elif not self._closing:  # early media, then a failure instead of an answer
-                self._chan.put(ErrorOut(kind, message))
+                self._chan.put_nowait(ErrorOut(kind, message))
         elif not self._closing:
-            self._chan.put(_bye_event(ev.detail))
+            self._chan.put_nowait(_bye_event(ev.detail))
         self._chan.finish(f"call ended ({ev.code} {ev.reason})")
         self._loop.create_task(self._release())
 

@@ -23,11 +23,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from voice_audit.agents.protocols.sip_wire import CALL_ID_HEADER
 from voice_audit.harness.model.failures import FailureKind
 
 __all__ = [
-    "CALL_ID_HEADER",
-    "FACTS_HEADER",
     "OWNED_HEADERS",
     "SipTarget",
     "Transport",
@@ -40,11 +39,6 @@ __all__ = [
 ]
 
 Transport = Literal["udp", "tcp"]
-
-CALL_ID_HEADER = "X-Voice-Audit-Call-Id"
-"""Carries `CallInfo.call_id` (the opaque per-call HMAC), so a run joins with the agent's logs."""
-FACTS_HEADER = "X-Voice-Audit-Facts"
-"""The disclosed facts under `facts_disclosure: full` (base64url of their canonical JSON)."""
 
 OWNED_HEADERS = frozenset(
     h.lower()

@@ -28,8 +28,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from voice_audit.agents.protocols.audio import convert
-from voice_audit.agents.protocols.sip import SIP_FORMAT, load_stack, read_facts_header
-from voice_audit.agents.protocols.sip_uri import CALL_ID_HEADER, FACTS_HEADER
+from voice_audit.agents.protocols.sip_wire import (
+    CALL_ID_HEADER,
+    FACTS_HEADER,
+    SIP_FORMAT,
+    load_stack,
+    read_facts_header,
+)
 from voice_audit.agents.serve._inner import InnerCall
 from voice_audit.agents.serve.config import ServeConfig
 from voice_audit.agents.serve.vad import Endpointer

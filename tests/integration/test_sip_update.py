@@ -22,7 +22,8 @@ import pytest
 pytest.importorskip("pjsua2")
 
 from tests.helpers.sip_peers import Sipp, dominant_hz, free_port_pair, tone
-from voice_audit.agents.protocols.sip import SIP_FORMAT, sip_adapter
+from voice_audit.agents.protocols.sip import sip_adapter
+from voice_audit.agents.protocols.sip_wire import SIP_FORMAT
 from voice_audit.harness.adapter import AgentError, AudioOut, CallInfo, HangupOut, SignalOut
 from voice_audit.harness.model.campaign import AgentSpec
 from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary

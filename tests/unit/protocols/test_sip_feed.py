@@ -15,12 +15,10 @@ from voice_audit.agents.protocols.sip_stack import (
     SILENCE,
     Feed,
     StackError,
-    _fast_ok,
-    _fast_read,
-    _slow_read,
     check_codecs,
     message_headers,
 )
+from voice_audit.agents.protocols.sip_stack.media import fast_ok, fast_read, slow_read
 
 
 def frame(i: int) -> bytes:
@@ -58,11 +56,11 @@ def test_the_backlog_is_bounded() -> None:
 
 
 def test_fast_frame_copies_match_the_slow_path() -> None:
-    assert _fast_ok()
+    assert fast_ok()
     data = bytes(range(256)) * 2 + bytes(128)
     media = pj.MediaFrame()
     media.buf = pj.ByteVector(data)
-    assert _fast_read(media.buf) == _slow_read(media.buf) == data
+    assert fast_read(media.buf) == slow_read(media.buf) == data
 
 
 def test_codecs_and_headers() -> None:

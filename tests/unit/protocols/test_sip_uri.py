@@ -10,19 +10,21 @@ import pytest
 from voice_audit.agents.protocols.sip import (
     SpeechGate,
     _bye_event,
-    facts_headers,
-    read_facts_header,
     sip_adapter,
 )
 from voice_audit.agents.protocols.sip_uri import (
-    CALL_ID_HEADER,
-    FACTS_HEADER,
     check_headers,
     check_identity,
     condition_words,
     failure_for_status,
     parse_target,
     target_problem,
+)
+from voice_audit.agents.protocols.sip_wire import (
+    CALL_ID_HEADER,
+    FACTS_HEADER,
+    facts_headers,
+    read_facts_header,
 )
 from voice_audit.harness.adapter import AgentError, CallInfo, ErrorOut, HangupOut
 from voice_audit.harness.disclosure import disclose
