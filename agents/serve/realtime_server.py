@@ -4,7 +4,9 @@ Accepted client events: `session.update` (GA shape with nested `audio`, or beta 
 `input_audio_format`; formats pcm16 24 kHz or mu-law 8 kHz; `turn_detection` server_vad /
 semantic_vad (both run the energy VAD) or null; `tools`; `instructions`), `input_audio_buffer.append
 / commit / clear`, `response.create`, `response.cancel`, `conversation.item.create`
-(`function_call_output`; a user text `DTMF d` becomes `send_dtmf(d)`), `conversation.item.truncate`
+(`function_call_output`; a user text `DTMF d` becomes `send_dtmf(d)`; other user `input_text` is a
+typed caller turn the next `response.create` answers, for an agent that takes typed turns,
+`voice_audit.agents.typed_turns`, else an `error`), `conversation.item.truncate`
 (-> the inner agent's `barge_in(audio_end_ms)`).
 
 Server events (shapes in `voice_audit.agents.protocols.realtime_wire`, checked against the `openai` SDK):
@@ -95,6 +97,7 @@ class _Conn:
         self.resp_task: asyncio.Task[None] | None = None
         self.closed = asyncio.Event()
         self.pending_tools: set[str] = set()  # function calls the client has not answered yet
+        self.typed: list[str] = []  # user text items not yet answered
 
     async def send(self, event: dict[str, Any]) -> None:
         await self.ws.send(json.dumps(event, separators=(",", ":")))
@@ -145,7 +148,8 @@ class _Conn:
             if self.resp_task is not None and not self.resp_task.done():
                 await self.error("conversation_already_has_active_response", "a response is in progress")
                 return
-            self.start_response(self.input.take_pending())
+            typed, self.typed = " ".join(self.typed), []
+            self.start_response(typed or self.input.take_pending())
         elif t == "response.cancel":
             if not await self.interrupt("client_cancelled"):
                 await self.error("response_cancel_not_active", "no active response")
@@ -196,9 +200,15 @@ class _Conn:
             self.inner.app_tool_result(call_id, app_outcome(item.get("output")))
         if item.get("type") == "message" and self.inner is not None:
             for part in item.get("content") or []:
-                d = re.fullmatch(r"DTMF ([0-9*#A-D])", str(part.get("text", "")).strip())
+                text = str(part.get("text", "")).strip()
+                d = re.fullmatch(r"DTMF ([0-9*#A-D])", text)
                 if d:
                     await self.inner.session.send_dtmf(d.group(1))
+                elif text and part.get("type") == "input_text" and item.get("role", "user") == "user":
+                    if not self.inner.takes_text:
+                        await self.error("typed_turns_unsupported", "this agent takes spoken turns only")
+                        continue
+                    self.typed.append(text)  # a typed caller turn, answered on response.create
 
     async def interrupt(self, reason: CancelReason) -> bool:
         task = self.resp_task
@@ -215,7 +225,7 @@ class _Conn:
         return True
 
     # -- responses -------------------------------------------------------------------------------
-    def start_response(self, utt: bytes | None, greeting: bool = False) -> None:
+    def start_response(self, utt: bytes | str | None, greeting: bool = False) -> None:
         self.resp_task = asyncio.create_task(self.respond(utt, greeting), name="realtime-response")
         self.resp_task.add_done_callback(_report)
 
@@ -261,7 +271,8 @@ class _Conn:
             await flood(fault.flood_s, 20, frame)
         await idle_forever()
 
-    async def respond(self, utt: bytes | None, greeting: bool = False) -> None:
+    async def respond(self, utt: bytes | str | None, greeting: bool = False) -> None:
+        """Answer a caller turn: audio, typed text, or None to go on with the turn under way."""
         assert self.inner is not None
         resp = ResponseWriter(self.send, self.wire, self.state.fmt)
         self.resp = resp
@@ -271,7 +282,10 @@ class _Conn:
             self.pending_tools.clear()
             if self.turn_open:  # an interrupted or abandoned turn: read it to its end first
                 await self.inner.run_turn(_ignore)
-            await self.inner.send_turn(utt, AudioFormat("pcm16", self.state.fmt.sample_rate))
+            if isinstance(utt, str):
+                await self.inner.send_text_turn(utt)
+            else:
+                await self.inner.send_turn(utt, AudioFormat("pcm16", self.state.fmt.sample_rate))
             self.turn_open = True
         elif not self.turn_open:
             await self.finish(resp, "completed")
