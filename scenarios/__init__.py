@@ -15,7 +15,6 @@ from voice_audit.scenarios._library import (
 )
 from voice_audit.scenarios._model import (
     CALLER_FACTS,
-    OUTCOMES,
     TOOLS,
     AcceptableOutcome,
     Account,
@@ -24,7 +23,6 @@ from voice_audit.scenarios._model import (
     Challenge,
     Charge,
     Facts,
-    Outcome,
     Policy,
     PriorContact,
     Scenario,
@@ -42,6 +40,7 @@ from voice_audit.scenarios.vocabulary import (
     BUILTIN_OUTCOMES,
     BUILTIN_TOOLS,
     FlagRule,
+    Outcome,
     OutcomeRules,
     OutcomeSpec,
     Rule,
@@ -58,7 +57,6 @@ __all__ = [
     "BUNDLED_LIBRARY",
     "CALLER_FACTS",
     "LOCK_NAME",
-    "OUTCOMES",
     "TOOLS",
     "AcceptableOutcome",
     "Account",

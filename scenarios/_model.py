@@ -23,18 +23,6 @@ from voice_audit.scenarios.vocabulary import (
     outcome_rules,
 )
 
-Outcome = Literal[
-    "refund_issued",
-    "credit_issued",
-    "partial_credit",
-    "plan_corrected",
-    "ticket_opened",
-    "escalated",
-    "denied",
-    "unresolved",
-]
-OUTCOMES: tuple[str, ...] = Outcome.__args__  # type: ignore[attr-defined]
-
 TOOLS: tuple[str, ...] = BUILTIN_TOOLS
 
 AnchorIntent = Literal[

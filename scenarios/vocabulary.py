@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import Field
 
@@ -19,7 +19,7 @@ from voice_audit.scenarios.base import Frozen
 
 NAME = r"^[a-z][a-z0-9_]*$"
 
-BUILTIN_OUTCOMES: tuple[str, ...] = (
+Outcome = Literal[
     "refund_issued",
     "credit_issued",
     "partial_credit",
@@ -28,7 +28,9 @@ BUILTIN_OUTCOMES: tuple[str, ...] = (
     "escalated",
     "denied",
     "unresolved",
-)
+]
+"""The built-in outcomes, as a type; a scenario may declare more (`OutcomeSpec`)."""
+BUILTIN_OUTCOMES: tuple[str, ...] = get_args(Outcome)
 
 BUILTIN_TOOLS: tuple[str, ...] = (
     "verify_identity",

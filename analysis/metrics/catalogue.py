@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from voice_audit.scenarios import OUTCOMES, TOOLS
+from voice_audit.scenarios import BUILTIN_OUTCOMES, TOOLS
 from voice_audit.scenarios.base import Frozen
 
 Kind = Literal["binary", "continuous", "label"]
@@ -61,7 +61,10 @@ _SPECS: list[MetricSpec] = [
         True,
         "outcome not acceptable under the locked facts",
     ),
-    *[_m(f"outcome_{o}", "terminal_outcome", "binary", None, f"terminal outcome is {o}") for o in OUTCOMES],
+    *[
+        _m(f"outcome_{o}", "terminal_outcome", "binary", None, f"terminal outcome is {o}")
+        for o in BUILTIN_OUTCOMES
+    ],
     _m(
         "burden_repair",
         "path_burden",

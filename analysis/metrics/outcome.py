@@ -15,7 +15,7 @@ import pandas as pd
 from voice_audit.analysis.metrics.table import EventTable
 from voice_audit.harness.model.failures import NON_SERVICE_FLAGS
 from voice_audit.harness.model.outcome import NO_RULE
-from voice_audit.scenarios import OUTCOMES, OutcomeRules, Scenario, outcome_rules
+from voice_audit.scenarios import BUILTIN_OUTCOMES, OutcomeRules, Scenario, outcome_rules
 
 _NON_SERVICE = frozenset(NON_SERVICE_FLAGS)
 _NOT_REMEDIES = frozenset({"escalated", "denied", "unresolved"})
@@ -148,6 +148,6 @@ def acceptability(
     acc = np.array([verdict[k] for k in rows], dtype=float)
     out = pd.DataFrame({"outcome_acceptable": acc, "outcome_anomalous": 1.0 - acc}, index=judged.index)
     terminal = judged["outcome_terminal"]
-    for o in OUTCOMES:
+    for o in BUILTIN_OUTCOMES:
         out[f"outcome_{o}"] = np.where(terminal.isna(), np.nan, (terminal == o).astype(float))
     return out
