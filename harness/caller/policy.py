@@ -15,19 +15,8 @@ from voice_audit.harness.caller.classify import RuleReader
 from voice_audit.harness.caller.patience import PATIENCE_LINES
 from voice_audit.harness.caller.reading import Reader, Reading, make_reading
 from voice_audit.harness.model.dialogue_acts import Classification
+from voice_audit.harness.model.events import EscalationReason, UtteranceKind
 from voice_audit.scenarios import Anchor, Scenario
-
-UtteranceKind = Literal[
-    "anchor",
-    "challenge_answer",
-    "repeat",
-    "rephrase",
-    "human_request",
-    "nudge",
-    "patience_prompt",
-    "interruption",
-]
-EscalationReason = Literal["scripted", "repairs", "stalled", "denial", "unresponsive"]
 
 HUMAN_REQUEST = "Can I speak to a human agent, please?"
 NUDGE = "Okay."

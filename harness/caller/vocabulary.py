@@ -4,9 +4,10 @@ The policy and the caller's patience speak only fixed templates (anchors, rephra
 facts' answers, the unknown-fact reply, a request for a human, a nudge, the patience prompt, a
 declared interruption line);
 repeats say one of those again, and an answer to several facts says its answers one after
-another. The persona's text transforms draw from a seed keyed by what is said and how often it
-was said before (`render_key`), so a line's words depend on that count: `say_forms` bounds it,
-which makes the set of lines a voice can say finite and listable before any call.
+another. The persona's text transforms (disfluency) draw from the pair's line variant and the
+template (`text_key`), not from how often it was said: a repeat says the same words again, more
+slowly (`say_forms` bounds how often, which bounds the slower rates), so the lines a voice can say
+are the templates times the campaign's `line_variants`, finite and listable before any call.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from dataclasses import dataclass
 
 from voice_audit.harness.caller.interruption import INTERRUPTION_LINE
 from voice_audit.harness.caller.patience import PATIENCE_LINES
-from voice_audit.harness.caller.policy import HUMAN_REQUEST, NUDGE, UNKNOWN_FACT, Say, UtteranceKind
+from voice_audit.harness.caller.policy import HUMAN_REQUEST, NUDGE, UNKNOWN_FACT, Say
 from voice_audit.harness.model.campaign import Interruptions, Patience
+from voice_audit.harness.model.events import UtteranceKind
 from voice_audit.personas import SpeechParams
 from voice_audit.scenarios import Scenario
 
@@ -38,8 +40,15 @@ def part_key(kind: str, part: str) -> str:
 
 
 def render_key(key: str, count: int) -> str:
-    """The seed key of the text transforms for the `count`-th saying under `key`."""
+    """The key of the `count`-th saying under `key` (what the caller counts its repeats by)."""
     return f"{key}:{count}"
+
+
+def text_key(template: str, framing: bool) -> str:
+    """The seed key of the text transforms of a template: its words (and whether the wording level's
+    framing is said with it), whatever kind of turn says it and however often. Within one line
+    variant, the same template is always the same words."""
+    return f"{'framed' if framing else 'plain'}:{template}"
 
 
 def clearer_speech(speech: SpeechParams, kind: str, count: int) -> SpeechParams:
@@ -131,4 +140,5 @@ __all__ = [
     "said_key",
     "say_bounds",
     "say_forms",
+    "text_key",
 ]

@@ -25,6 +25,20 @@ from voice_audit.harness.model.failures import failure_side as failure_side
 from voice_audit.harness.model.failures import non_service_flag as non_service_flag
 from voice_audit.scenarios.base import Frozen
 
+UtteranceKind = Literal[
+    "anchor",
+    "challenge_answer",
+    "repeat",
+    "rephrase",
+    "human_request",
+    "nudge",
+    "patience_prompt",
+    "interruption",
+]
+"""Why the caller said something; the caller policy decides it, the event log records it."""
+EscalationReason = Literal["scripted", "repairs", "stalled", "denial", "unresponsive"]
+"""Why the caller asked for a human."""
+
 
 class _Event(Frozen):
     t_ms: int = Field(
@@ -103,16 +117,7 @@ class CallerUtteranceStart(_Event):
         description="Event type; always `caller_utterance_start` for this event.",
     )
     turn: int = Field(ge=0, description="Caller turn number, from 1.")
-    kind: Literal[
-        "anchor",
-        "challenge_answer",
-        "repeat",
-        "rephrase",
-        "human_request",
-        "nudge",
-        "patience_prompt",
-        "interruption",
-    ] = Field(
+    kind: UtteranceKind = Field(
         description="Why the caller said this: a scripted anchor, a challenge answer, a repeat or rephrase after a repair request, a request for a human, a nudge, a patience prompt or a planned interruption."
     )
     anchor_id: str | None = Field(
@@ -349,7 +354,7 @@ class EscalationRequested(_Event):
     turn: int = Field(
         ge=0, description="Caller turn the event belongs to (0 before the caller's first utterance)."
     )
-    reason: Literal["scripted", "repairs", "stalled", "denial", "unresponsive"] = Field(
+    reason: EscalationReason = Field(
         description="Why the caller asked for a human: the script said so, too many repairs, a stalled call, a denial, or an unresponsive agent."
     )
 
