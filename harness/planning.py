@@ -85,6 +85,11 @@ def _hex(*parts: object, n: int = 16) -> str:
 
 
 def _check_backends(doc: YamlDocument, campaign: Campaign) -> None:
+def line_seed(campaign_seed: int, variant: int) -> int:
+    """The seed of line variant `variant`: the same for every pair, voice and scenario of a campaign."""
+    return int(_hex("line-variant", campaign_seed, variant, n=8), 16)
+
+
     checks: list[tuple[tuple[str | int, ...], str, Callable[[], list[str]]]] = [
         (("tts",), campaign.tts.name, tts_backend_names),
         (("asr",), campaign.asr.name, asr_backend_names),
@@ -237,6 +242,7 @@ def plan_campaign(
                     caller_key = _hex(campaign.seed, scenario_id, cond_a, cond_b, contrast, voice, rep, n=12)
                     seed = int(_hex("seed", campaign.seed, caller_key, n=8), 16)
                     for agent in agents:
+                    variant = rep % campaign.line_variants
                         pair = MatchedPair(
                             pair_id=_hex("pair", caller_key, agent.name, campaign.batch, n=12),
                             scenario_id=scenario_id,
@@ -246,6 +252,8 @@ def plan_campaign(
                             voice_index=voice,
                             seed=seed,
                             replicate=rep,
+                            line_variant=variant,
+                            line_seed=line_seed(campaign.seed, variant),
                             run_batch=campaign.batch,
                         )
                         sides: tuple[Literal["a"], Literal["b"]] = ("a", "b")

@@ -231,9 +231,24 @@ class MatchedPair(Frozen):
     voice_index: int = Field(
         ge=0, description="Which realisation of each voice profile both sides use (0-based)."
     )
-    seed: int = Field(description="Seed shared by both sides, so their wording and disfluency draws match.")
+    seed: int = Field(description="Seed shared by both sides: the telephone line's noise and frame loss.")
+    line_variant: int = Field(
+        default=0,
+        ge=0,
+        description="Which of the campaign's line variants both sides say (the replicate modulo `line_variants`).",
+    )
+    line_seed: int | None = Field(
+        default=None,
+        description="Seed of that variant's disfluency draws, derived from the campaign seed and the variant, so "
+        "every pair saying the variant says the same words; unset (plans of older runs): the pair's seed.",
+    )
     replicate: int = Field(ge=0, description="Replicate number of this pair (0-based).")
     run_batch: str = Field(description="The campaign's batch label, recorded on both calls for pooling runs.")
+
+    @property
+    def text_seed(self) -> int:
+        """The seed both sides' text transforms draw from."""
+        return self.seed if self.line_seed is None else self.line_seed
 
     @model_validator(mode="after")
     def _differ_only_on_contrast(self) -> MatchedPair:

@@ -67,21 +67,28 @@ def render_utterance(
     pieces, base = fill_placeholders(template, slots)
     dis = catalogue.disfluency[condition.disfluency]
     wording = catalogue.wording[condition.wording]
-    rng = _rng(seed, key)
+    # The framing phrases draw from their own streams, so the scripted words get the same fillers
+    # and restarts whether or not a wording level frames them (a wording contrast changes only the framing).
+    body_rng, opener_rng, closer_rng = (
+        _rng(seed, key),
+        _rng(seed, key + ":opener"),
+        _rng(seed, key + ":closer"),
+    )
     words: list[str] = []
     ssml_parts: list[str] = []
     protected: list[str] = []
     brk = f'<break time="{dis.break_ms}ms"/>' if dis.break_ms else ""
 
-    def emit(word: str, *, fact: bool) -> None:
+    def emit(word: str, *, fact: bool, rng: random.Random = body_rng) -> None:
         if words and not any(ch.isalnum() for ch in word):
             words[-1] += word
             ssml_parts[-1] += escape(word)
             return
-        if not fact and words and dis.filler_rate > 0 and rng.random() < dis.filler_rate:
+        if not fact and dis.filler_rate > 0 and rng.random() < dis.filler_rate:
             filler = rng.choice(dis.fillers)
-            words.append(filler + ",")
-            ssml_parts.append(f"{escape(filler)},{brk}")
+            if words:  # never before the first word; drawn anyway, so what follows draws the same
+                words.append(filler + ",")
+                ssml_parts.append(f"{escape(filler)},{brk}")
         if not fact and dis.restart_rate > 0 and rng.random() < dis.restart_rate and word.isalpha():
             words.append(word)
             ssml_parts.append(f"{escape(word)}{brk}")
@@ -90,7 +97,7 @@ def render_utterance(
 
     if framing and wording.opener:
         for w in wording.opener.split():
-            emit(w, fact=False)
+            emit(w, fact=False, rng=opener_rng)
     for chunk, is_fact in pieces:
         if is_fact:
             protected.append(chunk)
@@ -101,7 +108,7 @@ def render_utterance(
             emit(w, fact=False)
     if framing and wording.closer:
         for w in wording.closer.split():
-            emit(w, fact=False)
+            emit(w, fact=False, rng=closer_rng)
     text = " ".join(words)
     ssml = "<speak>" + " ".join(ssml_parts) + "</speak>"
     return Utterance(text=text, ssml=ssml, base_text=base, protected=tuple(protected))

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from voice_audit.harness.audio.recorded import RATES, missing_recordings
-from voice_audit.harness.caller.vocabulary import clearer_speech, render_key, say_forms
+from voice_audit.harness.caller.vocabulary import clearer_speech, say_forms, text_key
 from voice_audit.harness.model.campaign import BackendSpec, Interruptions, Patience
 from voice_audit.harness.planning import LoadedCampaign
 from voice_audit.harness.rundir import atomic_write_bytes
@@ -124,7 +124,7 @@ def campaign_lines(
         forms = say_forms(scenario, patience, interruptions)
         slots = dict(scenario.caller.slots)
         for condition in (pair.condition_a, pair.condition_b):
-            done = (pair.scenario_id, pair.seed, pair.voice_index, condition)
+            done = (pair.scenario_id, pair.text_seed, pair.voice_index, condition)
             if done in seen or (only is not None and not only(condition)):
                 continue
             seen.add(done)
@@ -140,14 +140,15 @@ def campaign_lines(
             cell = condition.label()
             for form in forms:
                 for count in range(form.counts):
+                    framing = form.framing and count == 0
                     utt = render_utterance(
                         form.template,
                         slots,
                         condition,
                         catalogue,
-                        seed=pair.seed,
-                        key=render_key(form.key, count),
-                        framing=form.framing and count == 0,
+                        seed=pair.text_seed,
+                        key=text_key(form.template, framing),
+                        framing=framing,
                     )
                     key = line_key(speech, utt.text)
                     b = lines.get(key)

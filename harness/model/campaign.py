@@ -415,6 +415,14 @@ class Campaign(Frozen):
         description="Voices per cell (different speakers of the same condition).",
     )
     replicates: int = Field(default=1, ge=1, description="Times each pair is called again with a new seed.")
+    line_variants: int = Field(
+        default=3,
+        ge=1,
+        le=20,
+        description="Variants of each scripted line a disfluency level renders (its fillers and restarts), drawn "
+        "once from the campaign seed. Replicate r of a pair says variant r mod line_variants on both calls, so a "
+        "voice's line set grows with scenarios, not with replicates, and stays small enough to pilot and record.",
+    )
     concurrency: int = Field(default=4, ge=1, le=4096, description="Calls in flight at once.")
     pacing: Pacing = Field(
         default="accelerated",

@@ -149,6 +149,7 @@ class EpisodeRunner:
         self.ctx = ctx
         pacing = ctx.campaign.pacing
         caps = ctx.adapter.capabilities
+            text_seed=pair.text_seed,
         self.clock: EpisodeClock = VirtualClock() if pacing == "accelerated" else RealClock()
         pair = ctx.planned.pair
         condition = pair.condition_a if ctx.planned.side == "a" else pair.condition_b

@@ -14,7 +14,7 @@ from voice_audit.harness.adapter import AudioFormat
 from voice_audit.harness.audio import SpeechSynthesizer, TelephoneChannel, mulaw_encode, resample
 from voice_audit.harness.audio.channel import TELEPHONE_RATE
 from voice_audit.harness.caller.policy import Say
-from voice_audit.harness.caller.vocabulary import clearer_speech, part_key, render_key, said_key
+from voice_audit.harness.caller.vocabulary import clearer_speech, said_key, text_key
 from voice_audit.harness.runtime.recorder import RECORDING_RATE, to_recording_rate
 from voice_audit.personas import CallerCondition, Catalogue, SpeechParams, Utterance, render_utterance
 
@@ -93,7 +93,9 @@ class SpokenCache:
 
 
 class CallerVoice:
-    """Speaks for one caller. Channel noise is seeded by (pair seed, turn), so both sides get the same noise."""
+    """Speaks for one caller. Channel noise is seeded by (pair seed, turn), so both sides get the same noise;
+    the words' disfluency by (`text_seed`, the pair's line variant, and the template), so both sides
+    say the same variant and a repeat says the same words."""
 
     def __init__(
         self,
@@ -106,6 +108,8 @@ class CallerVoice:
         channel: TelephoneChannel | None,
         target: AudioFormat,
         cache: SpokenCache | None = None,
+        *,
+        text_seed: int | None = None,
     ) -> None:
         self.synth = synth
         self.catalogue = catalogue
@@ -113,10 +117,10 @@ class CallerVoice:
         self.speech = speech
         self.slots = slots
         self.seed = seed
+        self.text_seed = seed if text_seed is None else text_seed
         self.channel = channel
         self.target = target
         self._said: dict[str, int] = {}
-        self._parts_said: dict[str, int] = {}
         self.cache = cache if cache is not None else SpokenCache(64)
 
     @property
@@ -134,18 +138,21 @@ class CallerVoice:
         return count
 
     def _render(self, say: Say, count: int) -> Utterance:
-        def one(template: str, key: str, framing: bool) -> Utterance:
+        def one(template: str, framing: bool) -> Utterance:
+            key = text_key(template, framing)
             return render_utterance(
-                template, self.slots, self.condition, self.catalogue, seed=self.seed, key=key, framing=framing
+                template,
+                self.slots,
+                self.condition,
+                self.catalogue,
+                seed=self.text_seed,
+                key=key,
+                framing=framing,
             )
 
         if len(say.parts) <= 1:
-            return one(say.template, render_key(said_key(say), count), say.framing and count == 0)
-        said = [
-            one(part, render_key(pk, self._count(self._parts_said, pk)), False)
-            for part in say.parts
-            for pk in (part_key(say.kind, part),)
-        ]
+            return one(say.template, say.framing and count == 0)
+        said = [one(part, False) for part in say.parts]
         return Utterance(
             text=" ".join(u.text for u in said),
             ssml="<speak>"

@@ -160,7 +160,9 @@ def test_every_line_a_random_call_says_is_listed() -> None:
         # a turn of several lines: each of its lines is listed (the backend plays them in turn)
         parts = [v.text for v in lines if v.text in text and line_key(params, v.text) in listed]
         assert parts and _covers(text, parts), f"not listed: {text!r}"
-    assert len(texts) > 150 and composites > 10
+    # each template is said in one variant per seed (repeats say the same words): two seeds, two
+    # scenarios, a fluent and a heavy condition give dozens of distinct texts, not hundreds
+    assert len(texts) > 60 and composites > 10
     assert any("um," in t or "uh," in t or "er," in t for t in texts)  # the heavy cell's fillers were drawn
 
 
