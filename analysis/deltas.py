@@ -24,7 +24,9 @@ from voice_audit.analysis.stats import (
     linear_mixed,
     logistic_mixed,
     paired_mean_delta,
+    paired_rate_ratio,
     paired_risk_difference,
+    paired_table,
     voice_clusters,
 )
 from voice_audit.analysis.stats.pairing import pivot_many
@@ -73,6 +75,63 @@ def distinct_voices(long: pd.DataFrame) -> int | None:
     return len(set(voice_clusters(sides["a"].tolist(), sides["b"].tolist()).tolist()))
 
 
+def speakers_text(n_voices: int) -> str:
+    """What an estimate without an interval shows in place of [x, x]."""
+    return f"no interval: {n_voices} speaker{'s' if n_voices != 1 else ''}"
+
+
+def _without_interval(e: Estimate, text: str, plan: AnalysisPlan) -> Estimate:
+    """Fewer speakers than the plan's minimum: the estimate stands, the interval (and test) does not:
+    the unit of evidence about an accent is the speaker, and replicates of one speaker cannot stand in."""
+    if e.estimate is None:
+        return e
+    need = plan.claims.min_voices_paired_disparity
+    return e.model_copy(
+        update={
+            "ci_low": None,
+            "ci_high": None,
+            "p_value": None,
+            "notes": (
+                *e.notes,
+                f"{text} (the plan needs {need} per cell): the estimate speaks for these speakers' calls; an "
+                "interval over replicates of so few speakers would describe the replicates, not the condition",
+            ),
+        }
+    )
+
+
+def effect_fields(e: Estimate, margin: float | None) -> dict[str, Any]:
+    """The plan's smallest effect of interest next to the estimate, and the estimate's size against it
+    (|estimate| / margin: 1 is the smallest difference that matters); what findings are ranked by."""
+    size = abs(e.estimate) / margin if margin and e.estimate is not None else None
+    return {"smallest_effect": margin, "effect_size": _clean(size)}
+
+
+def rate_ratio(paired: Any, e: Estimate, alpha: float, no_interval: str | None) -> dict[str, Any]:
+    """The lower condition's rate over the higher's (the four-fifths rule's quantity: it holds when
+    either condition's rate is at least 80% of the other's), with its interval on the same
+    effective table as the risk difference."""
+    if e.estimate is None or paired.n_pairs == 0:
+        return {"estimate": None, "ci_low": None, "ci_high": None, "ratio": None, "method": "no pairs"}
+    n11, n10, n01, n00 = paired_table(paired.a, paired.b)
+    b_lower = n11 + n01 <= n11 + n10  # rate b <= rate a: b over a
+    table = (n11, n01, n10, n00) if b_lower else (n11, n10, n01, n00)
+    ratio, lo, hi = paired_rate_ratio(*table, alpha, e.design_effect or 1.0)
+    which = "rate b / rate a" if b_lower else "rate a / rate b"
+    method = f"{which} (the lower rate over the higher), MOVER-R over Wilson intervals" + (
+        f" on the table divided by the design effect {e.design_effect:.3g}" if e.design_effect else ""
+    )
+    if no_interval is not None:
+        lo = hi = None
+    return {
+        "estimate": _clean(ratio),
+        "ci_low": _clean(lo),
+        "ci_high": _clean(hi),
+        "ratio": which,
+        "method": method if ratio is not None else f"{which}: undefined (neither condition has the outcome)",
+    }
+
+
 def cell_deltas(long: pd.DataFrame, plan: AnalysisPlan, n_excluded: int) -> dict[str, Any]:
     """Estimates for one cell; `long` holds the included episodes (pair_id, side, ... metrics)."""
     estimates: list[Estimate] = []
@@ -116,18 +175,25 @@ def cell_deltas(long: pd.DataFrame, plan: AnalysisPlan, n_excluded: int) -> dict
                     }
                 )
             estimates.append(est)
-    estimates = adjust_within_families(estimates, {f: spec.correction for f, spec in plan.families.items()})
-    models: list[dict[str, Any]] = []
     n_pairs = long["pair_id"].nunique()
     n_distinct = distinct_pairs(long)
     n_voices = distinct_voices(long)
     clustered = plan.interval_clusters == "voice"
+    no_interval = (
+        speakers_text(n_voices)
+        if clustered and n_voices is not None and n_voices < plan.claims.min_voices_paired_disparity
+        else None
+    )
+    if no_interval is not None:
+        estimates = [_without_interval(e, no_interval, plan) for e in estimates]
+    estimates = adjust_within_families(estimates, {f: spec.correction for f, spec in plan.families.items()})
+    models: list[dict[str, Any]] = []
     if n_voices is not None:
         if clustered and n_voices == 1:
             notes.append(
                 f"{n_pairs} pairs from one voice per condition: replicates of one voice are not independent "
-                "evidence about its condition, and no interval over voices exists for one; the intervals count "
-                "every pair and speak for these two speakers' calls only"
+                "evidence about its condition, and no interval over voices exists for one; the estimates are "
+                "shown without an interval (no interval: 1 speaker)"
             )
         elif clustered:
             notes.append(
@@ -202,6 +268,13 @@ def cell_deltas(long: pd.DataFrame, plan: AnalysisPlan, n_excluded: int) -> dict
                 "higher_is_worse": CATALOGUE[e.metric].higher_is_worse,
                 "proxy": CATALOGUE[e.metric].proxy,
                 "sentence": e.sentence(higher_is_worse=CATALOGUE[e.metric].higher_is_worse is not False),
+                **effect_fields(e, plan.smallest_effect(e.metric)),
+                "no_interval": no_interval if e.estimate is not None else None,
+                **(
+                    {"rate_ratio": rate_ratio(paired[e.metric], e, plan.alpha, no_interval)}
+                    if CATALOGUE[e.metric].kind == "binary" and e.metric in paired
+                    else {}
+                ),
             }
             for e in estimates
         ],

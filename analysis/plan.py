@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from voice_audit.harness.model.stimulus import StimulusThresholds
 from voice_audit.scenarios.base import Frozen, sha256_of
@@ -136,6 +136,26 @@ class AnalysisPlan(Frozen):
     claims: ClaimRules
     mixed_models: MixedModelRules
     repair: RepairRules
+    smallest_effects: dict[str, float] = Field(
+        default_factory=dict,
+        description="per metric, the smallest |a - b| that matters (docs/method/effects.md gives each reason): "
+        "findings are ranked by their size against it and release checks take it as their default tolerance",
+    )
+
+    @model_validator(mode="after")
+    def _every_metric_has_a_margin(self) -> AnalysisPlan:
+        if self.smallest_effects:
+            missing = [m for f in self.families.values() for m in f.metrics if m not in self.smallest_effects]
+            if missing:
+                raise ValueError(f"smallest_effects names no margin for {', '.join(missing)}")
+            bad = [m for m, v in self.smallest_effects.items() if not v > 0]
+            if bad:
+                raise ValueError(f"smallest_effects must be > 0 ({', '.join(bad)})")
+        return self
+
+    def smallest_effect(self, metric: str) -> float | None:
+        """The plan's smallest effect of interest for `metric` (None: the plan declares none)."""
+        return self.smallest_effects.get(metric)
 
     @property
     def sha256(self) -> str:

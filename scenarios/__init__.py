@@ -31,6 +31,7 @@ from voice_audit.scenarios._model import (
 from voice_audit.scenarios.base import Frozen, canonical_json, sha256_of
 from voice_audit.scenarios.errors import (
     ConfigError,
+    ConfigErrors,
     LockError,
     MissingBackendError,
     SchemaVersionError,
@@ -65,6 +66,7 @@ __all__ = [
     "Challenge",
     "Charge",
     "ConfigError",
+    "ConfigErrors",
     "Facts",
     "FlagRule",
     "Frozen",

@@ -43,6 +43,22 @@ class ConfigError(VoiceAuditError):
         return f"{where}{self.message}{fix}"
 
 
+class ConfigErrors(ConfigError):
+    """Every problem found in one file at once: one positioned line with its fix per problem, so a
+    user fixes them all in one pass. Reads as the first problem where one is expected."""
+
+    def __init__(self, errors: list[ConfigError]) -> None:
+        if not errors:
+            raise ValueError("ConfigErrors needs at least one error")
+        first = errors[0]
+        self.errors = tuple(errors)
+        super().__init__(first.message, path=first.path, line=first.line, column=first.column, fix=first.fix)
+        Exception.__init__(self, "\n".join(e.one_line() for e in errors))
+
+    def __str__(self) -> str:
+        return "\n".join(e.one_line() for e in self.errors)
+
+
 class LockError(VoiceAuditError):
     """A scenario is unlocked or was edited after locking."""
 

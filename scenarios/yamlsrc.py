@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from voice_audit.scenarios.errors import ConfigError
+from voice_audit.scenarios.errors import ConfigError, ConfigErrors
 
 Position = tuple[int, int]
 PathKey = tuple[str | int, ...]
@@ -88,9 +88,42 @@ class YamlDocument:
 
 
 def pydantic_error(doc: YamlDocument, exc: ValidationError, what: str) -> ConfigError:
-    err = exc.errors()[0]
+    """Every error of `exc`, each at its field's line:col with a fix (`ConfigErrors` when several)."""
+    found: list[ConfigError] = []
+    seen: set[str] = set()
+    for err in exc.errors():
+        one = _one_error(doc, err, what)
+        if one.one_line() not in seen:
+            seen.add(one.one_line())
+            found.append(one)
+    return found[0] if len(found) == 1 else ConfigErrors(found)
+
+
+_TYPE_FIXES: dict[str, str] = {
+    "int_parsing": "give a whole number",
+    "int_type": "give a whole number",
+    "float_parsing": "give a number",
+    "float_type": "give a number",
+    "bool_parsing": "give true or false",
+    "bool_type": "give true or false",
+    "string_type": "give a text value",
+    "list_type": "give a list ([...] or one '- item' per line)",
+    "tuple_type": "give a list ([...] or one '- item' per line)",
+    "dict_type": "give a mapping (key: value lines)",
+    "model_type": "give a mapping (key: value lines)",
+    "greater_than": "give a larger value",
+    "greater_than_equal": "give a larger value",
+    "less_than": "give a smaller value",
+    "less_than_equal": "give a smaller value",
+    "too_short": "add entries",
+    "string_too_short": "give a non-empty value",
+}
+
+
+def _one_error(doc: YamlDocument, err: Any, what: str) -> ConfigError:
     loc = tuple(p for p in err["loc"] if isinstance(p, str | int))
-    loc += tuple(getattr((err.get("ctx") or {}).get("error"), "loc", ()))  # a validator that knows the spot
+    cause = (err.get("ctx") or {}).get("error")
+    loc += tuple(getattr(cause, "loc", ()))  # a validator that knows the spot
     # Tagged unions and validators add non-document segments; keep the longest real prefix.
     field = ".".join(str(p) for p in loc) or "(top level)"
     msg = err["msg"]
@@ -99,7 +132,14 @@ def pydantic_error(doc: YamlDocument, exc: ValidationError, what: str) -> Config
         return doc.error(loc[:-1], f"{what}: missing required field '{field}'", fix=fix)
     if err["type"] == "extra_forbidden":
         return doc.error(loc, f"{what}: unknown field '{field}'", fix="remove it or check its spelling")
-    return doc.error(loc, f"{what}: {field}: {msg}")
+    fix = getattr(cause, "fix", None)
+    if fix is None and err["type"] == "literal_error":
+        fix = f"use {(err.get('ctx') or {}).get('expected', 'one of the allowed values')}"
+    if fix is None:
+        fix = _TYPE_FIXES.get(err["type"])
+    if err["type"] == "value_error" and isinstance(msg, str) and msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+    return doc.error(loc, f"{what}: {field}: {msg}", fix=fix)
 
 
 def load_yaml(path: str | Path) -> YamlDocument:

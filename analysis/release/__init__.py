@@ -3,19 +3,20 @@ side (`voice-audit compare`).
 
 - `load_policy(path)` -> `LoadedPolicy`: a validated, hashed `Policy` (rules on a - b deltas,
   changes on new - old comparisons).
-- `check_run(run_dir, loaded, compare=None)` -> `CheckResult`: one `Verdict` per rule and cell, an
-  exit code (0 holds, 1 exceeded, 3 not evaluable; 2 is bad input).
+- `check_run(run_dir, loaded, compare=None)` -> `CheckResult`: one `Verdict` per rule and cell
+  (parity shown, exceeded, inconclusive or not evaluable), an exit code (0 parity, 1 exceeded,
+  3 not evaluable, 4 inconclusive unless the policy warns; 2 is bad input).
 - `compare_runs(old, new)` -> the comparison document; `write_comparison(doc, dir)`.
 - `junit_xml(result)`, `markdown(result)`: the verdicts for CI and for a pull-request comment.
 """
 
 from voice_audit.analysis.release.check import EXIT_CODES, CheckResult, Verdict, check_run
 from voice_audit.analysis.release.compare import (
-    COMPARISON_JSON,
     compare_runs,
     largest_changes,
     write_comparison,
 )
+from voice_audit.analysis.release.documents import COMPARISON_JSON
 from voice_audit.analysis.release.junit import junit_xml, markdown
 from voice_audit.analysis.release.policy import ChangeRule, LoadedPolicy, Policy, Rule, load_policy
 

@@ -1,27 +1,45 @@
 """The release verdict: an analysed run (and optionally a comparison) held against a policy.
 
-A rule fails a release only when the evidence says so: its interval lies wholly beyond the
-tolerance. An estimate beyond the tolerance whose interval still reaches it holds (said in the
-verdict's note), since the sample cannot tell the two apart. Evidence the gates do not back (the
-family's claim in disposition.json is `diagnostics_only`) cannot fail a release unless the policy
-says `diagnostic: allowed`; without it, and with fewer distinct pairs than the policy's minimum, the
-rule is not evaluable, which a release gate must not read as "holds".
+A pass is evidence of parity: a rule shows parity only when its whole interval lies within the
+tolerance (an equivalence test, `voice_audit.analysis.stats.equivalence`). An interval wholly beyond
+the tolerance exceeds it; one that reaches across a limit is inconclusive, a verdict of its own that
+by default fails the check with its own exit code (the policy's `inconclusive: warn` reports it and
+lets the check pass). Each verdict with an interval says how many pairs and speakers its cell would
+need to show parity at the observed variance. A rule without a tolerance takes the run's plan's
+smallest effect of interest for the metric. Evidence the gates do not back (the family's claim in
+disposition.json is `diagnostics_only`) cannot decide a release unless the policy says
+`diagnostic: allowed`; without it, and with fewer distinct pairs than the policy's minimum, the rule
+is not evaluable. A run the budget stopped, or with missing pairs, is named in every verdict and
+in the check's summary.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from voice_audit.analysis.release.policy import ChangeRule, LoadedPolicy, Rule
+from voice_audit.analysis.release.documents import CHECK_JSON, COMPARISON_JSON, read_json, short_label
+from voice_audit.analysis.release.policy import ChangeRule, Inconclusive, LoadedPolicy, Rule
+from voice_audit.analysis.stats import equivalence, units_needed
 from voice_audit.scenarios import ConfigError, Frozen
 
-Status = Literal["holds", "exceeded", "not_evaluable"]
-EXIT_CODES: dict[str, int] = {"holds": 0, "exceeded": 1, "bad_input": 2, "not_evaluable": 3}
-CHECK_JSON = "check.json"
+Status = Literal["parity", "exceeded", "inconclusive", "not_evaluable"]
+EXIT_CODES: dict[str, int] = {
+    "parity": 0,
+    "exceeded": 1,
+    "bad_input": 2,
+    "not_evaluable": 3,
+    "inconclusive": 4,
+}
+HEADS: dict[str, str] = {
+    "parity": "PARITY SHOWN",
+    "exceeded": "EXCEEDED",
+    "inconclusive": "INCONCLUSIVE",
+    "not_evaluable": "NOT EVALUABLE",
+}
+__all__ = ["CHECK_JSON", "EXIT_CODES", "CheckResult", "Verdict", "check_run"]
 
 
 class Verdict(Frozen):
@@ -39,11 +57,16 @@ class Verdict(Frozen):
     ci_low: float | None = None
     ci_high: float | None = None
     n_pairs: int | None = None
+    n_speakers: int | None = None
     lowest: float | None = None
     highest: float | None = None
+    tolerance_from: Literal["policy", "plan"] = "policy"
+    needed_pairs: int | None = None
+    needed_speakers: int | None = None
     gated: bool | None = None
     diagnostic: bool = False
     method: str | None = None
+    no_interval: str | None = None
     reasons: tuple[str, ...] = ()
 
     @property
@@ -52,23 +75,46 @@ class Verdict(Frozen):
 
     def bound_text(self) -> str:
         q = self.quantity
+        src = " (the plan's smallest effect)" if self.tolerance_from == "plan" else ""
         if self.lowest is not None and self.highest is not None:
-            return f"{_f(self.lowest)} <= {q} <= {_f(self.highest)}"
+            return f"{_f(self.lowest)} <= {q} <= {_f(self.highest)}{src}"
         if self.highest is not None:
-            return f"{q} <= {_f(self.highest)}"
-        return f"{q} >= {_f(self.lowest)}"
+            return f"{q} <= {_f(self.highest)}{src}"
+        if self.lowest is not None:
+            return f"{q} >= {_f(self.lowest)}{src}"
+        return f"{q}: no tolerance"
 
     def evidence_text(self) -> str:
         if self.estimate is None:
             return "no estimate"
-        ci = f"[{_f(self.ci_low)}, {_f(self.ci_high)}]" if self.ci_low is not None else "no interval"
-        return f"{_f(self.estimate)} {ci}, n={self.n_pairs}"
+        if self.ci_low is not None and self.ci_high is not None:
+            ci = f"[{_f(self.ci_low)}, {_f(self.ci_high)}]"
+        else:
+            ci = self.no_interval or "no interval"
+        speakers = f", {self.n_speakers} speakers" if self.n_speakers is not None else ""
+        return f"{_f(self.estimate)} {ci}, n={self.n_pairs}{speakers}"
+
+    def needed_text(self) -> str:
+        """How much evidence would show parity, for a verdict that did not."""
+        if self.status not in ("inconclusive", "exceeded") or self.ci_low is None:
+            return ""
+        if self.needed_pairs is None:
+            return "no sample size shows parity while the estimate itself lies beyond the tolerance"
+        who = f" from about {self.needed_speakers} speakers" if self.needed_speakers is not None else ""
+        return f"parity would need about {self.needed_pairs} pairs{who} at the observed variance"
+
+    def notes(self) -> tuple[str, ...]:
+        need = self.needed_text()
+        return (*self.reasons, need) if need else self.reasons
 
     def line(self) -> str:
-        head = {"holds": "HOLDS", "exceeded": "EXCEEDED", "not_evaluable": "NOT EVALUABLE"}[self.status]
-        tail = f"; {'; '.join(self.reasons)}" if self.reasons else ""
+        notes = self.notes()
+        tail = f"; {'; '.join(notes)}" if notes else ""
         diag = " (diagnostic evidence)" if self.diagnostic else ""
-        return f"{head} {self.name} | {self.label}: {self.evidence_text()} vs {self.bound_text()}{diag}{tail}"
+        return (
+            f"{HEADS[self.status]} {self.name} | {self.label}: {self.evidence_text()} vs {self.bound_text()}"
+            f"{diag}{tail}"
+        )
 
 
 class CheckResult(Frozen):
@@ -80,82 +126,50 @@ class CheckResult(Frozen):
     run_id: str
     compare: str | None
     convention: str
+    inconclusive_policy: Inconclusive = "fail"
+    incomplete: tuple[str, ...] = ()
     verdicts: tuple[Verdict, ...]
 
     @property
     def status(self) -> Status:
         found = {v.status for v in self.verdicts}
-        if "exceeded" in found:
-            return "exceeded"
-        if "not_evaluable" in found:
-            return "not_evaluable"
-        return "holds"
+        for status in ("exceeded", "not_evaluable", "inconclusive"):
+            if status in found:
+                return status
+        return "parity"
 
     @property
     def exit_code(self) -> int:
+        if self.status == "inconclusive" and self.inconclusive_policy == "warn":
+            return EXIT_CODES["parity"]
         return EXIT_CODES[self.status]
 
     def counts(self) -> dict[str, int]:
-        out = {"holds": 0, "exceeded": 0, "not_evaluable": 0}
+        out = dict.fromkeys(HEADS, 0)
         for v in self.verdicts:
             out[v.status] += 1
         return out
 
+    def incomplete_text(self) -> str:
+        return f"RUN INCOMPLETE: {'; '.join(self.incomplete)}" if self.incomplete else ""
+
     def summary_line(self) -> str:
         c = self.counts()
+        warn = (
+            " (policy: inconclusive warns)"
+            if self.inconclusive_policy == "warn" and c["inconclusive"]
+            else ""
+        )
+        run = f"; {self.incomplete_text()}" if self.incomplete else ""
         return (
             f"check {self.status.upper().replace('_', ' ')}: {c['exceeded']} exceeded, {c['not_evaluable']} not "
-            f"evaluable, {c['holds']} hold (policy {self.policy_name} sha256 {self.policy_sha256[:12]}; "
-            f"run {self.run_id}; exit {self.exit_code})"
+            f"evaluable, {c['inconclusive']} inconclusive{warn}, {c['parity']} parity shown (policy "
+            f"{self.policy_name} sha256 {self.policy_sha256[:12]}; run {self.run_id}; exit {self.exit_code}){run}"
         )
 
 
 def _f(x: float | None) -> str:
     return "-" if x is None else f"{x:.4g}"
-
-
-def short_label(cell: dict[str, str]) -> str:
-    """agent | scenario | the contrast's levels, a vs b (the full condition keys are in `cell`)."""
-    axes = [x for x in cell.get("contrast", "").split(",") if x]
-
-    def levels(key: str) -> str:
-        parts = dict(p.split("=", 1) for p in cell.get(key, "").split("|") if "=" in p)
-        shown = [f"{a}={parts[a]}" for a in axes if a in parts]
-        return ",".join(shown) or cell.get(key, "") or "-"
-
-    head = " | ".join(x for x in (cell.get("agent", ""), cell.get("scenario_id", "")) if x)
-    return f"{head} | a: {levels('condition_key_a')} vs b: {levels('condition_key_b')}"
-
-
-def read_json(path: Path, what: str, fix: str) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{what} not found", path=path, fix=fix) from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{what} is not valid JSON ({exc})", path=path, fix=fix) from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{what} is not a JSON object", path=path, fix=fix)
-    return data
-
-
-def _judge(
-    lo_hi: tuple[float | None, float | None], est: float | None, ci: tuple[float | None, float | None]
-) -> tuple[Status, list[str]]:
-    lowest, highest = lo_hi
-    ci_low, ci_high = ci
-    if (
-        est is None
-        or ci_low is None
-        or ci_high is None
-        or not (math.isfinite(ci_low) and math.isfinite(ci_high))
-    ):
-        return "not_evaluable", ["no interval for this estimate"]
-    if (highest is not None and ci_low > highest) or (lowest is not None and ci_high < lowest):
-        return "exceeded", ["the whole interval lies beyond the tolerance"]
-    if (highest is not None and est > highest) or (lowest is not None and est < lowest):
-        return "holds", ["the estimate is beyond the tolerance but its interval reaches it (inconclusive)"]
-    return "holds", []
 
 
 def _family_gate(dispo_cell: dict[str, Any] | None, family: str) -> tuple[bool, list[str]]:
@@ -177,171 +191,295 @@ def _cell_id(cell: dict[str, str]) -> tuple[str, ...]:
     )
 
 
+class Found(Frozen):
+    """What one rule finds in one cell: the estimate block (None: not estimated, with why), the gate,
+    the pairs it rests on, and notes about the cell's own completeness."""
+
+    estimate: dict[str, Any] | None
+    missing: str = ""
+    gated: bool
+    why_not_gated: tuple[str, ...] = ()
+    n_pairs: int = 0
+    cell_notes: tuple[str, ...] = ()
+
+
+def _judge(
+    rule: Rule,
+    base: dict[str, Any],
+    where: dict[str, Any],
+    found: Found,
+    need: int,
+    allowed: bool,
+    run_notes: Sequence[str],
+) -> Verdict:
+    """One verdict: gates and pairs first (not evaluable), then the interval against the limits."""
+    est = found.estimate or {}
+    quantity = (est.get("rate_ratio") or {}) if rule.is_ratio else est
+    margin = est.get("smallest_effect")
+    lowest, highest = rule.limits(margin if isinstance(margin, int | float) else None)
+    from_plan = (
+        rule.tolerance is None and rule.at_most is None and rule.at_least is None and not rule.is_ratio
+    )
+    value, lo, hi = quantity.get("estimate"), quantity.get("ci_low"), quantity.get("ci_high")
+    n_units = est.get("n_clusters")
+    reasons: list[str] = []
+    if not found.gated and not allowed:
+        reasons += [
+            *found.why_not_gated,
+            "only gated evidence can decide a release (policy: diagnostic forbidden)",
+        ]
+    if found.n_pairs < need:
+        reasons.append(f"{found.n_pairs} distinct pairs < min_pairs {need}")
+    if lowest is None and highest is None:
+        reasons.append(
+            f"no tolerance: the rule gives none and the run's analysis plan declares no smallest effect for "
+            f"{rule.metric} (give 'tolerance')"
+        )
+    status: Status = "not_evaluable"
+    needed: tuple[int | None, int | None] = (None, None)
+    if not reasons:
+        if value is None or lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+            reasons.append(est.get("no_interval") or "no interval for this estimate")
+        else:
+            status = equivalence(lo, hi, lowest, highest)
+            if status == "inconclusive":
+                reasons.append("the interval reaches across the tolerance: parity not shown, no excess shown")
+            elif status == "exceeded":
+                reasons.append("the whole interval lies beyond the tolerance")
+            if status != "parity":
+                needed = _needed(value, lo, hi, lowest, highest, est, rule.is_ratio)
+    return Verdict(
+        **base,
+        **where,
+        status=status,
+        estimate=value,
+        ci_low=lo,
+        ci_high=hi,
+        n_pairs=found.n_pairs,
+        n_speakers=int(n_units) if n_units is not None else None,
+        lowest=lowest,
+        highest=highest,
+        tolerance_from="plan" if from_plan else "policy",
+        needed_pairs=needed[0],
+        needed_speakers=needed[1],
+        gated=found.gated,
+        diagnostic=not found.gated and allowed,
+        method=quantity.get("method") or est.get("method"),
+        no_interval=est.get("no_interval"),
+        reasons=(*reasons, *found.cell_notes, *run_notes),
+    )
+
+
+def _needed(
+    value: float,
+    lo: float,
+    hi: float,
+    lowest: float | None,
+    highest: float | None,
+    est: dict[str, Any],
+    log_scale: bool,
+) -> tuple[int | None, int | None]:
+    """(pairs, speakers) the cell would need for its interval to lie within the limits, the
+    estimate staying put and the interval shrinking as 1 / sqrt(units)."""
+    n_pairs = int(est.get("n_pairs") or 0)
+    speakers = est.get("n_clusters")
+    units = int(speakers) if speakers else n_pairs
+    need = units_needed(value, lo, hi, units, lowest, highest, log_scale=log_scale)
+    if need is None or units == 0:
+        return None, None
+    per_unit = max(n_pairs / units, 1.0)
+    return math.ceil(need * per_unit), (need if speakers else None)
+
+
+def _evaluate(
+    kind: Literal["delta", "change"],
+    rules: Iterable[Rule],
+    cells: Sequence[dict[str, Any]],
+    quantity_of: Callable[[Rule], str],
+    find: Callable[[Rule, dict[str, Any]], Found],
+    label_of: Callable[[dict[str, Any]], str],
+    min_pairs: int,
+    diagnostic: str,
+    run_notes: Sequence[str],
+) -> list[Verdict]:
+    """The one rule-evaluation loop, for the run's deltas and a comparison's changes alike."""
+    out: list[Verdict] = []
+    for i, rule in enumerate(rules):
+        base: dict[str, Any] = {
+            "kind": kind,
+            "rule": i,
+            "family": rule.family,
+            "metric": rule.metric,
+            "quantity": quantity_of(rule),
+        }
+        matched = [c for c in cells if rule.where.matches(c["cell"])]
+        if not matched:
+            what = "cell of the run" if kind == "delta" else "compared cell"
+            out.append(
+                Verdict(
+                    **base,
+                    cell={},
+                    label="(no cell)",
+                    status="not_evaluable",
+                    lowest=rule.limits()[0],
+                    highest=rule.limits()[1],
+                    reasons=(f"no {what} matches 'where'", *run_notes),
+                )
+            )
+            continue
+        need = rule.min_pairs or min_pairs
+        allowed = (rule.diagnostic or diagnostic) == "allowed"
+        for cell in matched:
+            where = {"cell": dict(cell["cell"]), "label": label_of(cell)}
+            found = find(rule, cell)
+            if found.estimate is None:
+                out.append(
+                    Verdict(
+                        **base,
+                        **where,
+                        status="not_evaluable",
+                        reasons=(found.missing, *found.cell_notes, *run_notes),
+                    )
+                )
+                continue
+            out.append(_judge(rule, base, where, found, need, allowed, run_notes))
+    return out
+
+
+def _delta_quantity(rule: Rule) -> str:
+    return "lower rate / higher rate" if rule.is_ratio else "a - b"
+
+
 def check_deltas(
     rules: Iterable[Rule],
     deltas: dict[str, Any],
     disposition: dict[str, Any],
     min_pairs: int,
     diagnostic: str,
+    run_notes: Sequence[str] = (),
 ) -> list[Verdict]:
+    """Every rule against the run's deltas.json cells."""
     dispo = {_cell_id(c["cell"]): c for c in disposition.get("cells", [])}
-    out: list[Verdict] = []
-    for i, rule in enumerate(rules):
-        cells = [c for c in deltas.get("cells", []) if rule.where.matches(c["cell"])]
-        lowest, highest = rule.limits()
-        base: dict[str, Any] = {
-            "kind": "delta",
-            "rule": i,
-            "family": rule.family,
-            "metric": rule.metric,
-            "quantity": "a - b",
-            "lowest": lowest,
-            "highest": highest,
-        }
-        if not cells:
-            out.append(
-                Verdict(
-                    **base,
-                    cell={},
-                    label="(no cell)",
-                    status="not_evaluable",
-                    reasons=("no cell of the run matches 'where'",),
-                )
-            )
-            continue
-        need = rule.min_pairs or min_pairs
-        allowed = (rule.diagnostic or diagnostic) == "allowed"
-        for cell in cells:
-            est = next(
-                (
-                    e
-                    for e in cell.get("estimates", [])
-                    if e["metric"] == rule.metric and e["family"] == rule.family
-                ),
-                None,
-            )
-            where = {"cell": dict(cell["cell"]), "label": short_label(cell["cell"])}
-            if est is None:
-                out.append(
-                    Verdict(
-                        **base,
-                        **where,
-                        status="not_evaluable",
-                        reasons=(
-                            f"{rule.metric} is not estimated in this cell (not in the run's plan, or no included pairs)",
-                        ),
-                    )
-                )
-                continue
-            distinct = cell.get("n_pairs_distinct")
-            n = int(est["n_pairs"]) if distinct is None else min(int(est["n_pairs"]), int(distinct))
-            gated, why = _family_gate(dispo.get(_cell_id(cell["cell"])), rule.family)
-            out.append(_verdict(base, where, est, n, need, gated, why, allowed))
-    return out
 
-
-def _verdict(
-    base: dict[str, Any],
-    where: dict[str, Any],
-    est: dict[str, Any],
-    n: int,
-    need: int,
-    gated: bool,
-    why_not_gated: list[str],
-    allowed: bool,
-) -> Verdict:
-    reasons: list[str] = []
-    status: Status
-    if not gated and not allowed:
-        reasons += [*why_not_gated, "only gated evidence can fail a release (policy: diagnostic forbidden)"]
-    if n < need:
-        reasons.append(f"{n} distinct pairs < min_pairs {need}")
-    if reasons:
-        status = "not_evaluable"
-    else:
-        status, notes = _judge(
-            (base["lowest"], base["highest"]), est.get("estimate"), (est.get("ci_low"), est.get("ci_high"))
+    def find(rule: Rule, cell: dict[str, Any]) -> Found:
+        notes = _cell_notes(cell)
+        est = next(
+            (
+                e
+                for e in cell.get("estimates", [])
+                if e["metric"] == rule.metric and e["family"] == rule.family
+            ),
+            None,
         )
-        reasons += notes
-    return Verdict(
-        **base,
-        **where,
-        status=status,
-        estimate=est.get("estimate"),
-        ci_low=est.get("ci_low"),
-        ci_high=est.get("ci_high"),
-        n_pairs=n,
-        gated=gated,
-        diagnostic=not gated and allowed,
-        method=est.get("method"),
-        reasons=tuple(reasons),
+        if est is None:
+            return Found(
+                estimate=None,
+                missing=f"{rule.metric} is not estimated in this cell (not in the run's plan, or no included pairs)",
+                gated=False,
+                cell_notes=notes,
+            )
+        distinct = cell.get("n_pairs_distinct")
+        n = int(est["n_pairs"]) if distinct is None else min(int(est["n_pairs"]), int(distinct))
+        gated, why = _family_gate(dispo.get(_cell_id(cell["cell"])), rule.family)
+        return Found(estimate=est, gated=gated, why_not_gated=tuple(why), n_pairs=n, cell_notes=notes)
+
+    return _evaluate(
+        "delta",
+        rules,
+        deltas.get("cells", []),
+        _delta_quantity,
+        find,
+        lambda c: short_label(c["cell"]),
+        min_pairs,
+        diagnostic,
+        run_notes,
     )
 
 
+CHANGE_QUANTITY = {
+    "gap": "(a - b | new) - (a - b | old)",
+    "level_a": "a: new - old",
+    "level_b": "b: new - old",
+}
+
+
 def check_changes(
-    rules: Iterable[ChangeRule], comparison: dict[str, Any], min_pairs: int, diagnostic: str
+    rules: Iterable[ChangeRule],
+    comparison: dict[str, Any],
+    min_pairs: int,
+    diagnostic: str,
+    run_notes: Sequence[str] = (),
 ) -> list[Verdict]:
-    out: list[Verdict] = []
-    for i, rule in enumerate(rules):
-        cells = [c for c in comparison.get("cells", []) if rule.where.matches(c["cell"])]
-        lowest, highest = rule.limits()
-        quantity = {
-            "gap": "(a - b | new) - (a - b | old)",
-            "level_a": "a: new - old",
-            "level_b": "b: new - old",
-        }[rule.of]
-        base: dict[str, Any] = {
-            "kind": "change",
-            "rule": i,
-            "family": rule.family,
-            "metric": rule.metric,
-            "quantity": quantity,
-            "lowest": lowest,
-            "highest": highest,
-        }
-        if not cells:
-            out.append(
-                Verdict(
-                    **base,
-                    cell={},
-                    label="(no cell)",
-                    status="not_evaluable",
-                    reasons=("no compared cell matches 'where'",),
-                )
+    """Every change rule against a comparison's cells (new - old)."""
+
+    def find(rule: Rule, cell: dict[str, Any]) -> Found:
+        of = getattr(rule, "of", "gap")
+        est = next(
+            (
+                e
+                for e in cell.get("changes", [])
+                if e["metric"] == rule.metric and e["family"] == rule.family and e["of"] == of
+            ),
+            None,
+        )
+        if est is None:
+            return Found(
+                estimate=None, missing=f"no {of} change of {rule.metric} in this compared cell", gated=False
             )
-            continue
-        need = rule.min_pairs or min_pairs
-        allowed = (rule.diagnostic or diagnostic) == "allowed"
-        for cell in cells:
-            where = {"cell": dict(cell["cell"]), "label": str(cell["label"])}
-            est = next(
-                (
-                    e
-                    for e in cell.get("changes", [])
-                    if e["metric"] == rule.metric and e["family"] == rule.family and e["of"] == rule.of
-                ),
-                None,
+        why: list[str] = []
+        gated = True
+        for side in ("old", "new"):
+            ok, reasons = _family_gate(cell.get(f"disposition_{side}"), rule.family)
+            if not ok:
+                gated = False
+                why += [f"{side} run: {r}" for r in reasons]
+        return Found(
+            estimate=est, gated=gated, why_not_gated=tuple(why), n_pairs=int(est.get("n_pairs") or 0)
+        )
+
+    return _evaluate(
+        "change",
+        rules,
+        comparison.get("cells", []),
+        lambda r: CHANGE_QUANTITY[getattr(r, "of", "gap")],
+        find,
+        lambda c: str(c["label"]),
+        min_pairs,
+        diagnostic,
+        run_notes,
+    )
+
+
+def _cell_notes(cell: dict[str, Any]) -> tuple[str, ...]:
+    """A cell with excluded pairs says so in each of its verdicts (missing data)."""
+    excluded = int(cell.get("n_pairs_excluded") or 0)
+    total = int(cell.get("n_pairs_total") or 0)
+    if not excluded:
+        return ()
+    return (f"missing pairs: {excluded} of this cell's {total} pairs excluded (see pairs.parquet)",)
+
+
+def run_completeness(manifest: dict[str, Any], deltas: dict[str, Any]) -> tuple[str, ...]:
+    """What the run lacks: a budget stop (from run.json) and planned pairs with no analysed pair."""
+    notes: list[str] = []
+    stop = manifest.get("budget_stop")
+    if isinstance(stop, dict):
+        done, left = stop.get("pairs_done"), stop.get("pairs_left")
+        if isinstance(done, int) and isinstance(left, int):
+            notes.append(
+                f"stopped by its budget ({stop.get('limit', 'budget')}) after {done} of {done + left} planned pairs"
             )
-            if est is None:
-                out.append(
-                    Verdict(
-                        **base,
-                        **where,
-                        status="not_evaluable",
-                        reasons=(f"no {rule.of} change of {rule.metric} in this compared cell",),
-                    )
-                )
-                continue
-            why: list[str] = []
-            gated = True
-            for side in ("old", "new"):
-                ok, reasons = _family_gate(cell.get(f"disposition_{side}"), rule.family)
-                if not ok:
-                    gated = False
-                    why += [f"{side} run: {r}" for r in reasons]
-            n = int(est.get("n_pairs") or 0)
-            out.append(_verdict(base, where, est, n, need, gated, why, allowed))
-    return out
+        else:
+            notes.append(f"stopped by its budget: {stop.get('message', stop)}")
+    planned = manifest.get("n_planned_episodes")
+    cells = deltas.get("cells", [])
+    present = sum(int(c.get("n_pairs_total") or 0) for c in cells)
+    excluded = sum(int(c.get("n_pairs_excluded") or 0) for c in cells)
+    if isinstance(planned, int) and planned // 2 > present:
+        notes.append(f"missing pairs: {planned // 2 - present} of {planned // 2} planned pairs have no calls")
+    if excluded:
+        notes.append(f"missing pairs: {excluded} pair(s) excluded from the deltas (missing or unpaired data)")
+    return tuple(notes)
 
 
 def check_run(run_dir: str | Path, loaded: LoadedPolicy, compare: str | Path | None = None) -> CheckResult:
@@ -354,9 +492,12 @@ def check_run(run_dir: str | Path, loaded: LoadedPolicy, compare: str | Path | N
         )
     deltas = read_json(run / "deltas.json", "deltas.json (the run is not analysed)", fix)
     disposition = read_json(run / "disposition.json", "disposition.json (the run is not analysed)", fix)
-    run_id = str(read_json(run / "run.json", "run.json", "pass a run folder").get("run_id", run.name))
+    manifest = read_json(run / "run.json", "run.json", "pass a run folder")
+    run_id = str(manifest.get("run_id", run.name))
+    incomplete = run_completeness(manifest, deltas)
+    run_notes = tuple(f"run incomplete: {n}" for n in incomplete)
     pol = loaded.policy
-    verdicts = check_deltas(pol.rules, deltas, disposition, pol.min_pairs, pol.diagnostic)
+    verdicts = check_deltas(pol.rules, deltas, disposition, pol.min_pairs, pol.diagnostic, run_notes)
     compare_path: Path | None = None
     if pol.changes:
         if compare is None:
@@ -367,8 +508,6 @@ def check_run(run_dir: str | Path, loaded: LoadedPolicy, compare: str | Path | N
             )
         compare_path = Path(compare)
         if compare_path.is_dir():
-            from voice_audit.analysis.release.compare import COMPARISON_JSON
-
             compare_path = compare_path / COMPARISON_JSON
         comparison = read_json(compare_path, "comparison", "run: voice-audit compare RUN_OLD RUN_NEW -o DIR")
         new_id = comparison.get("new", {}).get("run_id")
@@ -378,7 +517,7 @@ def check_run(run_dir: str | Path, loaded: LoadedPolicy, compare: str | Path | N
                 path=compare_path,
                 fix="compare against the run being checked (voice-audit compare OLD THIS_RUN)",
             )
-        verdicts += check_changes(pol.changes, comparison, pol.min_pairs, pol.diagnostic)
+        verdicts += check_changes(pol.changes, comparison, pol.min_pairs, pol.diagnostic, run_notes)
     return CheckResult(
         policy_name=pol.name,
         policy_path=loaded.path,
@@ -388,5 +527,7 @@ def check_run(run_dir: str | Path, loaded: LoadedPolicy, compare: str | Path | N
         run_id=run_id,
         compare=str(compare_path) if compare_path else None,
         convention=str(deltas.get("convention", "a - b")),
+        inconclusive_policy=pol.inconclusive,
+        incomplete=incomplete,
         verdicts=tuple(verdicts),
     )

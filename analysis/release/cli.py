@@ -1,7 +1,9 @@
 """`voice-audit check RUN --policy P` (the release verdict) and `voice-audit compare OLD NEW` (two versions).
 
-check exits 0 when every rule holds, 1 when a tolerance is exceeded (its interval beyond it), 3 when
-a rule is not evaluable (its gates did not pass, or too few pairs), 2 on bad input.
+check exits 0 when every rule shows parity (its whole interval within the tolerance), 1 when a tolerance
+is exceeded (its whole interval beyond it), 4 when a rule is inconclusive (its interval reaches across
+the tolerance; 0 under the policy's `inconclusive: warn`), 3 when a rule is not evaluable (its gates did
+not pass, too few pairs, or no interval), 2 on bad input.
 """
 
 from __future__ import annotations
@@ -39,24 +41,31 @@ def check_cmd(
     ] = None,
     quiet: Annotated[bool, typer.Option(help="print only the summary line")] = False,
 ) -> None:
-    """Hold an analysed run (and optionally a comparison) against a release policy; exit 0/1/3, 2 on bad input."""
+    """Hold an analysed run (and optionally a comparison) against a release policy: exit 0 parity shown,
+    1 exceeded, 4 inconclusive, 3 not evaluable, 2 bad input."""
     from voice_audit.analysis.release.check import CHECK_JSON, check_run
     from voice_audit.analysis.release.junit import junit_xml
     from voice_audit.analysis.release.junit import markdown as render_markdown
     from voice_audit.analysis.release.policy import load_policy
-    from voice_audit.harness.rundir import atomic_write_bytes, atomic_write_json
+    from voice_audit.harness.runlog import atomic_write_bytes, atomic_write_json
 
     try:
         loaded = load_policy(policy)
         result = check_run(run_dir, loaded, compare)
     except VoiceAuditError as exc:
-        typer.echo(f"voice-audit: error: {exc}", err=True)
+        for line in str(exc).splitlines():  # several problems in the policy: one line each
+            typer.echo(f"voice-audit: error: {line}", err=True)
         raise typer.Exit(2) from None
     md = render_markdown(result)
     try:
         atomic_write_json(
             json_out or Path(run_dir) / CHECK_JSON,
-            {**result.model_dump(mode="json"), "status": result.status, "exit_code": result.exit_code},
+            {
+                **result.model_dump(mode="json"),
+                "status": result.status,
+                "exit_code": result.exit_code,
+                "run_complete": not result.incomplete,
+            },
         )
         if markdown is not None:
             atomic_write_bytes(markdown, md.encode())
@@ -68,6 +77,8 @@ def check_cmd(
     except OSError as exc:
         typer.echo(f"voice-audit: error: cannot write the check's outputs: {exc}", err=True)
         raise typer.Exit(2) from None
+    if result.incomplete:
+        typer.echo(result.incomplete_text())
     if not quiet:
         for v in result.verdicts:
             typer.echo(v.line())
@@ -87,8 +98,8 @@ def compare_cmd(
     subgroups: Annotated[bool, typer.Option(help="add the cross-model gap per caller subgroup")] = True,
 ) -> None:
     """Per cell and family the change of each paired delta (new - old, difference in differences) and of each level."""
-    from voice_audit.analysis.release.check import short_label
     from voice_audit.analysis.release.compare import compare_runs, largest_changes, write_comparison
+    from voice_audit.analysis.release.documents import short_label
 
     if interval not in ("signflip", "t", "bca", "percentile"):
         typer.echo(

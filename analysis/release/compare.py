@@ -26,12 +26,11 @@ import pandas as pd
 
 from voice_audit.analysis.deltas import CELL_KEYS, cell_label
 from voice_audit.analysis.metrics.catalogue import CATALOGUE
-from voice_audit.analysis.release.check import read_json, short_label
+from voice_audit.analysis.release.documents import COMPARISON_JSON, read_json, short_label
 from voice_audit.analysis.stats import PairedValues, adjust_p_values, paired_mean_delta
-from voice_audit.harness.rundir import atomic_write_json
+from voice_audit.harness.runlog import atomic_write_json
 from voice_audit.scenarios import ConfigError
 
-COMPARISON_JSON = "comparison.json"
 SCHEMA = "voice-audit/comparison"
 SCHEMA_VERSION = 1
 MATCH_KEYS: tuple[str, ...] = (
@@ -80,6 +79,12 @@ class RunTables:
                 fam = self.families.setdefault(str(e["family"]), [])
                 if e["metric"] not in fam:
                     fam.append(str(e["metric"]))
+        self.margins: dict[str, float] = {
+            str(e["metric"]): float(e["smallest_effect"])
+            for c in self.deltas.get("cells", [])
+            for e in c.get("estimates", [])
+            if e.get("smallest_effect") is not None
+        }
         alphas = {float(e["alpha"]) for c in self.deltas.get("cells", []) for e in c.get("estimates", [])}
         self.alpha = min(alphas) if alphas else 0.05
 
@@ -174,6 +179,7 @@ def compare_cell(
                         "of": of,
                         "quantity": QUANTITY[of],
                         "higher_is_worse": spec.higher_is_worse if spec else None,
+                        "smallest_effect": new.margins.get(metric),
                         **block,
                     }
                 )

@@ -20,6 +20,17 @@ from voice_audit.scenarios import Frozen, load_yaml, sha256_of
 
 POLICY_VERSION = 1
 Diagnostic = Literal["allowed", "forbidden"]
+Inconclusive = Literal["fail", "warn"]
+FOUR_FIFTHS = 0.8
+
+
+class FieldError(ValueError):
+    """A validation failure at one field of the entry (the YAML loader adds its line:col), with its fix."""
+
+    def __init__(self, field: str, message: str, fix: str) -> None:
+        super().__init__(message)
+        self.loc: tuple[str, ...] = (field,)
+        self.fix = fix
 
 
 class CellSelector(Frozen):
@@ -37,7 +48,8 @@ class CellSelector(Frozen):
 
 class Bound(Frozen):
     """A tolerance on one signed quantity: `tolerance` (two-sided, or one-sided with `worse_for`),
-    or explicit `at_most` / `at_least` on the signed value."""
+    explicit `at_most` / `at_least` on the signed value, or none of them: the run's analysis plan's
+    smallest effect of interest for the metric is the tolerance then (two-sided, or with `worse_for`)."""
 
     tolerance: float | None = Field(default=None, ge=0, description="largest tolerated |quantity|")
     worse_for: Literal["a", "b"] | None = Field(
@@ -47,17 +59,41 @@ class Bound(Frozen):
     at_most: float | None = Field(default=None, description="largest tolerated signed value")
     at_least: float | None = Field(default=None, description="smallest tolerated signed value")
 
+    min_ratio: float | None = Field(
+        default=None,
+        gt=0,
+        le=1,
+        description="a ratio rule on a rate (the four-fifths rule: 0.8): the rate of either condition at least "
+        "this share of the other's, shown by the interval of the lower rate over the higher lying above min_ratio",
+    )
+
     @model_validator(mode="after")
     def _one_form(self) -> Bound:
         explicit = self.at_most is not None or self.at_least is not None
-        if self.tolerance is None and not explicit:
-            raise ValueError("give 'tolerance' (optionally with 'worse_for') or 'at_most' / 'at_least'")
         if self.tolerance is not None and explicit:
-            raise ValueError("give either 'tolerance' or 'at_most' / 'at_least', not both")
-        if self.worse_for is not None and self.tolerance is None:
-            raise ValueError("'worse_for' goes with 'tolerance'")
+            raise FieldError(
+                "tolerance",
+                "give either 'tolerance' or 'at_most' / 'at_least', not both",
+                "keep 'tolerance' for a symmetric bound, or 'at_most' / 'at_least' for explicit limits",
+            )
+        if self.worse_for is not None and explicit:
+            raise FieldError(
+                "worse_for",
+                "'worse_for' goes with 'tolerance' (or the plan's margin), not with 'at_most' / 'at_least'",
+                "remove 'worse_for', or replace 'at_most' / 'at_least' by 'tolerance'",
+            )
         if self.at_most is not None and self.at_least is not None and self.at_least > self.at_most:
-            raise ValueError(f"'at_least' {self.at_least} is above 'at_most' {self.at_most}")
+            raise FieldError(
+                "at_least",
+                f"'at_least' {self.at_least} is above 'at_most' {self.at_most}",
+                "swap the two values",
+            )
+        if self.min_ratio is not None and (self.tolerance is not None or explicit or self.worse_for):
+            raise FieldError(
+                "min_ratio",
+                "'min_ratio' is a rule of its own: it takes no 'tolerance', 'at_most', 'at_least' or 'worse_for'",
+                "split it into two rules, one with 'min_ratio' and one with the difference bound",
+            )
         return self
 
 
@@ -75,30 +111,54 @@ class Rule(Bound):
         spec = CATALOGUE.get(self.metric)
         if spec is None or spec.kind == "label":
             known = sorted(n for n, s in CATALOGUE.items() if s.family == self.family and s.kind != "label")
-            raise ValueError(
-                f"'{self.metric}' is not a numeric metric of the analysis (family {self.family}: {', '.join(known)})"
+            raise FieldError(
+                "metric",
+                f"'{self.metric}' is not a numeric metric of the analysis (family {self.family})",
+                f"use one of {', '.join(known)}",
             )
         if spec.family != self.family:
-            raise ValueError(f"metric '{self.metric}' belongs to family '{spec.family}', not '{self.family}'")
+            raise FieldError(
+                "metric",
+                f"metric '{self.metric}' belongs to family '{spec.family}', not '{self.family}'",
+                f"set family: {spec.family}",
+            )
         if self.worse_for is not None and spec.higher_is_worse is None:
-            raise ValueError(
-                f"metric '{self.metric}' has no harm direction, so 'worse_for' cannot say which sign is worse; "
-                "use 'at_most' / 'at_least' on the signed value"
+            raise FieldError(
+                "worse_for",
+                f"metric '{self.metric}' has no harm direction, so 'worse_for' cannot say which sign is worse",
+                "remove 'worse_for' and bound the signed value with 'at_most' / 'at_least'",
+            )
+        if self.min_ratio is not None and spec.kind != "binary":
+            raise FieldError(
+                "min_ratio",
+                f"'min_ratio' bounds a ratio of rates, and '{self.metric}' is not a rate",
+                "use it on a binary outcome such as outcome_acceptable, or bound the difference with 'tolerance'",
             )
         return self
 
-    def limits(self) -> tuple[float | None, float | None]:
-        """(lowest, highest) tolerated signed a - b value (None: unbounded on that side)."""
-        if self.tolerance is None:
+    @property
+    def is_ratio(self) -> bool:
+        return self.min_ratio is not None
+
+    def limits(self, margin: float | None = None) -> tuple[float | None, float | None]:
+        """(lowest, highest) tolerated value (None: unbounded on that side): of a - b, or of rate a /
+        rate b for a ratio rule. `margin` (the plan's smallest effect of interest) stands in for a
+        missing tolerance; without either, both are None."""
+        if self.min_ratio is not None:
+            return self.min_ratio, None  # of the lower rate over the higher
+        if self.at_most is not None or self.at_least is not None:
             return self.at_least, self.at_most
+        tol = self.tolerance if self.tolerance is not None else margin
+        if tol is None:
+            return None, None
         if self.worse_for is None:
-            return -self.tolerance, self.tolerance
+            return -tol, tol
         higher_is_worse = bool(CATALOGUE[self.metric].higher_is_worse)
         # a - b > 0 means a has more of the metric; b is worse off then exactly when higher is better.
         b_worse_when_positive = not higher_is_worse
         if (self.worse_for == "b") == b_worse_when_positive:
-            return None, self.tolerance
-        return -self.tolerance, None
+            return None, tol
+        return -tol, None
 
 
 class ChangeRule(Rule):
@@ -110,8 +170,16 @@ class ChangeRule(Rule):
     @model_validator(mode="after")
     def _worse_for_gap_only(self) -> ChangeRule:
         if self.worse_for is not None and self.of != "gap":
-            raise ValueError(
-                "'worse_for' applies to a gap between conditions; bound a level change with 'at_most' / 'at_least'"
+            raise FieldError(
+                "worse_for",
+                "'worse_for' applies to a gap between conditions, not to a level change",
+                "remove 'worse_for' and bound the level change with 'at_most' / 'at_least'",
+            )
+        if self.min_ratio is not None:
+            raise FieldError(
+                "min_ratio",
+                "'min_ratio' applies to a run's rates (under 'rules'), not to a change between versions",
+                "move the rule under 'rules', or bound the change with 'tolerance'",
             )
         return self
 
@@ -126,13 +194,21 @@ class Policy(Frozen):
     diagnostic: Diagnostic = Field(
         default="forbidden", description="'allowed': evidence whose gates did not pass may fail a check too"
     )
+    inconclusive: Inconclusive = Field(
+        default="fail",
+        description="an interval that reaches across a limit: 'fail' (exit 4, not a pass) or 'warn' (reported, exit 0)",
+    )
     rules: tuple[Rule, ...] = ()
     changes: tuple[ChangeRule, ...] = ()
 
     @model_validator(mode="after")
     def _some_rule(self) -> Policy:
         if not self.rules and not self.changes:
-            raise ValueError("a policy needs at least one entry under 'rules' or 'changes'")
+            raise FieldError(
+                "rules",
+                "a policy needs at least one entry under 'rules' or 'changes'",
+                "add a rule, e.g. rules: [{family: terminal_outcome, metric: outcome_acceptable}]",
+            )
         return self
 
     @property

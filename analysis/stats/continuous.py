@@ -22,8 +22,9 @@ counts each pair as independent. A single cluster (one voice per condition) keep
 interval, which then speaks for those two speakers' calls only, and says so.
 
 Degenerate data (never NaN): no pairs -> everything ``None``; one pair -> estimate only;
-all differences identical -> a zero-width interval at the estimate, p = 1 if the estimate is 0
-and ``None`` otherwise (no variance to test against), with a note.
+every unit's difference identical (per voice cluster when clustered: identical replicates count
+once per speaker) -> never a zero-width interval: ``degenerate_interval`` takes the spread of the
+levels, or for counts exact Poisson limits over the units, or gives no interval, with a note.
 
 The path-burden vector B = (Repair, Auth, Esc) is estimated componentwise (docs/method/index.md section 5):
 each component keeps the pairs complete for that component, so ``n_pairs`` can differ by
@@ -158,10 +159,13 @@ def paired_mean_delta(
         return Estimate(
             **base, **means, estimate=est, ci_low=None, ci_high=None, p_value=None, notes=tuple(notes)
         )
-    if np.ptp(diff) == 0:
-        notes.append("all pair differences identical: zero-width interval, no variance to test")
-        p = 1.0 if est == 0 else None
-        return Estimate(**base, **means, estimate=est, ci_low=est, ci_high=est, p_value=p, notes=tuple(notes))
+    units = _unit_levels(paired, clusters if clustered else None)
+    if np.ptp(units["a"] - units["b"]) == 0:
+        lo_d, hi_d, p_d, note = degenerate_interval(units["a"], units["b"], alpha)
+        notes.append(note)
+        return Estimate(
+            **base, **means, estimate=est, ci_low=lo_d, ci_high=hi_d, p_value=p_d, notes=tuple(notes)
+        )
     if clustered:
         assert clusters is not None
         lo, hi, p = cr2_interval(diff, clusters, alpha)
@@ -172,6 +176,74 @@ def paired_mean_delta(
     else:
         lo, hi, p = bootstrap_interval(diff, alpha, method=interval, n_boot=n_boot, seed=seed)
     return Estimate(**base, **means, estimate=est, ci_low=lo, ci_high=hi, p_value=p, notes=tuple(notes))
+
+
+def _unit_levels(paired: PairedValues, clusters: np.ndarray | None) -> pd.DataFrame:
+    """a and b per unit of evidence: per voice cluster (its replicates averaged, so identical
+    replicates count once per speaker) or, without clusters, per pair."""
+    frame = pd.DataFrame({"a": paired.a, "b": paired.b})
+    if clusters is None:
+        return frame
+    return frame.groupby(clusters, sort=True).mean()
+
+
+def degenerate_interval(
+    a: pd.Series | np.ndarray, b: pd.Series | np.ndarray, alpha: float = 0.05
+) -> tuple[float | None, float | None, float | None, str]:
+    """(ci_low, ci_high, p, note) when every unit's a - b is the same: the paired spread is zero,
+    which says the units agree, not that the difference is known exactly. In order:
+
+    * the two conditions' levels vary over the units: the unpaired interval (Welch-type standard
+      error of the two means, t on G - 1 df), which ignores the pairing and so is wider;
+    * the levels are whole counts that never vary (a deterministic agent's 0 repair turns on every
+      call): each side's mean gets its exact Poisson interval over the G units and the difference the
+      square-and-add (MOVER) combination of the two, so 0 events in G units bound the rate by about
+      3.7 / G rather than by 0;
+    * anything else (one unit, or a continuous measure identical on every call): no interval."""
+    va, vb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    g = len(va)
+    est = float(va.mean() - vb.mean())
+    if g < 2:
+        return None, None, None, "one unit of evidence: no interval"
+    se = float(np.sqrt(np.var(va, ddof=1) / g + np.var(vb, ddof=1) / g))
+    if se > 0:
+        q = float(stats.t.ppf(1 - alpha / 2, g - 1))
+        p = float(2 * stats.t.sf(abs(est) / se, g - 1))
+        return (
+            est - q * se,
+            est + q * se,
+            p,
+            f"every one of the {g} units (speakers, or pairs) has the same a - b: the paired spread is zero, so the "
+            "interval uses the spread of the two conditions' levels (unpaired, wider)",
+        )
+    whole = bool(
+        np.all(va == np.round(va)) and np.all(vb == np.round(vb)) and va.min() >= 0 and vb.min() >= 0
+    )
+    if not whole:
+        return (
+            None,
+            None,
+            None,
+            f"the same value on every one of the {g} units: no spread to bound the difference with, no interval",
+        )
+    (la, ua), (lb, ub) = _poisson_mean(va.sum(), g, alpha), _poisson_mean(vb.sum(), g, alpha)
+    ma, mb = float(va.mean()), float(vb.mean())
+    lo = est - float(np.hypot(ma - la, ub - mb))
+    hi = est + float(np.hypot(ua - ma, mb - lb))
+    return (
+        lo,
+        hi,
+        1.0 if est == 0 else None,
+        f"the same count on every one of the {g} units: each side's mean has its exact Poisson interval over "
+        f"{g} units, combined by square-and-add (no zero-width interval from identical replicates)",
+    )
+
+
+def _poisson_mean(total: float, units: int, alpha: float) -> tuple[float, float]:
+    """Exact (Garwood) interval of a Poisson mean per unit from `total` events over `units` units."""
+    low = 0.0 if total == 0 else float(stats.chi2.ppf(alpha / 2, 2 * total)) / 2
+    high = float(stats.chi2.ppf(1 - alpha / 2, 2 * total + 2)) / 2
+    return low / units, high / units
 
 
 class BurdenDelta(BaseModel):

@@ -5,6 +5,7 @@ the Jenkins JUnit schema, and the Markdown summary."""
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 
@@ -81,19 +82,33 @@ def _cli(run: Path, policy: Path, tmp_path: Path, env: dict[str, str] | None = N
     return res.exit_code, res.output
 
 
-def test_policy_that_holds(runs: Callable[[str], Path], tmp_path: Path) -> None:
-    code, out = _cli(runs("even"), _policy(tmp_path, HOLDS), tmp_path)
+def test_a_fair_agent_shows_parity_only_when_its_interval_lies_inside(
+    runs: Callable[[str], Path], tmp_path: Path
+) -> None:
+    # 8 pairs with equal outcomes: a - b = 0 with the interval [-0.32, 0.32]; a tolerance of 0.35 holds it
+    code, out = _cli(runs("even"), _policy(tmp_path, HOLDS.replace("0.05", "0.35")), tmp_path)
     lines = out.strip().splitlines()
     assert code == 0, out
     assert len(lines) == 3  # one line per verdict, then the summary
-    assert all(line.startswith("HOLDS ") for line in lines[:2])
-    assert "0 <= a - b" not in lines[0] and "-0.05 <= a - b <= 0.05" in lines[0]
+    assert all(line.startswith("PARITY SHOWN ") for line in lines[:2])
+    assert "-0.35 <= a - b <= 0.35" in lines[0]
     assert "a - b >= -0.5" in lines[1]  # more repair turns for b is the harm (higher is worse)
     assert "diagnostic evidence" in lines[0]
     record = json.loads((tmp_path / "check.json").read_text())
-    assert (
-        record["exit_code"] == 0 and record["policy_sha256"] == load_policy(tmp_path / "policy.yaml").sha256
-    )
+    assert record["exit_code"] == 0 and record["status"] == "parity" and record["run_complete"] is True
+    assert record["policy_sha256"] == load_policy(tmp_path / "policy.yaml").sha256
+    # the same estimate, a tolerance narrower than its interval: not a pass, its own verdict and exit code
+    code, out = _cli(runs("even"), _policy(tmp_path, HOLDS), tmp_path)
+    assert code == 4, out
+    first = out.splitlines()[0]
+    assert first.startswith("INCONCLUSIVE delta[0] terminal_outcome/outcome_acceptable")
+    assert "parity would need about" in first and "pairs from about" in first
+    result = check_run(runs("even"), load_policy(tmp_path / "policy.yaml"))
+    v = result.verdicts[0]
+    assert v.ci_low is not None and v.ci_low < -0.05 and v.ci_high is not None and v.ci_high > 0.05
+    # the interval's half-width shrinks as 1 / sqrt(n): (0.32 / 0.05)^2 x 8 speakers, one pair each
+    assert v.needed_pairs is not None and v.needed_speakers == v.needed_pairs
+    assert v.needed_pairs == math.ceil(8 * (v.ci_high / 0.05) ** 2)
 
 
 def test_policy_that_fails_on_an_outcome_gap(runs: Callable[[str], Path], tmp_path: Path) -> None:
@@ -120,7 +135,7 @@ def test_only_gated_evidence_fails_unless_the_policy_allows_diagnostics(
 ) -> None:
     code, out = _cli(runs("gap"), _policy(tmp_path, GATED_ONLY), tmp_path)
     assert code == 3, out
-    assert out.startswith("NOT EVALUABLE") and "only gated evidence can fail" in out
+    assert out.startswith("NOT EVALUABLE") and "only gated evidence can decide a release" in out
 
 
 def test_not_evaluable_for_a_failed_gate(runs: Callable[[str], Path], tmp_path: Path) -> None:
@@ -170,12 +185,12 @@ def test_an_unanalysed_run_is_bad_input(tmp_path: Path) -> None:
     [
         (
             "name: p\nrules:\n  - family: terminal_outcome\n    metric: outcome_acceptible\n    tolerance: 0.1\n",
-            ":3:5:",
+            ":4:5:",
             "not a numeric metric",
         ),
         (
             "name: p\nrules:\n  - family: path_burden\n    metric: outcome_acceptable\n    tolerance: 0.1\n",
-            ":3:5:",
+            ":4:5:",
             "belongs to family 'terminal_outcome'",
         ),
         (
@@ -184,13 +199,13 @@ def test_an_unanalysed_run_is_bad_input(tmp_path: Path) -> None:
             "unknown field",
         ),
         (
-            "name: p\nrules:\n  - family: path_burden\n    metric: burden_repair\n",
-            ":3:5:",
-            "give 'tolerance'",
+            "name: p\nrules:\n  - family: path_burden\n    metric: burden_repair\n    min_ratio: 0.8\n",
+            ":5:5:",
+            "not a rate",
         ),
         (
             "name: p\nrules:\n  - family: tool_behaviour\n    metric: tool_n_calls\n    tolerance: 1\n    worse_for: b\n",
-            ":3:5:",
+            ":6:5:",
             "no harm direction",
         ),
         ("name: p\n", ":1:1:", "at least one entry"),
@@ -205,3 +220,51 @@ def test_policy_errors_are_positioned(tmp_path: Path, text: str, where: str, mes
         load_policy(path)
     line = str(err.value)
     assert line.startswith(f"{path}{where}") and message in line and "\n" not in line
+    assert "(fix: " in line
+
+
+def test_a_policy_with_two_errors_gets_two_lines_each_at_its_field_with_its_fix(tmp_path: Path) -> None:
+    from voice_audit.scenarios import ConfigError
+
+    path = _policy(
+        tmp_path,
+        "name: p\nrules:\n  - family: terminal_outcome\n    metric: outcome_acceptible\n"
+        "  - family: path_burden\n    metric: burden_repair\n    tolerence: 0.5\n",
+    )
+    with pytest.raises(ConfigError) as err:
+        load_policy(path)
+    lines = str(err.value).splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].startswith(f"{path}:4:5:") and "not a numeric metric" in lines[0]
+    assert "(fix: use one of " in lines[0] and "outcome_acceptable" in lines[0]
+    assert lines[1].startswith(f"{path}:7:5:") and "unknown field 'rules.1.tolerence'" in lines[1]
+    assert "(fix: remove it or check its spelling)" in lines[1]
+    code, out = _cli_err(path, tmp_path)
+    assert code == 2 and out.count("voice-audit: error: ") == 2
+
+
+def _cli_err(policy: Path, tmp_path: Path) -> tuple[int, str]:
+    import typer
+
+    app = typer.Typer()
+    app.command()(check_cmd)
+    res = CliRunner().invoke(app, [str(tmp_path), "--policy", str(policy)])
+    return res.exit_code, res.output
+
+
+def test_a_rule_without_tolerance_takes_the_plans_smallest_effect(
+    runs: Callable[[str], Path], tmp_path: Path
+) -> None:
+    text = "name: p\ndiagnostic: allowed\nrules:\n  - family: terminal_outcome\n    metric: outcome_acceptable\n    where: {agent: scripted}\n"
+    result = check_run(runs("even40"), load_policy(_policy(tmp_path, text)))
+    (v,) = result.verdicts
+    deltas = json.loads((runs("even40") / "deltas.json").read_text())
+    margin = next(
+        e["smallest_effect"]
+        for c in deltas["cells"]
+        if c["cell"]["agent"] == "scripted"
+        for e in c["estimates"]
+        if e["metric"] == "outcome_acceptable"
+    )
+    assert margin == 0.10 and (v.lowest, v.highest) == (-margin, margin) and v.tolerance_from == "plan"
+    assert "the plan's smallest effect" in v.bound_text()
