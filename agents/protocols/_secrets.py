@@ -14,13 +14,10 @@ import re
 from collections.abc import Mapping
 
 from voice_audit.harness.adapter import AgentError
-from voice_audit.harness.model.secrets import SECRET_KEY
+from voice_audit.harness.model.secrets import ENV_REF, MASK, SECRET_KEY
 
-__all__ = ["MASK", "HeaderRedaction", "expand_env", "expand_headers", "install_log_redaction"]
+__all__ = ["HeaderRedaction", "expand_env", "expand_headers", "install_log_redaction"]
 
-MASK = "[redacted]"
-ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-SENSITIVE_HEADER = SECRET_KEY
 _HEADER_LINES = frozenset({"> %s: %s", "< %s: %s"})
 
 
@@ -46,7 +43,7 @@ class HeaderRedaction(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         args = record.args
         header = isinstance(args, tuple) and len(args) == 2 and record.msg in _HEADER_LINES
-        if header and isinstance(args, tuple) and SENSITIVE_HEADER.search(str(args[0])):
+        if header and isinstance(args, tuple) and SECRET_KEY.search(str(args[0])):
             record.args = (args[0], MASK)
         return True
 

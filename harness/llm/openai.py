@@ -16,6 +16,7 @@ from typing import Any, Literal
 import aiohttp
 
 from voice_audit.harness.llm.types import ChatRequest, ChatResponse, LLMError, Message, ToolCall, Usage
+from voice_audit.harness.model.secrets import MASK
 
 StructuredMode = Literal["json_schema", "json_object", "none"]
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024
@@ -145,7 +146,7 @@ class OpenAIChatClient:
         return f"OpenAIChatClient(base_url={self.base_url!r}, model={self.model!r})"
 
     def _scrub(self, text: str) -> str:
-        return text.replace(self._key, "[redacted]") if self._key else text
+        return text.replace(self._key, MASK) if self._key else text
 
     async def _client(self) -> aiohttp.ClientSession:
         """One session per event loop: a session is bound to the loop it was made in."""

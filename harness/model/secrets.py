@@ -20,9 +20,12 @@ SECRET_KEY = re.compile(
 tokens, passwords, cookies, and request signatures (`sig`, `signature`, `X-Amz-Signature`,
 `X-Goog-Signature`, `x_signature`), which grant access as much as a key does."""
 ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]{2,}$")
-ENV_REFERENCE = re.compile(r"^(?:(?:Bearer|Basic|Token)\s+)?\$\{[A-Za-z_][A-Za-z0-9_]*\}$")
-_REFERENCE_NAME = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+"""`${NAME}`: an option value's reference to the environment variable NAME (group 1), the one
+pattern both the masking here and the adapters' expansion of options use."""
+ENV_REFERENCE = re.compile(rf"^(?:(?:Bearer|Basic|Token)\s+)?{ENV_REF.pattern}$")
 MASK = "[redacted]"
+"""What stands in a log, a run folder or a report where a secret was."""
 MIN_SECRET = 4
 
 
@@ -87,7 +90,7 @@ def secret_values(options: Mapping[str, Any], environ: Mapping[str, str] | None 
             if secret and not _is_reference(key, text):
                 found.add(text)
             found.update(url_secrets(text))
-            names = _REFERENCE_NAME.findall(text) or [text]
+            names = ENV_REF.findall(text) or [text]
             for name in names:
                 if ENV_NAME.match(name) and env.get(name):
                     found.add(env[name])
