@@ -35,7 +35,7 @@ from voice_audit.harness.adapter import (
 )
 from voice_audit.harness.model.campaign import AgentSpec
 from voice_audit.harness.planning import load_campaign
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner
 from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
@@ -279,6 +279,7 @@ def test_a_session_the_server_will_not_set_up_is_connect_failed(
             "malformed_frame",
         ),
         (1000, "not json", "malformed_frame"),
+        (1000, '{"serverContent":{"turnComplete":"yes"}}', "malformed_frame"),  # a field of the wrong type
     ],
 )
 def test_failures_after_setup_keep_their_kind(code: int, frame: str | None, kind: str) -> None:

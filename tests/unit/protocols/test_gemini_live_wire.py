@@ -232,7 +232,20 @@ def test_reading_is_lenient_about_new_fields_and_strict_about_types() -> None:
     assert (gw.parse_server(json.dumps(later)).server_content or gw.ServerContent()).turn_complete is True
     with pytest.raises(Exception, match="extra"):
         server(later)  # the SDK's public types refuse it: we never write such a message
-    for raw in ("not json", "[1]", '{"toolCall":{"functionCalls":"x"}}', '{"serverContent":{"modelTurn":3}}'):
+    wrong_types = (
+        '{"serverContent":{"turnComplete":"yes"}}',  # read strictly: a string is not a boolean
+        '{"serverContent":{"interrupted":1}}',
+        '{"usageMetadata":{"totalTokenCount":"3"}}',
+        '{"setupComplete":{"sessionId":5}}',
+        '{"goAway":{"timeLeft":10}}',
+    )
+    for raw in (
+        "not json",
+        "[1]",
+        '{"toolCall":{"functionCalls":"x"}}',
+        '{"serverContent":{"modelTurn":3}}',
+        *wrong_types,
+    ):
         with pytest.raises(AgentError) as info:
             gw.parse_server(raw)
         assert info.value.kind == "malformed_frame"
