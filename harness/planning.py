@@ -35,6 +35,7 @@ from voice_audit.personas import (
 from voice_audit.scenarios import (
     BUNDLED_LIBRARY,
     ConfigError,
+    ConfigErrors,
     Frozen,
     Scenario,
     ScenarioLibrary,
@@ -347,28 +348,35 @@ def load_campaign(path: str | Path) -> LoadedCampaign:
     scenario_dir = (base / campaign.scenario_dir) if campaign.scenario_dir else BUNDLED_LIBRARY
     library = ScenarioLibrary(scenario_dir)
     scenarios: dict[str, Scenario] = {}
+    problems: list[ConfigError] = []  # every naming problem at once, each at its own line
     for i, sid in enumerate(campaign.scenarios):
         try:
             scenarios[sid] = library.get_locked(sid)
         except ConfigError as exc:
-            raise doc.error(("scenarios", i), exc.message, fix=exc.fix) from None
+            problems.append(doc.error(("scenarios", i), exc.message, fix=exc.fix))
     for i, spec in enumerate(campaign.pairs):
         for j, sid in enumerate(spec.scenarios or ()):
-            if sid not in scenarios:
-                raise doc.error(
-                    ("pairs", i, "scenarios", j),
-                    f"pair {i} names scenario '{sid}' that the campaign does not list",
-                    fix="add it to the campaign's scenarios",
+            if sid not in campaign.scenarios:
+                problems.append(
+                    doc.error(
+                        ("pairs", i, "scenarios", j),
+                        f"pair {i} names scenario '{sid}' that the campaign does not list",
+                        fix="add it to the campaign's scenarios",
+                    )
                 )
     names = {a.name for a in campaign.agents}
     for i, spec in enumerate(campaign.pairs):
         for j, name in enumerate(spec.agents or ()):
             if name not in names:
-                raise doc.error(
-                    ("pairs", i, "agents", j),
-                    f"pair {i} names agent '{name}' that the campaign does not list",
-                    fix=f"use one of the campaign's agent names ({', '.join(sorted(names))})",
+                problems.append(
+                    doc.error(
+                        ("pairs", i, "agents", j),
+                        f"pair {i} names agent '{name}' that the campaign does not list",
+                        fix=f"use one of the campaign's agent names ({', '.join(sorted(names))})",
+                    )
                 )
+    if problems:
+        raise problems[0] if len(problems) == 1 else ConfigErrors(problems)
     _check_agents(doc, campaign)
     _check_backends(doc, campaign)
     plan = plan_campaign(doc, campaign, scenarios, catalogue)
