@@ -7,8 +7,9 @@
 - `ChaosAgent` (`chaos`): fails on a seeded schedule (hangs, drops, malformed frames, floods, 5xx,
   crashes), to prove the harness records every agent failure and never aborts a campaign.
 
-Each lives in the module named by its factory, builds its sessions on `QueueSession`, and speaks
-with the one `tone` generator. The registry names `scripted` and `chaos` are entry points; a run
+Each lives in the module named by its factory, shares one adapter shell (`_shell.FakeAgent`: the
+capabilities, the sessions it keeps, closing them), builds its sessions on `QueueSession`, and
+speaks with the one `tone` generator. The registry names `scripted` and `chaos` are entry points; a run
 folder written when the fakes lived elsewhere (`voice_audit.agents.testing`, `voice_audit.agents.serve.demo`,
 `voice_audit.agents.reference.chaos`) still loads them through the registry's map of moved modules.
 """

@@ -27,14 +27,13 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Literal, get_args
 
+from voice_audit.agents.fakes._shell import FakeAgent
 from voice_audit.agents.fakes._signal import tone
 from voice_audit.agents.serve.faults import WireFault
 from voice_audit.agents.session import QueueSession
 from voice_audit.harness.adapter import (
-    AudioFormat,
     AudioOut,
     CallInfo,
-    Capabilities,
     FactsSeenOut,
     HangupOut,
     TextOut,
@@ -118,7 +117,7 @@ class ChaosSession(QueueSession):
         self._respond()
 
 
-class ChaosAgent:
+class ChaosAgent(FakeAgent[ChaosSession]):
     name = "chaos"
 
     def __init__(self, options: dict[str, Any] | None = None) -> None:
@@ -138,25 +137,10 @@ class ChaosAgent:
         self.audio_ms = int(opts.get("audio_ms", 60))
         self.flood_s = float(opts.get("flood_s", 300.0))
         self.status = int(opts.get("status", 503))
-        self.capabilities = Capabilities(
-            architecture=None,
-            turn_based=True,
-            streaming=False,
-            transcripts=True,
-            tool_trace=False,
-            fact_provisioning=True,
-            input_format=AudioFormat("pcm16", 16000),
-        )
-        self.sessions: list[ChaosSession] = []
+        super().__init__(architecture=None, transcripts=True, tool_trace=False)
 
-    async def connect(self, call: CallInfo) -> ChaosSession:
-        session = ChaosSession(self, call)
-        self.sessions.append(session)
-        return session
-
-    async def aclose(self) -> None:
-        for s in self.sessions:
-            await s.close("adapter closed")
+    def session(self, call: CallInfo) -> ChaosSession:
+        return ChaosSession(self, call)
 
 
 def chaos(spec: AgentSpec) -> ChaosAgent:

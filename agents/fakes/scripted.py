@@ -31,14 +31,13 @@ from typing import Literal
 
 import numpy as np
 
+from voice_audit.agents.fakes._shell import FakeAgent
 from voice_audit.agents.fakes._signal import draw, tone
 from voice_audit.agents.session import QueueSession
 from voice_audit.harness.adapter import (
     CALIBRATION_ORACLE,
-    AudioFormat,
     AudioOut,
     CallInfo,
-    Capabilities,
     ErrorOut,
     FactsSeenOut,
     HangupOut,
@@ -236,7 +235,7 @@ class _ScriptedSession(QueueSession):
         self._respond()
 
 
-class ScriptedAgent:
+class ScriptedAgent(FakeAgent[_ScriptedSession]):
     """Says `lines` in order, one per caller turn, then hangs up. Exposes its text unless told not to."""
 
     name = "scripted"
@@ -276,16 +275,7 @@ class ScriptedAgent:
         self.tone = tone(audio_ms) if audio_ms else b""
         self.expose_text = expose_text
         self.use_tools = use_tools
-        self.capabilities = Capabilities(
-            architecture="casc",
-            turn_based=True,
-            streaming=False,
-            transcripts=expose_text,
-            tool_trace=use_tools,
-            fact_provisioning=True,
-            input_format=AudioFormat("pcm16", 16000),
-        )
-        self.sessions: list[_ScriptedSession] = []
+        super().__init__(architecture="casc", transcripts=expose_text, tool_trace=use_tools)
 
     def voice(self, text: str) -> bytes:
         """The line spoken by eSpeak (en-us, 16 kHz), for transports that carry audio only."""
@@ -300,13 +290,8 @@ class ScriptedAgent:
             self._voiced[text] = np.asarray(pcm, dtype="<i2").tobytes()
         return self._voiced[text]
 
-    async def connect(self, call: CallInfo) -> _ScriptedSession:
-        session = _ScriptedSession(self, call)
-        self.sessions.append(session)
-        return session
-
-    async def aclose(self) -> None:
-        return None
+    def session(self, call: CallInfo) -> _ScriptedSession:
+        return _ScriptedSession(self, call)
 
 
 def scripted(spec: AgentSpec) -> ScriptedAgent:

@@ -10,14 +10,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from voice_audit.agents.fakes._shell import FakeAgent
 from voice_audit.agents.fakes._signal import tone
 from voice_audit.agents.session import QueueSession
 from voice_audit.harness.adapter import (
     AgentEvent,
-    AudioFormat,
     AudioOut,
     CallInfo,
-    Capabilities,
     FactsSeenOut,
     HangupOut,
     HeardOut,
@@ -92,7 +91,7 @@ class ToneSession(QueueSession):
         self.end()
 
 
-class ToneAgent:
+class ToneAgent(FakeAgent[ToneSession]):
     """Options: `tone_ms` (400), `greet` (true), `hangup_after` (3), `tool` ("crm_lookup"; "" for
     none), `sample_rate` of its audio out (16000). Input is pcm16 16 kHz."""
 
@@ -104,26 +103,10 @@ class ToneAgent:
         self.hangup_after = int(opts.get("hangup_after", 3))
         self.tool = str(opts.get("tool", "crm_lookup"))
         self.sample_rate = int(opts.get("sample_rate", 16000))
-        self.input_format = AudioFormat("pcm16", 16000)
-        self.capabilities = Capabilities(
-            architecture=None,
-            turn_based=True,
-            streaming=False,
-            transcripts=True,
-            tool_trace=True,
-            fact_provisioning=True,
-            input_format=self.input_format,
-        )
-        self.sessions: list[ToneSession] = []
+        super().__init__(architecture=None, transcripts=True, tool_trace=True)
 
-    async def connect(self, call: CallInfo) -> ToneSession:
-        s = ToneSession(self, call)
-        self.sessions.append(s)
-        return s
-
-    async def aclose(self) -> None:
-        for s in self.sessions:
-            await s.close("adapter closed")
+    def session(self, call: CallInfo) -> ToneSession:
+        return ToneSession(self, call)
 
 
 def tone_agent(spec: AgentSpec) -> ToneAgent:
