@@ -1,6 +1,6 @@
 """Analysis: turns run folders into metrics, gates, paired statistics, subgroups and reports.
 
-It reads run folders and imports only the data model (`voice_audit.harness.model`, `voice_audit.harness.rundir`) and pure
+It reads run folders and imports only the data model (`voice_audit.harness.model`, `voice_audit.harness.runlog`) and pure
 signal code (`voice_audit.harness.audio.dsp`); it never imports the runtime. The names below load their
 modules on first use, so `import voice_audit.analysis` stays cheap.
 

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from voice_audit.analysis.outputs import OUTPUTS
+from voice_audit.harness.runlog import ANALYSIS_OUTPUTS as OUTPUTS
 from voice_audit.scenarios.errors import VoiceAuditError
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import pandas as pd
 from pydantic import Field
 
-from voice_audit.harness.model.usage import USAGE_JSONL, Cost, PriceTable, UsageRecord, cost_of, read_usage
+from voice_audit.harness.model.usage import Cost, PriceTable, UsageRecord, cost_of
+from voice_audit.harness.runlog import read_usage, usage_jsonl
 from voice_audit.scenarios.base import Frozen
 
 UNCELLED = "(no episode record: an attempt of a call placed again)"
@@ -99,7 +100,7 @@ def cost_report(
     budget_stop: str | None = None,
 ) -> CostReport | None:
     """The run's cost section; None when the run has no usage ledger (written before it existed)."""
-    path = Path(run_dir) / USAGE_JSONL
+    path = usage_jsonl(Path(run_dir))
     if not path.exists():
         return None
     ledger = read_usage(path)

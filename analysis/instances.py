@@ -28,11 +28,10 @@ from pydantic import TypeAdapter, ValidationError
 from voice_audit.analysis.metrics.readlogs import gc_paused
 from voice_audit.analysis.plan import AnalysisPlan
 from voice_audit.harness.model import AuditInstance, check_schema_version
-from voice_audit.harness.rundir import EPISODES_DIR, EVENTS_JSONL, atomic_write_bytes
+from voice_audit.harness.runlog import AUDIT_INSTANCES_JSONL as AUDIT_INSTANCES
+from voice_audit.harness.runlog import atomic_write_bytes, events_ref
 from voice_audit.personas import AXES
 from voice_audit.scenarios.errors import VoiceAuditError
-
-AUDIT_INSTANCES = "audit_instances.jsonl"
 
 
 class InstanceFileError(VoiceAuditError):
@@ -118,7 +117,7 @@ def _instances(
             upgraded = side[s]["upgraded_from_schema"][i]
             refs[s] = {
                 "episode_id": eid,
-                "events": f"{EPISODES_DIR}/{eid}/{EVENTS_JSONL}",
+                "events": events_ref(eid),
                 "events_sha256": side[s]["events_sha256"][i],
                 "audio": _relative_audio(base, side[s]["audio_file"][i]),
                 "status": side[s]["status"][i],

@@ -44,7 +44,16 @@ from voice_audit.analysis.metrics.voice_latency import voice_latency
 from voice_audit.analysis.pairs import build_pairs
 from voice_audit.analysis.plan import DEFAULT_PLAN, AnalysisPlan, load_plan
 from voice_audit.analysis.stats import CONVENTION, CONVENTION_SENTENCE
-from voice_audit.harness.rundir import atomic_write_bytes, atomic_write_json
+from voice_audit.harness.runlog import (
+    ANALYSIS_JSON,
+    DELTAS_JSON,
+    DISPOSITION_JSON,
+    GATES_JSON,
+    METRICS_PARQUET,
+    PAIRS_PARQUET,
+    atomic_write_bytes,
+    atomic_write_json,
+)
 from voice_audit.scenarios import Scenario, ScenarioLibrary
 from voice_audit.scenarios.errors import VoiceAuditError
 
@@ -285,15 +294,15 @@ def analyze_ingested(
     if write:
         with timer.stage("write"):
             out = ing.run_dir
-            atomic_write_bytes(out / "metrics.parquet", _parquet(metrics, the_plan.sha256))
-            atomic_write_bytes(out / "pairs.parquet", _parquet(pairs, the_plan.sha256))
-            atomic_write_json(out / "gates.json", gates_json(report, the_plan.sha256))
-            atomic_write_json(out / "deltas.json", delta)
-            atomic_write_json(out / "disposition.json", dispo)
+            atomic_write_bytes(out / METRICS_PARQUET, _parquet(metrics, the_plan.sha256))
+            atomic_write_bytes(out / PAIRS_PARQUET, _parquet(pairs, the_plan.sha256))
+            atomic_write_json(out / GATES_JSON, gates_json(report, the_plan.sha256))
+            atomic_write_json(out / DELTAS_JSON, delta)
+            atomic_write_json(out / DISPOSITION_JSON, dispo)
             write_instances(out, pairs, metrics, the_plan)
     summary["timings_s"] = {k: round(v, 4) for k, v in timer.stages.items()}
     if write:
-        atomic_write_json(ing.run_dir / "analysis.json", summary)
+        atomic_write_json(ing.run_dir / ANALYSIS_JSON, summary)
     return AnalysisResult(
         run_dir=ing.run_dir,
         plan=the_plan,

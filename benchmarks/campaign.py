@@ -96,7 +96,7 @@ import yaml
 
 from voice_audit.harness.audio import SpeechRecognizer, SpeechSynthesizer
 from voice_audit.harness.planning import load_campaign
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner
 
 BASELINE = """\

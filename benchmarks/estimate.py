@@ -25,7 +25,7 @@ import yaml
 
 from voice_audit.harness.estimate import DEFAULT_AGENT_TURN_S, estimate_campaign
 from voice_audit.harness.planning import load_campaign
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner
 
 ROOT = Path(__file__).parents[1]

@@ -38,7 +38,7 @@ from typing import Any
 
 from voice_audit.harness.llm import LocalChatClient
 from voice_audit.harness.planning import load_campaign
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner
 
 _spec = importlib.util.spec_from_file_location("bench_campaign", Path(__file__).with_name("campaign.py"))

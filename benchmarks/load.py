@@ -30,7 +30,7 @@ from voice_audit.agents.fakes import pick_fault
 from voice_audit.agents.fakes._chaos_run import EXPECTED, PROTOCOLS, ChaosRun, Where, run_chaos
 from voice_audit.harness.model.episode import EpisodeRecord
 from voice_audit.harness.planning import load_campaign
-from voice_audit.harness.rundir import EPISODES_JSONL, RunReader
+from voice_audit.harness.runlog import EPISODES_JSONL, RunReader
 from voice_audit.harness.runtime.callid import call_id
 
 MIXED: dict[str, Any] = {"seed": 3, "rate": 0.5, "hangup_after": 2, "flood_s": 150}

@@ -40,7 +40,7 @@ import soundfile as sf
 
 from voice_audit.analysis.metrics.readlogs import default_workers
 from voice_audit.analysis.pipeline import analyze
-from voice_audit.harness.rundir import EPISODES_DIR, EPISODES_JSONL, EVENTS_JSONL, RUN_JSON
+from voice_audit.harness.runlog import EPISODES_DIR, EPISODES_JSONL, EVENTS_JSONL, RUN_JSON
 
 GOLDEN = Path(__file__).parents[1] / "tests" / "fixtures" / "runs" / "golden"
 _MARK = "bench.json"

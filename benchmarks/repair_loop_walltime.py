@@ -45,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).parents[1]))  # the repository root, for t
 
 from tests.helpers.picky_bot import run_against_picky_bot
 from voice_audit.analysis.pipeline import analyze
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 
 SETTINGS = {
     "before": "patience: {repairs_before_human: 50, repairs_after_human: 50}\n",

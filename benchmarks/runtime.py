@@ -37,7 +37,7 @@ import numpy as np
 import soundfile as sf
 
 from voice_audit.harness.planning import LoadedCampaign, load_campaign
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner
 
 CAMPAIGN = """\

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from voice_audit.harness.planning import load_campaign
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner
 
 CAMPAIGN = """\

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from voice_audit.harness.endpoints import url_problem
 from voice_audit.harness.model.campaign import AgentSpec, BackendSpec, Campaign
 from voice_audit.harness.model.secrets import mask_url
+from voice_audit.harness.prices import check_price_agents, load_prices
 from voice_audit.harness.registry import (
     AGENT_GROUP,
     agent_adapter_names,
@@ -22,7 +23,6 @@ from voice_audit.harness.registry import (
     load_object,
     tts_backend_names,
 )
-from voice_audit.harness.usage import check_price_agents, load_prices
 from voice_audit.personas import (
     AXES,
     Axis,
@@ -85,12 +85,12 @@ def _hex(*parts: object, n: int = 16) -> str:
     return hashlib.sha256("|".join(str(p) for p in parts).encode()).hexdigest()[:n]
 
 
-def _check_backends(doc: YamlDocument, campaign: Campaign) -> None:
 def line_seed(campaign_seed: int, variant: int) -> int:
     """The seed of line variant `variant`: the same for every pair, voice and scenario of a campaign."""
     return int(_hex("line-variant", campaign_seed, variant, n=8), 16)
 
 
+def _check_backends(doc: YamlDocument, campaign: Campaign) -> None:
     checks: list[tuple[tuple[str | int, ...], str, Callable[[], list[str]]]] = [
         (("tts",), campaign.tts.name, tts_backend_names),
         (("asr",), campaign.asr.name, asr_backend_names),
@@ -242,8 +242,8 @@ def plan_campaign(
                 for rep in range(replicates):
                     caller_key = _hex(campaign.seed, scenario_id, cond_a, cond_b, contrast, voice, rep, n=12)
                     seed = int(_hex("seed", campaign.seed, caller_key, n=8), 16)
-                    for agent in agents:
                     variant = rep % campaign.line_variants
+                    for agent in agents:
                         pair = MatchedPair(
                             pair_id=_hex("pair", caller_key, agent.name, campaign.batch, n=12),
                             scenario_id=scenario_id,
@@ -252,9 +252,9 @@ def plan_campaign(
                             condition_b=cond_b,
                             voice_index=voice,
                             seed=seed,
-                            replicate=rep,
                             line_variant=variant,
                             line_seed=line_seed(campaign.seed, variant),
+                            replicate=rep,
                             run_batch=campaign.batch,
                         )
                         sides: tuple[Literal["a"], Literal["b"]] = ("a", "b")

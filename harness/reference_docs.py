@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from voice_audit.harness.rundir import atomic_write_bytes
+from voice_audit.harness.runlog import atomic_write_bytes
 
 CLI_PAGE = "cli.md"
 SCHEMA_PAGE = "schemas.md"

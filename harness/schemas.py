@@ -9,7 +9,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from voice_audit.harness.model import AuditInstance, Campaign, EpisodeRecord, Event, RunManifest
 from voice_audit.harness.model.usage import UsageRecord
-from voice_audit.harness.rundir import atomic_write_bytes
+from voice_audit.harness.runlog import atomic_write_bytes
 from voice_audit.scenarios import Scenario
 
 

@@ -61,7 +61,7 @@ def harness_failed(status: pd.Series, kind: pd.Series) -> pd.Series:
 
     An agent-side kind on a record that did not complete is the agent's doing, not missing data of
     the harness. The ingest already reads such a version 1 record as the completed non-service call
-    version 2 writes (`voice_audit.analysis.metrics.upgrade`), so it reaches the pairs and the deltas; this
+    version 2 writes (`voice_audit.harness.runlog.upgrade_record`), so it reaches the pairs and the deltas; this
     guards frames built without the ingest.
     """
     done = status == "completed"

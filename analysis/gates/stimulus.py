@@ -20,14 +20,13 @@ from pydantic import ValidationError
 
 from voice_audit.analysis.gates.base import GateInputs, GateResult, Verdict, gate_scope, worst
 from voice_audit.harness.model.stimulus import STIMULI_FILE, STIMULI_SCHEMA_VERSION, StimulusReport, screen
+from voice_audit.harness.runlog import stimuli_dir
 from voice_audit.personas import AXES
-
-STIMULI_DIR = "stimuli"
 
 
 def read_stimuli(run_dir: Path) -> tuple[StimulusReport | None, str]:
     """The run's stimulus record, or None and why not."""
-    path = run_dir / STIMULI_DIR / STIMULI_FILE
+    path = stimuli_dir(run_dir) / STIMULI_FILE
     if not path.exists():
         return None, "the run's stimuli were not screened (run without --no-stimulus-check to screen them)"
     try:

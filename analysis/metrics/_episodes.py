@@ -11,68 +11,13 @@ condition keys) are joined once per distinct value.
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
-from operator import attrgetter
 from typing import Any
 
 import pandas as pd
 
-from voice_audit.harness.model.episode import EpisodeRecord
+from voice_audit.harness.runlog import RECORD_NAMES as _NAMES
 from voice_audit.personas import AXES
 
-_FIELDS: tuple[str, ...] = (
-    *(
-        f"header.{f}"
-        for f in (
-            "episode_id",
-            "run_id",
-            "pair_id",
-            "side",
-            "caller_id",
-            "attempt",
-            "scenario_id",
-            "scenario_version",
-            "scenario_sha256",
-            "facts_sha256",
-            "campaign_sha256",
-            "plan_sha256",
-            "agent",
-            "architecture",
-            "adapter",
-            "contrast",
-            "voice_index",
-            "speech.voice",
-            "speech.variant",
-            "seed",
-            "replicate",
-            "run_batch",
-            "pacing",
-            *(f"condition.{a}" for a in AXES),
-        )
-    ),
-    *(
-        f"outcome.{f}"
-        for f in (
-            "status",
-            "failure_kind",
-            "termination",
-            "terminal_outcome",
-            "outcome_flags",
-            "facts_sha256_seen",
-            "duration_ms",
-            "turns",
-            "n_events",
-            "events_sha256",
-            "audio_file",
-            "audio_sample_rate",
-        )
-    ),
-)
-_NAMES: tuple[str, ...] = (*(f.rsplit(".", 1)[-1] for f in _FIELDS), "exposure")
-assert len(set(_NAMES)) == len(_NAMES), "record_row fields must have distinct last names"
-_VALUES = attrgetter(*_FIELDS)
-_NO_EXPOSURE = (None, float("nan"), float("nan"))
-SHA256_AT = _NAMES.index("events_sha256")  # where `record_row` keeps the expected events hash
-ATTEMPT_AT = _NAMES.index("attempt")
 _KEY = "|".join(f"{a}=%s" for a in AXES)
 
 COLUMNS: tuple[str, ...] = (
@@ -128,13 +73,6 @@ def _transposed(names: Sequence[str], rows: Iterable[tuple[Any, ...]]) -> dict[s
 def _per_distinct(values: Sequence[Hashable], fn: Any) -> list[Any]:
     memo = {v: fn(v) for v in set(values)}
     return list(map(memo.__getitem__, values))
-
-
-def record_row(rec: EpisodeRecord) -> tuple[Any, ...]:
-    """The values the frame needs from one record (field order `_NAMES`), holding no model."""
-    exp = rec.header.exposure
-    shown = _NO_EXPOSURE if exp is None else (exp.protocol, float(exp.tool_trace), float(exp.transcripts))
-    return (*_VALUES(rec), shown)
 
 
 def episode_frame(rows: Sequence[tuple[Any, ...]]) -> pd.DataFrame:

@@ -11,7 +11,6 @@ agent did not serve becomes the outcome it is, and its frame row says `upgraded_
 
 from __future__ import annotations
 
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,13 +19,22 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from voice_audit.analysis.metrics._episodes import ATTEMPT_AT, SHA256_AT, episode_frame, record_row
+from voice_audit.analysis.metrics._episodes import episode_frame
 from voice_audit.analysis.metrics._readers import LogReaderPool
 from voice_audit.analysis.metrics.readlogs import LogBatches, gc_paused, small_pages, start_readers
 from voice_audit.analysis.metrics.table import EventTable, frame_from_columns
-from voice_audit.analysis.metrics.upgrade import NON_SERVICE_SCHEMA, upgrade_record
 from voice_audit.harness.model.episode import RunManifest
-from voice_audit.harness.rundir import EPISODES_DIR, EPISODES_JSONL, EVENTS_JSONL, RunReader
+from voice_audit.harness.runlog import (
+    ATTEMPT_AT,
+    NON_SERVICE_SCHEMA,
+    SHA256_AT,
+    RunReader,
+    episodes_dir,
+    episodes_jsonl,
+    events_file,
+    record_row,
+    upgrade_record,
+)
 from voice_audit.scenarios.base import Frozen
 
 _MIN_RECORD_BYTES = 1000  # an episodes.jsonl line is ~1.5 kB: this overestimates the count a little
@@ -56,7 +64,7 @@ def ingest(run_dir: str | Path, *, workers: int | None = None) -> Ingested:
     episodes.jsonl, and get ready while the records are read here."""
     reader = RunReader(run_dir)
     try:
-        size = (reader.run_dir / EPISODES_JSONL).stat().st_size
+        size = episodes_jsonl(reader.run_dir).stat().st_size
     except OSError:
         size = 0
     readers = start_readers(workers, size // _MIN_RECORD_BYTES)
@@ -68,20 +76,12 @@ def ingest(run_dir: str | Path, *, workers: int | None = None) -> Ingested:
             readers.close()
 
 
-def _event_path(base: str, run_dir: Path, eid: str) -> str:
-    """str(run_dir / EPISODES_DIR / eid / EVENTS_JSONL), joined as a string for a plain id (pathlib
-    costs tens of microseconds a path, seconds over a large run)."""
-    if eid and eid not in (".", "..") and "/" not in eid and os.sep not in eid:
-        return f"{base}{os.sep}{eid}{os.sep}{EVENTS_JSONL}"
-    return str(run_dir / EPISODES_DIR / eid / EVENTS_JSONL)
-
-
 def _ingest(reader: RunReader, readers: LogReaderPool | None) -> Ingested:
     problems: list[Problem] = []
     rows: dict[str, tuple[Any, ...]] = {}  # record_row of the kept record, in order of first appearance
     paths: dict[str, str] = {}
     upgraded: dict[str, int | None] = {}  # of the kept record
-    base = str(reader.run_dir / EPISODES_DIR)
+    base = str(episodes_dir(reader.run_dir))
     logs = LogBatches(readers)
     for read_rec in reader.records():
         rec, upgraded_from = upgrade_record(read_rec)
@@ -97,7 +97,7 @@ def _ingest(reader: RunReader, readers: LogReaderPool | None) -> Ingested:
             )
         else:  # read in the order of first appearance, the frame's order; the expected hash only
             # picks the fast validation path, the comparison below uses the kept record
-            paths[eid] = _event_path(base, reader.run_dir, eid)
+            paths[eid] = events_file(base, reader.run_dir, eid)
             # a version 1 log is upgraded by what it holds (`upgrade_events`), so it matches the
             # kept record even when a duplicate record came first
             logs.add(paths[eid], row[SHA256_AT], upgrade=rec.schema_version < NON_SERVICE_SCHEMA)

@@ -1,54 +1,37 @@
 """Read, hash and validate the events.jsonl of many episodes, in worker processes for large runs.
 
-Every event is validated through the pydantic union (`voice_audit.harness.model.events`), about a microsecond
-each, which makes reading a 100k-episode run CPU-bound: batches of episodes go to worker
+Each file is read by `voice_audit.harness.runlog.read_log` (hashed, validated through the pydantic
+union, about a microsecond an event), which makes reading a 100k-episode run CPU-bound: batches of episodes go to worker
 processes, each returning flat columns (`columns.raw_columns`) rather than millions of pickled
 objects. The garbage collector is paused while reading: nothing here forms reference cycles, and
 its full passes over millions of young models cost more than the validation itself.
 
-A file whose sha256 matches its record was written by the harness one event per line, so the whole
-file is validated as one JSON array (and must yield one event per line). Any other file (edited,
-or failing that check) is validated line by line, so a bad line is reported by its number.
-
 An item may carry a third element, true for a log written before the non-service taxonomy: an
-agent-side failure in it is read as the outcome the current schema logs (`upgrade.upgrade_events`).
+agent-side failure in it is read as the outcome the current schema logs (`runlog.upgrade_events`).
 """
 
 from __future__ import annotations
 
 import gc
-import hashlib
 import importlib
 import math
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
-from typing import NamedTuple, cast
+from typing import cast
 
 import numpy as np
-from pydantic import TypeAdapter, ValidationError
 
 from voice_audit.analysis.metrics._readers import LogReaderPool
 from voice_audit.analysis.metrics.columns import Columns, concat_columns, raw_columns
-from voice_audit.analysis.metrics.upgrade import upgrade_events
-from voice_audit.harness.model.events import EVENT_ADAPTER, Event, check_monotonic
+from voice_audit.harness.model.events import Event
+from voice_audit.harness.runlog import LogRead, read_log
 
-_EVENTS: TypeAdapter[list[Event]] = TypeAdapter(list[Event])
 PARALLEL_MIN = 4000  # fewer episodes read faster in-process than worker start-up costs
 _BATCHES_PER_WORKER = 8
 BATCH = 2000  # episodes per batch read in-process
 _LIVE = 200  # episodes whose event models are alive at once in a reader
 STREAM_BATCH = 1000  # episodes per child batch while records are still being read: children start sooner
-
-
-class LogRead(NamedTuple):
-    """The outcome for one episode: events (n_events >= 0) or a problem (category and message)."""
-
-    n_events: int
-    category: str | None
-    info: str  # the file's sha256 when read, else the problem message
-    non_monotonic: int | None  # index of the first event going back in time
 
 
 @contextmanager
@@ -90,58 +73,6 @@ def small_pages() -> Iterator[None]:
             switch(before)
 
 
-def _by_line(path: str | Path, lines: list[bytes]) -> tuple[list[Event] | None, str]:
-    events: list[Event] = []
-    for lineno, raw in enumerate(lines, start=1):
-        try:
-            events.append(EVENT_ADAPTER.validate_json(raw))
-        except ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(x) for x in err["loc"])
-            return None, f"{path}:{lineno}: invalid event ({where}: {err['msg']})"
-    return events, ""
-
-
-def read_events(
-    path: str | Path, expected_sha256: str | None = None, upgrade: bool = False
-) -> tuple[list[Event] | None, LogRead]:
-    """One episode's events (None if missing or invalid) and its `LogRead`; `upgrade`: a version 1
-    log, read as version 2 logs it (`upgrade.upgrade_events`)."""
-    events, read = _read(path, expected_sha256, upgrade)
-    if events is None:
-        return None, read
-    return events, read._replace(non_monotonic=check_monotonic(events))
-
-
-def _read(
-    path: str | Path, expected_sha256: str | None, upgrade: bool = False
-) -> tuple[list[Event] | None, LogRead]:
-    """`read_events` without the clock check (a batch checks its clocks at once, `_first_backwards`).
-    A path is used as given: a Path built per file cost ~10 us, a second over a 100k run."""
-    try:
-        with open(path, "rb", buffering=0) as fh:  # a third of Path.read_bytes's cost
-            data = fh.readall()
-    except FileNotFoundError:
-        return None, LogRead(-1, "events_missing", f"{path}: missing", None)
-    sha = hashlib.sha256(data).hexdigest()
-    lines = data.splitlines()
-    events: list[Event] | None = None
-    if sha == expected_sha256:
-        try:
-            events = _EVENTS.validate_json(b"[" + b",".join(lines) + b"]")
-        except ValidationError:
-            events = None
-        if events is not None and len(events) != len(lines):
-            events = None
-    if events is None:
-        events, message = _by_line(path, lines)
-        if events is None:
-            return None, LogRead(-1, "events_invalid", message, None)
-    if upgrade:
-        events = upgrade_events(events)
-    return events, LogRead(len(events), None, sha, None)
-
-
 def _first_backwards(reads: list[LogRead], t_ms: np.ndarray) -> list[LogRead]:
     """`reads` with `non_monotonic` set from the batch's t_ms column (the events of the readable
     episodes in order): what `check_monotonic` gives per episode, without a Python step per event."""
@@ -175,7 +106,7 @@ def _read_batch(items: Sequence[tuple[str, str] | tuple[str, str, bool]]) -> tup
         for start in range(0, max(len(items), 1), _LIVE):
             flat: list[Event] = []
             for path, expected, *upgrade in items[start : start + _LIVE]:
-                events, read = _read(path, expected, bool(upgrade and upgrade[0]))
+                events, read = read_log(path, expected, bool(upgrade and upgrade[0]))
                 reads.append(read)
                 if events:
                     flat.extend(events)
@@ -210,7 +141,7 @@ class LogBatches:
         self._items: list[tuple[str, str] | tuple[str, str, bool]] = []
 
     def add(self, path: str, expected_sha256: str, upgrade: bool = False) -> None:
-        """`upgrade`: a version 1 log, read as version 2 logs it (`upgrade.upgrade_events`)."""
+        """`upgrade`: a version 1 log, read as version 2 logs it (`runlog.upgrade_events`)."""
         item = (path, expected_sha256, True) if upgrade else (path, expected_sha256)
         if self._readers is None:
             self._items.append(item)

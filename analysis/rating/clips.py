@@ -13,7 +13,7 @@ import numpy as np
 import soundfile as sf
 
 from voice_audit.analysis.rating.tasks import AudioPart
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 
 GAP_S = 0.35
 """Silence put between concatenated turns, so turns stay audibly separate."""

@@ -20,7 +20,7 @@ import random
 from collections.abc import Iterable
 
 from voice_audit.harness.model import EpisodeRecord
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 
 LINES_PER_VOICE = 5
 """Distinct caller lines sampled per voice of a condition (about 50 scripted words per voice)."""

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from voice_audit.harness.model import Classification, EpisodeRecord
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
 TURNS_PER_CALL = 3

@@ -22,7 +22,7 @@ from voice_audit.analysis.rating.observer import QUESTION as OBSERVER_QUESTION
 from voice_audit.analysis.rating.scales import QUALITY_SCALES
 from voice_audit.analysis.rating.store import LabelRecord, LabelStore, write_items
 from voice_audit.analysis.rating.tasks import QUESTIONS, Item, TaskSpec, rater_order
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 
 CLIP_CACHE_SIZE = 24
 CLIP_TIMEOUT_S = 30.0

@@ -41,7 +41,7 @@ from pathlib import Path
 from pydantic import Field, ValidationError
 
 from voice_audit.analysis.rating.tasks import AudioPart, TaskKind, TaskSpec
-from voice_audit.harness.rundir import atomic_write_bytes
+from voice_audit.harness.runlog import atomic_write_bytes
 from voice_audit.scenarios.base import Frozen
 
 RATINGS_DIR = "ratings"

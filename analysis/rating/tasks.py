@@ -17,7 +17,7 @@ from pydantic import Field
 from voice_audit.analysis.rating.intelligibility import intelligibility_items
 from voice_audit.analysis.rating.observer import observer_items
 from voice_audit.harness.model import EpisodeRecord
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 from voice_audit.scenarios.base import Frozen
 
 TaskKind = Literal["perceptibility", "quality", "observer", "intelligibility"]

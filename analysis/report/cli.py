@@ -30,9 +30,9 @@ def report_cmd(
     quiet: Annotated[bool, typer.Option(help="print nothing on success")] = False,
 ) -> None:
     """Matched-pair report of one run: HTML (self-contained, audio beside it), Markdown and JSON."""
-    from voice_audit.analysis.outputs import OUTPUTS
     from voice_audit.analysis.report.build import build_report
     from voice_audit.analysis.report.render import HTML_FILE, write_report
+    from voice_audit.harness.runlog import ANALYSIS_OUTPUTS as OUTPUTS
 
     try:
         if analyze and not all((run_dir / f).exists() for f in OUTPUTS):

@@ -12,9 +12,19 @@ from typing import Any
 
 import pandas as pd
 
-from voice_audit.analysis.outputs import OUTPUTS
 from voice_audit.harness.model import RunManifest
-from voice_audit.harness.rundir import EPISODES_JSONL, RunReader
+from voice_audit.harness.runlog import (
+    ANALYSIS_JSON,
+    ANALYSIS_OUTPUTS,
+    DELTAS_JSON,
+    DISPOSITION_JSON,
+    EPISODES_JSONL,
+    GATES_JSON,
+    METRICS_PARQUET,
+    PAIRS_PARQUET,
+    RunReader,
+    episodes_jsonl,
+)
 from voice_audit.scenarios.errors import VoiceAuditError
 
 
@@ -57,22 +67,22 @@ def consistency_warnings(out: RunOutputs) -> list[str]:
     """Outputs from different analyses, or a run that grew after it was analysed."""
     warns: list[str] = []
     shas = {
-        "gates.json": out.gates.get("plan_sha256"),
-        "deltas.json": out.deltas.get("plan_sha256"),
-        "disposition.json": out.disposition.get("plan_sha256"),
-        "analysis.json": out.summary.get("plan_sha256"),
+        GATES_JSON: out.gates.get("plan_sha256"),
+        DELTAS_JSON: out.deltas.get("plan_sha256"),
+        DISPOSITION_JSON: out.disposition.get("plan_sha256"),
+        ANALYSIS_JSON: out.summary.get("plan_sha256"),
     }
     if "plan_sha256" in out.pairs.columns and len(out.pairs):
-        shas["pairs.parquet"] = str(out.pairs["plan_sha256"].iloc[0])
+        shas[PAIRS_PARQUET] = str(out.pairs["plan_sha256"].iloc[0])
     if len({v for v in shas.values() if v}) > 1:
         warns.append(
             f"analysis outputs come from different analysis plans: {shas}; re-run voice-audit analyze"
         )
     read = out.summary.get("episodes", {}).get("records_read")
-    now = _count_records(out.run_dir / EPISODES_JSONL)
+    now = _count_records(episodes_jsonl(out.run_dir))
     if isinstance(read, int) and read != now:
         warns.append(
-            f"episodes.jsonl now holds {now} records but the analysis read {read}; re-run voice-audit analyze"
+            f"{EPISODES_JSONL} now holds {now} records but the analysis read {read}; re-run voice-audit analyze"
         )
     return warns
 
@@ -80,7 +90,7 @@ def consistency_warnings(out: RunOutputs) -> list[str]:
 def load(run_dir: str | Path) -> RunOutputs:
     run = Path(run_dir)
     reader = RunReader(run)
-    missing = [f for f in OUTPUTS if not (run / f).exists()]
+    missing = [f for f in ANALYSIS_OUTPUTS if not (run / f).exists()]
     if missing:
         raise ReportInputError(
             f"{run}: analysis outputs missing ({', '.join(missing)}); run: voice-audit analyze {run}"
@@ -89,12 +99,12 @@ def load(run_dir: str | Path) -> RunOutputs:
         run_dir=run,
         reader=reader,
         manifest=reader.manifest,
-        metrics=pd.read_parquet(run / "metrics.parquet"),
-        pairs=pd.read_parquet(run / "pairs.parquet"),
-        gates=_json(run / "gates.json"),
-        deltas=_json(run / "deltas.json"),
-        disposition=_json(run / "disposition.json"),
-        summary=_json(run / "analysis.json"),
+        metrics=pd.read_parquet(run / METRICS_PARQUET),
+        pairs=pd.read_parquet(run / PAIRS_PARQUET),
+        gates=_json(run / GATES_JSON),
+        deltas=_json(run / DELTAS_JSON),
+        disposition=_json(run / DISPOSITION_JSON),
+        summary=_json(run / ANALYSIS_JSON),
     )
     out.warnings = consistency_warnings(out)
     return out

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from voice_audit.analysis.gates import read_stimuli
-from voice_audit.analysis.gates.stimulus import STIMULI_DIR, condition_key
+from voice_audit.analysis.gates.stimulus import condition_key
 from voice_audit.analysis.report.model import Stimuli, StimulusCell, StimulusCondition, StimulusLine
 from voice_audit.harness.model.stimulus import ConditionStats, StimulusReport
+from voice_audit.harness.runlog import STIMULI_AUDIO_DIR, stimuli_dir
 
 LINES_PER_CONDITION = 4
 
@@ -72,7 +73,7 @@ def build(run_dir: Path, gates: list[dict[str, Any]], redact: bool) -> tuple[Sti
         b = _condition(cell.b, report, redact)
         for ex in [*a.examples, *b.examples]:
             if ex.audio:
-                src = run_dir / STIMULI_DIR / "audio" / Path(ex.audio).name
+                src = stimuli_dir(run_dir) / STIMULI_AUDIO_DIR / Path(ex.audio).name
                 if src.exists():
                     copies[ex.audio] = src
         cells.append(

@@ -11,6 +11,7 @@ from typing import Any
 
 from voice_audit.analysis.report.model import Subgroups, SubgroupTable
 from voice_audit.analysis.report.wording import DIVERGENCE_CONVENTION, GAP_CONVENTION, fmt, fmt_p
+from voice_audit.harness.runlog import SUBGROUPS_JSON
 
 SCHEMA = "voice-audit/subgroups"
 MAX_METRICS = 12
@@ -120,11 +121,11 @@ def render(run_dir: Path, doc: Mapping[str, Any]) -> tuple[Subgroups, dict[str, 
     ep = doc.get("episodes", {})
     skipped = max(0, len(metrics) - MAX_METRICS)
     note = (
-        f"subgroups.json: {doc.get('n_itemsets')} frequent itemsets over {ep.get('total')} episodes "
+        f"{SUBGROUPS_JSON}: {doc.get('n_itemsets')} frequent itemsets over {ep.get('total')} episodes "
         f"({ep.get('not_completed')} not completed: {ep.get('note', '')}); attributes {', '.join(doc.get('attributes', {}).get('used', []))}"
-        + (f"; {skipped} more metrics with subgroups in subgroups.json" if skipped else "")
+        + (f"; {skipped} more metrics with subgroups in {SUBGROUPS_JSON}" if skipped else "")
         + "".join(f"; {n}" for n in doc.get("notes", []))
     )
     return Subgroups(
-        status="computed", source="subgroups.json", note=note, tables=tables, figures=sorted(figures)
+        status="computed", source=SUBGROUPS_JSON, note=note, tables=tables, figures=sorted(figures)
     ), figures

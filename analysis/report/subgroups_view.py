@@ -18,6 +18,7 @@ import pandas as pd
 from voice_audit.analysis.report import subgroups_doc
 from voice_audit.analysis.report.model import Subgroups, SubgroupTable
 from voice_audit.analysis.report.wording import DIVERGENCE_CONVENTION, GAP_CONVENTION
+from voice_audit.harness.runlog import SUBGROUPS_JSON
 
 MAX_ROWS = 25
 NOT_COMPUTED = "no subgroup-mining outputs in this run folder (subgroups.json or subgroups/)"
@@ -65,7 +66,7 @@ def _frame_table(title: str, df: pd.DataFrame) -> SubgroupTable:
 def load(run_dir: Path) -> tuple[Subgroups, dict[str, Path]]:
     """The section, and figure files to copy (report name -> source)."""
     files: list[Path] = []
-    single = run_dir / "subgroups.json"
+    single = run_dir / SUBGROUPS_JSON
     if single.is_file():
         try:
             doc = json.loads(single.read_text(encoding="utf-8"))

@@ -29,7 +29,7 @@ from voice_audit.analysis.subgroups_run.signals import (
     signal_measures,
 )
 from voice_audit.harness.model.episode import RunManifest
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 from voice_audit.personas import Catalogue, load_catalogue
 from voice_audit.scenarios.errors import VoiceAuditError
 

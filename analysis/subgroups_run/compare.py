@@ -27,7 +27,7 @@ from voice_audit.analysis.subgroups_run.outcomes import metric_info
 from voice_audit.analysis.subgroups_run.outputs import items_of
 from voice_audit.analysis.subgroups_run.run_mining import EpisodeTable, load_table, mine_run
 from voice_audit.analysis.subgroups_run.targets import critical, subgroup_mask
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 
 
 def mean_interval(values: np.ndarray, binary: bool, confidence: float = 0.95) -> tuple[float, float, float]:

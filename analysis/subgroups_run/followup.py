@@ -25,7 +25,7 @@ from voice_audit.analysis.subgroups_run.options import MiningOptions
 from voice_audit.analysis.subgroups_run.run_mining import RunMining, mine_run
 from voice_audit.analysis.subgroups_run.targets import Target, critical, map_target, spec_of_episodes
 from voice_audit.harness.model.campaign import Campaign
-from voice_audit.harness.rundir import RunReader, atomic_write_bytes, atomic_write_json
+from voice_audit.harness.runlog import RunReader, atomic_write_bytes, atomic_write_json
 from voice_audit.personas import load_catalogue
 from voice_audit.scenarios.base import Frozen
 from voice_audit.scenarios.errors import VoiceAuditError

@@ -14,11 +14,11 @@ import numpy as np
 import pandas as pd
 
 from voice_audit.analysis.metrics.catalogue import CATALOGUE
+from voice_audit.harness.runlog import METRICS_PARQUET
 from voice_audit.scenarios.base import Frozen
 
 FAMILIES: tuple[str, ...] = ("terminal_outcome", "path_burden")
 FAILED = "call_failed"
-METRICS_FILE = "metrics.parquet"
 Direction = Literal["negative", "positive", "both"]
 
 
@@ -72,7 +72,7 @@ def candidate_metrics(columns: pd.Index) -> list[str]:
 
 def load_metrics(run_dir: str | Path) -> tuple[pd.DataFrame, str | None]:
     """metrics.parquet of the run, or metrics computed in memory (with a note) when it is missing."""
-    path = Path(run_dir) / METRICS_FILE
+    path = Path(run_dir) / METRICS_PARQUET
     if path.exists():
         return pd.read_parquet(path), None
     from voice_audit.analysis.pipeline import analyze
@@ -80,7 +80,7 @@ def load_metrics(run_dir: str | Path) -> tuple[pd.DataFrame, str | None]:
     result = analyze(run_dir, audio=False, write=False)
     return (
         result.metrics,
-        f"{METRICS_FILE} missing: metrics computed in memory (run `voice-audit analyze` to store them)",
+        f"{METRICS_PARQUET} missing: metrics computed in memory (run `voice-audit analyze` to store them)",
     )
 
 

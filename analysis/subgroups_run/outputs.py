@@ -32,13 +32,13 @@ from voice_audit.analysis.subgroups.lattice import Lattice
 from voice_audit.analysis.subgroups_run.agent_gaps import GapReport
 from voice_audit.analysis.subgroups_run.attributes import PRE_TREATMENT, REALISED
 from voice_audit.analysis.subgroups_run.run_mining import RunMining
-from voice_audit.harness.rundir import atomic_write_bytes, atomic_write_json
+from voice_audit.harness.runlog import SUBGROUPS_GAP_PARQUET as GAP_PARQUET
+from voice_audit.harness.runlog import SUBGROUPS_JSON as JSON_FILE
+from voice_audit.harness.runlog import SUBGROUPS_PARQUET as PARQUET
+from voice_audit.harness.runlog import atomic_write_bytes, atomic_write_json
 
 SCHEMA = "voice-audit/subgroups"
 SCHEMA_VERSION = 1
-PARQUET = "subgroups.parquet"
-GAP_PARQUET = "subgroups_gap.parquet"
-JSON_FILE = "subgroups.json"
 PLOTS = "plots"
 _SAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 

@@ -33,7 +33,7 @@ from voice_audit.analysis.subgroups_run.attributes import (
 from voice_audit.analysis.subgroups_run.options import MiningOptions
 from voice_audit.analysis.subgroups_run.outcomes import MetricInfo, load_metrics, metric_info, outcome_table
 from voice_audit.analysis.subgroups_run.signals import REALISED_REASON
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 
 
 @dataclass(frozen=True)

@@ -35,9 +35,14 @@ import pyarrow.parquet as pq
 import soundfile as sf
 
 from voice_audit.analysis.audio.acoustics import snr_estimate, spectral_flatness, timing
-from voice_audit.harness.rundir import CALL_WAV, EPISODES_DIR, EVENTS_JSONL, atomic_write_bytes
+from voice_audit.harness.runlog import (
+    SUBGROUP_SIGNALS_PARQUET,
+    atomic_write_bytes,
+    call_wav,
+    episode_dir,
+    events_jsonl,
+)
 
-CACHE_FILE = "subgroup_signals.parquet"
 MEASURE_VERSION = 2
 STIMULUS_COLUMNS: tuple[str, ...] = (
     "speaking_rate",
@@ -177,10 +182,10 @@ def realised_measures(caller: np.ndarray, sr: int, turns: Sequence[Turn]) -> dic
 
 def measure_episode(run_dir: Path, episode_id: str) -> dict[str, float]:
     """All SIGNAL_COLUMNS for one episode; NaN where the log or the audio does not allow a measure."""
-    folder = run_dir / EPISODES_DIR / episode_id
+    folder = episode_dir(run_dir, episode_id)
     out = _nan_measures()
     try:
-        turns = caller_turns(folder / EVENTS_JSONL)
+        turns = caller_turns(events_jsonl(folder))
     except (OSError, ValueError, KeyError, TypeError):
         return out
     anchor = opening_anchor(turns)
@@ -188,7 +193,7 @@ def measure_episode(run_dir: Path, episode_id: str) -> dict[str, float]:
     if anchor is not None:
         out["opening_words"] = float(count_words([anchor.text]))
     try:
-        x, sr = sf.read(folder / CALL_WAV, dtype="int16", always_2d=True)
+        x, sr = sf.read(call_wav(folder), dtype="int16", always_2d=True)
     except (OSError, RuntimeError, sf.LibsndfileError):
         return out
     caller = np.ascontiguousarray(x[:, 0])
@@ -243,7 +248,7 @@ def signal_measures(
     Episodes already in the cache with the same events hash are not re-read.
     """
     run = Path(run_dir)
-    path = run / CACHE_FILE
+    path = run / SUBGROUP_SIGNALS_PARQUET
     cached = _read_cache(path)
     known: dict[tuple[str, str], dict[str, float]] = {}
     if cached is not None:

@@ -26,7 +26,7 @@ from voice_audit.harness.audio.recorded import RATES, missing_recordings
 from voice_audit.harness.caller.vocabulary import clearer_speech, say_forms, text_key
 from voice_audit.harness.model.campaign import BackendSpec, Interruptions, Patience
 from voice_audit.harness.planning import LoadedCampaign
-from voice_audit.harness.rundir import atomic_write_bytes
+from voice_audit.harness.runlog import atomic_write_bytes
 from voice_audit.personas import (
     CallerCondition,
     Catalogue,

@@ -83,7 +83,6 @@ from voice_audit.harness.model.usage import (
     PriceTable,
     UsageItem,
     UsageRecord,
-    read_usage,
 )
 from voice_audit.harness.model.versioning import SCHEMA_VERSION, check_schema_version
 
@@ -161,5 +160,4 @@ __all__ = [
     "failure_side",
     "non_service_flag",
     "parse_event",
-    "read_usage",
 ]

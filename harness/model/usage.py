@@ -15,17 +15,14 @@ the data model, so the runtime's budget and the analysis's cost report compute o
 from __future__ import annotations
 
 import datetime as dt
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, model_validator
 
 from voice_audit.scenarios.base import Frozen
 
-USAGE_JSONL = "usage.jsonl"
 USAGE_SCHEMA_VERSION = 1
 """Version of a usage.jsonl line; readers refuse newer lines with a clear message."""
 
@@ -242,43 +239,6 @@ def cost_of(record: UsageRecord, table: PriceTable) -> Cost:
     return cost_of_items(record.items, table, record.agent, record.protocol)
 
 
-@dataclass
-class UsageLines:
-    """The usage ledger as read: every whole line, and the problems met (a torn last line from a
-    killed run is dropped silently; a newer schema or an invalid line is named)."""
-
-    records: list[UsageRecord] = field(default_factory=list)
-    problems: list[str] = field(default_factory=list)
-
-
-def read_usage(path: Path) -> UsageLines:
-    """Read a usage.jsonl; a missing file is an empty ledger (runs written before it existed)."""
-    out = UsageLines()
-    if not path.exists():
-        return out
-    data = path.read_bytes()
-    for n, raw in enumerate(data.splitlines(keepends=True), start=1):
-        if not raw.endswith(b"\n"):
-            break  # torn by a kill mid-write; the call is placed again on resume
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            out.problems.append(f"{path}:{n}: invalid JSON ({exc.msg})")
-            continue
-        version = obj.get("schema_version") if isinstance(obj, dict) else None
-        if isinstance(version, int) and version > USAGE_SCHEMA_VERSION:
-            out.problems.append(
-                f"{path}:{n}: usage schema {version} is newer than this voice-audit reads "
-                f"({USAGE_SCHEMA_VERSION}); upgrade voice-audit"
-            )
-            continue
-        try:
-            out.records.append(UsageRecord.model_validate(obj))
-        except ValidationError as exc:
-            out.problems.append(f"{path}:{n}: invalid usage record: {exc.errors()[0]['msg']}")
-    return out
-
-
 __all__ = [
     "AGENT_METERS",
     "AGENT_USAGE",
@@ -286,7 +246,6 @@ __all__ = [
     "CALL_MINUTES",
     "HARNESS_METERS",
     "TTS_CHARACTERS",
-    "USAGE_JSONL",
     "USAGE_SCHEMA_VERSION",
     "Budget",
     "BudgetStop",
@@ -294,9 +253,7 @@ __all__ = [
     "PriceRate",
     "PriceTable",
     "UsageItem",
-    "UsageLines",
     "UsageRecord",
     "cost_of",
     "cost_of_items",
-    "read_usage",
 ]

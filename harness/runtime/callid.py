@@ -24,7 +24,7 @@ import os
 import secrets
 from pathlib import Path
 
-from voice_audit.harness.rundir import CALL_ID_SALT
+from voice_audit.harness.runlog import CALL_ID_SALT
 
 __all__ = ["SALT_FILE", "call_id", "run_salt"]
 

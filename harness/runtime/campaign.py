@@ -21,7 +21,6 @@ from voice_audit.harness.endpoints import unreachable_agents
 from voice_audit.harness.estimate import estimate_campaign
 from voice_audit.harness.model.campaign import AgentSpec
 from voice_audit.harness.model.episode import BackendInfo, EpisodeRecord, RunManifest
-from voice_audit.harness.model.usage import USAGE_JSONL, read_usage
 from voice_audit.harness.planning import (
     CampaignProblems,
     LoadedCampaign,
@@ -29,7 +28,14 @@ from voice_audit.harness.planning import (
     agent_problems,
     call_order,
 )
-from voice_audit.harness.rundir import RUN_JSON, RunFolderError, RunWriter, atomic_write_json
+from voice_audit.harness.runlog import (
+    RunFolderError,
+    RunWriter,
+    atomic_write_json,
+    read_usage,
+    run_json,
+    usage_jsonl,
+)
 from voice_audit.harness.runtime.budget import BudgetGuard
 from voice_audit.harness.runtime.executors import Executor, LocalProcessExecutor
 from voice_audit.harness.runtime.inprocess import (
@@ -155,7 +161,7 @@ class CampaignRunner:
         started = {
             a.pair.pair_id for a, b in pairs if (a.episode_id in finished) != (b.episode_id in finished)
         }
-        ledger = read_usage(self.run_dir / USAGE_JSONL)
+        ledger = read_usage(usage_jsonl(self.run_dir))
         estimates = {e.episode_id: e for e in estimate_campaign(self.loaded).calls}
         return BudgetGuard(c, estimates, ledger.records, started, len(pairs), done)
 
@@ -178,7 +184,7 @@ class CampaignRunner:
                 "campaign": current.model_copy(update={"budget": c.budget, "prices": c.prices}),
             }
         )
-        atomic_write_json(self.run_dir / RUN_JSON, updated.model_dump(mode="json"))
+        atomic_write_json(run_json(self.run_dir), updated.model_dump(mode="json"))
 
     async def _run_here(self, resume: bool) -> RunSummary:
         calls = InProcessCalls(

@@ -46,7 +46,7 @@ from voice_audit.harness.model.secrets import Redactor
 from voice_audit.harness.model.usage import UsageRecord
 from voice_audit.harness.model.versioning import SCHEMA_VERSION
 from voice_audit.harness.planning import PlannedEpisode
-from voice_audit.harness.rundir import CALL_WAV, EVENTS_JSONL
+from voice_audit.harness.runlog import archive_attempt, audio_file, call_usage, call_wav, events_jsonl, run_of
 from voice_audit.harness.runtime.callid import call_id
 from voice_audit.harness.runtime.calllog import AgentReportedError, CallFailed, CallLog
 from voice_audit.harness.runtime.clock import EpisodeClock, RealClock, TurnDeadline, VirtualClock
@@ -58,18 +58,14 @@ from voice_audit.harness.runtime.streaming import StreamingCall
 from voice_audit.harness.runtime.turnbased import CALLER_GAP_MS, TurnBasedCall
 from voice_audit.harness.runtime.voice import CallerVoice, SpokenCache
 from voice_audit.harness.tools import ToolFixture
-from voice_audit.harness.usage import call_usage
 from voice_audit.personas import Catalogue, speech_params
 from voice_audit.scenarios import Scenario
 
 __all__ = [
-    "ATTEMPTS_DIR",
-    "ATTEMPTS_JSONL",
     "CALLER_GAP_MS",
     "RETRYABLE",
     "EpisodeContext",
     "EpisodeRunner",
-    "archive_attempt",
 ]
 
 RETRYABLE: frozenset[str] = frozenset(
@@ -88,23 +84,6 @@ RETRYABLE: frozenset[str] = frozenset(
 RETRY_BACKOFF_S = 0.2
 EVENT_HOLD_S = 1.0
 """Accelerated pacing: how long (wall time) a call's events may wait in memory before being written."""
-ATTEMPTS_DIR = "attempts"
-ATTEMPTS_JSONL = "attempts.jsonl"
-
-
-def archive_attempt(episode_dir: Path, record: EpisodeRecord) -> None:
-    """Move a failed attempt's files to `attempts/<n>/` and append its record to `attempts.jsonl`."""
-    n = record.header.attempt
-    dest = episode_dir / ATTEMPTS_DIR / str(n)
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in (EVENTS_JSONL, CALL_WAV):
-        if (episode_dir / name).exists():
-            (episode_dir / name).replace(dest / name)
-    audio = f"episodes/{episode_dir.name}/{ATTEMPTS_DIR}/{n}/{CALL_WAV}"
-    moved = record.model_copy(update={"outcome": record.outcome.model_copy(update={"audio_file": audio})})
-    with open(episode_dir / ATTEMPTS_JSONL, "ab") as fh:
-        fh.write(moved.model_dump_json().encode() + b"\n")
-        fh.flush()
 
 
 @dataclass
@@ -149,7 +128,6 @@ class EpisodeRunner:
         self.ctx = ctx
         pacing = ctx.campaign.pacing
         caps = ctx.adapter.capabilities
-            text_seed=pair.text_seed,
         self.clock: EpisodeClock = VirtualClock() if pacing == "accelerated" else RealClock()
         pair = ctx.planned.pair
         condition = pair.condition_a if ctx.planned.side == "a" else pair.condition_b
@@ -171,6 +149,7 @@ class EpisodeRunner:
             channel,
             caps.input_format,
             ctx.spoken_cache,
+            text_seed=pair.text_seed,
         )
         self.recorder = CallRecorder(self.voice.line_rate)
         hold_s = EVENT_HOLD_S if pacing == "accelerated" else 0.0
@@ -181,7 +160,7 @@ class EpisodeRunner:
             "packet_loss": ch.packet_loss,
         }
         self.log = CallLog(
-            EventLog(ctx.episode_dir / EVENTS_JSONL, ctx.redactor, hold_s=hold_s),
+            EventLog(events_jsonl(ctx.episode_dir), ctx.redactor, hold_s=hold_s),
             self.clock,
             self.recorder,
             condition,
@@ -267,7 +246,7 @@ class EpisodeRunner:
             scenario_id=ctx.scenario.id,
             facts_sha256=ctx.scenario.facts_sha256,
             call_id=call_id(
-                ctx.salt or ctx.episode_dir.parent.parent, ctx.run_id, ctx.planned.episode_id, ctx.attempt
+                ctx.salt or run_of(ctx.episode_dir), ctx.run_id, ctx.planned.episode_id, ctx.attempt
             ),
             oracle=self.oracle,
             disclosure=ctx.campaign.facts_disclosure,
@@ -333,7 +312,7 @@ class EpisodeRunner:
     def _write_files(self, end_ms: int) -> None:
         """The call's files, off the event loop; the record is appended only after this returns."""
         self.log.log.close()
-        self.recorder.write(self.ctx.episode_dir / CALL_WAV, min_ms=end_ms)
+        self.recorder.write(call_wav(self.ctx.episode_dir), min_ms=end_ms)
 
     async def _connect_and_converse(
         self, call: CallInfo, fixture: ToolFixture, deadline: TurnDeadline
@@ -461,7 +440,7 @@ class EpisodeRunner:
             turns=self.log.turn,
             n_events=len(events),
             events_sha256=events_sha,
-            audio_file=f"episodes/{ctx.episode_dir.name}/{CALL_WAV}",
+            audio_file=audio_file(ctx.episode_dir.name),
             audio_sample_rate=self.recorder.rate,
         )
         return EpisodeRecord(

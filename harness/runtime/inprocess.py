@@ -26,7 +26,7 @@ from voice_audit.harness.model.secrets import Redactor
 from voice_audit.harness.model.usage import UsageRecord
 from voice_audit.harness.planning import LoadedCampaign, PlannedEpisode
 from voice_audit.harness.registry import AGENT_GROUP, load_object
-from voice_audit.harness.rundir import RunFolderError, RunWriter, storage_error
+from voice_audit.harness.runlog import RunFolderError, RunWriter, UsageLedger, storage_error
 from voice_audit.harness.runtime.budget import BudgetGuard
 from voice_audit.harness.runtime.callid import run_salt
 from voice_audit.harness.runtime.episode import EpisodeContext, EpisodeRunner
@@ -34,7 +34,6 @@ from voice_audit.harness.runtime.progress import Progress, RunSummary
 from voice_audit.harness.runtime.ratelimit import AgentGate, AgentShare
 from voice_audit.harness.runtime.voice import SpokenCache
 from voice_audit.harness.runtime.warmup import StartBarrier, prepare_process
-from voice_audit.harness.usage import UsageLedger
 from voice_audit.scenarios import ConfigError, VoiceAuditError
 
 DEFAULT_CACHE = Path.home() / ".cache" / "voice-audit"

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from voice_audit.harness.audio.dsp import resample
-from voice_audit.harness.rundir import atomic_write_bytes
+from voice_audit.harness.runlog import atomic_write_bytes
 
 RECORDING_RATE = 16000
 """Wideband: the rate of agent audio handed to the recorder and of `Spoken.pcm16k`."""

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from voice_audit.harness.model.episode import RunManifest
 from voice_audit.harness.planning import LoadedCampaign, load_campaign
-from voice_audit.harness.rundir import RunFolderError, RunReader
+from voice_audit.harness.runlog import RunFolderError, RunReader
 
 
 def resume_campaign_path(run_dir: Path) -> LoadedCampaign:

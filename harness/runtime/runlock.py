@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from voice_audit.harness.rundir import LOCK_FILE, RunFolderError
+from voice_audit.harness.runlog import LOCK_FILE, RunFolderError, lock_file
 
 DRAIN_S = 10.0
 """How long to wait for the worker processes of a dead run to go before calling the folder busy."""
@@ -60,7 +60,7 @@ class RunLock:
 
     def __init__(self, run_dir: Path, *, notify: Callable[[str], None] | None = None) -> None:
         self.run_dir = run_dir
-        self.path = run_dir / LOCK_FILE
+        self.path = lock_file(run_dir)
         self.notify = notify
         self._fd: int | None = None
         self._made_dir = False

@@ -24,7 +24,7 @@ from typing import Any
 
 from voice_audit.harness.model.episode import EpisodeRecord
 from voice_audit.harness.planning import LoadedCampaign, call_order, load_campaign
-from voice_audit.harness.rundir import RunFolderError, RunReader
+from voice_audit.harness.runlog import RunFolderError, RunReader, run_json
 from voice_audit.harness.runtime.inprocess import InProcessCalls
 from voice_audit.harness.runtime.progress import RunSummary
 from voice_audit.harness.runtime.provenance import campaign_redactor
@@ -70,7 +70,7 @@ def run_shard(job: ShardJob, report: OnMessage) -> None:
 
     try:
         run_dir = Path(job.run_dir)
-        if not (run_dir / "run.json").exists():
+        if not run_json(run_dir).exists():
             raise RunFolderError(
                 f"{run_dir}: run folder not visible on host {platform.node()}; "
                 "it must be on a filesystem every worker mounts at the same path"

@@ -24,9 +24,9 @@ from pathlib import Path
 import numpy as np
 
 from voice_audit.harness.adapter import AgentAdapter, AgentError, PreparedAdapter
+from voice_audit.harness.runlog import barrier_root
 
 __all__ = [
-    "START_BARRIER_DIR",
     "START_BARRIER_TIMEOUT_S",
     "START_STAGGER_S",
     "BarrierResult",
@@ -45,7 +45,6 @@ its first calls at once, and on a few cores that burst starves the media clocks 
 already up (measured: 13 workers of 4 SIP calls on 2 cores, the first 0.1 s of each RTP stream up
 to 400 ms late; 50 ms apart, p99 of every packet 3 ms). The whole run starts at most
 `workers * START_STAGGER_S` later."""
-START_BARRIER_DIR = ".start-barrier"
 POLL_S = 0.02
 RESAMPLED_RATES = ((16000, 8000), (8000, 16000), (22050, 8000), (22050, 16000), (24000, 16000))
 """Rate pairs the caller's voice and the recorder resample between (TTS output, telephone band,
@@ -151,8 +150,8 @@ class StartBarrier:
 
 def barrier_folder(run_dir: Path, token: str) -> Path:
     """A fresh barrier folder for one split session of `run_dir` (`token` tells sessions apart)."""
-    return run_dir / START_BARRIER_DIR / token
+    return barrier_root(run_dir) / token
 
 
 def remove_barrier_folder(run_dir: Path) -> None:
-    shutil.rmtree(run_dir / START_BARRIER_DIR, ignore_errors=True)
+    shutil.rmtree(barrier_root(run_dir), ignore_errors=True)

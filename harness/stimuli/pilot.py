@@ -39,7 +39,7 @@ from voice_audit.harness.model.stimulus import (
     worse_ratio,
 )
 from voice_audit.harness.planning import LoadedCampaign
-from voice_audit.harness.rundir import atomic_write_bytes
+from voice_audit.harness.runlog import STIMULI_AUDIO_DIR, atomic_write_bytes
 from voice_audit.harness.runtime.recorder import RECORDING_RATE, to_recording_rate
 from voice_audit.harness.stimuli.measures import measure
 from voice_audit.harness.stimuli.page import render_page
@@ -49,7 +49,6 @@ from voice_audit.scenarios import ConfigError
 from voice_audit.scenarios.base import canonical_json
 
 DEFAULT_CACHE = Path.home() / ".cache" / "voice-audit"
-AUDIO_DIR = "audio"
 
 
 @dataclass
@@ -236,7 +235,7 @@ async def run_pilot(
             duration_s=m.duration_s, speech_s=m.speech_s,
             rate_wps=(words / m.speech_s) if m.speech_s > 0 else None,
             f0_median_hz=m.f0_median_hz, f0_range_st=m.f0_range_st, lufs=m.lufs, snr_db=m.snr_db,
-            file=f"{AUDIO_DIR}/{r.key[:24]}.wav",
+            file=f"{STIMULI_AUDIO_DIR}/{r.key[:24]}.wav",
         )  # fmt: skip
         result.audio[r.key] = (r.line_pcm, r.line_rate)
     cells: list[CellScreen] = []
@@ -334,7 +333,7 @@ def write_pilot(result: PilotResult, out_dir: Path, *, audio: bool = True) -> Pa
     """The record (`stimuli.json`), the line audio and a page where every line can be heard."""
     out_dir.mkdir(parents=True, exist_ok=True)
     if audio:
-        (out_dir / AUDIO_DIR).mkdir(exist_ok=True)
+        (out_dir / STIMULI_AUDIO_DIR).mkdir(exist_ok=True)
         for line in result.report.lines:
             target = out_dir / line.file
             if not target.exists():

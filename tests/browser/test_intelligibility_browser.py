@@ -13,7 +13,7 @@ from voice_audit.analysis.rating.server import RatingServer
 from voice_audit.analysis.rating.session import RatingSession
 from voice_audit.analysis.rating.store import read_labels
 from voice_audit.analysis.rating.tasks import build_task, rater_order
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 PLAYING = "() => { const a = document.getElementById('audio'); return !a.paused && a.currentTime > 0.2; }"

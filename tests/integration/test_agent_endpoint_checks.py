@@ -12,7 +12,7 @@ from pathlib import Path
 
 from voice_audit.harness.endpoints import unreachable_agents, url_problem
 from voice_audit.harness.model.campaign import AgentSpec
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 
 CAMPAIGN = """\
 name: reach

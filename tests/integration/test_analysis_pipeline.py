@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from voice_audit.analysis.outputs import OUTPUTS
 from voice_audit.analysis.pipeline import analyze
 from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.runlog import ANALYSIS_OUTPUTS as OUTPUTS
 from voice_audit.harness.runtime import CampaignRunner
 
 CAMPAIGN = """\

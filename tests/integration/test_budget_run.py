@@ -11,8 +11,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from voice_audit.harness.model.usage import AGENT_USAGE, USAGE_JSONL, read_usage
+from voice_audit.harness.model.usage import AGENT_USAGE
 from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.runlog import read_usage, usage_jsonl
 
 CAMPAIGN = """\
 name: budgeted
@@ -78,7 +79,7 @@ def test_max_calls_stops_after_whole_pairs_and_resume_finishes_under_a_raised_bu
     manifest = json.loads((run_dir / "run.json").read_text())
     stop = manifest["budget_stop"]
     assert stop["limit"] == "max_calls" and stop["calls"] == 4 and stop["pairs_left"] == 2
-    ledger = read_usage(run_dir / USAGE_JSONL)
+    ledger = read_usage(usage_jsonl(run_dir))
     assert sorted(u.episode_id for u in ledger.records) == sorted(r["header"]["episode_id"] for r in records)  # type: ignore[index]
     for u in ledger.records:
         assert u.call_minutes > 0 and (u.quantity("tts_characters") or 0) > 0
@@ -103,4 +104,4 @@ def test_max_calls_stops_after_whole_pairs_and_resume_finishes_under_a_raised_bu
     assert {str(r["header"]["episode_id"]) for r in records} == {e.episode_id for e in loaded.plan.episodes}  # type: ignore[index]
     manifest = json.loads((run_dir / "run.json").read_text())
     assert manifest["budget_stop"] is None and manifest["campaign"]["budget"]["max_calls"] == 8
-    assert len(read_usage(run_dir / USAGE_JSONL).records) == 8  # one line per placed call, none twice
+    assert len(read_usage(usage_jsonl(run_dir)).records) == 8  # one line per placed call, none twice

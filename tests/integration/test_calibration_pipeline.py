@@ -33,7 +33,7 @@ import pytest
 from voice_audit.analysis import pipeline_calibration as pc
 from voice_audit.analysis.pipeline import AnalysisResult, analyze
 from voice_audit.harness.planning import load_campaign
-from voice_audit.harness.rundir import CALL_ID_SALT
+from voice_audit.harness.runlog import CALL_ID_SALT
 from voice_audit.harness.runtime import CampaignRunner
 
 pytestmark = pytest.mark.cpu_bound  # replicated campaigns on the virtual clock

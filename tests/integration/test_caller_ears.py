@@ -12,7 +12,7 @@ import pytest
 
 from voice_audit.analysis.pipeline import analyze
 from voice_audit.harness.audio.wer import normalise_words, wer
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 
 pytest.importorskip("pocketsphinx")
 pytestmark = pytest.mark.slow

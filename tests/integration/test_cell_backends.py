@@ -14,7 +14,7 @@ import soundfile
 from voice_audit.harness.audio.espeak import EspeakBackend
 from voice_audit.harness.caller.lines import planned_lines
 from voice_audit.harness.planning import load_campaign
-from voice_audit.harness.rundir import EPISODES_DIR, EPISODES_JSONL, EVENTS_JSONL
+from voice_audit.harness.runlog import EPISODES_DIR, EPISODES_JSONL, EVENTS_JSONL
 from voice_audit.harness.runtime import CampaignRunner
 from voice_audit.scenarios import ConfigError
 

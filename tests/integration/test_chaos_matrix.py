@@ -27,7 +27,7 @@ from voice_audit.agents.fakes._chaos_run import (
     run_chaos,
 )
 from voice_audit.harness.model.failures import NON_SERVICE_FLAGS
-from voice_audit.harness.rundir import EPISODES_JSONL, RunReader
+from voice_audit.harness.runlog import EPISODES_JSONL, RunReader
 
 VOICE_AUDIT = [sys.executable, "-m", "voice_audit.harness.cli"]
 

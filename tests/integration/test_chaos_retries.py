@@ -18,9 +18,8 @@ from voice_audit.agents.fakes import pick_fault
 from voice_audit.agents.fakes._chaos_run import Where, run_chaos
 from voice_audit.harness.model.episode import EpisodeRecord
 from voice_audit.harness.planning import load_campaign
-from voice_audit.harness.rundir import CALL_WAV, EVENTS_JSONL, RunReader
+from voice_audit.harness.runlog import ATTEMPTS_DIR, ATTEMPTS_JSONL, CALL_WAV, EVENTS_JSONL, RunReader
 from voice_audit.harness.runtime.callid import call_id
-from voice_audit.harness.runtime.episode import ATTEMPTS_DIR, ATTEMPTS_JSONL
 
 SEED, RATE, RETRIES = 11, 0.6, 2
 

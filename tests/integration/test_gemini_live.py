@@ -39,7 +39,7 @@ from voice_audit.agents.serve.gemini_live_server import gemini_live_handler
 from voice_audit.harness.adapter import CallInfo
 from voice_audit.harness.disclosure import disclose
 from voice_audit.harness.planning import load_campaign
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner
 from voice_audit.harness.tools import ToolFixture
 from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary, canonical_json

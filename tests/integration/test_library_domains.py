@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from voice_audit.harness.planning import load_campaign
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner
 from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 

@@ -117,7 +117,7 @@ def test_llm_hybrid_over_websocket_streaming_refunds(tmp_path: Path) -> None:
     from voice_audit.agents.reference import LLMHybridAgent
     from voice_audit.agents.serve import start_server
     from voice_audit.harness.planning import load_campaign
-    from voice_audit.harness.rundir import RunReader
+    from voice_audit.harness.runlog import RunReader
     from voice_audit.harness.runtime import CampaignRunner
 
     async def run() -> Path:

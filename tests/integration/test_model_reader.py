@@ -27,7 +27,7 @@ from voice_audit.harness.caller.model_reader import ModelReader, ReaderError, fa
 from voice_audit.harness.caller.readers import Readers
 from voice_audit.harness.llm import LLMError, OpenAIChatClient, packaged_model, resolve_weights, wait_ready
 from voice_audit.harness.model.events import parse_event
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 from voice_audit.scenarios import BUNDLED_LIBRARY, Scenario, ScenarioLibrary
 
 pytest.importorskip("llama_cpp", reason="needs the llm extra: pip install 'voice-audit[llm]'")

@@ -15,7 +15,7 @@ from voice_audit.harness.audio import create_tts
 from voice_audit.harness.audio.errors import BackendLoadError, UnknownVoiceError
 from voice_audit.harness.audio.neural_tts import PACKAGED_VOICES, file_sha256, packaged_model
 from voice_audit.harness.planning import load_campaign
-from voice_audit.harness.rundir import EPISODES_DIR, EVENTS_JSONL
+from voice_audit.harness.runlog import EPISODES_DIR, EVENTS_JSONL
 from voice_audit.harness.runtime import CampaignRunner
 from voice_audit.personas import SpeechParams
 

@@ -26,7 +26,7 @@ if shutil.which("flite") is None:
 
 from tests.helpers.picky_bot import PickyRun, run_against_picky_bot  # noqa: E402
 from voice_audit.analysis.pipeline import analyze  # noqa: E402
-from voice_audit.harness.rundir import RunReader  # noqa: E402
+from voice_audit.harness.runlog import RunReader  # noqa: E402
 from voice_audit.scenarios import ScenarioLibrary  # noqa: E402
 
 MAX_TURNS = ScenarioLibrary().get_locked("refund_duplicate_charge").caller.max_turns

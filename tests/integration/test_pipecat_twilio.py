@@ -25,7 +25,7 @@ from voice_audit.harness.adapter import AgentEvent, AudioOut, CallInfo, HangupOu
 from voice_audit.harness.model.campaign import AgentSpec  # noqa: E402
 from voice_audit.harness.model.episode import EpisodeRecord  # noqa: E402
 from voice_audit.harness.planning import load_campaign  # noqa: E402
-from voice_audit.harness.rundir import RunReader  # noqa: E402
+from voice_audit.harness.runlog import RunReader  # noqa: E402
 from voice_audit.harness.runtime import CampaignRunner  # noqa: E402
 from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary  # noqa: E402
 

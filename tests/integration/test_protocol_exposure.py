@@ -23,7 +23,7 @@ from voice_audit.agents.serve import start_server
 from voice_audit.harness.adapter import CallInfo, HangupOut, TurnEnd
 from voice_audit.harness.model.campaign import AgentSpec
 from voice_audit.harness.planning import load_campaign
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner
 from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 

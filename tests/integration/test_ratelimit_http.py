@@ -20,9 +20,8 @@ from aiohttp import web
 from voice_audit.agents.fakes import ScriptedAgent
 from voice_audit.agents.serve import ServeConfig
 from voice_audit.agents.serve.http_server import build_http_app
-from voice_audit.harness.model.usage import USAGE_JSONL, read_usage
 from voice_audit.harness.planning import call_order, load_campaign
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader, read_usage, usage_jsonl
 from voice_audit.harness.runtime import CampaignRunner
 
 CAMPAIGN = """\
@@ -119,6 +118,6 @@ def test_every_third_session_refused_with_429_still_places_every_call_in_plan_or
     assert served == [e.episode_id for e in call_order(loaded.plan)]
 
     # every attempt is in the usage ledger, the refused ones too (billed at what they used)
-    ledger = read_usage(run_dir / USAGE_JSONL).records
+    ledger = read_usage(usage_jsonl(run_dir)).records
     assert len(ledger) == len(answers)
     assert Counter(u.failure_kind for u in ledger) == {None: 8, "rate_limited": answers.count(429)}

@@ -21,7 +21,7 @@ from voice_audit.agents.fakes import ScriptedAgent
 from voice_audit.agents.serve import ServeConfig
 from voice_audit.agents.serve.http_server import build_http_app
 from voice_audit.harness.planning import load_campaign
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner
 
 # The starts are timed at the vendor's side, a setup after their admission on the grid; on cores

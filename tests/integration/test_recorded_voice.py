@@ -19,7 +19,7 @@ from voice_audit.harness.audio.espeak import EspeakBackend
 from voice_audit.harness.audio.recorded import prepare
 from voice_audit.harness.caller.lines import MISSING_LIST, planned_lines
 from voice_audit.harness.planning import load_campaign
-from voice_audit.harness.rundir import CALL_WAV, EPISODES_DIR, EVENTS_JSONL
+from voice_audit.harness.runlog import CALL_WAV, EPISODES_DIR, EVENTS_JSONL
 from voice_audit.harness.runtime import CampaignRunner
 from voice_audit.scenarios import ConfigError
 

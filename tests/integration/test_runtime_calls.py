@@ -11,7 +11,7 @@ import soundfile as sf
 
 from voice_audit.harness.model import check_monotonic
 from voice_audit.harness.planning import load_campaign
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner
 
 CAMPAIGN = """\

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from voice_audit.harness.planning import load_campaign
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime.runlock import RunLock
 
 pytestmark = pytest.mark.serial  # kills a run mid-call and asserts cleanup within wall-clock deadlines

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from voice_audit.harness.planning import LoadedCampaign, load_campaign
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner, RunSummary
 from voice_audit.harness.runtime.executors import (
     Executor,

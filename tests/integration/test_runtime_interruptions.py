@@ -11,7 +11,7 @@ import pytest
 from voice_audit.agents.fakes import ScriptedAgent
 from voice_audit.agents.serve import start_server
 from voice_audit.harness.planning import load_campaign
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner
 
 pytestmark = pytest.mark.serial  # real-time calls; stop latency and overlap of a barge-in are measured

@@ -23,7 +23,7 @@ from voice_audit.analysis.pipeline import AnalysisResult, analyze
 from voice_audit.harness.model.episode import EpisodeRecord
 from voice_audit.harness.model.events import Event
 from voice_audit.harness.planning import load_campaign
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner
 
 TARGET = "{axis: voice_profile, levels: [female_older]}"

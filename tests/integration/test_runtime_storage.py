@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from voice_audit.harness import rundir
 from voice_audit.harness.planning import load_campaign
-from voice_audit.harness.rundir import RunFolderError, RunReader
+from voice_audit.harness.runlog import RunFolderError, RunReader, writer
 from voice_audit.harness.runtime import CampaignRunner
 
 CAMPAIGN = """\
@@ -56,12 +55,12 @@ def test_write_failure_stops_cleanly_and_resumes(
             raise OSError(code, os.strerror(code))
         return real_write(fd, data)
 
-    monkeypatch.setattr(rundir.os, "write", failing_write)
+    monkeypatch.setattr(writer.os, "write", failing_write)
     with pytest.raises(RunFolderError) as err:
         asyncio.run(CampaignRunner(loaded, run_dir, cache_dir=tmp_path / "cache", progress=False).run())
     message = str(err.value)
     assert words in message and f"voice-audit run --resume {run_dir}" in message and "\n" not in message
-    monkeypatch.setattr(rundir.os, "write", real_write)
+    monkeypatch.setattr(writer.os, "write", real_write)
 
     reader = RunReader(run_dir)
     whole = [r.header.episode_id for r in reader.records()]

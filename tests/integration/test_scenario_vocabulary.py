@@ -11,7 +11,7 @@ import pytest
 
 from tests.fixtures.cancel_scenario import cancel_library
 from voice_audit.harness.planning import load_campaign
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner
 
 pytestmark = pytest.mark.slow

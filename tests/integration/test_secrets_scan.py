@@ -35,7 +35,7 @@ from voice_audit.agents.serve.http_server import build_http_app
 from voice_audit.agents.serve.realtime_server import realtime_handler
 from voice_audit.harness.model.campaign import AgentSpec
 from voice_audit.harness.planning import load_campaign
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner
 
 KEY_ENV, TOKEN_ENV = "VA_TEST_REALTIME_KEY", "VA_TEST_HTTP_TOKEN"

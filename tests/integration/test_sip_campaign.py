@@ -25,7 +25,7 @@ pytest.importorskip("pjsua2")
 from tests.helpers.sip_peers import free_port_pair
 from voice_audit.analysis.pipeline import analyze
 from voice_audit.harness.planning import load_campaign
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]  # serial: a real-time SIP campaign under call timeouts

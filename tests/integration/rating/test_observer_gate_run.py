@@ -15,7 +15,7 @@ from voice_audit.analysis.pipeline import analyze
 from voice_audit.analysis.rating.observer import ACTS
 from voice_audit.analysis.rating.store import LabelRecord, LabelStore
 from voice_audit.analysis.rating.tasks import build_task
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 
 CAMPAIGN = """\
 name: observer_gate_run

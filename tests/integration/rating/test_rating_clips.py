@@ -10,7 +10,7 @@ import numpy as np
 import soundfile as sf
 
 from voice_audit.analysis.rating.clips import GAP_S, MAX_CALLER_S, clip_wav, speech_spans, wav_bytes
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 
 
 def chunks(data: bytes) -> list[bytes]:

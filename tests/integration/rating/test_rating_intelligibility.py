@@ -16,7 +16,7 @@ from voice_audit.analysis.rating.intelligibility import LINES_PER_VOICE, MIN_WOR
 from voice_audit.analysis.rating.session import LabelError, RatingSession
 from voice_audit.analysis.rating.store import read_labels
 from voice_audit.analysis.rating.tasks import build_task, rater_order
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 
 
 def test_items_are_each_voices_distinct_caller_lines(pristine_run: Path) -> None:

@@ -14,7 +14,7 @@ from voice_audit.analysis.rating.observer import ACTS, OTHER_FACT
 from voice_audit.analysis.rating.session import LabelError, RatingSession
 from voice_audit.analysis.rating.store import read_labels
 from voice_audit.analysis.rating.tasks import build_task
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
 

@@ -17,7 +17,7 @@ from voice_audit.analysis.rating.server import SECURITY_HEADERS, RatingServer
 from voice_audit.analysis.rating.session import RatingSession
 from voice_audit.analysis.rating.store import read_labels
 from voice_audit.analysis.rating.tasks import build_task, rater_order
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 
 TIMEOUT = aiohttp.ClientTimeout(total=20)
 

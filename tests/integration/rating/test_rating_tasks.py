@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from voice_audit.analysis.rating.tasks import build_task, rater_order
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 
 
 def test_perceptibility_items_use_the_manipulated_levels(pristine_run: Path) -> None:

@@ -17,10 +17,10 @@ import soundfile as sf
 from tests.helpers.logs import Log
 from tests.helpers.runfolder import copy_golden, episode_of, records, replace_call, write_records
 from voice_audit.analysis.instances import AUDIT_INSTANCES, InstanceFileError, read_instances
-from voice_audit.analysis.outputs import OUTPUTS
 from voice_audit.analysis.pipeline import analyze
 from voice_audit.analysis.plan import load_plan
 from voice_audit.harness.model import AuditInstance
+from voice_audit.harness.runlog import ANALYSIS_OUTPUTS as OUTPUTS
 from voice_audit.harness.schemas import schema_documents
 from voice_audit.scenarios import SchemaVersionError
 

@@ -10,8 +10,9 @@ from typing import Any
 
 import pandas as pd
 
-from voice_audit.analysis.metrics._episodes import AXES, COLUMNS, episode_frame, record_row
+from voice_audit.analysis.metrics._episodes import AXES, COLUMNS, episode_frame
 from voice_audit.harness.model.episode import EpisodeRecord
+from voice_audit.harness.runlog import record_row
 
 GOLDEN = Path(__file__).parents[2] / "fixtures" / "runs" / "golden" / "episodes.jsonl"
 EXPOSURE = {

@@ -24,7 +24,7 @@ SCANNED = (*PACKAGES, "tests", "examples", "benchmarks", "campaigns")
 _BARE_PATH = re.compile(r"(?<![\w.])(" + "|".join(PACKAGES) + r")((?:\.\w+)+)(:[\w.]+)?")
 ALLOWED_HARNESS = (
     "voice_audit.harness.model",
-    "voice_audit.harness.rundir",
+    "voice_audit.harness.runlog",
     "voice_audit.harness.audio.dsp",
     "voice_audit.harness.audio.wer",
     "voice_audit.harness.audio.errors",

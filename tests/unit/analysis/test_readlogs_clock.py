@@ -12,8 +12,9 @@ import pandas as pd
 import pytest
 
 from voice_audit.analysis.metrics import readlogs
-from voice_audit.analysis.metrics.readlogs import _read_batch, read_events
+from voice_audit.analysis.metrics.readlogs import _read_batch
 from voice_audit.analysis.metrics.table import frame_from_columns
+from voice_audit.harness.runlog import read_events
 
 GOLDEN = Path(__file__).parents[2] / "fixtures" / "runs" / "golden"
 

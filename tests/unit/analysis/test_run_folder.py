@@ -10,9 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from voice_audit.analysis.outputs import OUTPUTS
 from voice_audit.analysis.pipeline import analyze
 from voice_audit.analysis.plan import DEFAULT_PLAN, load_plan
+from voice_audit.harness.runlog import ANALYSIS_OUTPUTS as OUTPUTS
 from voice_audit.scenarios import SchemaVersionError
 from voice_audit.scenarios.errors import ConfigError
 

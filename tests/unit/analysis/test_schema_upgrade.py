@@ -15,9 +15,9 @@ from tests.helpers.logs import Log, metrics
 from tests.helpers.runfolder import GOLDEN, copy_golden, episode_of, records, replace_call, write_records
 from voice_audit.analysis.metrics import readlogs
 from voice_audit.analysis.metrics.ingest import ingest
-from voice_audit.analysis.metrics.upgrade import upgrade_events, upgrade_record
 from voice_audit.analysis.pipeline import analyze
 from voice_audit.harness.model import EpisodeRecord, NonService, non_service_flag
+from voice_audit.harness.runlog import upgrade_events, upgrade_record
 from voice_audit.scenarios import SchemaVersionError
 
 EDGE, SCRIPTED = "ccd3367dbb57", "983c19067f35"

@@ -11,7 +11,7 @@ import pandas as pd
 from voice_audit.analysis.metrics.columns import raw_columns
 from voice_audit.analysis.metrics.ingest import ingest
 from voice_audit.analysis.metrics.table import EventTable, frame_from_columns
-from voice_audit.harness.rundir import RunReader
+from voice_audit.harness.runlog import RunReader
 
 GOLDEN = Path(__file__).parents[2] / "fixtures" / "runs" / "golden"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from voice_audit.harness.model import EpisodeRecord, versioning
-from voice_audit.harness.rundir import EPISODES_JSONL, RUN_JSON, RunReader
+from voice_audit.harness.runlog import EPISODES_JSONL, RUN_JSON, RunReader
 from voice_audit.scenarios import SchemaVersionError
 
 GOLDEN = Path(__file__).parents[2] / "fixtures" / "runs" / "golden"
@@ -78,8 +78,8 @@ def test_older_records_take_the_upgrade_path(tmp_path: Path, monkeypatch: pytest
         seen.append(kind)
         return data
 
-    monkeypatch.setattr("voice_audit.harness.rundir.SCHEMA_VERSION", versioning.SCHEMA_VERSION + 1)
-    monkeypatch.setattr("voice_audit.harness.rundir.upgrade", upgrade)
+    monkeypatch.setattr("voice_audit.harness.runlog.reader.SCHEMA_VERSION", versioning.SCHEMA_VERSION + 1)
+    monkeypatch.setattr("voice_audit.harness.runlog.reader.upgrade", upgrade)
     monkeypatch.setattr(versioning, "SCHEMA_VERSION", versioning.SCHEMA_VERSION + 1)
     reader = _run(tmp_path, lines)
     assert len(list(reader.records())) == len(lines)

@@ -20,7 +20,7 @@ from voice_audit.harness.model import (
     parse_event,
     versioning,
 )
-from voice_audit.harness.rundir import RunReader, RunWriter, atomic_write_bytes
+from voice_audit.harness.runlog import RunReader, RunWriter, atomic_write_bytes
 from voice_audit.harness.schemas import schema_documents, write_schemas
 from voice_audit.personas import CallerCondition, SpeechParams
 from voice_audit.scenarios import SchemaVersionError
@@ -181,7 +181,7 @@ def test_reader_refuses_newer_schema_and_accepts_older(
 
 def test_create_refuses_existing_run(tmp_path: Path) -> None:
     run = _run_folder(tmp_path)
-    from voice_audit.harness.rundir import RunFolderError
+    from voice_audit.harness.runlog import RunFolderError
 
     with pytest.raises(RunFolderError, match="--resume"):
         RunWriter(run).create(RunReader(run).manifest)

@@ -11,9 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from voice_audit.harness import rundir
 from voice_audit.harness.model.events import EVENT_ADAPTER, CallStarted, HangUp
-from voice_audit.harness.rundir import atomic_write_bytes
+from voice_audit.harness.runlog import atomic_write_bytes, writer
 from voice_audit.harness.runtime.eventlog import EventLog
 from voice_audit.harness.runtime.voice import Spoken, SpokenCache
 
@@ -81,7 +80,7 @@ def test_failed_atomic_write_keeps_the_old_file_and_no_temp(
     def full(fd: int, data: bytes) -> int:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(rundir.os, "write", full)
+    monkeypatch.setattr(writer.os, "write", full)
     with pytest.raises(OSError, match="No space"):
         atomic_write_bytes(path, [b"new", b"data"])
     assert path.read_bytes() == b"old" and not list(tmp_path.glob(".*.tmp"))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from voice_audit.harness.rundir import RunFolderError
+from voice_audit.harness.runlog import RunFolderError
 from voice_audit.harness.runtime.runlock import LOCK_FILE, RunLock
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from voice_audit.analysis.cost import UNCELLED, cost_report, money
 from voice_audit.harness.model.usage import PriceTable, UsageItem, UsageRecord
-from voice_audit.harness.usage import UsageLedger
+from voice_audit.harness.runlog import UsageLedger
 
 PRICES = PriceTable.model_validate(
     {

@@ -17,14 +17,12 @@ from voice_audit.harness.model.campaign import Campaign
 from voice_audit.harness.model.usage import (
     AGENT_USAGE,
     CALL_MINUTES,
-    USAGE_JSONL,
     PriceTable,
     UsageItem,
     UsageRecord,
     cost_of,
-    read_usage,
 )
-from voice_audit.harness.usage import UsageLedger, call_usage
+from voice_audit.harness.runlog import USAGE_JSONL, UsageLedger, call_usage, read_usage
 from voice_audit.personas import CallerCondition, SpeechParams
 
 COND = CallerCondition(

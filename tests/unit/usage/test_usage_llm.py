@@ -75,7 +75,7 @@ def test_a_partly_unreported_meter_is_unknown_in_the_ledger() -> None:
         EpisodeRecord,
         parse_event,
     )
-    from voice_audit.harness.usage import call_usage
+    from voice_audit.harness.runlog import call_usage
     from voice_audit.personas import CallerCondition, SpeechParams
 
     cond = CallerCondition(

@@ -1,5 +1,5 @@
 """The usage ledger of a run (`runs/<id>/usage.jsonl`): one line per placed call attempt, appended
-and flushed when the attempt ends, and the price file a campaign may name.
+and flushed when the attempt ends, and read back by the budget of a resumed run and the cost report.
 
 What the harness meters itself (call minutes per protocol, the characters its TTS spoke, the
 seconds of agent audio its recogniser read) is always known. What the agent side consumed is
@@ -10,10 +10,11 @@ otherwise it is one `agent_usage` item with quantity None and the reason, never 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -24,13 +25,11 @@ from voice_audit.harness.model.usage import (
     ASR_AUDIO_SECONDS,
     CALL_MINUTES,
     TTS_CHARACTERS,
-    USAGE_JSONL,
-    PriceTable,
+    USAGE_SCHEMA_VERSION,
     UsageItem,
     UsageRecord,
 )
-from voice_audit.scenarios import ConfigError
-from voice_audit.scenarios.yamlsrc import YamlDocument, load_yaml, pydantic_error
+from voice_audit.harness.runlog.layout import usage_jsonl
 
 
 def call_usage(
@@ -118,12 +117,49 @@ def call_usage(
     )
 
 
+@dataclass
+class UsageLines:
+    """The usage ledger as read: every whole line, and the problems met (a torn last line from a
+    killed run is dropped silently; a newer schema or an invalid line is named)."""
+
+    records: list[UsageRecord] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+def read_usage(path: Path) -> UsageLines:
+    """Read a usage.jsonl; a missing file is an empty ledger (runs written before it existed)."""
+    out = UsageLines()
+    if not path.exists():
+        return out
+    data = path.read_bytes()
+    for n, raw in enumerate(data.splitlines(keepends=True), start=1):
+        if not raw.endswith(b"\n"):
+            break  # torn by a kill mid-write; the call is placed again on resume
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            out.problems.append(f"{path}:{n}: invalid JSON ({exc.msg})")
+            continue
+        version = obj.get("schema_version") if isinstance(obj, dict) else None
+        if isinstance(version, int) and version > USAGE_SCHEMA_VERSION:
+            out.problems.append(
+                f"{path}:{n}: usage schema {version} is newer than this voice-audit reads "
+                f"({USAGE_SCHEMA_VERSION}); upgrade voice-audit"
+            )
+            continue
+        try:
+            out.records.append(UsageRecord.model_validate(obj))
+        except ValidationError as exc:
+            out.problems.append(f"{path}:{n}: invalid usage record: {exc.errors()[0]['msg']}")
+    return out
+
+
 class UsageLedger:
     """Appends ledger lines: one O_APPEND write each (whole even if the process dies right after),
     flushed to the file at once; `close` syncs to disk."""
 
     def __init__(self, run_dir: Path) -> None:
-        self.path = run_dir / USAGE_JSONL
+        self.path = usage_jsonl(run_dir)
         self._fd: int | None = None
 
     def append(self, record: UsageRecord) -> None:
@@ -139,39 +175,4 @@ class UsageLedger:
             self._fd = None
 
 
-def load_prices(doc: YamlDocument) -> dict[str, Any] | None:
-    """The campaign's `prices:` as data: inline, or read from the YAML file it names (relative to
-    the campaign), validated with that file's own line and column in any error."""
-    data = doc.data if isinstance(doc.data, dict) else {}
-    value = data.get("prices")
-    if not isinstance(value, str):
-        return None
-    path = doc.path.parent / value
-    if not path.is_file():
-        raise doc.error(
-            ("prices",),
-            f"price file {value} not found",
-            fix="give the path of a YAML price table, relative to the campaign",
-        )
-    pdoc = load_yaml(path)
-    try:
-        table = PriceTable.model_validate(pdoc.data)
-    except ValidationError as exc:
-        raise pydantic_error(pdoc, exc, "PriceTable") from None
-    return table.model_dump(mode="json")
-
-
-def check_price_agents(doc: YamlDocument, table: PriceTable | None, agents: Sequence[str]) -> None:
-    """A rate for an agent the campaign does not call is a typo that would price nothing."""
-    if table is None:
-        return
-    for i, rate in enumerate(table.rates):
-        if rate.agent is not None and rate.agent not in agents:
-            raise ConfigError(
-                f"prices: rate {i} names agent '{rate.agent}' that the campaign does not list",
-                path=doc.path,
-                fix=f"use one of the campaign's agent names ({', '.join(sorted(agents))})",
-            )
-
-
-__all__ = ["UsageLedger", "call_usage", "check_price_agents", "load_prices"]
+__all__ = ["UsageLedger", "UsageLines", "call_usage", "read_usage"]
