@@ -231,15 +231,13 @@ class TurnSession(QueueSession):
                 for ev in events:  # what it heard comes before the tool calls it announces
                     self.queue.put_nowait(ev)
                 events = []
-                steps = await asyncio.to_thread(
-                    self.policy.respond,  # type: ignore[arg-type]
-                    perception.heard,
-                    detected,
-                    asks_for_human=asks,
+                # a synchronous policy (`use_app_tools` checked): its tool calls block this thread
+                reply = await asyncio.to_thread(
+                    self.policy.respond, perception.heard, detected, asks_for_human=asks
                 )
             else:
                 reply = self.policy.respond(perception.heard, detected, asks_for_human=asks)
-                steps = await reply if inspect.isawaitable(reply) else reply
+            steps = await reply if inspect.isawaitable(reply) else reply
             events += await self._render(steps)
         except asyncio.CancelledError:
             raise

@@ -127,7 +127,7 @@ class InnerCall:
 
     async def send_text_turn(self, text: str) -> None:
         if not isinstance(self.session, TypedTurnSession):
-            raise AgentError("agent_protocol_error", "this agent takes spoken turns only")
+            raise AgentError("protocol_error", "this agent takes spoken turns only")
         await self.session.typed_turn(text)
 
     async def send_turn(self, audio: bytes, fmt: AudioFormat) -> None:

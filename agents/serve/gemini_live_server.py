@@ -300,7 +300,7 @@ class _Session:
     async def realtime_input(self, ri: gw.RealtimeInput) -> None:
         if (ri.activity_start is not None or ri.activity_end is not None) and not self.manual:
             raise AgentError(
-                "malformed_frame",
+                "protocol_error",
                 "activityStart/activityEnd need automaticActivityDetection disabled in the setup",
             )
         if ri.activity_start is not None:  # the caller starts a turn: it speaks over the agent
@@ -332,13 +332,13 @@ class _Session:
         whole. What a listening agent cannot take is refused as a protocol error."""
         for turn in cc.turns or []:
             if (turn.role or "user") != "user":
-                raise AgentError("malformed_frame", "clientContent: only user turns are taken (no history)")
+                raise AgentError("protocol_error", "clientContent: only user turns are taken (no history)")
             for part in turn.parts:
                 if part.text is None or part.inline_data is not None:
-                    raise AgentError("malformed_frame", "clientContent: only text parts are taken")
+                    raise AgentError("protocol_error", "clientContent: only text parts are taken")
                 self.typed.append(part.text)
         if not self.inner.takes_text:
-            raise AgentError("malformed_frame", "clientContent: this agent takes spoken turns only")
+            raise AgentError("protocol_error", "clientContent: this agent takes spoken turns only")
         if cc.turn_complete and self.typed:
             text, self.typed = " ".join(t.strip() for t in self.typed if t.strip()), []
             await self.interrupt()
