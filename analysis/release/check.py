@@ -23,6 +23,7 @@ from typing import Any, Literal
 from voice_audit.analysis.release.documents import CHECK_JSON, COMPARISON_JSON, read_json, short_label
 from voice_audit.analysis.release.policy import ChangeRule, Inconclusive, LoadedPolicy, Rule
 from voice_audit.analysis.stats import equivalence, units_needed
+from voice_audit.harness.runlog import DELTAS_JSON, DISPOSITION_JSON, RUN_JSON, run_json
 from voice_audit.scenarios import ConfigError, Frozen
 
 Status = Literal["parity", "exceeded", "inconclusive", "not_evaluable"]
@@ -486,13 +487,15 @@ def check_run(run_dir: str | Path, loaded: LoadedPolicy, compare: str | Path | N
     """Every rule of the policy against the run (and the comparison, for `changes`)."""
     run = Path(run_dir)
     fix = f"run: voice-audit analyze {run}"
-    if not (run / "run.json").exists():
+    if not run_json(run).exists():
         raise ConfigError(
-            "not a run folder (no run.json)", path=run, fix="pass the run folder written by voice-audit run"
+            f"not a run folder (no {RUN_JSON})",
+            path=run,
+            fix="pass the run folder written by voice-audit run",
         )
-    deltas = read_json(run / "deltas.json", "deltas.json (the run is not analysed)", fix)
-    disposition = read_json(run / "disposition.json", "disposition.json (the run is not analysed)", fix)
-    manifest = read_json(run / "run.json", "run.json", "pass a run folder")
+    deltas = read_json(run / DELTAS_JSON, f"{DELTAS_JSON} (the run is not analysed)", fix)
+    disposition = read_json(run / DISPOSITION_JSON, f"{DISPOSITION_JSON} (the run is not analysed)", fix)
+    manifest = read_json(run_json(run), RUN_JSON, "pass a run folder")
     run_id = str(manifest.get("run_id", run.name))
     incomplete = run_completeness(manifest, deltas)
     run_notes = tuple(f"run incomplete: {n}" for n in incomplete)

@@ -28,7 +28,15 @@ from voice_audit.analysis.deltas import CELL_KEYS, cell_label
 from voice_audit.analysis.metrics.catalogue import CATALOGUE
 from voice_audit.analysis.release.documents import COMPARISON_JSON, read_json, short_label
 from voice_audit.analysis.stats import PairedValues, adjust_p_values, paired_mean_delta
-from voice_audit.harness.runlog import atomic_write_json
+from voice_audit.harness.runlog import (
+    DELTAS_JSON,
+    DISPOSITION_JSON,
+    METRICS_PARQUET,
+    PAIRS_PARQUET,
+    RUN_JSON,
+    atomic_write_json,
+    run_json,
+)
 from voice_audit.scenarios import ConfigError
 
 SCHEMA = "voice-audit/comparison"
@@ -54,20 +62,22 @@ class RunTables:
 
     def __init__(self, run_dir: Path) -> None:
         fix = f"run: voice-audit analyze {run_dir}"
-        if not (run_dir / "run.json").exists():
+        if not run_json(run_dir).exists():
             raise ConfigError(
-                "not a run folder (no run.json)", path=run_dir, fix="pass a folder written by voice-audit run"
+                f"not a run folder (no {RUN_JSON})",
+                path=run_dir,
+                fix="pass a folder written by voice-audit run",
             )
-        for name in ("metrics.parquet", "pairs.parquet"):
+        for name in (METRICS_PARQUET, PAIRS_PARQUET):
             if not (run_dir / name).exists():
                 raise ConfigError(f"{name} not found (the run is not analysed)", path=run_dir / name, fix=fix)
         self.dir = run_dir
-        self.manifest = read_json(run_dir / "run.json", "run.json", "pass a run folder")
+        self.manifest = read_json(run_json(run_dir), RUN_JSON, "pass a run folder")
         self.run_id = str(self.manifest.get("run_id", run_dir.name))
-        self.deltas = read_json(run_dir / "deltas.json", "deltas.json", fix)
-        self.disposition = read_json(run_dir / "disposition.json", "disposition.json", fix)
-        metrics = pd.read_parquet(run_dir / "metrics.parquet")
-        pairs = pd.read_parquet(run_dir / "pairs.parquet")
+        self.deltas = read_json(run_dir / DELTAS_JSON, DELTAS_JSON, fix)
+        self.disposition = read_json(run_dir / DISPOSITION_JSON, DISPOSITION_JSON, fix)
+        metrics = pd.read_parquet(run_dir / METRICS_PARQUET)
+        pairs = pd.read_parquet(run_dir / PAIRS_PARQUET)
         pairs["contrast"] = pairs["contrast"].fillna("")
         metrics = metrics.sort_values("attempt").drop_duplicates(["pair_id", "side"], keep="last")
         voice = metrics.loc[metrics["side"] == "a", ["pair_id", "voice_index"]].drop_duplicates("pair_id")
@@ -287,7 +297,7 @@ def compare_runs(
         if sid in old.manifest.get("scenario_hashes", {}) and old.manifest["scenario_hashes"][sid] != sha:
             raise ConfigError(
                 f"scenario {sid} differs between the runs (sha256 {old.manifest['scenario_hashes'][sid][:12]} vs {sha[:12]})",
-                path=new.dir / "run.json",
+                path=run_json(new.dir),
                 fix="compare runs of the same locked scenarios",
             )
     cells: list[dict[str, Any]] = []
