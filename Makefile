@@ -35,10 +35,12 @@ $(STAMP): pyproject.toml Makefile
 install: $(STAMP)
 
 # Debian packages, installed once (never a browser or binary downloaded by a tool): Chromium for the
-# browser tests, flite (libflite and its recorded voices) for the Flite TTS backend, baresip and
-# SIPp (sip-tester) for the SIP interop tests.
-APT_PACKAGES := chromium chromium-driver flite baresip sip-tester
-APT_COMMANDS := chromium chromedriver flite baresip sipp
+# browser tests, flite (libflite and its recorded voices) for the Flite TTS backend, festival and its
+# recorded US English voices (ked, kal, slt) for the Festival TTS backend, baresip and SIPp (sip-tester)
+# for the SIP interop tests.
+APT_PACKAGES := chromium chromium-driver flite festival festvox-kdlpc16k festvox-kallpc16k festvox-us-slt-hts \
+	baresip sip-tester
+APT_COMMANDS := chromium chromedriver flite festival baresip sipp
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 system-deps:
 	@missing=""; for c in $(APT_COMMANDS); do command -v $$c >/dev/null 2>&1 || missing=1; done; \
