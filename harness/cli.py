@@ -250,10 +250,12 @@ def run_cmd(
     try:
         summary = asyncio.run(runner.run(resume=resume is not None, workers=workers, executor=chosen))
     finally:
-        if pilot is not None and (run_dir / "run.json").exists():
+        from voice_audit.harness.runlog import run_json, stimuli_dir
+
+        if pilot is not None and run_json(run_dir).exists():
             from voice_audit.harness.stimuli import write_pilot
 
-            write_pilot(pilot, run_dir / "stimuli")
+            write_pilot(pilot, stimuli_dir(run_dir))
     for line in summary.lines():
         typer.echo(line)
     if summary.statuses.get("completed", 0) == 0 and summary.ran:
