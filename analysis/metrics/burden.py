@@ -19,6 +19,10 @@ is identical for every adapter):
   ends with none of them (a failed call). The harness stamps the
   request at the end of the caller's request utterance, so Esc excludes the persona's speaking
   time; an answer that lands while the request is still being said counts with Esc = 0.
+* Waiting for a human and time to resolution are about the agent: the caller's own speaking time
+  inside each window (`caller_time`) is left out of them and reported beside them
+  (`burden_esc_caller_s`, `burden_resolution_caller_s`), so a slower voice does not read as a
+  slower agent.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from voice_audit.analysis.metrics.caller_time import caller_speech_s
 from voice_audit.analysis.metrics.table import EventTable, map_unique
 
 _RESOLVING_TOOL = {
@@ -146,9 +151,20 @@ def escalation(table: EventTable) -> pd.DataFrame:
     esc_status[req["ep"].to_numpy()] = "open"
     esc_s[joined["ep"].to_numpy()] = np.maximum(joined["t_ms"] - joined["t_ms_req"], 0).to_numpy() / 1000.0
     esc_status[joined["ep"].to_numpy()] = status
-    esc_s.index = table.episodes
-    esc_status.index = table.episodes
-    return pd.DataFrame({"burden_esc_s": esc_s, "burden_esc_status": esc_status})
+    eps = joined["ep"].to_numpy()
+    spoke = caller_speech_s(
+        table,
+        pd.Series(joined["t_ms_req"].to_numpy(dtype=float), index=eps),
+        pd.Series(joined["t_ms"].to_numpy(dtype=float), index=eps),
+    )
+    caller_s = pd.Series(0.0, index=np.arange(table.n_episodes))
+    caller_s[req["ep"].to_numpy()] = np.nan
+    caller_s[eps] = spoke.to_numpy()
+    esc_s[eps] = np.maximum(esc_s[eps].to_numpy() - spoke.to_numpy(), 0.0)
+    esc_s.index = esc_status.index = caller_s.index = table.episodes
+    return pd.DataFrame(
+        {"burden_esc_s": esc_s, "burden_esc_status": esc_status, "burden_esc_caller_s": caller_s}
+    )
 
 
 def normalise_words(text: pd.Series) -> pd.Series:
@@ -163,9 +179,10 @@ def repeated_questions(table: EventTable) -> pd.Series:
     return _count(table, q[q.duplicated(["ep", "norm"])]).rename("burden_repeated_questions")
 
 
-def time_to_resolution(table: EventTable, judged: pd.DataFrame) -> pd.Series:
-    """Seconds to the event that settled the outcome: the first successful deciding tool result, or
-    the deciding handoff / caller decision when the outcome rests on the agent's words."""
+def time_to_resolution(table: EventTable, judged: pd.DataFrame) -> pd.DataFrame:
+    """Seconds to the event that settled the outcome (the first successful deciding tool result, or
+    the deciding handoff / caller decision when the outcome rests on the agent's words), less the
+    caller's own speaking time before it, which is reported beside it."""
     out = pd.Series(np.nan, index=np.arange(table.n_episodes))
     outcome = judged["outcome_terminal"].to_numpy(dtype=object)
     source = judged["outcome_source"].to_numpy(dtype=object)
@@ -188,8 +205,12 @@ def time_to_resolution(table: EventTable, judged: pd.DataFrame) -> pd.Series:
     other_words = words & (outcome != "escalated")
     out[np.flatnonzero(esc_words)] = hand.reindex(np.flatnonzero(esc_words)).to_numpy() / 1000.0
     out[np.flatnonzero(other_words)] = dec.reindex(np.flatnonzero(other_words)).to_numpy() / 1000.0
-    out.index = table.episodes
-    return out.rename("burden_time_to_resolution_s")
+    spoke = caller_speech_s(table, pd.Series(0.0, index=out.index).where(out.notna()), out * 1000.0)
+    frame = pd.DataFrame(
+        {"burden_time_to_resolution_s": (out - spoke).clip(lower=0.0), "burden_resolution_caller_s": spoke}
+    )
+    frame.index = table.episodes
+    return frame
 
 
 def extract(

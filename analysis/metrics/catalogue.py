@@ -113,7 +113,15 @@ _SPECS: list[MetricSpec] = [
         "path_burden",
         "continuous",
         True,
-        "Esc(e): seconds from the first escalation request to the first confirmed handoff, refused handoff or hang-up; 0 without a request",
+        "Esc(e): seconds from the first escalation request to the first confirmed handoff, refused handoff or hang-up, "
+        "less the caller's own speaking time in between (burden_esc_caller_s); 0 without a request",
+    ),
+    _m(
+        "burden_esc_caller_s",
+        "path_burden",
+        "continuous",
+        None,
+        "covariate: seconds the caller spoke while waiting for a human (left out of burden_esc_s)",
     ),
     _m(
         "burden_esc_status",
@@ -134,7 +142,15 @@ _SPECS: list[MetricSpec] = [
         "path_burden",
         "continuous",
         True,
-        "seconds to the event that settled a resolved outcome (missing when unresolved)",
+        "seconds to the event that settled a resolved outcome, less the caller's own speaking time before it "
+        "(burden_resolution_caller_s); missing when unresolved",
+    ),
+    _m(
+        "burden_resolution_caller_s",
+        "path_burden",
+        "continuous",
+        None,
+        "covariate: seconds the caller spoke before the outcome was settled (left out of burden_time_to_resolution_s)",
     ),
     _m("burden_agent_turns", "path_burden", "continuous", True, "agent turns the caller read"),
     _m("burden_call_s", "path_burden", "continuous", True, "call length in seconds (last event)"),

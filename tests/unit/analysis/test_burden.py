@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from tests.helpers.logs import Log, metrics
 
 
@@ -66,7 +68,8 @@ def test_esc_zero_without_request() -> None:
 def test_esc_to_confirmed_handoff_from_first_request() -> None:
     log = greet().esc().caller("human_request").wait(500).esc().wait(1000).handoff().hang_up()
     m = metrics(log).iloc[0]
-    assert m["burden_esc_s"] == 2.8  # 300 gap + 1000 speech + 500 + 1000, from the first request
+    # 300 gap + 500 + 1000 from the first request; the caller's 1000 ms request in between is its own time
+    assert m["burden_esc_s"] == pytest.approx(1.8) and m["burden_esc_caller_s"] == 1.0
     assert m["burden_esc_status"] == "confirmed"
 
 
@@ -110,9 +113,14 @@ def test_time_to_resolution_tool_words_and_unresolved() -> None:
     words = greet().wait(2000).agent("The refund has been processed.", "confirmation").hang_up()
     unresolved = greet().hang_up()
     m = metrics(tool, words, unresolved, agents=["t", "w", "w"])
-    assert m.iloc[0]["outcome_source"] == "tool_trace" and m.iloc[0]["burden_time_to_resolution_s"] == 2.7
-    assert m.iloc[1]["outcome_source"] == "agent_words" and m.iloc[1]["burden_time_to_resolution_s"] == 4.1
+    # the clock to the deciding event (2.7 s and 4.1 s) less the caller's own 1 s greeting reply
+    assert m.iloc[0]["outcome_source"] == "tool_trace"
+    assert m.iloc[0]["burden_time_to_resolution_s"] == pytest.approx(1.7)
+    assert m.iloc[1]["outcome_source"] == "agent_words"
+    assert m.iloc[1]["burden_time_to_resolution_s"] == pytest.approx(3.1)
+    assert list(m["burden_resolution_caller_s"].iloc[:2]) == [1.0, 1.0]
     assert math.isnan(m.iloc[2]["burden_time_to_resolution_s"])
+    assert math.isnan(m.iloc[2]["burden_resolution_caller_s"])
 
 
 def test_a_repair_that_asks_for_a_fact_counts_for_repair_and_auth() -> None:

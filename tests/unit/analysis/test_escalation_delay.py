@@ -33,7 +33,9 @@ def test_older_logs_stamped_at_the_decision_keep_their_meaning() -> None:
     log = Log().agent("I cannot do that.", cls="denial").esc().caller("human_request", ms=1000)
     log.wait(500).handoff().hang_up()
     m = metrics(log).iloc[0]
-    assert m["burden_esc_s"] == 1.8  # 300 gap + 1000 speech + 500
+    assert (
+        m["burden_esc_s"] == 0.8 and m["burden_esc_caller_s"] == 1.0
+    )  # 300 gap + 500; the speech is the caller's
 
 
 def test_esc_ends_at_the_handoff_the_caller_hears_not_at_the_tool_call() -> None:
