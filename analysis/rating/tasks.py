@@ -18,19 +18,23 @@ from voice_audit.analysis.rating.intelligibility import intelligibility_items
 from voice_audit.analysis.rating.observer import observer_items
 from voice_audit.harness.model import EpisodeRecord
 from voice_audit.harness.runlog import RunReader
+from voice_audit.personas import AXES
 from voice_audit.scenarios.base import Frozen
 
 TaskKind = Literal["perceptibility", "quality", "observer", "intelligibility"]
 AudioPart = Literal["caller", "agent", "call"]
 TASKS: tuple[TaskKind, ...] = ("perceptibility", "quality", "observer", "intelligibility")
 
-QUESTIONS: dict[str, str] = {
+_ASKED: dict[str, str] = {
     "accent": "Which accent does the caller have?",
     "voice_profile": "Which voice profile does the caller have?",
     "affect": "Which affect does the caller's voice carry?",
     "disfluency": "How fluent is the caller?",
     "wording": "How does the caller frame the request?",
 }
+QUESTIONS: dict[str, str] = {axis: _ASKED[axis] for axis in AXES}
+"""The question a rater is asked about each persona axis, in the axes' order (`personas.AXES`:
+an axis added there without a question here fails at import, not in front of a rater)."""
 
 
 class Item(Frozen):

@@ -30,18 +30,15 @@ from voice_audit.analysis.subgroups_run.signals import (
 )
 from voice_audit.harness.model.episode import RunManifest
 from voice_audit.harness.runlog import RunReader
-from voice_audit.personas import Catalogue, load_catalogue
+from voice_audit.personas import AXES, Catalogue, load_catalogue
 from voice_audit.scenarios.errors import VoiceAuditError
 
-PERSONA: tuple[str, ...] = (
-    "accent",
-    "voice_profile",
-    "gender",
-    "age_band",
-    "affect",
-    "disfluency",
-    "wording",
+VOICE_DERIVED: tuple[str, ...] = ("gender", "age_band")
+"""Attributes of the voice profile's level in the run's catalogue, mined beside it."""
+PERSONA: tuple[str, ...] = tuple(
+    name for axis in AXES for name in ((axis, *VOICE_DERIVED) if axis == "voice_profile" else (axis,))
 )
+"""The persona axes (`personas.AXES`, in their order), with the voice profile's derived attributes."""
 CONTEXT: tuple[str, ...] = ("scenario", "agent", "channel")
 STIMULUS: tuple[str, ...] = STIMULUS_COLUMNS
 REALISED: tuple[str, ...] = REALISED_COLUMNS
@@ -102,11 +99,7 @@ def _records(reader: RunReader) -> pd.DataFrame:
             "voice_index": h.voice_index,
             "status": o.status,
             "events_sha256": o.events_sha256,
-            "accent": cond.accent,
-            "voice_profile": cond.voice_profile,
-            "affect": cond.affect,
-            "disfluency": cond.disfluency,
-            "wording": cond.wording,
+            **{axis: getattr(cond, axis) for axis in AXES},
             "scenario": h.scenario_id,
             "agent": h.agent,
             "channel": channel_label(h.channel),

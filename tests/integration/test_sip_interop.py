@@ -24,7 +24,8 @@ import soundfile as sf
 pytest.importorskip("pjsua2")
 
 from tests.helpers.sip_peers import Baresip, Sipp, dominant_hz, free_port_pair, read_wav, tone
-from voice_audit.agents.protocols.sip import SIP_FORMAT, sip_adapter
+from voice_audit.agents.protocols.sip import sip_adapter
+from voice_audit.agents.protocols.sip_wire import SIP_FORMAT
 from voice_audit.harness.adapter import AgentError, AudioOut, CallInfo, ErrorOut, HangupOut, SignalOut
 from voice_audit.harness.endpoints import unreachable_agents, url_problem
 from voice_audit.harness.model.campaign import AgentSpec
