@@ -8,10 +8,11 @@ names the app runs (`use_app_tools`) and hands it each answer (`app_tool_result`
 does not answer in time, or that is cancelled, fails (`NO_APP_RESULT`): the agent says it could not do
 it, as it would for any failed tool.
 
-`AppToolFixture` is the tool fixture such a session gives its (synchronous) dialogue policy: the
-app's tools block the policy's thread until the answer comes back on the event loop; the others run
-on the scenario's own fixture as before. The policy must therefore run off the event loop while app
-tools are on (`TurnSession` does so).
+`AppToolFixture` is the tool fixture such a session gives its dialogue policy: the app's tools are
+answered by the app, the others run on the scenario's own fixture as before. A synchronous policy
+calls `call`, which blocks its thread until the answer comes back on the event loop, so it must run
+off the loop while app tools are on (`TurnSession` does so); a policy that runs on the loop (the
+model-driven one) awaits `acall`.
 """
 
 from __future__ import annotations
@@ -107,6 +108,16 @@ class AppToolFixture(ToolFixture):
             outcome = future.result(self.app.timeout_s + 5.0)
         except (concurrent.futures.CancelledError, TimeoutError, RuntimeError):
             outcome = ToolOutcome(False, {}, NO_APP_RESULT)
+        self.calls.append((name, dict(arguments), outcome))
+        self.answered.append((call, outcome))
+        return outcome
+
+    async def acall(self, name: str, arguments: dict[str, Any]) -> ToolOutcome:
+        """`call` for a policy that runs on the event loop (a model-driven one): awaits the app."""
+        if name not in self.app.names or self.announce is None:
+            return super().call(name, arguments)
+        call = ToolCallOut(self.app.next_id(), name, dict(arguments))
+        outcome = await self.app.ask(call, self.announce)
         self.calls.append((name, dict(arguments), outcome))
         self.answered.append((call, outcome))
         return outcome

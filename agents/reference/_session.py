@@ -10,7 +10,7 @@ Event order per turn: [HeardOut] [ToolCallOut ToolResultOut | StateOut | TextOut
 
 Served to an app that runs some tools itself (`voice_audit.agents.app_tools`), the session announces
 each call of those tools as it is made, waits for the app's answer, and the policy goes on from
-that answer (it then runs off the event loop, in a thread, so the loop can deliver the answer).
+that answer (a synchronous policy then runs in a thread, so the loop can deliver the answer).
 """
 
 from __future__ import annotations
@@ -138,8 +138,8 @@ class TurnSession(QueueSession):
 
     def use_app_tools(self, names: frozenset[str], timeout_s: float) -> bool:
         tools = getattr(self.policy, "tools", None)
-        if not isinstance(tools, ToolFixture) or inspect.iscoroutinefunction(self.policy.respond):
-            return False  # a model-driven policy calls its tools on the event loop: they stay its own
+        if not isinstance(tools, ToolFixture):
+            return False
         if self._app is None:
             self._app = AppTools()
             self.policy.tools = AppToolFixture(  # type: ignore[attr-defined]
@@ -231,7 +231,12 @@ class TurnSession(QueueSession):
                 for ev in events:  # what it heard comes before the tool calls it announces
                     self.queue.put_nowait(ev)
                 events = []
-                # a synchronous policy (`use_app_tools` checked): its tool calls block this thread
+            if (
+                self._app is not None
+                and self._app.names
+                and not inspect.iscoroutinefunction(self.policy.respond)
+            ):
+                # a synchronous policy: its calls of the app's tools block this thread, not the loop
                 reply = await asyncio.to_thread(
                     self.policy.respond, perception.heard, detected, asks_for_human=asks
                 )

@@ -25,6 +25,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from voice_audit.agents.app_tools import AppToolFixture
 from voice_audit.agents.reference import _nlu as nlu
 from voice_audit.agents.reference._llm_policy.client import ChatBackend, LLMConfig, _token_costs
 from voice_audit.agents.reference._llm_policy.prompt import (
@@ -189,7 +190,7 @@ class LLMPolicy:
         self.turn += 1
         out: list[Step] = []
         if self.turn > self.max_turns:
-            self._transfer(
+            await self._transfer(
                 out, "max_turns", "I'm sorry this is taking so long. I'm transferring you to a colleague."
             )
             return self._finish(out)
@@ -211,7 +212,7 @@ class LLMPolicy:
         if heard.noise or nlu.understand(text).empty or low_conf:
             self.repairs += 1
             if self.repairs > self.max_repairs:
-                self._transfer(
+                await self._transfer(
                     out,
                     "repairs",
                     "I'm sorry, I'm having trouble hearing you. I'm transferring you to a colleague.",
@@ -222,13 +223,15 @@ class LLMPolicy:
         self.repairs = 0
         self.messages.append(Message(role="user", content=text))
         if nlu.understand(text).has("human"):
-            self._transfer(out, "caller_request", "Of course. I'm transferring you to a human agent now.")
+            await self._transfer(
+                out, "caller_request", "Of course. I'm transferring you to a human agent now."
+            )
             return self._finish(out)
         asked = self.expecting()
         if self.crm:
-            self._code_steps(out, text)
+            await self._code_steps(out, text)
             if self._consented(text):
-                self._run_remedy(out, caller_text=text)
+                await self._run_remedy(out, caller_text=text)
                 return self._finish(out)
         await self._steps(out, text)
         if asked is not None and asked not in self.verified and not self.identity_ok:
@@ -237,7 +240,7 @@ class LLMPolicy:
 
     # ---- the hybrid's code steps ----
 
-    def _code_steps(self, out: list[Step], caller_text: str) -> None:
+    async def _code_steps(self, out: list[Step], caller_text: str) -> None:
         """What the hybrid runs in code before asking the model (a deployment's slot-filling flow
         beside the model): the identity fact the agent just asked for (or a name the caller
         offers) goes to `verify_identity` from the caller's words, and once verified the account is
@@ -253,9 +256,11 @@ class LLMPolicy:
             ]
             args = self._identity_args({k: "?" for k in wanted}, caller_text) if wanted else {}
             if args:
-                self._code_tool(out, "verify_identity", args, caller_text)
+                await self._code_tool(out, "verify_identity", args, caller_text)
         if self.identity_ok and not any(c[0] == "crm_lookup" for c in self.tools.calls):
-            self._code_tool(out, "crm_lookup", {"account_id": self.facts.account.account_id}, caller_text)
+            await self._code_tool(
+                out, "crm_lookup", {"account_id": self.facts.account.account_id}, caller_text
+            )
 
     def _consented(self, caller_text: str) -> bool:
         """The caller said yes to the agent's own offer of this case's remedy (a question naming it)."""
@@ -268,7 +273,7 @@ class LLMPolicy:
         names_it = r.named_in(last) or any(re.search(rf"\b{re.escape(w)}", last.lower()) for w in stems)
         return "?" in last and names_it and u.has("yes") and not u.has("no")
 
-    def _run_remedy(self, out: list[Step], caller_text: str) -> None:
+    async def _run_remedy(self, out: list[Step], caller_text: str) -> None:
         """The remedy the facts allow, its tools and arguments from the facts, then its confirmation."""
         r = self.remedy
         assert r is not None
@@ -276,10 +281,10 @@ class LLMPolicy:
         for name, args in r.actions:
             step = ModelStep(action=name, arguments=dict(args))
             self.messages.append(Message(role="assistant", content=step.model_dump_json()))
-            outcome = self._run_tool(out, step, caller_text)
+            outcome = await self._run_tool(out, step, caller_text)
             self._tool_result(name, outcome)
             if not outcome.ok:
-                self._transfer(
+                await self._transfer(
                     out,
                     "tool_failure",
                     "I'm sorry, I wasn't able to complete that. I'm transferring you to a colleague.",
@@ -291,10 +296,10 @@ class LLMPolicy:
         self._to(out, "wrapup", r.done_flags)
         out.append(SayStep("Is there anything else I can help you with?", "closing"))
 
-    def _code_tool(self, out: list[Step], name: str, args: dict[str, Any], caller_text: str) -> None:
+    async def _code_tool(self, out: list[Step], name: str, args: dict[str, Any], caller_text: str) -> None:
         step = ModelStep(action=name, arguments=args)
         self.messages.append(Message(role="assistant", content=step.model_dump_json()))
-        outcome = self._run_tool(out, step, caller_text)
+        outcome = await self._run_tool(out, step, caller_text)
         self._tool_result(name, outcome)
 
     def _tool_result(self, name: str, outcome: ToolOutcome) -> None:
@@ -397,7 +402,7 @@ class LLMPolicy:
             if step.action == "reply" or step.action not in self.tool_names:
                 out.append(SayStep(say or FALLBACK, "question"))
                 return
-            outcome = self._run_tool(out, step, caller_text)
+            outcome = await self._run_tool(out, step, caller_text)
             self._tool_result(step.action, outcome)
             if step.action == "escalate_to_human" and outcome.ok:
                 out.append(SayStep(say or "I'm transferring you to a human agent now.", "handoff"))
@@ -409,7 +414,7 @@ class LLMPolicy:
                 return
         out.append(SayStep(FALLBACK, "repair_request"))
 
-    def _run_tool(self, out: list[Step], step: ModelStep, caller_text: str) -> ToolOutcome:
+    async def _run_tool(self, out: list[Step], step: ModelStep, caller_text: str) -> ToolOutcome:
         name = step.action
         args = dict(step.arguments)
         if (name in self.remedy_tools and not self.identity_ok) or (
@@ -421,7 +426,7 @@ class LLMPolicy:
         else:
             if name == "verify_identity":
                 args = self._identity_args(args, caller_text)
-            outcome = self.tools.call(name, args)
+            outcome = await self._call(name, args)
         self._tool_n += 1
         out.append(ToolStep(f"tc-{self._tool_n}", name, args, outcome))
         if name == "verify_identity" and outcome.ok:
@@ -468,9 +473,16 @@ class LLMPolicy:
         self._to(out, "ended", (reason,))
         out.append(Hangup(reason))
 
-    def _transfer(self, out: list[Step], reason: str, line: str) -> None:
+    async def _call(self, name: str, args: dict[str, Any]) -> ToolOutcome:
+        """Run a tool: on the call's fixture, or, served to an app that runs it, the app's answer
+        (`voice_audit.agents.app_tools`), awaited here on the event loop."""
+        if isinstance(self.tools, AppToolFixture):
+            return await self.tools.acall(name, args)
+        return self.tools.call(name, args)
+
+    async def _transfer(self, out: list[Step], reason: str, line: str) -> None:
         self._tool_n += 1
-        outcome = self.tools.call("escalate_to_human", {"reason": reason})
+        outcome = await self._call("escalate_to_human", {"reason": reason})
         out.append(ToolStep(f"tc-{self._tool_n}", "escalate_to_human", {"reason": reason}, outcome))
         out.append(SayStep(line, "handoff"))
         self._to(out, "escalated", (f"escalation:{reason}",))

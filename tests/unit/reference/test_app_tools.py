@@ -8,12 +8,15 @@ stay on the scenario's fixture.
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import numpy as np
 
-from voice_audit.agents.app_tools import NO_APP_RESULT, AppToolSession
+from voice_audit.agents.app_tools import NO_APP_RESULT, AppToolFixture, AppTools, AppToolSession
 from voice_audit.agents.reference import CascadedAgent, HybridAgent
+from voice_audit.agents.reference._llm_policy import LLMConfig, LLMPolicy
+from voice_audit.agents.reference._policy import Heard, SayStep, Step, ToolStep
 from voice_audit.agents.typed_turns import TypedTurnSession
 from voice_audit.harness.adapter import (
     AgentEvent,
@@ -25,6 +28,7 @@ from voice_audit.harness.adapter import (
     ToolResultOut,
 )
 from voice_audit.harness.audio import SpeechSynthesizer, Synthesis
+from voice_audit.harness.llm import ChatRequest, ChatResponse
 from voice_audit.harness.tools import ToolOutcome
 from voice_audit.personas import SpeechParams
 from voice_audit.scenarios import BUNDLED_LIBRARY, load_scenario_file
@@ -134,3 +138,48 @@ async def test_what_it_heard_comes_before_the_calls_it_announces() -> None:
     second = events.index(next(e for e in events if isinstance(e, HeardOut) and "Jordan" in e.text))
     call = events.index(next(e for e in events if isinstance(e, ToolCallOut)))
     assert second < call
+
+
+class _Model:
+    """A chat backend that answers with scripted steps (the model-driven agent's dialogue)."""
+
+    name = "scripted"
+
+    def __init__(self, steps: list[dict[str, object]]) -> None:
+        self.steps = steps
+
+    async def chat(self, req: ChatRequest) -> ChatResponse:
+        step = self.steps.pop(0) if self.steps else {"action": "reply", "arguments": {}, "say": "Okay."}
+        return ChatResponse(content=json.dumps(step))
+
+
+async def test_a_model_driven_agent_awaits_the_app_s_answer_on_the_loop() -> None:
+    app = AppTools(frozenset({"issue_refund"}), timeout_s=5.0)
+    announced: list[ToolCallOut] = []
+
+    def announce(call: ToolCallOut) -> None:  # the app answers at once, with an error
+        announced.append(call)
+        asyncio.get_running_loop().call_soon(app.answer, call.call_id, ToolOutcome(False, {}, "declined"))
+
+    tools = AppToolFixture(facts=SCEN.facts, app=app, announce=announce)
+    model = _Model(
+        [
+            {"action": "reply", "arguments": {}, "say": "What is your full name?"},
+            {"action": "verify_identity", "arguments": {"holder_name": "x"}, "say": "Your date of birth?"},
+            {"action": "verify_identity", "arguments": {"date_of_birth": "x"}, "say": "Shall I refund it?"},
+            {"action": "issue_refund", "arguments": {"amount": "24.99"}, "say": "I have refunded it."},
+            {"action": "reply", "arguments": {}, "say": "Sorry, the refund did not go through."},
+        ]
+    )
+    policy = LLMPolicy(SCEN.facts, tools, model, LLMConfig(seed=7))
+    policy.greet()
+    steps: list[Step] = []
+    for text in [*TYPED[:3], "Yes, please go ahead."]:
+        steps += await policy.respond(Heard(text, 0.9))
+    refund = [s for s in steps if isinstance(s, ToolStep) and s.name == "issue_refund"]
+    assert [(s.outcome.ok, s.outcome.error) for s in refund] == [(False, "declined")]
+    assert [c.name for c in announced] == ["issue_refund"] and tools.announced(
+        refund[0].outcome
+    ) == announced[0]
+    said = [s.text for s in steps if isinstance(s, SayStep)]
+    assert "I have refunded it." not in said and said[-1] == "Sorry, the refund did not go through."
