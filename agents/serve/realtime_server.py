@@ -186,7 +186,9 @@ class _Conn:
         """The client runs the tools it declared: tell the inner agent (once it is connected)."""
         assert self.inner is not None
         names = frozenset(self.state.tool_names)
-        if (names or self.inner.app_tools) and not self.inner.use_app_tools(names) and names:
+        if not names and not self.inner.app_tools:
+            return
+        if not self.inner.use_app_tools(names) and names:
             log.warning(
                 "%s runs its own tools: function_call_output is acknowledged, not used", self.adapter.name
             )
