@@ -44,6 +44,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from voice_audit.harness.audio.catalogue import catalogue_map
 from voice_audit.harness.audio.dsp import resample
 from voice_audit.harness.audio.errors import (
     BackendLoadError,
@@ -353,7 +354,7 @@ class FliteBackend:
 
     def __init__(
         self,
-        voices: dict[str, str] | None = None,
+        voices: dict[str, str] | Literal["catalogue"] | None = None,
         engine: Literal["library", "cli"] = "library",
         reference_wpm: int = REFERENCE_WPM,
     ) -> None:
@@ -361,7 +362,14 @@ class FliteBackend:
             raise BackendLoadError(f"flite: engine must be 'library' or 'cli', not {engine!r}")
         if not 40 <= reference_wpm <= 600:
             raise BackendLoadError(f"flite: reference_wpm must lie in [40, 600], not {reference_wpm}")
-        self.voices = dict(DEFAULT_VOICES if voices is None else voices)
+        if isinstance(voices, str) and voices != "catalogue":
+            raise BackendLoadError(f"flite: tts.options.voices must be `catalogue` or a map, not {voices!r}")
+        # `catalogue`: each realisation a distinct catalogued speaker of its accent and gender
+        # (voice_audit.harness.audio.catalogue), written out as the map Flite takes.
+        if voices == "catalogue":
+            self.voices = catalogue_map(self.name)
+        else:
+            self.voices = dict(DEFAULT_VOICES if voices is None else voices)
         unknown = sorted(set(self.voices.values()) - set(FLITE_VOICES))
         if unknown:
             raise BackendLoadError(

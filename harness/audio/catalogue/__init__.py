@@ -123,6 +123,21 @@ def slot_speaker(backend: str, accent: str, slot: SpeakerSlot) -> CatalogueVoice
     return pool[slot.index] if slot.index < len(pool) else None
 
 
+def catalogue_map(backend: str) -> dict[str, str]:
+    """`voices: catalogue` written out as an explicit map for backends that take only maps:
+    `"<accent>+<variant>"` -> the catalogue's voice, for every catalogued accent and every variant of
+    the bundled persona catalogue it has a speaker for (the rest stay unmapped, so refused)."""
+    cat = backend_catalogue(backend)
+    accents = sorted({v.accent for v in cat.voices}) if cat is not None else []
+    out: dict[str, str] = {}
+    for accent in accents:
+        for variant, slot in sorted(variant_slots().items()):
+            hit = slot_speaker(backend, accent, slot)
+            if hit is not None:
+                out[f"{accent}+{variant}"] = hit.voice
+    return out
+
+
 def catalogue_voice(backend: str, params: SpeechParams) -> CatalogueVoice:
     """The catalogue voice of a realisation under `voices: catalogue`, or UnknownVoiceError."""
     variant = (params.variant or "").lower()
@@ -154,6 +169,7 @@ __all__ = [
     "Gender",
     "SpeakerSlot",
     "backend_catalogue",
+    "catalogue_map",
     "catalogue_voice",
     "catalogued_backends",
     "catalogues",
