@@ -69,7 +69,7 @@ from voice_audit.harness.model.campaign import AgentSpec
 from voice_audit.scenarios import MissingBackendError
 
 if TYPE_CHECKING:
-    from voice_audit.agents.protocols.sip_stack import CallEvent, Feed, SipStack
+    from voice_audit.agents.protocols.sip_stack import CallerLine, CallEvent, Feed, SipStack
 
 __all__ = ["SipAdapter", "SipSession", "sip_adapter"]
 
@@ -373,6 +373,15 @@ class SipAdapter:
             raise AgentError("harness_error", f"environment variable {missing} (SIP credentials) is not set")
         return user, password
 
+    def _line(self, from_user: str) -> CallerLine:
+        """Where and as whom this adapter's calls are placed (credentials read from the
+        environment now, so a changed variable is used by the next call)."""
+        from voice_audit.agents.protocols.sip_stack import CallerLine
+
+        return CallerLine(
+            self.target, self.bind_address, from_user, self.display_name, self._credentials(), self.codecs
+        )
+
     def request_headers(self, call: CallInfo) -> dict[str, str]:
         out = {CALL_ID_HEADER: call.call_id}
         out.update(facts_headers(call))
@@ -386,20 +395,9 @@ class SipAdapter:
         stack = await asyncio.to_thread(load_stack, self.codecs, self.collect_ticks)
         from voice_audit.agents.protocols.sip_stack import prepare_caller
 
-        credentials = self._credentials()
-        from_user = self.from_user or DEFAULT_CALLER_NUMBER
+        line = self._line(self.from_user or DEFAULT_CALLER_NUMBER)
         try:
-            await stack.run(
-                lambda: prepare_caller(
-                    stack,
-                    self.target,
-                    self.bind_address,
-                    from_user,
-                    self.display_name,
-                    credentials,
-                    self.codecs,
-                )
-            )
+            await stack.run(lambda: prepare_caller(stack, line))
         except Exception as exc:
             raise AgentError(
                 "harness_error", f"SIP stack: cannot prepare calls to {self.target.uri}: {exc}"
@@ -411,26 +409,14 @@ class SipAdapter:
         from voice_audit.agents.protocols.sip_stack import place_call
 
         stack = await asyncio.to_thread(load_stack, self.codecs, self.collect_ticks)
-        credentials = self._credentials()
+        line = self._line(self.from_user or call.caller_number)
         session = SipSession(stack, self, call)
-        from_user = self.from_user or call.caller_number
         headers = self.request_headers(call)
         loop = asyncio.get_running_loop()
         try:
             placed = await stack.run(
                 lambda: place_call(
-                    stack,
-                    self.target,
-                    self.bind_address,
-                    from_user,
-                    self.display_name,
-                    credentials,
-                    headers,
-                    session.post,
-                    loop,
-                    session.on_audio,
-                    self.rtp_timeout_s,
-                    self.codecs,
+                    stack, line, headers, session.post, loop, session.on_audio, self.rtp_timeout_s
                 )
             )
         except Exception as exc:

@@ -35,6 +35,7 @@ from voice_audit.agents.protocols.sip_stack.bridge import (
     check_codecs,
 )
 from voice_audit.agents.protocols.sip_stack.calls import (
+    CallerLine,
     accept_incoming,
     answer,
     caller_account,
@@ -59,6 +60,7 @@ __all__ = [
     "PORT_GRACE_S",
     "SILENCE",
     "CallEvent",
+    "CallerLine",
     "Feed",
     "Leg",
     "SipStack",

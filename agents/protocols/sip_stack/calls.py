@@ -10,6 +10,7 @@ import contextlib
 import hashlib
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pjsua2 as pj
@@ -30,65 +31,59 @@ def _id_uri(user: str, host: str, display: str) -> str:
     return f"{name}<sip:{user}@{host}>"
 
 
-def caller_account(
-    stack: SipStack,
-    target: Any,
-    bind_host: str,
-    from_user: str,
-    display: str,
-    credentials: tuple[str, str] | None,
-) -> _Account:
-    """The account a call to `target` is placed from (its transport, its From, its credentials)."""
+@dataclass(frozen=True)
+class CallerLine:
+    """Where and as whom calls are placed: the target (a `sip_uri.SipTarget`), the local address
+    they leave from, the From user and display name, the digest credentials, the codec order."""
+
+    target: Any
+    bind_host: str
+    from_user: str
+    display: str
+    credentials: tuple[str, str] | None
+    codecs: tuple[str, ...]
+
+
+def caller_account(stack: SipStack, line: CallerLine) -> _Account:
+    """The account a call on `line` is placed from (its transport, its From, its credentials)."""
+    bind_host, target, credentials = line.bind_host, line.target, line.credentials
     tid = _uac_transport(stack, bind_host, target.transport)
     host = bind_host if bind_host not in ("0.0.0.0", "::") else "127.0.0.1"
-    key = f"uac|{bind_host}|{target.transport}|{from_user}|{display}|{credentials[0] if credentials else ''}"
+    key = f"uac|{bind_host}|{target.transport}|{line.from_user}|{line.display}|{credentials[0] if credentials else ''}"
     if credentials is not None:
         key += "|" + hashlib_digest(credentials[1])
-    return stack.account(key, _id_uri(from_user, host, display), bind_host, tid, credentials)
+    return stack.account(key, _id_uri(line.from_user, host, line.display), bind_host, tid, credentials)
 
 
-def prepare_caller(
-    stack: SipStack,
-    target: Any,
-    bind_host: str,
-    from_user: str,
-    display: str,
-    credentials: tuple[str, str] | None,
-    codecs: tuple[str, ...],
-) -> None:
-    """Everything a call to `target` uses that outlives it, made before the first call: the
+def prepare_caller(stack: SipStack, line: CallerLine) -> None:
+    """Everything a call on `line` uses that outlives it, made before the first call: the
     transport and account it is placed from, the codec order, a media port per call slot."""
-    if codecs != stack.codecs:
-        stack.set_codecs(codecs)
-    caller_account(stack, target, bind_host, from_user, display, credentials)
+    if line.codecs != stack.codecs:
+        stack.set_codecs(line.codecs)
+    caller_account(stack, line)
     stack.spare_ports(MAX_CALLS)
 
 
 def place_call(
     stack: SipStack,
-    target: Any,
-    bind_host: str,
-    from_user: str,
-    display: str,
-    credentials: tuple[str, str] | None,
+    line: CallerLine,
     headers: dict[str, str],
     post: Callable[[CallEvent], None],
     loop: asyncio.AbstractEventLoop,
     sink: Callable[[bytes], None],
     rtp_timeout_s: float,
-    codecs: tuple[str, ...],
 ) -> tuple[int, Feed, str]:
-    """INVITE `target` (a `sip_uri.SipTarget`) offering `codecs`; returns (handle, the caller's
-    feed, SIP Call-ID)."""
+    """INVITE the line's target offering its codecs; returns (handle, the caller's feed, SIP
+    Call-ID)."""
     live = sum(1 for leg in stack.legs.values() if not leg.ended)
     if live >= MAX_CALLS:
         raise StackFull(
             f"this process already holds {live} SIP calls, the most its PJSUA2 build takes ({MAX_CALLS}): "
             "lower the campaign's concurrency or spread it over worker processes (--workers)"
         )
-    if codecs != stack.codecs:
-        stack.set_codecs(codecs)
-    acc = caller_account(stack, target, bind_host, from_user, display, credentials)
+    if line.codecs != stack.codecs:
+        stack.set_codecs(line.codecs)
+    acc = caller_account(stack, line)
     leg = stack.new_leg(post, loop, sink)
     leg.rtp_timeout_s = rtp_timeout_s
     call = _Call(leg, acc)
@@ -99,7 +94,7 @@ def place_call(
         h.hName, h.hValue = name, value
         prm.txOption.headers.append(h)
     try:
-        call.makeCall(target.uri, prm)
+        call.makeCall(line.target.uri, prm)
     except pj.Error:
         stack.release(leg.handle)
         raise
