@@ -341,3 +341,19 @@ def test_the_server_refuses_a_certificate_it_cannot_use(tmp_path: Path) -> None:
     good = tmp_path / "good"
     good.mkdir()
     assert isinstance(tls_context(*(str(p) for p in _certificate(good))), ssl.SSLContext)
+
+
+async def _two_modalities(cert: Path, key: Path) -> None:
+    config = gt.LiveConnectConfig(response_modalities=[gt.Modality.AUDIO, gt.Modality.TEXT])
+    async with (
+        _scripted(cert, key) as port,
+        asyncio.timeout(30),
+        _client(port).aio.live.connect(model=MODEL, config=config) as session,
+    ):
+        await _turn(session)
+
+
+def test_more_than_one_response_modality_is_refused_at_setup(trusted_cert: tuple[Path, Path]) -> None:
+    with pytest.raises(genai_errors.APIError) as refused:
+        asyncio.run(_two_modalities(*trusted_cert))
+    assert refused.value.code == 1007 and "one of AUDIO or TEXT" in str(refused.value)
