@@ -106,20 +106,10 @@ def plan_cmd(
 ) -> None:
     """Validate a campaign (every adapter imported, every agent URL well-formed) and print its
     planned matched pairs; places no call."""
-    import asyncio
-
-    from voice_audit.harness.endpoints import unreachable_agents
-    from voice_audit.harness.planning import CampaignProblems, agent_problems, load_campaign
+    from voice_audit.harness.planning import load_campaign
 
     loaded = load_campaign(campaign)
-    problems = agent_problems(loaded)
-    if check_agents and not problems:
-        lines = asyncio.run(unreachable_agents(loaded.campaign.agents))
-        problems = [
-            ConfigError(line, path=loaded.path, fix="start the agent or correct its url") for line in lines
-        ]
-    if problems:
-        raise CampaignProblems(problems)
+    _refuse_bad_agents(loaded, reachable=check_agents)
     _print_plan(loaded)
     if estimate:
         from voice_audit.harness.estimate import DEFAULT_AGENT_TURN_S, estimate_campaign, estimate_lines
@@ -128,6 +118,25 @@ def plan_cmd(
 
         for line in estimate_lines(estimate_campaign(loaded, agent_turn_s=agent_turn_s), loaded.campaign):
             typer.echo(line)
+
+
+def _refuse_bad_agents(loaded: object, *, reachable: bool) -> None:
+    """Every adapter imports and every agent URL is well-formed and, with `reachable`, answers (a
+    TCP connection, no call); else one line per problem. Cheap: `run` does it before the pilot."""
+    import asyncio
+
+    from voice_audit.harness.endpoints import unreachable_agents
+    from voice_audit.harness.planning import CampaignProblems, LoadedCampaign, agent_problems
+
+    assert isinstance(loaded, LoadedCampaign)
+    problems = agent_problems(loaded)
+    if reachable and not problems:
+        lines = asyncio.run(unreachable_agents(loaded.campaign.agents))
+        problems = [
+            ConfigError(line, path=loaded.path, fix="start the agent or correct its url") for line in lines
+        ]
+    if problems:
+        raise CampaignProblems(problems)
 
 
 def _print_plan(loaded: object) -> None:
@@ -222,6 +231,7 @@ def run_cmd(
     """
     import asyncio
 
+    from voice_audit.harness.caller.lines import check_recordings
     from voice_audit.harness.planning import load_campaign
     from voice_audit.harness.runtime import CampaignRunner, new_run_id, resume_campaign_path
     from voice_audit.harness.runtime.executors import make_executor
@@ -238,6 +248,11 @@ def run_cmd(
     if plan_only:
         _print_plan(loaded)
         return
+    # The cheap checks first: a missing recording or an agent nobody answers for is refused in
+    # seconds, before the stimulus pilot (tens of seconds on a cold cache) and before any file.
+    check_recordings(loaded)
+    if check_agents:
+        _refuse_bad_agents(loaded, reachable=True)
     pilot = None
     if stimulus_check:
         from voice_audit.harness.stimuli import refusal, run_pilot
@@ -306,6 +321,11 @@ def stimuli_cmd(
     for cell in pilot.report.failing:
         for reason in cell.reasons:
             typer.echo(f"{cell.pairs[0]}: {reason}", err=True)
+    for cell in pilot.report.cells:
+        for found in cell.confounds:
+            typer.echo(f"{cell.pairs[0]} ({cell.scenario_id}): confound, {found.text}")
+    for backend, how in pilot.report.rate_matching.items():
+        typer.echo(f"rate matching, {backend}: {how}")
     typer.echo(
         f"{len(pilot.report.lines)} lines, {pilot.synthesized} synthesised, {pilot.recognised} recognised "
         f"(the rest from the cache); page: {(target / 'index.html').resolve()}"
