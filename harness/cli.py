@@ -141,6 +141,7 @@ def _refuse_bad_agents(loaded: object, *, reachable: bool) -> None:
 
 def _print_plan(loaded: object) -> None:
     from voice_audit.harness.planning import LoadedCampaign
+    from voice_audit.harness.speakers import cell_speakers
 
     assert isinstance(loaded, LoadedCampaign)
     table = Table(
@@ -167,6 +168,8 @@ def _print_plan(loaded: object) -> None:
             p.condition_b.label(),
         )
     console.print(table)
+    for cell in cell_speakers(loaded.campaign, loaded.catalogue):
+        typer.echo(f"speakers: {cell.line()}")
     n_pairs = len(loaded.plan.pairs())
     typer.echo(
         f"campaign {loaded.campaign.name} ({loaded.campaign.sha256[:12]}): {n_pairs} matched pairs, "
