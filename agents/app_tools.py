@@ -57,13 +57,17 @@ class AppTools:
     names: frozenset[str] = frozenset()
     timeout_s: float = 60.0
     waits: dict[str, asyncio.Future[ToolOutcome | None]] = field(default_factory=dict)
+    closed: bool = False
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     def next_id(self) -> str:
         return f"app-{next(self._ids)}"
 
     async def ask(self, call: ToolCallOut, announce: Callable[[ToolCallOut], None]) -> ToolOutcome:
-        """Announce the call and wait (on the event loop) for the app's answer."""
+        """Announce the call and wait (on the event loop) for the app's answer; a closed session's
+        calls fail at once."""
+        if self.closed:
+            return ToolOutcome(False, {}, NO_APP_RESULT)
         wait: asyncio.Future[ToolOutcome | None] = asyncio.get_running_loop().create_future()
         self.waits[call.call_id] = wait
         announce(call)
@@ -82,6 +86,8 @@ class AppTools:
             wait.set_result(outcome)
 
     def cancel_all(self) -> None:
+        """The session is over: every waiting call fails, and so does any later one."""
+        self.closed = True
         for call_id in list(self.waits):
             self.answer(call_id, None)
 
@@ -103,11 +109,18 @@ class AppToolFixture(ToolFixture):
         if name not in self.app.names or self.loop is None or self.announce is None:
             return super().call(name, arguments)
         call = ToolCallOut(self.app.next_id(), name, dict(arguments))
-        future = asyncio.run_coroutine_threadsafe(self.app.ask(call, self.announce), self.loop)
+        asked = self.app.ask(call, self.announce)
         try:
-            outcome = future.result(self.app.timeout_s + 5.0)
-        except (concurrent.futures.CancelledError, TimeoutError, RuntimeError):
+            future = asyncio.run_coroutine_threadsafe(asked, self.loop)
+        except RuntimeError:  # the loop is closed: the session is gone
+            asked.close()
             outcome = ToolOutcome(False, {}, NO_APP_RESULT)
+        else:
+            try:
+                outcome = future.result(self.app.timeout_s + 5.0)
+            except (concurrent.futures.CancelledError, TimeoutError):
+                future.cancel()
+                outcome = ToolOutcome(False, {}, NO_APP_RESULT)
         self.calls.append((name, dict(arguments), outcome))
         self.answered.append((call, outcome))
         return outcome

@@ -183,3 +183,28 @@ async def test_a_model_driven_agent_awaits_the_app_s_answer_on_the_loop() -> Non
     ) == announced[0]
     said = [s.text for s in steps if isinstance(s, SayStep)]
     assert "I have refunded it." not in said and said[-1] == "Sorry, the refund did not go through."
+
+
+async def test_a_closed_session_fails_the_call_it_was_waiting_for_at_once() -> None:
+    session, it = await _open(HybridAgent)
+    assert isinstance(session, AppToolSession) and isinstance(session, TypedTurnSession)
+    session.use_app_tools(frozenset({"issue_refund"}), 60.0)
+    for text in TYPED:
+        await session.typed_turn(text)
+        if text == TYPED[-1]:
+            break
+        await asyncio.wait_for(turn_events(it), 10)
+    heard = await asyncio.wait_for(it.__anext__(), 10)  # type: ignore[attr-defined]
+    announced = await asyncio.wait_for(it.__anext__(), 10)  # type: ignore[attr-defined]
+    assert isinstance(heard, HeardOut) and isinstance(announced, ToolCallOut)
+    assert announced.name == "issue_refund"
+    tools = session.policy.tools  # type: ignore[attr-defined]
+    assert isinstance(tools, AppToolFixture)
+    await session.close("caller hung up")  # long before the 60 s the app had
+    waited = asyncio.get_running_loop().time()
+    while not any(c == "issue_refund" for c, _a, _o in tools.calls):  # the policy's thread went on
+        await asyncio.sleep(0.01)
+        assert asyncio.get_running_loop().time() - waited < 5
+    assert next(o for c, _a, o in tools.calls if c == "issue_refund") == ToolOutcome(False, {}, NO_APP_RESULT)
+    later = await asyncio.to_thread(tools.call, "issue_refund", {"amount": "1"})
+    assert later == ToolOutcome(False, {}, NO_APP_RESULT)
