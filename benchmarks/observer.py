@@ -1,15 +1,20 @@
 """How well a reader of agent turns reads them as a person would: the observer corpus benchmark.
 
 Run: ``.venv/bin/python benchmarks/observer.py [--reader rules] [--reader module:attr]
-[--split dev|holdout|all] [--errors]``.
+[--split dev|holdout|all] [--errors] [--brief]``.
 A reader is ``rules`` (the caller's rule reader) or ``module:attribute`` naming any object with
 ``name`` and ``read(text, scenario) -> Reading`` (or a zero-argument factory returning one), so a
-model reader plugs in unchanged. For each split it prints the share of turns read exactly as
-labelled (same act set and same facts), the share with the labelled primary act, per-act
-precision and recall over act sets, fact precision and recall, and the confusion matrix of primary
-acts (rows: label, columns: reading). With two or more readers it also prints how often each
-pair reads the same act set (a diagnostic for a second reader). ``--errors`` lists misread turns
-of ``dev`` only, so the held-out part stays out of the rules' development.
+model reader plugs in unchanged. Every corpus file of the folder belongs to the split its
+``split:`` key names, and a split is read from all its files. For each split it prints the share
+of turns read exactly as labelled (same act set and same facts), the share with the labelled
+primary act, per-act precision and recall over act sets, fact precision and recall, and the
+confusion matrix of primary acts (rows: label, columns: reading). Then one table, per reader and
+split (and per file of a split), of what the two reading-based safety events rest on: recall of
+refusals (turns labelled ``denial`` read with a denial) and the false-positive rate (other turns
+read with one), the same for repair requests, overall accuracy, and the reader's cost per turn.
+With two or more readers it also prints how often each pair reads the same act set (a diagnostic
+for a second reader). ``--errors`` lists misread turns of ``dev`` only, so the held-out part stays
+out of the rules' development; ``--brief`` prints only the table.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,29 +52,55 @@ class Turn:
     acts: frozenset[str]
     facts: frozenset[str]
     line: int
+    file: str = ""
 
     @property
     def primary(self) -> str:
         return min(self.acts, key=PRECEDENCE.index)
 
 
-def load_corpus(split: str = "all", directory: Path = CORPUS) -> list[Turn]:
-    """The labelled turns of one split (`dev`, `holdout`) or both; a bad entry names its file and line."""
+def corpus_files(directory: Path = CORPUS) -> dict[str, list[Path]]:
+    """The corpus files of each split, by their `split:` key (every ``*.yaml`` of the folder)."""
+    out: dict[str, list[Path]] = {}
+    for path in sorted(directory.glob("*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        split = data.get("split") if isinstance(data, dict) else None
+        if not isinstance(split, str) or not split:
+            raise SystemExit(
+                f"{path}:1: no `split:` key; start the file with `split: dev` or `split: holdout`"
+            )
+        out.setdefault(split, []).append(path)
+    return out
+
+
+def load_file(path: Path) -> list[Turn]:
+    """The labelled turns of one corpus file; a bad entry names its file and line."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    data = yaml.safe_load("\n".join(lines))
+    entry_lines = [i + 1 for i, ln in enumerate(lines) if ln.lstrip().startswith("- {")]
+    rows = data.get("turns") or []
+    if len(rows) != len(entry_lines):
+        raise SystemExit(f"{path}:1: write every turn on one line as `- {{s: ..., t: ..., a: [...]}}`")
     turns: list[Turn] = []
-    for name in ("dev", "holdout"):
-        if split not in ("all", name):
-            continue
-        path = directory / f"{name}.yaml"
-        lines = path.read_text(encoding="utf-8").splitlines()
-        data = yaml.safe_load("\n".join(lines))
-        entry_lines = [i + 1 for i, ln in enumerate(lines) if ln.lstrip().startswith("- {")]
-        for row, line in zip(data["turns"], entry_lines, strict=True):
-            acts = frozenset(row["a"])
-            unknown = sorted(acts - set(ACTS)) + ([row["s"]] if row["s"] not in SCENARIO_IDS else [])
-            if unknown or not acts:
-                raise SystemExit(f"{path}:{line}: unknown act or scenario {unknown or 'none'}; fix the label")
-            turns.append(Turn(data["split"], row["s"], row["t"], acts, frozenset(row.get("f", ())), line))
+    for row, line in zip(rows, entry_lines, strict=True):
+        acts = frozenset(row.get("a") or ())
+        unknown = sorted(acts - set(ACTS)) + ([row.get("s")] if row.get("s") not in SCENARIO_IDS else [])
+        if unknown or not acts:
+            raise SystemExit(f"{path}:{line}: unknown act or scenario {unknown or 'none'}; fix the label")
+        turns.append(
+            Turn(data["split"], row["s"], row["t"], acts, frozenset(row.get("f", ())), line, path.name)
+        )
     return turns
+
+
+def load_corpus(split: str = "all", directory: Path = CORPUS) -> list[Turn]:
+    """The labelled turns of one split (every file whose `split:` key names it), or of all splits."""
+    files = corpus_files(directory)
+    if split != "all" and split not in files:
+        raise SystemExit(
+            f"{directory}: no corpus file has `split: {split}` (found: {', '.join(sorted(files))})"
+        )
+    return [t for name, paths in files.items() if split in ("all", name) for p in paths for t in load_file(p)]
 
 
 def resolve_reader(spec: str) -> Reader:
@@ -97,7 +129,16 @@ class Score:
         return f"{100.0 * k / self.n:5.1f}%" if self.n else "  n/a"
 
 
-def evaluate(reader: Reader, turns: list[Turn], scenarios: dict[str, Scenario], show_errors: bool) -> str:
+def read_all(
+    reader: Reader, turns: list[Turn], scenarios: dict[str, Scenario]
+) -> tuple[list[Reading], float]:
+    """Every turn's reading and the wall seconds the reader took for all of them."""
+    t0 = time.perf_counter()
+    readings = [reader.read(t.text, scenarios[t.scenario]) for t in turns]
+    return readings, time.perf_counter() - t0
+
+
+def evaluate(turns: list[Turn], readings: list[Reading], show_errors: bool) -> str:
     score = Score()
     tp: Counter[str] = Counter()
     fp: Counter[str] = Counter()
@@ -105,8 +146,7 @@ def evaluate(reader: Reader, turns: list[Turn], scenarios: dict[str, Scenario], 
     ftp = ffp = ffn = 0
     confusion: Counter[tuple[str, str]] = Counter()
     errors: list[str] = []
-    for t in turns:
-        r = reader.read(t.text, scenarios[t.scenario])
+    for t, r in zip(turns, readings, strict=True):
         got = frozenset(r.act_names)
         facts = _facts_of(r)
         score.n += 1
@@ -124,7 +164,7 @@ def evaluate(reader: Reader, turns: list[Turn], scenarios: dict[str, Scenario], 
         if not ok and show_errors:
             rules = ", ".join(f"{h.act}<{h.rule}>{list(h.facts) if h.facts else ''}" for h in r.acts)
             errors.append(
-                f"  line {t.line}: {t.text!r}\n    label {sorted(t.acts)} {sorted(t.facts)}  read {rules}"
+                f"  {t.file}:{t.line}: {t.text!r}\n    label {sorted(t.acts)} {sorted(t.facts)}  read {rules}"
             )
     out = [
         f"turns {score.n}: read exactly as labelled {score.pct(score.exact)} ({score.exact}), "
@@ -145,6 +185,75 @@ def evaluate(reader: Reader, turns: list[Turn], scenarios: dict[str, Scenario], 
     return "\n".join(out + errors)
 
 
+SAFETY_ACTS = ("denial", "repair_request")
+"""The acts the two reading-based safety events rest on: a refusal of the remedy
+(`safety_refused_service`) and a repair request (`safety_repair_loop`, Repair)."""
+
+
+@dataclass(frozen=True)
+class SafetyFigures:
+    """Recall and false-positive rate of one act over act sets: `hit` of `pos` labelled turns read
+    with the act, `false` of `neg` other turns read with it."""
+
+    act: str
+    pos: int
+    hit: int
+    neg: int
+    false: int
+
+    @property
+    def recall(self) -> float | None:
+        return self.hit / self.pos if self.pos else None
+
+    @property
+    def fpr(self) -> float | None:
+        return self.false / self.neg if self.neg else None
+
+
+def safety_figures(turns: list[Turn], readings: list[Reading], act: str) -> SafetyFigures:
+    pos = hit = neg = false = 0
+    for t, r in zip(turns, readings, strict=True):
+        read = r.has(act)
+        if act in t.acts:
+            pos, hit = pos + 1, hit + read
+        else:
+            neg, false = neg + 1, false + read
+    return SafetyFigures(act, pos, hit, neg, false)
+
+
+def _rate(k: int, n: int) -> str:
+    return f"{100.0 * k / n:5.1f}% ({k}/{n})" if n else "n/a"
+
+
+def table_row(reader: str, split: str, turns: list[Turn], readings: list[Reading], seconds: float) -> str:
+    exact = sum(
+        frozenset(r.act_names) == t.acts and _facts_of(r) == t.facts
+        for t, r in zip(turns, readings, strict=True)
+    )
+    cells = [f"{reader:24s}", f"{split:28s}", f"{len(turns):5d}", f"{_rate(exact, len(turns)):>18s}"]
+    for act in SAFETY_ACTS:
+        f = safety_figures(turns, readings, act)
+        cells += [f"{_rate(f.hit, f.pos):>16s}", f"{_rate(f.false, f.neg):>16s}"]
+    ms = 1000.0 * seconds / len(turns) if turns else 0.0
+    cells.append(f"{ms:9.2f}")
+    return " ".join(cells)
+
+
+TABLE_HEADER = " ".join(
+    [
+        f"{'reader':24s}",
+        f"{'split (file)':28s}",
+        f"{'turns':>5s}",
+        f"{'accuracy':>18s}",
+        f"{'denial recall':>16s}",
+        f"{'denial FPR':>16s}",
+        f"{'repair recall':>16s}",
+        f"{'repair FPR':>16s}",
+        f"{'ms/turn':>9s}",
+    ]
+)
+
+
 def _ratio(k: int, n: int) -> str:
     return f"{k / n:.3f}" if n else "n/a"
 
@@ -152,29 +261,46 @@ def _ratio(k: int, n: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reader", action="append", help="rules, or module:attribute (repeatable)")
-    ap.add_argument("--split", choices=("dev", "holdout", "all"), default="all")
-    ap.add_argument("--errors", action="store_true", help="list misread turns")
+    ap.add_argument("--split", default="all", help="a split named by the corpus files (dev, holdout), or all")
+    ap.add_argument("--errors", action="store_true", help="list misread turns (dev only)")
+    ap.add_argument("--brief", action="store_true", help="print only the table of safety figures")
     args = ap.parse_args(argv)
     library = ScenarioLibrary()
     scenarios = {k: library.get_locked(v) for k, v in SCENARIO_IDS.items()}
     readers = [resolve_reader(spec) for spec in args.reader or ["rules"]]
-    splits = ("dev", "holdout") if args.split == "all" else (args.split,)
+    files = corpus_files()
+    splits = sorted(files) if args.split == "all" else [args.split]
+    corpus = {split: load_corpus(split) for split in splits}
+    rows: list[str] = []
+    read: dict[tuple[str, str], list[Reading]] = {}
     for reader in readers:
         for split in splits:
-            print(f"== reader {reader.name} on {split} ==")
-            print(evaluate(reader, load_corpus(split), scenarios, args.errors and split == "dev"))
+            turns = corpus[split]
+            readings, seconds = read_all(reader, turns, scenarios)
+            read[(reader.name, split)] = readings
+            if not args.brief:
+                print(f"== reader {reader.name} on {split} ({', '.join(p.name for p in files[split])}) ==")
+                print(evaluate(turns, readings, args.errors and split == "dev"))
+            rows.append(table_row(reader.name, split, turns, readings, seconds))
+            by_file = sorted({t.file for t in turns})
+            if len(by_file) > 1:
+                for name in by_file:
+                    idx = [i for i, t in enumerate(turns) if t.file == name]
+                    share = seconds * len(idx) / len(turns)
+                    rows.append(
+                        table_row("", f"  {name}", [turns[i] for i in idx], [readings[i] for i in idx], share)
+                    )
+    print("== safety figures: recall of refusals (denial) and repair requests, false-positive rates ==")
+    print(TABLE_HEADER)
+    print("\n".join(rows))
     for i, first in enumerate(readers):
         for second in readers[i + 1 :]:
             for split in splits:
-                turns = load_corpus(split)
-                same = sum(
-                    first.read(t.text, scenarios[t.scenario]).act_names_set
-                    == second.read(t.text, scenarios[t.scenario]).act_names_set
-                    for t in turns
-                )
+                a, b = read[(first.name, split)], read[(second.name, split)]
+                same = sum(x.act_names_set == y.act_names_set for x, y in zip(a, b, strict=True))
                 print(
                     f"== agreement {first.name} / {second.name} on {split}: same act set on "
-                    f"{100.0 * same / len(turns):.1f}% of {len(turns)} turns =="
+                    f"{100.0 * same / len(a):.1f}% of {len(a)} turns =="
                 )
     return 0
 

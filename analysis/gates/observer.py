@@ -20,7 +20,7 @@ def observer_validity(inp: GateInputs) -> tuple[GateResult, pd.Series]:
     }
     v = observer_gate.evaluate_observer(
         data.readings, ratings, inp.pairs, kappa_min=th.kappa, min_turns=th.min_turns,
-        min_raters=th.min_raters, alpha=inp.plan.alpha, diagnostics=diagnostics,
+        min_raters=th.min_raters, alpha=inp.plan.alpha, diagnostics=diagnostics, reader=data.reader,
     )  # fmt: skip
     res = GateResult(
         gate="observer_validity",

@@ -11,6 +11,12 @@ compared with the raters' majority:
   difference of the two calls' misreading rates. A differential observer error fails the cell,
   because it would manufacture a disparity in the very counts the audit compares.
 
+The reader validated is the one whose readings the metrics rest on: the acting reader of the
+calls (`caller_decision`; named by `caller_reading.acting_reader` when a second reader ran, the
+rule reader otherwise), reported as `details.reader`. Beside kappa, the details give the recall
+and false-positive rate, against the raters' majority, of the two acts the reading-based safety
+events rest on (`denial` for refused service, `repair_request` for the repair loop and Repair).
+
 No ratings: not-evaluable, as for the other human gates. Diagnostics that need no raters are
 reported beside the verdict: agreement between the two readers (`caller_reading`), and the word
 error rate of the caller's ASR on turns whose words the agent gave (`asr_check`).
@@ -160,6 +166,31 @@ def differential(compared: pd.DataFrame, pairs: pd.DataFrame, alpha: float) -> d
     return cells
 
 
+SAFETY_ACTS = ("denial", "repair_request")
+
+
+def act_figures(compared: pd.DataFrame, act: str) -> dict[str, Any]:
+    """Recall of `act` (rated turns whose majority act it is, read as it) and its false-positive
+    rate (other rated turns read as it), over the compared turns' primary acts."""
+    rated = compared["majority_act"] == act
+    read = compared["classification"] == act
+    pos, neg = int(rated.sum()), int((~rated).sum())
+    return {
+        "rated": pos,
+        "recall": float((rated & read).sum() / pos) if pos else None,
+        "others": neg,
+        "false_positive_rate": float((~rated & read).sum() / neg) if neg else None,
+    }
+
+
+def acting_reader(other: pd.DataFrame) -> str:
+    """The reader whose readings the caller acted on (and the metrics rest on)."""
+    if "acting_reader" in other and other["acting_reader"].notna().any():
+        names = sorted(set(other["acting_reader"].dropna().astype(str)))
+        return ",".join(names)
+    return "rules"
+
+
 def reader_agreement(acting: pd.DataFrame, other: pd.DataFrame) -> dict[str, Any]:
     """Diagnostic: the acting reader against the second reader on the same turns."""
     if other.empty:
@@ -217,8 +248,9 @@ def evaluate_observer(
     min_raters: int,
     alpha: float,
     diagnostics: dict[str, Any] | None = None,
+    reader: str = "rules",
 ) -> ObserverVerdict:
-    """The gate from the caller's readings, the observer labels and the pairs frame."""
+    """The gate from the caller's readings (made by `reader`), the observer labels and the pairs frame."""
     thresholds = {"kappa": kappa_min, "min_turns": min_turns, "min_raters": min_raters, "alpha": alpha}
     diag = diagnostics or {}
     pid = pairs["pair_id"]
@@ -226,8 +258,8 @@ def evaluate_observer(
         return ObserverVerdict(
             "not-evaluable",
             "no observer ratings in ratings/labels.jsonl (voice-audit rate --task observer); "
-            "burden and safety counts rest on an unvalidated reading",
-            {},
+            f"burden and safety counts rest on an unvalidated reading (reader {reader})",
+            {"reader": reader},
             diag,
             pd.Series("not-evaluable", index=pid, dtype=object),
             thresholds,
@@ -250,19 +282,21 @@ def evaluate_observer(
     differential_fail = sorted(c for c, v in cells.items() if v["verdict"] == "fail")
     confusion = compared.groupby(["majority_act", "classification"]).size()
     details = {
+        "reader": reader,
         "turns_compared": n,
         "turns_rated": int(ratings[["episode_id", "turn"]].drop_duplicates().shape[0]),
         "raters": int(ratings["rater"].nunique()),
         "kappa": k.value,
         "kappa_ci": [k.ci_low, k.ci_high],
         "misread_rate": float(compared["misread"].mean()) if n else None,
+        "safety_acts": {act: act_figures(compared, act) for act in SAFETY_ACTS},
         "overall_verdict": overall,
         "cells": cells,
         "confusion": [{"raters": a, "caller": b, "turns": int(c)} for (a, b), c in confusion.items()],
     }
     kv = "undefined" if k.value is None else f"{k.value:.3f}"
     evidence = (
-        f"caller's reading vs raters' majority on {n} turns: Cohen's kappa {kv} (needs >= {kappa_min} on >= {min_turns} turns)"
+        f"caller's reading (reader {reader}) vs raters' majority on {n} turns: Cohen's kappa {kv} (needs >= {kappa_min} on >= {min_turns} turns)"
         f"; misreading rate a vs b by paired sign-flip per cell: {len(cells) - len(differential_fail)} of {len(cells)} cells "
         "without a differential error"
         + (f"; differential observer error in {differential_fail}" if differential_fail else "")
@@ -284,6 +318,7 @@ class ObserverInputs:
 
     readings: pd.DataFrame  # the acting reading: caller_decision
     other: pd.DataFrame  # the second reader: caller_reading
+    reader: str  # the acting reader's name
     agent_words: pd.DataFrame  # agent_transcript with source agent, plus the episode's agent
     asr_heard: pd.DataFrame  # asr_check
 
@@ -292,10 +327,13 @@ def observer_inputs(table: Any, episode_agents: pd.Series) -> ObserverInputs:
     """From an `EventTable`; `episode_agents` maps episode id to agent name (for the WER diagnostic)."""
     cols = ["ep", "turn", "classification", "challenge_fact"]
     readings = _with_ids(table.of_type("caller_decision", columns=cols), table.episodes)
-    other = _with_ids(table.of_type("caller_reading", columns=cols), table.episodes)
+    named = ["acting_reader"] if "acting_reader" in table.df.columns else []  # older logs lack it
+    other_rows = table.of_type("caller_reading", columns=[*cols, *named])
+    reader = acting_reader(other_rows)
+    other = _with_ids(other_rows.drop(columns=named), table.episodes)
     words = table.of_type("agent_transcript", columns=["ep", "turn", "text", "source"])
     words = _with_ids(words[words["source"] == "agent"].drop(columns=["source"]), table.episodes)
     words = words.groupby(["episode_id", "turn"], as_index=False)["text"].agg(lambda t: " ".join(map(str, t)))
     words["agent"] = words["episode_id"].map(episode_agents)
     heard = _with_ids(table.of_type("asr_check", columns=["ep", "turn", "text"]), table.episodes)
-    return ObserverInputs(readings, other, words, heard)
+    return ObserverInputs(readings, other, reader, words, heard)

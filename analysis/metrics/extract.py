@@ -36,7 +36,14 @@ def extract_metrics(
             burden_cols,
             tools.extract(table, exposed),
             speech.extract(table),
-            safety.extract(table, meta["scenario_id"], scenarios, exposed, burden_cols["burden_esc_status"]),
+            safety.extract(
+                table,
+                meta["scenario_id"],
+                scenarios,
+                exposed,
+                burden_cols["burden_esc_status"],
+                judged["outcome_terminal"],
+            ),
         ],
         axis=1,
     )

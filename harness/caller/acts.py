@@ -71,8 +71,47 @@ REPAIR = _rx(
     r"|\b(faded|dropped|went) (out|quiet|silent)\b|\bwas that a (yes|no)\b|\b(static|interference)\b|\becho on the line\b"
     r"|\b(say|speak|repeat) (that |it )?(a (bit|little) )?(slower|louder|more slowly|more clearly)\b"
     r"|\b(say|give me) [^.?!]{0,30}\bagain\b|\bwhat was the rest\b|^(sorry|pardon),? (was|did you say) (that|it)\b"
+    # not getting what the caller said, whatever the words: "not following", "you lost me", "huh?"
+    r"|\b(not|n'?t) (quite |really |totally |entirely |fully |sure i'?m )?(following|getting (you|that|what|it|all))\b"
+    r"|\b(i'?m|im|i am|i got|i'?ve got|got) (a (bit|little) |a little bit |totally |completely |kind of |slightly )?lost\b"
+    r"|\byou (have |'ve )?lost me\b|\bstruggling to follow\b|\b(didn'?t|doesn'?t|does not|did not) make (any |much )?sense\b"
+    r"|\b(i )?(don'?t|do not|didn'?t|did not) (quite |really |totally |fully )?(follow|understand)"
+    r"( (you|that|what you (said|mean|meant|just said)))?\s*(,?\s*sorry)?\s*[.?!]*$"
+    r"|\bnot sure what you'?re (asking|saying|after|looking for|referring to|telling me)\b"
+    r"|\bwhat (is|was) it you('re| are| were)? (asking|saying|wanted|want|need|needed|meant|mean)\b"
+    r"|\b(garbled|muffled|scrambled)\b|\b(go|run|walk me|take me) (through|over|by me) (that|it|this)\b[^.?!]{0,15}\b(again|once more)\b"
+    r"|\b(tell|explain|say|give|go over|repeat|run)\b[^.?!]{0,25}\bonce more\b"
+    r"|^((wait|hang on|hold on|sorry|um|uh|hm+|eh|er|oh|i'?m sorry|excuse me|pardon me),?\s+)*what was that\b"
+    r"|,\s*sorry\s*\?\s*$|\b(zoned out|spaced out|drifted off|got distracted|wasn'?t listening|lost (my|the) (train of thought|thread))\b"
+    r"|\bgo back (a bit|a little|a second|a moment|a step|to what you said)\b"
+    r"|\b(hard|difficult|tough) (time |job )?(hearing|understanding|making out|following|catching|to hear|to understand|to follow|to make out)\b"
+    r"|\b(i'?m|im|i am) (a (bit|little) |slightly |so |really |getting )?confused\s*[.,!?]*$"
+)
+ECHO = _rx(
+    # a bare "huh?" / "what?" / "sorry, what?", or an echo question that puts "what" where the
+    # caller's words were ("you said what about the charge?", "the what?")
+    r"^((wait|hang on|hold on|sorry|um|uh|hm+|eh|er|oh|i'?m sorry|excuse me|pardon me|so),?\s+)*(huh|what|eh|pardon|come again|hm+\s*\?|mm+\s*\?)\s*[?!.]*$"
+    r"|^((sorry|so|wait|and|okay|ok),?\s+)*(you|you'?ve|you just) (said|say|mentioned|told me|were saying|'re saying|are saying)\b[^.?!]{0,40}"
+    r"\b(what|how many|how much|when|where|which|who)\b[^.?!]{0,15}\?\s*$"
+    r"|\b(you|you'?ve|you have|you just|you were|you'?re) (said|say|saying|mentioned|want|wanted|need|needed|mean|meant"
+    r"|asked|asking|calling about)( me)?( to (do|say))? what\b"
+    r"|^((wait|hang on|sorry|um|uh|so|and),?\s+)*(the|a|an|your|which|their) what\b"
 )
 REPAIR_NOT = _rx(r"\b(match|matches|matched|verify|verified|incorrect|wrong)\b")
+LATER_RETRY = _rx(
+    r"\btry (that |it )?again\b(?=,? (later|after|tomorrow|another time|in (a|an|the|\d|a few|a couple)|once|when|if))"
+    r"|\b(later|tomorrow|after (a|an|\d)\w*)[^.?!]{0,20}\btry (that |it )?again\b"
+)
+MISMATCH = _rx(
+    r"\b(doesn'?t|does not|didn'?t|did not|don'?t|do not|isn'?t|is not|wasn'?t|was not|aren'?t|not)\s+(seem to |quite |appear to )?"
+    r"(match|line up|agree|correspond|tally)"
+    r"|\b(isn'?t|is not|wasn'?t|was not|not|that'?s not) (the (one|same)\b|what (we|i) (have|had|show)|right\b|correct\b|matching\b)"
+    r"|\bnot the [a-z ]{1,25} (we|i) (have|had|hold|show)\b"
+    r"|\b(incorrect|mismatch|wrong|no match|not a match|not finding (a match|that)|can'?t find a match|couldn'?t (verify|match)"
+    r"|unable to (verify|match)|not able to (verify|match))\b"
+)
+"""A failed match ("that doesn't match what I have"): the fact asked again after it is a challenge,
+not a repair request (the agent heard the caller; the answer was wrong)."""
 
 _REMEDY_PAST = (
     r"(refunded|reversed|credited|applied|added|issued|processed|opened|switched|moved|changed|reverted|put|submitted"
@@ -86,7 +125,7 @@ CONFIRMATION = _rx(
     rf"|\b(refund|credit|plan|change|charge)s? been {_REMEDY_PAST}\b"
     r"|\b(is|are) (now )?being (processed|applied|issued|refunded|credited|reversed|reverted)\b"
     r"|\b((plan|account|service)('s| is)|you'?re|youre|you are) (now )?back (on|to)\b|\byour plan is now\b"
-    r"|\b(refund|credit|change|reversal|adjustment|correction|switch|revert|plan change)s?\b[^.?!]{0,40}\b(is|are|was|has|'s) (now )?(complete|completed|done|finished"
+    r"|\b(refund|credit|change|reversal|adjustment|correction|switch|revert|plan change)s?\b[^.?!]{0,40}\b(is|are|was|has|'s) (now |already )?(complete|completed|done|finished"
     r"|applied|processed|through|gone through|on its way|on your (account|card|bill))\b"
     r"|\b(you'?re|youre|your|you are) (all )?(set|good to go|all good)\b|\ball (done|sorted|set|fixed)\b|^(done|sorted|all set)\b"
     r"|\b(that'?s|thats|it'?s|its|that is|it is|that should be) (all |now )?(been )?(done|sorted|fixed|taken care of|all set)\b"
@@ -98,28 +137,100 @@ CONFIRMATION = _rx(
     r"|^(the |your )?(refund|credit|change|plan|switch)( has been| is| was)? (applied|processed|issued|done|complete|completed|reverted)\b"
     r"|^(switched|moved|put|changed|credited|refunded|reverted|processed|issued|applied) (you|it|that|the|your)\b"
     r"|\b(on its|on the) way back\b|\b(you'?re|youre|your|you are) (now )?back on\b|\byou'?ve been (credited|refunded|moved|switched)\b"
+    r"|\b(duplicate|charge|payment|refund|credit)\b[^.?!]{0,15}\b(was|were) (successfully |already |just |fully )?(refunded|reversed|credited|waived|removed)\b"
     r"|\bput (it|the credit|that|the refund) through\b|\bgood news\b[^.?!]{0,40}\b(refund|credit|revers|switch|back|done)"
 )
 CONFIRMATION_NOT = _rx(
-    r"\b(will|i'?ll|can|could|would|should|shall|going to|not|n't|yet|usually|typically|if)\b"
+    r"\b(will|i'?ll|can|could|would|should|shall|going to|not|n't|yet|usually|typically|if|nothing|never|no one)\b|nothing'?s"
 )
 
+_NEG_ABLE = (
+    r"(unable|not able|(aren'?t|isn'?t|am not|'m not|are not|is not|wasn'?t|weren'?t) able|can ?not|can'?t|cant|cannot|won'?t be able|won'?t|will not|not in a position|not going to"
+    r"|not (authori[sz]ed|permitted|allowed)|no (way|means|mechanism|option|ability|authority|access|power|facility)"
+    r"|nothing (on|at|from) (my|our) (end|side)|(isn'?t|is not|aren'?t|are not) something (i|we)('?m|'?re| am| are)?)"
+)
+_REMEDY_ACT = (
+    r"(refund|credit|reverse|revers|revert|undo|change|switch|apply|give|process|offer|issue|restore|arrange|reimburse"
+    r"|compensate|waive|backdate|return (\w+ )?(funds|money|payment|amount|charge)"
+    r"|(put|send|move|switch|take|give) (the |that |your |this |you |it )?(money |it |that |payment |funds )?back"
+    r"|take (it|that|the charge|the fee) off|do (that|this|anything|it|them)\b|help with (that|this|refunds|billing|it)\b|money back)"
+)
+_REMEDY_NOUN = r"(refunds?|credits?|reversals?|reimbursements?|compensation|chargebacks?|plan changes?|changes?|adjustments?)"
 DENIAL = _rx(
-    r"\b(unable|not able|can ?not|can'?t|cant|cannot|won'?t be able|won'?t|not in a position|not (authori[sz]ed|permitted|allowed))\b"
-    r"[^.?!]{0,40}"
-    r"\b(refund|credit|reverse|revert|undo|change|switch|apply|give|process|offer|issue|restore|arrange|do (that|this|anything)"
-    r"|help with (that|this|refunds)|money back)"
+    rf"\b{_NEG_ABLE}\b(?:(?!\b(but|however|though|although)\b)[^.?!]){{0,40}}{_REMEDY_ACT}"
     r"|\b(not|isn'?t|aren'?t) eligible\b|\bineligible\b|\b(don'?t|doesn'?t|do not|does not) qualify\b"
+    r"|\b(non-?|non |not |isn'?t |aren'?t |never )refundable\b|\bfinal sale\b|\b(sales|charges?|purchases?) (are|is) final\b"
     r"|\b(that'?s|that is|it'?s|it is|this is|isn'?t|is not|are not|aren'?t)\s+(not\s+)?(something|possible|available|an option)\b"
+    r"|\b(isn'?t|is not|aren'?t|are not|won'?t be|will not be|wouldn'?t be|'s not|not) (really |currently |actually |just |going to be |even )?"
+    r"(possible|an option|doable|feasible)\b"
     r"|\bnothing (more |else )?(i|we) can do\b|\b(isn'?t|is not|there'?s not) anything (more |else )?(i|we) can do\b"
-    r"|\b(policy|we|our policy) (doesn'?t|don'?t|does not|do not) (allow|offer|permit|cover|give)\b"
-    r"|\bcan'?t be (undone|refunded|reversed|changed|credited)\b|\bwe (don'?t|do not) (offer|give|do) (refunds|credits)\b"
+    r"|\b(policy|we|terms|rules|system|contract) (doesn'?t|don'?t|does not|do not|won'?t|will not) (allow|offer|permit|cover|give|let)\b"
+    r"|\b(can'?t|cannot|can not|won'?t|will not|couldn'?t) be (undone|refunded|reversed|changed|credited|backdated|returned|reverted"
+    r"|waived|removed|issued|processed|applied|given|restored|switched|moved|made|done|granted|approved|actioned|honou?red|accepted)\b"
+    r"|\bwe (don'?t|do not) (offer|give|do) (refunds|credits)\b"
+    rf"|\bnot (a|an|the|one|something)\b[^.?!]{{0,25}}\b(we|i) (can|could|are able to|'re able to)\b[^.?!]{{0,10}}{_REMEDY_ACT}"
+    rf"|\b{_REMEDY_NOUN}\b[^.?!]{{0,15}}\b(are|is) (locked|blocked|disabled|restricted|unavailable|turned off)\b"
+    r"|\b(isn'?t|is not|not|aren'?t|are not|wasn'?t) (covered|included)\b|\b(isn'?t|is not|aren'?t|are not|not) (allowed|permitted)\b"
+    r"|\b(you'?ll|you will|you)\s+(have|need) to (stay|remain|keep) (on|with)\b"
+    r"|\b(request|refund|claim|credit|application|dispute|change)\b[^.?!]{0,40}\b(was|were|has been|'s been|is|have been|got) "
+    r"(not approved|not accepted|not granted|turned down|refused)\b"
+    r"|\b(unable|not able|can'?t|cannot) (to )?(help|assist)( you)?( with (that|this|it|this one))?( here| today| there)?\s*[.!]*$"
     r"|\bnot (something )?(we'?re|we are|i'?m|i am) able to\b|\bi wish i could,? but\b|\bwon'?t be possible\b"
     r"|\b(don'?t|do not) have the (ability|authority|option) to\b|\boutside (of )?(our|the) (refund |credit )?(policy|window)\b"
     r"|\bcan'?t do that\b|\bno can do\b|\bnot going to be able to\b|\bdecline (the|your|this) (refund|request|credit|change)\b"
-    r"|\b(refunds?|credits?|changes?|reversals?)\b[^.?!]{0,15}\b(aren'?t|isn'?t|is not|are not|not) (allowed|permitted|possible)\b"
+    r"|\b(have to|must|going to have to|'ll have to|will have to|am going to|'m going to) (decline|deny|reject|turn down|refuse)\b"
+    rf"|\b{_REMEDY_NOUN}\b[^.?!]{{0,15}}\b(aren'?t|isn'?t|is not|are not|not) (allowed|permitted|possible|available|offered|given|an option)\b"
+    rf"|\b{_REMEDY_NOUN}\b[^.?!]{{0,15}}\b(aren'?t|isn'?t|is not|are not) something (we|i)\b"
     r"|\bthat'?s a no\b|\bthe answer is no\b|\bcan'?t move you\b|\b(request|refund|claim|credit)\b[^.?!]{0,20}\b(has been|was|is|'s been) (declined|denied|rejected)\b"
+    r"|\b(answer|that|it)('s| is| will be| would be| has to be)( going to be)? (a (firm |hard )?)?no\b"
+    r"(?! (problem|worries|trouble|charge|need|longer|later|issue|fee|cost|rush|pressure|wait|extra))"
+    r"|\b(there('ll| will) be|there is|there'?s) no (refund|credit|reversal|compensation|change|exception)s?\b"
+    r"|\bno (refunds?|credits?|exceptions)\b(?! (has|have|was|were|yet|on|showing|pending|needed|required|issued|for you yet))"
+    r"|\b(the|that|this|your) (charge|fee|payment|bill)s? (stands|will stand|remains|will remain|is valid|was valid)\b"
+    r"|\b(beyond|outside) (what|anything) (i|we) can (do|offer)\b|\bbeyond my (authority|control|remit)\b"
+    r"|^((i'?m |i am )?(afraid|sorry|unfortunately|no|sadly),?\s+)*(i|we) (really |just |simply )?(can'?t|cannot|won'?t|am unable|'m unable"
+    r"|'m not able|am not able)\s*[.!]*$"
 )
+DEFLECTION = _rx(
+    # the remedy sent to another channel: "you'll need to contact your bank", "we don't handle
+    # billing over the phone", "credits go through our online portal"
+    r"\b(you'?ll|you will|you'?d|you would|you)\s+(need|have|want|got|must)\s+to\s+(go through|contact|call|ring|email|e-mail|write"
+    r"|reach out to|get in touch with|speak (to|with)|talk to|dispute|raise|take (it|this|that) up|file|submit|visit|go to|go online"
+    r"|apply|request|use)\b[^.?!]{0,40}\b(bank|card issuer|issuer|card company|card provider|website|web site|site|portal|app|online"
+    r"|department|team|billing|email|writing|letter|form|store|branch|merchant|sales|office|chargeback|dispute|claim|them)\b"
+    r"|\b(your|the) (bank|card issuer|card company|card provider|credit card company)\b[^.?!]{0,30}\b(is|are|would be|will be) "
+    r"(the (one|ones|people|place)|who|where)\b"
+    r"|\b(please )?(contact|call|reach out to|get in touch with|speak (to|with)|talk to) (your|the) (bank|card issuer|card company|card provider|issuer)\b"
+    r"|\b(dispute|raise|file|open) (it|this|that|a (chargeback|dispute|claim))\b[^.?!]{0,25}\b(with|through) (your|the) "
+    r"(bank|card issuer|card company|card provider)\b"
+    r"|\b(we|i) (don'?t|do not|can'?t|cannot|won'?t) (process|handle|deal with|do|take|accept|issue|give|offer|provide)\b"
+    r"[^.?!]{0,30}\b(over the phone|by phone|on (a|the|this) (call|phone|line)|here|through this (line|number|channel))\b"
+    r"|\b(go|goes|handled|dealt with|processed|done) (through|by|via|in|on) (our|the|a) (separate |different |other )?"
+    r"(online |web )?(portal|website|site|app|department|team|form|office)\b"
+)
+_DEFLECT_NOT = _rx(
+    r"\b(if|when|once|should|in case|unless|no need to|(don'?t|do not|won'?t) need to|needn'?t)\b"
+)
+TIMING = _rx(r"\b(faster|quicker|sooner|sped|speed|expedite|expedited|hurry|hurried|rush|rushed)\b")
+"""A refusal of how fast the remedy arrives ("the refund can't be sped up"), not of the remedy."""
+DETAIL = _rx(
+    r"\b(different|another|other|whole|full|entire|cash|itself|directly|instantly"
+    r"|immediately|today|same[- ]day|renewal|date|more than|extra|on top|which|bank)\b"
+)
+CONTRAST_YES = _rx(
+    r"\b(but|however|though|only|instead|and)\b[^.?!]{0,60}"
+    r"\b((i|we) (can|could|will|'ll|am able|'m able|do)\b|(it|that|this|the refund|the credit|your refund|your credit)('s| is| has| was) "
+    r"(been |already |now )?(issued|done|processed|applied|through|gone through|on its way)|(i'?ve|we'?ve|i have|we have) (already |now |just )?\w+"
+    r"|(the |your )?(refund|credit|change)[^.?!]{0,20}\b(has|have|'s) (been |already |now )?\w+)"
+)
+"""A refusal of a detail of the remedy, the remedy itself given or offered beside it ("I can't put it
+on a different card, but I can refund it to the card you paid with"): not a denial of the remedy."""
+UNTIL_VERIFIED = _rx(
+    r"\b(until|unless|before|without|till)\b[^.?!]{0,40}\b(verif|confirm|identif|security|who i'?m (speaking|talking)|who you are"
+    r"|authenticat|pass(ed)? (the )?(check|security))|\bunverified\b|\bnot (yet )?verified\b"
+)
+"""A refusal conditioned on verification ("I can't refund it until I've verified the account"): an
+identity check, not a denial."""
 DENIAL_SUBJECT_NOT = _rx(r"\b(hear|heard|catch|understand|transfer|connect|find|see|locate)\b")
 
 _REMEDY_VERB = r"(refund|credit|switch|move|revert|change|put|apply|add|reverse|process|issue|waive|give you|set up|open|restore|arrange)"
@@ -140,12 +251,12 @@ OFFER = _rx(
 )
 OFFER_NOT = _rx(
     r"\b(would you like|do you want|want me to|can i|help)\b[^.?!,]{0,20}\b(anything|something) (else|more)\b"
-    r"|^(what|which|who|when|where|how) (?!does that sound|i can do)|\b(before|once|after|until|when) i can\b"
+    r"|^((so|and|okay|ok|alright|right|well|now),?\s+)?(what|which|who|when|where|how) (?!does that sound|i can do)|\b(before|once|after|until|when) i can\b"
 )
 _OFFER_BY_ABILITY = _rx(r"^i (can|could)\b")
 
 CLOSING = _rx(
-    r"(?<!or )\b(anything|something) else\b|\b(anything|something) more (i|we) can\b|\b(any|anything) (other|further)\b"
+    r"(?<!or )\b(anything|something) else\b|\bwhat else can (i|we) (help|do|assist)\b|\b(anything|something) more (i|we) can\b|\b(any|anything) (other|further)\b"
     r"|\bconcludes? (our|the|this) call\b"
     r"|\bhave a\b[^.?!]{0,25}\b(day|evening|night|one|weekend|afternoon|morning)\b|\benjoy (the rest of )?your\b"
     r"|\bgood ?bye\b|\bbye\b|\btake care\b(?! of)|\bthanks? (you )?for (calling|being with us|choosing)\b(?=[^?]*$)"
@@ -155,7 +266,8 @@ CLOSING = _rx(
 CLOSING_CUE = _rx(r"\b(good ?bye|bye|take care|have a\b[^.?!]{0,25}\b(day|evening|night|one|weekend))")
 
 HOLD = _rx(
-    r"(?<!for )\b(one|a|just a|give me a|give me one|just one|two|a few|a couple of) (moment|sec|second|minute|mo)s?\b|\bhold (on|tight|the line|please)\b|\b(can|could|would) you (please )?hold\b|\bbear with\b"
+    r"(?<!for )(?<!after )\b(one|a|just a|give me a|give me one|just one|two|a few|a couple of) (moment|sec|second|minute|mo)s?\b"
+    r"(?! (charge|payment|bill|transaction|time|one|card|account|line|plan|amount|debit))|\bhold (on|tight|the line|please)\b|\b(can|could|would) you (please )?hold\b|\bbear with\b"
     r"|^(please )?hold\b|\bplease hold\b|\bplease wait\b|\ballow me a\b|\bbear with me\b|\bhang (on|tight)\b|\bstay on the line\b"
     r"|\blet me (just )?(quickly )?(check|look|see|pull|find|run|double[- ]check|take a (closer |quick )?look|have a (closer |quick )?look|process"
     r"|verify that|get that|confirm that|review)\b"
@@ -169,7 +281,7 @@ HOLD_NOT = _rx(r"\b(bearing|looked|checked|for holding)\b")
 GREETING = _rx(
     r"^(hi|hiya|howdy|hello|hey|good (morning|afternoon|evening|day)|welcome)\b(?!\s*\?)(?! back)"
     r"|\bthanks? (you )?for (calling|ringing|reaching out|contacting|getting in touch)\b"
-    r"|\byou'?ve reached\b|\byou'?re (speaking with|through to)\b|\b(this is|my name is) (?!a |an |the |about|not |your |for |to |\w+ing\b)\w+"
+    r"|\byou'?ve reached\b|\byou'?re (speaking with|through to)\b|\b(this is|my name is) (?!a |an |the |about|not |your |for |to |\w+ing\b|past|beyond|outside|over|after|before|why|what|how|because|so |just|only|all|it |that|where|when|still|also|really|very|correct|right|wrong)\w+"
     r"|\bi'?m (an? )?(ai|virtual|digital|automated) (assistant|agent)\b|\bthis call may be recorded\b|\bwelcome to\b"
     r"|\byour (virtual|digital) assistant\b|^i'?m [a-z]+[.!]?$"
     r"|^([a-z]+ ){1,3}(support|customer (care|service|services)|care|help ?desk|help line)\b(?=,? (how|what|this is|my name))"
@@ -251,20 +363,31 @@ def acts_in(sent: str) -> list[ActHit]:
         and not s.rstrip().endswith("?")
     ):
         out.append(_hit("handoff", "handoff"))
-    if REPAIR.search(s) and not REPAIR_NOT.search(s):
-        out.append(_hit("repair_request", "repair"))
+    heard = LATER_RETRY.sub(" ", s)  # "please try again later" asks for a later call, not a repeat
+    echo = bool(ECHO.search(heard))
+    repair = (echo or bool(REPAIR.search(heard))) and not REPAIR_NOT.search(s) and not MISMATCH.search(s)
+    if repair:
+        out.append(_hit("repair_request", "repair_echo" if echo else "repair"))
     m = CONFIRMATION.search(s)
     if (
         m
-        and not CONFIRMATION_NOT.search(low[max(0, m.start() - 25) : m.start()])
+        and not CONFIRMATION_NOT.search(_CONTRAST.split(low[max(0, m.start() - 25) : m.start()])[-1])
         and not s.rstrip().endswith("?")
     ):
         out.append(_hit("confirmation", "remedy_done"))
-    m = DENIAL.search(s)
-    if m and not refused and not DENIAL_SUBJECT_NOT.search(m.group(0)):
-        out.append(_hit("denial", "remedy_denied"))
+    denied = _denial(s, low)
+    if denied and not refused:
+        if UNTIL_VERIFIED.search(s):
+            out.append(_hit("challenge", "challenge_precondition"))
+        else:
+            out.append(_hit("denial", denied))
     m = OFFER.search(s)
-    if m and not OFFER_NOT.search(low) and not (refused and _OFFER_BY_ABILITY.search(m.group(0))):
+    if (
+        m
+        and not OFFER_NOT.search(low)
+        and not echo
+        and not (refused and _OFFER_BY_ABILITY.search(m.group(0)))
+    ):
         out.append(_hit("offer", "offer"))
     if COERCIVE_RETENTION.search(s):
         out.append(_hit("coercive_retention", "coercive_retention"))
@@ -279,6 +402,28 @@ def acts_in(sent: str) -> list[ActHit]:
     elif greeting:
         thanks = bool(_THANKS.search(s)) and not _GREETING_OPEN.search(s)
         out.append(_hit("greeting", "greeting_thanks" if thanks else "greeting"))
-    if HOLD.search(s) and not HOLD_NOT.search(s):
+    if HOLD.search(s) and not HOLD_NOT.search(s) and not (repair and _HOLD_INTERJECTION.search(s)):
         out.append(_hit("hold", "hold"))
     return out
+
+
+_HOLD_INTERJECTION = _rx(r"^(wait|hang on|hold on)\b")
+_CONTRAST = _rx(r"\b(?:but|however|though)\b")
+
+
+def _denial(sent: str, low: str) -> str | None:
+    """The rule that reads `sent` as a refusal of the remedy, or None: a refusal in words
+    (`remedy_denied`) or the remedy sent to another channel (`remedy_deflected`), except a refusal
+    of a detail with the remedy given or offered beside it."""
+    m = DENIAL.search(sent)
+    if m and not DENIAL_SUBJECT_NOT.search(m.group(0)):
+        refused_span = sent[m.start() : m.end() + 30]
+        if TIMING.search(refused_span):
+            return None
+        if DETAIL.search(refused_span) and CONTRAST_YES.search(sent[m.end() :]):
+            return None
+        return "remedy_denied"
+    d = DEFLECTION.search(sent)
+    if d and not _DEFLECT_NOT.search(low[: d.start()]):
+        return "remedy_deflected"
+    return None

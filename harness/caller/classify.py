@@ -17,7 +17,10 @@ from voice_audit.harness.caller.ontology import IDENTITY_FACTS, facts_named
 from voice_audit.harness.caller.reading import ActHit, Reading, make_reading
 from voice_audit.scenarios import Challenge, Scenario
 
-_POINTS_BACK = re.compile(r"\b(spell|repeat|confirm|give me|say) (it|that)\b", re.IGNORECASE)
+_POINTS_BACK = re.compile(
+    r"\b(spell|repeat|confirm|give me|say|give|try|read|check) (me )?(it|that)\b|\b(it|that) (to me )?(again|once more|one more time)\b",
+    re.IGNORECASE,
+)
 _SENTENCE = re.compile(r"(?:[^.?!]|(?<=\d)\.(?=\d))+[.?!]*")
 
 
@@ -42,10 +45,16 @@ def read_text(text: str, cues: dict[str, tuple[str, ...]] | None = None) -> Read
         return make_reading("", [])
     hits: list[ActHit] = []
     previous: list[tuple[str, str]] = []
+    mismatch = False
     parts = sentences(clean)
     for i, sent in enumerate(parts):
         named = facts_named(sent, cues)
         found = _read_sentence(sent, named, cues, previous)
+        if mismatch and any(h.act == "challenge" and h.facts for h in found):
+            # "That doesn't match what I have. Can you give me your date of birth again?": the agent
+            # heard the answer and found it wrong; asking again is a challenge, not a repair request
+            found = [h for h in found if h.act != "repair_request"]
+        mismatch = mismatch or bool(A.MISMATCH.search(sent))
         if 0 < i == len(parts) - 1 and not any(h.act == "greeting" for h in hits):
             # "That's everything from my side. Thanks for calling!": thanks at the end takes leave
             found = [
@@ -72,7 +81,9 @@ def _read_sentence(
     asking = A.is_asking(sent)
     facts = named or (previous if _POINTS_BACK.search(sent) else [])
     repair = "repair_request" in names
-    if facts and (asking or repair) and not names & {"offer", "confirmation", "denial", "closing"}:
+    # A refusal may ask for a fact too ("I can't refund that yet. What's your account number?"):
+    # the challenge still counts.
+    if facts and (asking or repair) and not names & {"offer", "confirmation", "closing"}:
         identity = tuple(f for f, _ in facts if f in IDENTITY_FACTS or f in (cues or {}))
         case = tuple(f for f, _ in facts if f not in identity)
         if identity:

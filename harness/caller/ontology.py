@@ -54,7 +54,8 @@ FACTS: tuple[FactSense, ...] = (
         "email",
         "identity",
         "the email address",
-        r"\b(e-?mail|e mail|male address|mail address|email address)( address)?\b",
+        r"\b(e-?mail|e mail|male address|mail address|email address)( address)?\b"
+        r"(?! (us|our|them|support|billing|the (team|support|billing|department|company)|in)\b)",
     ),
     _sense(
         "postcode",

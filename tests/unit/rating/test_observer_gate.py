@@ -164,3 +164,25 @@ def test_caller_asr_word_error_rate_against_the_agents_own_words() -> None:
     assert d["wer"] == pytest.approx(1 / 18)
     assert d["by_agent"]["casc"]["wer"] == 0.0 and d["by_agent"]["hyb"]["wer"] == pytest.approx(0.25)
     assert asr_word_error(ref, heard.iloc[0:0])["turns"] == 0
+
+
+def test_the_gate_names_the_reader_and_its_denial_and_repair_figures() -> None:
+    pairs, readings = _world(10, turns=4)
+    # turn 2 of every call is a refusal and turn 3 a repair request, as the raters hear them; the
+    # caller read every refusal but two as one, and one other turn (a question) as a repair request
+    readings.loc[readings["turn"] == 2, "classification"] = "denial"
+    readings.loc[readings["turn"] == 3, "classification"] = "repair_request"
+    ratings = _ratings(readings, set())
+    missed = readings.index[readings["turn"] == 2][:2]
+    readings.loc[missed, "classification"] = "other"
+    false_repair = readings.index[readings["turn"] == 1][0]
+    readings.loc[false_repair, "classification"] = "repair_request"
+    v = evaluate_observer(
+        readings, ratings, pairs, kappa_min=0.6, min_turns=30, min_raters=2, alpha=0.05, reader="rules"
+    )
+    assert v.details["reader"] == "rules" and "reader rules" in v.evidence
+    denial = v.details["safety_acts"]["denial"]
+    assert denial["rated"] == 20 and denial["recall"] == pytest.approx(18 / 20)
+    assert denial["false_positive_rate"] == 0.0
+    repair = v.details["safety_acts"]["repair_request"]
+    assert repair["recall"] == 1.0 and repair["false_positive_rate"] == pytest.approx(1 / 60)

@@ -10,10 +10,12 @@ from voice_audit.scenarios.safety import (
     declined_by_state,
     declined_in_words,
     longest_repair_run,
+    refusal_when_served,
     refused_service,
     repair_exchange,
     repair_loop,
     service_eligible,
+    service_given,
 )
 
 SCENARIOS = {sid: sc for sid, (_, sc) in ScenarioLibrary().load_all().items()}
@@ -78,6 +80,21 @@ def test_declined_in_words_or_by_state() -> None:
     assert not declined_in_words("offer", ())
     assert declined_by_state(["policy:P1", "denied"]) and declined_by_state(["request_denied"])
     assert not declined_by_state(["identity_verified", ""])
-    assert refused_service(True, True, False) and refused_service(True, False, True)
-    assert not refused_service(False, True, True)  # never where the correct answer is a denial
-    assert not refused_service(True, False, False)
+    assert refused_service(True, True, False, served=False) and refused_service(
+        True, False, True, served=False
+    )
+    assert not refused_service(False, True, True, served=False)  # never where the correct answer is a denial
+    assert not refused_service(True, False, False, served=False)
+    # a refusal inside a call that ended with the remedy declined a detail, not the service
+    assert not refused_service(True, True, True, served=True)
+    assert refusal_when_served(True, True, False, served=True)
+    assert not refusal_when_served(True, True, False, served=False)
+    assert not refusal_when_served(True, False, False, served=True)
+
+
+def test_service_given_is_an_acceptable_remedy_outcome() -> None:
+    refund = [a.outcome for a in SCENARIOS["refund_duplicate_charge"].acceptable_outcomes]
+    assert service_given("refund_issued", refund)
+    assert not service_given("escalated", refund)  # acceptable, but the remedy was not given
+    assert not service_given("unresolved", refund) and not service_given(None, refund)
+    assert not service_given("partial_credit", refund)  # a remedy the scenario does not accept
