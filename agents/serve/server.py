@@ -8,6 +8,7 @@ import ssl
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from aiohttp import web
@@ -58,11 +59,12 @@ def tls_context(cert: str, key: str) -> ssl.SSLContext:
     """A server TLS context from a PEM certificate chain and its private key (clients that dial only
     `wss://` or `https://`, as the official Gemini SDK does, connect directly). Raises ValueError
     with a one-line reason when either file cannot be used."""
+    for what, path in (("certificate", cert), ("key", key)):
+        if not Path(path).is_file():
+            raise ValueError(f"TLS {what} file not found: {path} (give the PEM file's path)")
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     try:
         ctx.load_cert_chain(cert, key)
-    except FileNotFoundError as exc:
-        raise ValueError(f"TLS file not found: {exc.filename}") from None
     except (ssl.SSLError, OSError) as exc:
         raise ValueError(
             f"cannot use TLS certificate {cert} with key {key}: {exc} (give a PEM certificate and its own key)"
