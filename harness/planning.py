@@ -23,6 +23,7 @@ from voice_audit.harness.registry import (
     load_object,
     tts_backend_names,
 )
+from voice_audit.harness.speakers import check_speakers
 from voice_audit.personas import (
     AXES,
     Axis,
@@ -380,4 +381,5 @@ def load_campaign(path: str | Path) -> LoadedCampaign:
     _check_agents(doc, campaign)
     _check_backends(doc, campaign)
     plan = plan_campaign(doc, campaign, scenarios, catalogue)
+    check_speakers(doc, campaign, catalogue)  # `voices: N` is N different people per condition
     return LoadedCampaign(doc.path, campaign, scenarios, scenario_dir, catalogue, plan)

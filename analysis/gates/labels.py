@@ -13,7 +13,8 @@ from typing import Any
 
 import pandas as pd
 
-from voice_audit.analysis.metrics.quality import LABELS_FILE, LABELS_VERSION
+from voice_audit.analysis.metrics.quality import LABELS_VERSION
+from voice_audit.harness.runlog import labels_jsonl
 
 TURN_KEYS = ["episode_id", "turn", "rater"]
 
@@ -22,7 +23,7 @@ def read_turn_labels(
     run_dir: Path, task: str, columns: list[str], fields: Callable[[dict[str, Any]], dict[str, Any]]
 ) -> tuple[pd.DataFrame, list[str]]:
     """`task`'s lines as a frame of `columns`: the turn keys, then what `fields` takes from a record."""
-    path = Path(run_dir) / LABELS_FILE
+    path = labels_jsonl(Path(run_dir))
     rows: list[dict[str, Any]] = []
     skipped: list[str] = []
     if path.exists():

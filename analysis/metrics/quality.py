@@ -15,8 +15,8 @@ from pathlib import Path
 import pandas as pd
 
 from voice_audit.analysis.metrics.catalogue import QUALITY_LABELS
+from voice_audit.harness.runlog import labels_jsonl
 
-LABELS_FILE = Path("ratings") / "labels.jsonl"
 LABELS_VERSION = 1
 
 
@@ -31,7 +31,7 @@ class Labels:
 
 
 def read_labels(run_dir: Path) -> Labels:
-    path = run_dir / LABELS_FILE
+    path = labels_jsonl(run_dir)
     q_rows: list[dict[str, object]] = []
     p_rows: list[dict[str, object]] = []
     skipped: list[str] = []

@@ -14,6 +14,7 @@ import typer
 from voice_audit.analysis.rating.blinding import RATER_RE
 from voice_audit.analysis.rating.server import RatingServer
 from voice_audit.analysis.rating.session import RatingSession
+from voice_audit.analysis.rating.store import labels_path
 from voice_audit.analysis.rating.tasks import TASKS, AudioPart, TaskKind, build_task
 
 
@@ -55,7 +56,7 @@ async def serve(
             f"warning: nothing to rate for {task} (no completed calls with a recording and a contrast axis)",
             file=sys.stderr,
         )
-    print(f"{task}: {len(spec.items)} clips; labels go to {Path(run_dir) / 'ratings' / 'labels.jsonl'}")
+    print(f"{task}: {len(spec.items)} clips; labels go to {labels_path(run_dir)}")
     print(f"open {url}", flush=True)
     if ready is not None:
         ready.set()

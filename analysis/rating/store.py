@@ -41,11 +41,13 @@ from pathlib import Path
 from pydantic import Field, ValidationError
 
 from voice_audit.analysis.rating.tasks import AudioPart, TaskKind, TaskSpec
-from voice_audit.harness.runlog import atomic_write_bytes
+from voice_audit.harness.runlog import (
+    atomic_write_bytes,
+    labels_jsonl,
+    rating_items,
+)
 from voice_audit.scenarios.base import Frozen
 
-RATINGS_DIR = "ratings"
-LABELS_JSONL = "labels.jsonl"
 FORMAT_VERSION = 1
 
 
@@ -76,7 +78,7 @@ class LabelRecord(Frozen):
 
 
 def labels_path(run_dir: str | Path) -> Path:
-    return Path(run_dir) / RATINGS_DIR / LABELS_JSONL
+    return labels_jsonl(Path(run_dir))
 
 
 def read_labels(run_dir: str | Path) -> list[LabelRecord]:
@@ -98,7 +100,7 @@ def read_labels(run_dir: str | Path) -> list[LabelRecord]:
 
 def write_items(run_dir: str | Path, spec: TaskSpec) -> Path:
     """The un-blinded item list of a task, so the analysis can be redone without the server."""
-    path = Path(run_dir) / RATINGS_DIR / f"items-{spec.task}.json"
+    path = rating_items(Path(run_dir), spec.task)
     atomic_write_bytes(path, (spec.model_dump_json(indent=2) + "\n").encode())
     return path
 

@@ -65,6 +65,13 @@ ANALYSIS_OUTPUTS: tuple[str, ...] = (
 )
 """The files `voice-audit analyze` writes into a run folder: what the report reads and what a rerun replaces."""
 
+AUDIO_MEASURES_JSON = "audio_measures.json"
+"""The audio pass's cache of each recording's measures, keyed by the file's hash."""
+RATINGS_DIR = "ratings"
+"""What the rating app keeps: its labels and the un-blinded item list of each task."""
+LABELS_JSONL = "labels.jsonl"
+"""Every label a rater gave, appended (inside `RATINGS_DIR`)."""
+
 SUBGROUPS_JSON = "subgroups.json"
 SUBGROUPS_PARQUET = "subgroups.parquet"
 SUBGROUPS_GAP_PARQUET = "subgroups_gap.parquet"
@@ -154,3 +161,16 @@ def barrier_root(run_dir: Path) -> Path:
 
 def stimuli_dir(run_dir: Path) -> Path:
     return run_dir / STIMULI_DIR
+
+
+def ratings_dir(run_dir: Path) -> Path:
+    return run_dir / RATINGS_DIR
+
+
+def labels_jsonl(run_dir: Path) -> Path:
+    return run_dir / RATINGS_DIR / LABELS_JSONL
+
+
+def rating_items(run_dir: Path, task: str) -> Path:
+    """The un-blinded item list of a rating task."""
+    return run_dir / RATINGS_DIR / f"items-{task}.json"

@@ -12,13 +12,13 @@
 `voice_audit.analysis.audio.recording`, which pool workers import without pandas), its agent channel normalised
 once and shared by the codec check and the F0 trackers, the activity and onsets of both channels
 kept as compact frame lists, files spread over a process pool (`pool`), and every result cached in
-the run folder (`cache`: AUDIO_CACHE) under the file's sha256, the measure version and the
+the run folder (`cache`: AUDIO_CACHE, `runlog.AUDIO_MEASURES_JSON`) under the file's sha256, the measure version and the
 parameters, so a re-analysis reads the cache instead of the audio. The per-gate functions
 (`reference`: `codec_check`, `agent_speech`, `f0_pair_r`, `sync_offsets`) measure one file on its
 own; the tests hold the pass to them. What is measured and with what is in `model`.
 """
 
-from voice_audit.analysis.audio.measures.cache import AUDIO_CACHE, CACHE_SCHEMA, MEASURE_VERSION
+from voice_audit.analysis.audio.measures.cache import CACHE_SCHEMA, MEASURE_VERSION
 from voice_audit.analysis.audio.measures.measure import (
     measure_files,
     nan_to_none,
@@ -40,6 +40,7 @@ from voice_audit.analysis.audio.measures.reference import (
     read_call,
     sync_offsets,
 )
+from voice_audit.harness.runlog import AUDIO_MEASURES_JSON as AUDIO_CACHE
 
 __all__ = [
     "AGENT_RATE",

@@ -1,4 +1,4 @@
-"""The on-disk cache of the audio pass (AUDIO_CACHE in the run folder): each file's measures under
+"""The on-disk cache of the audio pass (`runlog.AUDIO_MEASURES_JSON` in the run folder): each file's measures under
 its sha256, valid for one measure version and one set of parameters, so a re-analysis reads the
 cache instead of the audio."""
 
@@ -11,7 +11,6 @@ from pathlib import Path
 from voice_audit.analysis.audio.measures.model import AudioParams, FileMeasures
 from voice_audit.harness.runlog import atomic_write_json
 
-AUDIO_CACHE = "audio_measures.json"
 CACHE_SCHEMA = "voice-audit/audio-measures"
 # 2: PYIN by voice_audit.analysis.audio.pyin (the same track), activity and onsets of both channels
 MEASURE_VERSION = 2

@@ -10,7 +10,6 @@ from pathlib import Path
 import numpy as np
 
 from voice_audit.analysis.audio.measures.cache import (
-    AUDIO_CACHE,
     covers,
     file_sha,
     merge,
@@ -20,6 +19,7 @@ from voice_audit.analysis.audio.measures.cache import (
 )
 from voice_audit.analysis.audio.measures.model import AudioParams, FileMeasures
 from voice_audit.analysis.audio.measures.pool import file_job, run_jobs
+from voice_audit.harness.runlog import AUDIO_MEASURES_JSON
 
 
 def measure_files(
@@ -35,7 +35,7 @@ def measure_files(
     Files whose sha256 is cached with every measure asked for are not decoded; the rest run in a
     process pool (heaviest first: the ones with a PYIN pair), one file per task.
     """
-    cache_path = run_dir / AUDIO_CACHE
+    cache_path = run_dir / AUDIO_MEASURES_JSON
     key = params_key(params)
     cached = read_cache(cache_path, key)
     results: dict[str, FileMeasures] = {}
