@@ -172,6 +172,9 @@ def delta_row(e: Mapping[str, Any]) -> DeltaRow:
         reading=reading(est, lo, hi, e.get("higher_is_worse")),
         notes=[str(n) for n in e.get("notes", [])],
         convention=str(e.get("convention", "a - b")),
+        smallest_effect=_num(e.get("smallest_effect")),
+        effect_size=_num(e.get("effect_size")),
+        no_interval=e.get("no_interval"),
     )
 
 

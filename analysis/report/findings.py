@@ -26,10 +26,14 @@ FAMILY_PRIORITY = ("terminal_outcome", "safety_events", "path_burden", "tool_beh
 """What happened to the caller leads: the outcome, then safety, then the path it took; the other
 families follow in the plan's order."""
 FINDINGS_RULE = (
-    "per cell (agent x scenario x contrast) each family's largest delta (|estimate| / half the interval "
-    "width); findings of cells whose stimuli failed the pre-screen after all others; those whose interval excludes 0 first, then by family (outcome, safety, burden, tool use, the "
-    "rest) and size; at most three per cell, eight in all"
+    "per cell (agent x scenario x contrast) each family's largest delta by its size against the plan's smallest "
+    "effect of interest (|estimate| / margin), not by its precision; findings of cells whose stimuli failed the "
+    "pre-screen after all others; then those whose whole interval lies beyond the margin, then those whose "
+    "estimate reaches it with an interval excluding 0, then those whose estimate reaches it, then the negligible "
+    "(estimate below the margin); within each, by size against the margin and then family (outcome, safety, "
+    "burden, tool use, the rest); at most three per cell, eight in all"
 )
+PRACTICAL_ORDER: dict[str, int] = {"shown": 0, "likely": 1, "possible": 2, "unknown": 3, "negligible": 4}
 
 
 def short_conditions(a: str, b: str) -> tuple[str, str]:
@@ -48,13 +52,42 @@ def _short(v: float | None) -> str:
     return f"{v:+.0f}" if abs(v) >= 100 else f"{v:+.2g}"
 
 
-def _score(r: DeltaRow) -> float:
+def _precision_score(r: DeltaRow) -> float:
+    """|estimate| / half-width: only where the plan declares no smallest effect (older plans)."""
     if r.estimate is None:
         return -1.0
     if r.ci_low is None or r.ci_high is None:
         return 0.0
     half = (r.ci_high - r.ci_low) / 2.0
     return abs(r.estimate) / half if half > 0 else (math.inf if r.estimate else 0.0)
+
+
+def practical(r: DeltaRow) -> str:
+    """Where the delta stands against the plan's smallest effect of interest (see `Finding.practical`)."""
+    m = r.smallest_effect
+    if r.estimate is None or m is None:
+        return "unknown"
+    if abs(r.estimate) < m:
+        return "negligible"
+    if r.ci_low is not None and r.ci_high is not None:
+        if r.ci_low >= m or r.ci_high <= -m:
+            return "shown"
+        if r.ci_low > 0 or r.ci_high < 0:
+            return "likely"
+    return "possible"
+
+
+def _size(r: DeltaRow) -> float:
+    """The delta's size against its smallest effect of interest; what findings are ranked by."""
+    if r.estimate is None:
+        return -1.0
+    if r.smallest_effect:
+        return abs(r.estimate) / r.smallest_effect
+    return _precision_score(r)
+
+
+def _rank_key(r: DeltaRow) -> tuple[int, float]:
+    return PRACTICAL_ORDER[practical(r)], -_size(r)
 
 
 def family_rank(family: str) -> int:
@@ -112,9 +145,10 @@ def _stimulus_note(c: CellBlock) -> str:
     )
 
 
-def _finding_key(t: tuple[CellBlock, FamilyBlock, DeltaRow]) -> tuple[bool, bool, int, float]:
+def _finding_key(t: tuple[CellBlock, FamilyBlock, DeltaRow]) -> tuple[bool, int, float, int]:
     c, fam, r = t
-    return (_stimulus_failed(c), not _excludes_zero(r), family_rank(fam.family), -_score(r))
+    tier, size = _rank_key(r)
+    return (_stimulus_failed(c), tier, size, family_rank(fam.family))
 
 
 def findings(blocks: list[CellBlock], dispo: Disposition, gate_rows: list[GateRow]) -> Findings:
@@ -145,7 +179,7 @@ def findings(blocks: list[CellBlock], dispo: Disposition, gate_rows: list[GateRo
                     )
                 )
                 continue
-            best = max(rows, key=lambda r: (_excludes_zero(r), _score(r)))
+            best = min(rows, key=_rank_key)
             entries.append(
                 MatrixEntry(
                     family=fam_name,
@@ -193,6 +227,9 @@ def findings(blocks: list[CellBlock], dispo: Disposition, gate_rows: list[GateRo
                 n_pairs=r.n_pairs,
                 excludes_zero=_excludes_zero(r),
                 direction=direction(r.estimate, r.higher_is_worse),
+                smallest_effect=r.smallest_effect,
+                effect_size=_size(r) if r.smallest_effect else None,
+                practical=practical(r),  # type: ignore[arg-type]
                 sentence=finding_sentence(
                     r.metric,
                     spec.kind if spec else "continuous",
@@ -204,6 +241,8 @@ def findings(blocks: list[CellBlock], dispo: Disposition, gate_rows: list[GateRo
                     r.n_pairs,
                     r.higher_is_worse,
                     r.alpha,
+                    smallest_effect=r.smallest_effect,
+                    no_interval=r.no_interval,
                 ),
                 claim=fam.claim,
                 gated=fam.claim != "diagnostics_only",
@@ -211,18 +250,21 @@ def findings(blocks: list[CellBlock], dispo: Disposition, gate_rows: list[GateRo
                 status=_status(fam.claim, blocked, verdicts) + _repeats(c) + _stimulus_note(c),
             )
         )
-    n_all = sum(1 for c in blocks for f in c.families for r in f.rows if r.estimate is not None)
-    n_excl = sum(1 for c in blocks for f in c.families for r in f.rows if _excludes_zero(r))
-    n_gated = sum(
-        1
-        for c in blocks
-        for f in c.families
-        for r in f.rows
-        if _excludes_zero(r) and f.claim != "diagnostics_only"
+    rows_all = [(f, r) for c in blocks for f in c.families for r in f.rows if r.estimate is not None]
+    tiers = [(f, practical(r)) for f, r in rows_all]
+    n_matter = sum(1 for _, t in tiers if t in ("shown", "likely"))
+    n_shown = sum(1 for _, t in tiers if t == "shown")
+    n_gated = sum(1 for f, t in tiers if t in ("shown", "likely") and f.claim != "diagnostics_only")
+    n_small = sum(1 for _, r in rows_all if _excludes_zero(r) and practical(r) == "negligible")
+    small = (
+        f" {n_small} more exclude 0 but are smaller than their smallest effect of interest (listed last)."
+        if n_small
+        else ""
     )
     headline = (
-        f"{n_excl} of {n_all} paired deltas have an interval that excludes 0; {n_gated} of them are in a family "
-        f"whose gates all passed. Campaign claim: {dispo.claim.replace('_', ' ')}."
+        f"{n_matter} of {len(rows_all)} paired deltas reach their smallest effect of interest with an interval "
+        f"that excludes 0 ({n_shown} with the whole interval beyond it); {n_gated} of them are in a family whose "
+        f"gates all passed.{small} Campaign claim: {dispo.claim.replace('_', ' ')}."
     )
     return Findings(
         headline=headline,

@@ -97,6 +97,21 @@ class DeltaRow(Frozen):
     reading: str
     notes: list[str]
     convention: str
+    smallest_effect: float | None = Field(
+        default=None,
+        description="the plan's smallest effect of interest for the metric (|a - b| that matters)",
+    )
+    effect_size: float | None = Field(default=None, description="|estimate| / smallest_effect")
+    no_interval: str | None = Field(
+        default=None, description="why no interval, e.g. 'no interval: 1 speaker'"
+    )
+
+    @property
+    def interval_text(self) -> str:
+        """'lo to hi', or what the estimate rests on instead ('no interval: 1 speaker')."""
+        if self.ci_low is not None and self.ci_high is not None:
+            return f"{self.ci_low:.4g} to {self.ci_high:.4g}"
+        return self.no_interval or "no interval"
 
 
 class ModelRow(Frozen):
@@ -273,6 +288,16 @@ class Finding(Frozen):
     n_pairs: int
     excludes_zero: bool
     direction: Literal["b_worse", "a_worse", "higher_a", "higher_b", "none"]
+    smallest_effect: float | None = Field(default=None, description="the plan's smallest effect of interest")
+    effect_size: float | None = Field(
+        default=None, description="|estimate| / smallest_effect: 1 is the smallest that matters"
+    )
+    practical: Literal["shown", "likely", "possible", "negligible", "unknown"] = Field(
+        default="unknown",
+        description="shown: the whole interval beyond the smallest effect; likely: the estimate beyond it and the "
+        "interval excludes 0; possible: the estimate beyond it, the interval reaching 0; negligible: the estimate "
+        "below it; unknown: the plan declares no smallest effect",
+    )
     sentence: str = Field(description="the delta in words, sign convention included")
     claim: str
     gated: bool = Field(description="the family's claim for this cell is above diagnostics_only")

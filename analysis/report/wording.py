@@ -122,17 +122,27 @@ def finding_sentence(
     n_pairs: int,
     higher_is_worse: bool | None,
     alpha: float,
+    *,
+    smallest_effect: float | None = None,
+    no_interval: str | None = None,
 ) -> str:
-    """The delta in words, e.g. "condition b carried 0.9 more repair turns (a − b = −0.9, 95% CI ...)"."""
+    """The delta in words, e.g. "condition b carried 0.9 more repair turns (a − b = −0.9, 95% CI ...;
+    1.8 × the smallest effect of interest, 0.5)"; an estimate without an interval says why
+    ("no interval: 1 speaker")."""
     if estimate is None:
         return f"{metric}: not estimable on {n_pairs} pairs"
     level = round(100 * (1 - alpha))
     ci = (
         f"{level}% CI {fmt(ci_low, 2)} to {fmt(ci_high, 2)}"
         if ci_low is not None and ci_high is not None
-        else "no interval"
+        else (no_interval or "no interval")
     )
-    tail = f"(a − b = {fmt(estimate, 2)}, {ci}; {n_pairs} pairs)"
+    against = (
+        f"; {abs(estimate) / smallest_effect:.2g} × the smallest effect of interest, {fmt(smallest_effect, 2)}"
+        if smallest_effect
+        else ""
+    )
+    tail = f"(a − b = {fmt(estimate, 2)}, {ci}; {n_pairs} pairs{against})"
     if ci_low is not None and ci_high is not None and ci_low <= 0.0 <= ci_high:
         tail += ", interval includes 0"
     if estimate == 0:
@@ -145,7 +155,7 @@ def finding_sentence(
         )
         return (
             f"{metric}: condition a {100 * mean_a:.0f}% vs condition b {100 * mean_b:.0f}% of calls{verdict} "
-            f"(a − b = {fmt(estimate, 2)}, {ci}; {n_pairs} pairs)"
+            f"{tail.removesuffix(', interval includes 0')}"
             + (", interval includes 0" if tail.endswith("includes 0") else "")
         )
     noun = METRIC_NOUNS.get(metric, metric)

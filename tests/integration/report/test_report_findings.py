@@ -9,7 +9,7 @@ from pathlib import Path
 
 from voice_audit.analysis.metrics.catalogue import CATALOGUE
 from voice_audit.analysis.report import Built
-from voice_audit.analysis.report.findings import family_rank
+from voice_audit.analysis.report.findings import PRACTICAL_ORDER
 from voice_audit.analysis.report.wording import direction, finding_sentence
 
 
@@ -36,11 +36,15 @@ def test_findings_are_the_delta_rows_ranked_with_their_gates(full: tuple[Built, 
         assert set(f.blocked_by) <= {g.gate for g in r.gates if g.verdict != "pass"}
         if not f.gated:
             assert f.status.startswith("diagnostic only") and all(g in f.status for g in f.blocked_by)
-    flags = [f.excludes_zero for f in ranked]
-    assert flags == sorted(flags, reverse=True)  # intervals excluding 0 come first
-    # then what happened to the caller: outcome before safety before burden before the rest
-    keys = [(not f.excludes_zero, family_rank(f.family)) for f in ranked]
+    # ranked by size against the plan's smallest effect of interest, not by precision: what is shown to
+    # matter first, the negligible last; within a tier the larger effect first
+    keys = [
+        ("STIMULUS FAILED" in f.status, PRACTICAL_ORDER[f.practical], -(f.effect_size or 0.0)) for f in ranked
+    ]
     assert keys == sorted(keys)
+    for f in ranked:
+        assert f.smallest_effect is not None and f.effect_size is not None
+        assert abs(f.effect_size - abs(f.estimate or 0.0) / f.smallest_effect) < 1e-9
     per_cell = [(f.cell_index, f.family) for f in ranked]
     assert len(per_cell) == len(set(per_cell)), "one finding per family and cell"
     assert len(r.findings.matrix) == len(r.cells)

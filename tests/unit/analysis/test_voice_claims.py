@@ -114,14 +114,18 @@ def test_outcome_burden_and_safety_need_both_human_stimulus_gates() -> None:
         assert fams["tool_behaviour"]["claim"] == "paired_disparity"
 
 
-def test_one_voice_per_condition_keeps_its_interval_labelled_and_is_no_claim() -> None:
+def test_one_voice_per_condition_shows_no_interval_and_is_no_claim() -> None:
     plan = load_plan()
     eps, pairs = cell(1, 20)
     (c,) = deltas(eps, pairs, plan)["cells"]
     assert c["n_voices"] == 1
     assert any("one voice per condition" in n for n in c["notes"])
     rep = next(e for e in c["estimates"] if e["metric"] == "burden_repair")
-    assert rep["n_clusters"] == 1 and rep["ci_low"] is not None and "not for their condition" in rep["method"]
+    # one speaker per condition: the estimate stands, its interval would describe replicates, not speakers
+    assert (
+        rep["n_clusters"] == 1 and rep["estimate"] is not None and "not for their condition" in rep["method"]
+    )
+    assert rep["ci_low"] is None and rep["ci_high"] is None and rep["no_interval"] == "no interval: 1 speaker"
     by_pair = pd.DataFrame("pass", index=pd.Index(pairs["pair_id"], name="pair_id"), columns=list(GATES))
     report = GateReport(results=[], by_pair=by_pair)
     fams = disposition(pairs, instances(pairs, report, plan), report, plan)["cells"][0]["families"]

@@ -59,15 +59,29 @@ def test_sign_convention_negative_means_b_carried_more_burden() -> None:
 
 
 def test_degenerate_continuous_data() -> None:
+    # identical counts on every pair: never a zero-width interval; exact Poisson limits over the units
     same = paired_mean_delta(_frame({"m": (np.ones(5), np.ones(5))}), "m")
-    assert (same.estimate, same.ci_low, same.ci_high, same.p_value) == (0.0, 0.0, 0.0, 1.0)
+    assert same.estimate == 0.0 and same.p_value == 1.0
+    assert same.ci_low is not None and same.ci_high is not None and same.ci_low < 0.0 < same.ci_high
+    assert any("Poisson" in n for n in same.notes)
     shifted = paired_mean_delta(_frame({"m": (np.full(4, 3.0), np.ones(4))}), "m")
-    assert shifted.estimate == 2.0 and shifted.p_value is None and shifted.notes
+    assert shifted.estimate == 2.0 and shifted.p_value is None
+    assert (
+        shifted.ci_low is not None and shifted.ci_high is not None and shifted.ci_low < 2.0 < shifted.ci_high
+    )
+    # the same difference on every pair while the levels vary: the unpaired spread of the levels
+    levels = np.array([1.0, 2.5, 4.0, 3.2])
+    varied = paired_mean_delta(_frame({"m": (levels + 0.5, levels)}), "m")
+    assert varied.ci_low is not None and varied.ci_high is not None and varied.ci_low < 0.5 < varied.ci_high
+    assert any("unpaired" in n for n in varied.notes)
+    # a continuous measure identical on every call: no interval, said why
+    flat = paired_mean_delta(_frame({"m": (np.full(4, 1.5), np.full(4, 1.5))}), "m")
+    assert flat.estimate == 0.0 and flat.ci_low is None and any("no interval" in n for n in flat.notes)
     single = paired_mean_delta(_frame({"m": (np.array([2.0]), np.array([1.0]))}), "m")
     assert single.estimate == 1.0 and single.ci_low is None
     for interval in ("signflip", "t", "bca", "percentile"):
         boot = paired_mean_delta(_frame({"m": (np.ones(5), np.ones(5))}), "m", interval=interval)  # type: ignore[arg-type]
-        assert boot.ci_low == 0.0 and boot.p_value == 1.0
+        assert boot.ci_low is not None and boot.ci_low < 0.0 and boot.p_value == 1.0
 
 
 def test_path_burden_vector_is_componentwise() -> None:
