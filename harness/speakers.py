@@ -4,8 +4,9 @@ A finding about an accent must rest on several speakers of it, not on one person
 pitches. Each condition's realisations 0..N-1 are resolved to the speaker its backend gives them
 (`voice_audit.harness.audio.speakers`: the voice catalogue's person for catalogued voices, so
 Flite's `kal` and `kal16` are one man), `voice-audit plan` prints the distinct speakers per
-condition, and a `voices:` the backend cannot fill with distinct speakers is refused in one line
-naming the campaign file and the fix. A backend that does not say who speaks (your own recordings,
+condition, and a `voices:` the campaign writes that the backend cannot fill with distinct speakers
+is refused in one line naming the campaign file and the fix (unwritten, the default takes each
+voice profile's realisations as they come, and `plan` shows how many people that is). A backend that does not say who speaks (your own recordings,
 a custom backend) is printed as unknown and not refused here.
 """
 
@@ -71,8 +72,11 @@ def cell_speakers(campaign: Campaign, catalogue: Catalogue) -> list[CellSpeakers
 
 
 def check_speakers(doc: YamlDocument, campaign: Campaign, catalogue: Catalogue) -> None:
-    """Refuse (one positioned ConfigError) the first condition whose backend cannot give `voices`
-    distinct speakers."""
+    """Refuse (one positioned ConfigError) the first condition whose backend cannot give the
+    `voices:` the campaign file writes as distinct speakers. A campaign that writes no `voices:`
+    takes each profile's realisations as they come; `plan` prints how many people that is."""
+    if "voices" not in doc.data:
+        return
     for cell in cell_speakers(campaign, catalogue):
         if not cell.known:
             continue
@@ -95,7 +99,7 @@ def check_speakers(doc: YamlDocument, campaign: Campaign, catalogue: Catalogue) 
             f"or voice the cell with a backend that has more speakers of {accent} (docs/voices.md lists them)"
         )
         raise doc.error(
-            ("voices",) if "voices" in doc.data else ("pairs", cell.pair),
+            ("voices",),
             f"voices: {campaign.voices} asks for {campaign.voices} different speakers per condition, but tts "
             f"{spec.name} gives pair {cell.pair} condition {cell.side} ({cell.condition.accent}, "
             f"{cell.condition.voice_profile}) {len(distinct)}: {', '.join(distinct) or 'none'}"

@@ -126,6 +126,24 @@ def test_a_catalogue_that_cannot_fill_voices_is_refused(tmp_path: Path) -> None:
     assert speakers_of(fits) == [["cmu-rms"], ["cmu-awb"]]
 
 
+def test_an_unwritten_voices_is_shown_not_refused(tmp_path: Path) -> None:
+    doc = campaign_file(
+        tmp_path,
+        {"name": "flite"},
+        {"voice_profile": "male_adult", **CALM},
+        {"accent": "us_general"},
+        {"accent": "gb_scottish"},
+    )
+    del doc.data["voices"]
+    check(doc)
+    campaign = Campaign.model_validate(doc.data)
+    lines = [c.line() for c in cell_speakers(campaign, load_catalogue())]
+    assert lines == [
+        "pair 0 a (us_general, male_adult): 1 distinct speaker(s) via flite: cmu-rms",
+        "pair 0 b (gb_scottish, male_adult): 1 distinct speaker(s) via flite: cmu-awb",
+    ]
+
+
 def test_synthetic_and_unknown_voices_are_not_refused_here(tmp_path: Path) -> None:
     espeak = campaign_file(
         tmp_path,
