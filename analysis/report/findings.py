@@ -229,7 +229,7 @@ def findings(blocks: list[CellBlock], dispo: Disposition, gate_rows: list[GateRo
                 direction=direction(r.estimate, r.higher_is_worse),
                 smallest_effect=r.smallest_effect,
                 effect_size=_size(r) if r.smallest_effect else None,
-                practical=practical(r),  # type: ignore[arg-type]
+                practical=practical(r),
                 sentence=finding_sentence(
                     r.metric,
                     spec.kind if spec else "continuous",

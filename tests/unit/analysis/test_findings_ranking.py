@@ -34,7 +34,7 @@ def _row(metric: str, family: str, est: float, lo: float | None, hi: float | Non
         notes=[],
         convention="a - b",
         smallest_effect=PLAN.smallest_effect(metric),
-        **kw,  # type: ignore[arg-type]
+        **kw,
     )
 
 
