@@ -49,7 +49,6 @@ from voice_audit.agents.protocols import gemini_live_wire as gw
 from voice_audit.agents.protocols._stream import (
     OpenSessions,
     closed_event,
-    describe,
     fail_kind,
     open_ws,
     stop_task,
@@ -311,11 +310,10 @@ class GeminiLiveSession(WsSession):
                 final = final or end
             except AgentError as exc:
                 final = ErrorOut(*fail_kind(exc))
+                self._end(final)  # the verdict before the close handshake (see WsSession._read)
                 await self._ws.close(1002 if exc.kind == "malformed_frame" else 1000, exc.message[:100])
             break
-        if not self._closing and final is not None:
-            self._chan.put_final(final)
-        self._chan.finish(describe(final))
+        self._end(final)
 
 
 class GeminiLiveAdapter:

@@ -149,7 +149,14 @@ class WsSession:
             final = final or closed_event(self._ws, exc)
         except AgentError as exc:
             final = ErrorOut(*fail_kind(exc))
+            # The verdict before the close handshake: on a busy loop (or with an agent slow to
+            # answer the close) the caller's patience could run out first and name the wrong kind.
+            self._end(final)
             await self._ws.close(1002, exc.message[:100])
+        self._end(final)
+
+    def _end(self, final: AgentEvent | None) -> None:
+        """Report the session's last word (once) and end the channel."""
         if not self._closing and final is not None:
             self._chan.put_final(final)
         self._chan.finish(describe(final))

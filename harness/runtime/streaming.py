@@ -41,6 +41,9 @@ __all__ = ["ENDPOINT_MS", "FRAME_MS", "PumpStats", "StreamingCall"]
 
 ENDPOINT_MS = 700
 HANGUP_GRACE_S = 1.0
+SETTLE_ROUNDS = 12
+"""Turns of the event loop a deadline waits before it counts: enough for a frame already in the
+socket to pass the protocol's reader, the session's channel and the receiver (four or five)."""
 FLOOD_AHEAD_MS = 120_000
 """Agent audio queued this far ahead of the playback clock is a flood, not speech: the call fails."""
 
@@ -198,7 +201,9 @@ class StreamingCall:
                     return await self._barge_in(now)
                 wake_ms = min(wake_ms, barge_at)
             if now >= wake_ms:
-                break
+                if await self._settled():
+                    break
+                continue  # the agent's words or its failure were waiting: read them first
             # Silent turns are the caller's to handle (its patience), checked first; an agent that
             # has sent nothing at all for a whole turn timeout means the caller's loop is stuck.
             if quiet_from is not None and now - quiet_from >= limit_ms:
@@ -212,6 +217,8 @@ class StreamingCall:
             if quiet_from is not None and now < quiet_from + limit_ms:
                 wake_ms = min(wake_ms, quiet_from + limit_ms)
             await self._wait((wake_ms - now + 1) / 1000)
+        await self._clock.gap()  # the caller's decision is bulk work: let the frames due go first
+        self._raise_failure()  # a failure the agent sent while the caller waited for the gap
         had_audio = self.log.playback.turn_start is not None
         silent = (
             quiet_from is not None
@@ -224,8 +231,29 @@ class StreamingCall:
         pcm = self.log.playback.finish_turn(interrupted=interrupted)
         turn = AgentTurn(text=self.turn_text, pcm16k=pcm, hung_up=self.hung_up, had_audio=had_audio)
         self.turn_text = []
-        await self._clock.gap()  # the caller's decision is bulk work: let the frames due go first
         return turn
+
+    async def _settled(self) -> bool:
+        """Whether the turn can end as it stands: what the agent had already sent when a deadline
+        fired has been read. On a busy event loop a frame can reach the socket before the deadline
+        and still be unread when the caller's timer fires (its reader, the session's channel and the
+        receiver each need a turn of the loop); the kind of a call's end must depend on what the
+        agent sent, not on the harness's load. False: something arrived; look again."""
+        seen = (self.last_activity_ms, len(self.turn_text), self.hung_up, self.log.playback.turn_start)
+        for _ in range(SETTLE_ROUNDS):
+            if self.failure is not None:
+                return False
+            await asyncio.sleep(0)
+        return (
+            seen
+            == (
+                self.last_activity_ms,
+                len(self.turn_text),
+                self.hung_up,
+                self.log.playback.turn_start,
+            )
+            and self.failure is None
+        )
 
     # -- interruptions -------------------------------------------------------------------
     def _barge_point(self) -> int | None:
