@@ -76,14 +76,18 @@ REPAIR = _rx(
     r"|\b(i'?m|im|i am|i got|i'?ve got|got) (a (bit|little) |a little bit |totally |completely |kind of |slightly )?lost\b"
     r"|\byou (have |'ve )?lost me\b|\bstruggling to follow\b|\b(didn'?t|doesn'?t|does not|did not) make (any |much )?sense\b"
     r"|\b(i )?(don'?t|do not|didn'?t|did not) (quite |really |totally |fully )?(follow|understand)"
-    r"( (you|that|what you (said|mean|meant|just said)))?\s*(,?\s*sorry)?\s*[.?!]*$"
+    r"( (you|that|what you('re| are)? (said|mean|meant|just said|need|want|asking|are asking|'re asking)))?\s*(,?\s*sorry)?\s*[.?!]*$"
     r"|\bnot sure what you'?re (asking|saying|after|looking for|referring to|telling me)\b"
     r"|\bwhat (is|was) it you('re| are| were)? (asking|saying|wanted|want|need|needed|meant|mean)\b"
     r"|\b(garbled|muffled|scrambled)\b|\b(go|run|walk me|take me) (through|over|by me) (that|it|this)\b[^.?!]{0,15}\b(again|once more)\b"
     r"|\b(tell|explain|say|give|go over|repeat|run)\b[^.?!]{0,25}\bonce more\b"
     r"|^((wait|hang on|hold on|sorry|um|uh|hm+|eh|er|oh|i'?m sorry|excuse me|pardon me),?\s+)*what was that\b"
     r"|,\s*sorry\s*\?\s*$|\b(zoned out|spaced out|drifted off|got distracted|wasn'?t listening|lost (my|the) (train of thought|thread))\b"
-    r"|\bgo back (a bit|a little|a second|a moment|a step|to what you said)\b"
+    r"|\bgo back (a bit|a little|a second|a moment|a step|to what you said)\b|\bstart (again |over )?from the (beginning|top|start)\b"
+    r"|\bwhat was the (bit|part|last (bit|part|thing)|thing|word) (after|before|about|you said)\b"
+    r"|\b(got|caught|heard|understood) (none|nothing|not a word|very little|almost nothing) of (that|it|what)\b"
+    r"|\b(audio|sound|signal|voice) (dropped|cut|glitched|froze|skipped)\b|\bsounded like you said\b"
+    r"|^((sorry|so|wait),?\s+)*(did you say|was that|you said)\b[^.?!]{1,30}\bor\b[^.?!]{1,30}\?\s*$"
     r"|\b(hard|difficult|tough) (time |job )?(hearing|understanding|making out|following|catching|to hear|to understand|to follow|to make out)\b"
     r"|\b(i'?m|im|i am) (a (bit|little) |slightly |so |really |getting )?confused\s*[.,!?]*$"
 )
@@ -145,7 +149,7 @@ CONFIRMATION_NOT = _rx(
 )
 
 _NEG_ABLE = (
-    r"(unable|not able|(aren'?t|isn'?t|am not|'m not|are not|is not|wasn'?t|weren'?t) able|can ?not|can'?t|cant|cannot|won'?t be able|won'?t|will not|not in a position|not going to"
+    r"(unable|not able|(aren'?t|isn'?t|am not|'m not|are not|is not|wasn'?t|weren'?t) able|can ?not|can'?t|cant|cannot|won'?t be able|won'?t(?! need)|will not(?! need)|not in a position|not going to"
     r"|not (authori[sz]ed|permitted|allowed)|no (way|means|mechanism|option|ability|authority|access|power|facility)"
     r"|nothing (on|at|from) (my|our) (end|side)|(isn'?t|is not|aren'?t|are not) something (i|we)('?m|'?re| am| are)?)"
 )
@@ -178,14 +182,15 @@ DENIAL = _rx(
     r"|\bnot (something )?(we'?re|we are|i'?m|i am) able to\b|\bi wish i could,? but\b|\bwon'?t be possible\b"
     r"|\b(don'?t|do not) have the (ability|authority|option) to\b|\boutside (of )?(our|the) (refund |credit )?(policy|window)\b"
     r"|\bcan'?t do that\b|\bno can do\b|\bnot going to be able to\b|\bdecline (the|your|this) (refund|request|credit|change)\b"
-    r"|\b(have to|must|going to have to|'ll have to|will have to|am going to|'m going to) (decline|deny|reject|turn down|refuse)\b"
+    r"|\b(have to|must|going to have to|'ll have to|will have to|am going to|'m going to) (decline|deny|reject|turn down|refuse|say no)\b"
     rf"|\b{_REMEDY_NOUN}\b[^.?!]{{0,15}}\b(aren'?t|isn'?t|is not|are not|not) (allowed|permitted|possible|available|offered|given|an option)\b"
     rf"|\b{_REMEDY_NOUN}\b[^.?!]{{0,15}}\b(aren'?t|isn'?t|is not|are not) something (we|i)\b"
-    r"|\bthat'?s a no\b|\bthe answer is no\b|\bcan'?t move you\b|\b(request|refund|claim|credit)\b[^.?!]{0,20}\b(has been|was|is|'s been) (declined|denied|rejected)\b"
+    r"|\bthat'?s a no\b|\bthe answer is no\b|\bcan'?t move you\b|\b(request|refund|claim|credit)\b[^.?!]{0,40}\b(has been|was|is|'s been) (declined|denied|rejected)\b"
     r"|\b(answer|that|it)('s| is| will be| would be| has to be)( going to be)? (a (firm |hard )?)?no\b"
     r"(?! (problem|worries|trouble|charge|need|longer|later|issue|fee|cost|rush|pressure|wait|extra))"
     r"|\b(there('ll| will) be|there is|there'?s) no (refund|credit|reversal|compensation|change|exception)s?\b"
-    r"|\bno (refunds?|credits?|exceptions)\b(?! (has|have|was|were|yet|on|showing|pending|needed|required|issued|for you yet))"
+    r"|\bno (refunds?|credits?|exceptions)\b(?! (has|have|was|were|yet|on (your|the) account|showing|pending|needed|required|issued|for you yet))"
+    r"|\bno longer (possible|available|an option|offered)\b"
     r"|\b(the|that|this|your) (charge|fee|payment|bill)s? (stands|will stand|remains|will remain|is valid|was valid)\b"
     r"|\b(beyond|outside) (what|anything) (i|we) can (do|offer)\b|\bbeyond my (authority|control|remit)\b"
     r"|^((i'?m |i am )?(afraid|sorry|unfortunately|no|sadly),?\s+)*(i|we) (really |just |simply )?(can'?t|cannot|won'?t|am unable|'m unable"
@@ -225,6 +230,12 @@ CONTRAST_YES = _rx(
 )
 """A refusal of a detail of the remedy, the remedy itself given or offered beside it ("I can't put it
 on a different card, but I can refund it to the card you paid with"): not a denial of the remedy."""
+CONTRAST_DONE = _rx(
+    r"\b(but|however|though|and)\b[^.?!]{0,40}\b(has|have|'s|is|was) (now |already |just )?(been )?(refunded|reversed|credited|reverted"
+    r"|processed|issued|applied|done|sorted|switched|moved back)\b"
+)
+"""A refusal with the remedy already given beside it ("I can't refund the card fee, but the duplicate
+has been refunded"): what was declined is not the service."""
 UNTIL_VERIFIED = _rx(
     r"\b(until|unless|before|without|till)\b[^.?!]{0,40}\b(verif|confirm|identif|security|who i'?m (speaking|talking)|who you are"
     r"|authenticat|pass(ed)? (the )?(check|security))|\bunverified\b|\bnot (yet )?verified\b"
@@ -259,7 +270,7 @@ CLOSING = _rx(
     r"(?<!or )\b(anything|something) else\b|\bwhat else can (i|we) (help|do|assist)\b|\b(anything|something) more (i|we) can\b|\b(any|anything) (other|further)\b"
     r"|\bconcludes? (our|the|this) call\b"
     r"|\bhave a\b[^.?!]{0,25}\b(day|evening|night|one|weekend|afternoon|morning)\b|\benjoy (the rest of )?your\b"
-    r"|\bgood ?bye\b|\bbye\b|\btake care\b(?! of)|\bthanks? (you )?for (calling|being with us|choosing)\b(?=[^?]*$)"
+    r"|\bgood ?bye\b|\bbye\b|\btake care\b(?! of)|\bthanks? (you )?for (calling|being with us|choosing|your call)\b(?=[^?]*$)"
     r"|\b(end|ending) the call\b|\bcall back any time\b|\bglad (i|we) could help\b|\bif there'?s nothing else\b"
     r"|\bthat'?s (everything|all) (from me|from my side|for (today|now))\b|\bis that (everything|all)\b( for (today|now))?\s*\??$"
 )
@@ -384,6 +395,7 @@ def acts_in(sent: str) -> list[ActHit]:
     m = OFFER.search(s)
     if (
         m
+        and not (denied and _NEGATED_ABILITY.search(low[max(0, m.start() - 30) : m.start() + 1]))
         and not OFFER_NOT.search(low)
         and not echo
         and not (refused and _OFFER_BY_ABILITY.search(m.group(0)))
@@ -409,6 +421,7 @@ def acts_in(sent: str) -> list[ActHit]:
 
 _HOLD_INTERJECTION = _rx(r"^(wait|hang on|hold on)\b")
 _CONTRAST = _rx(r"\b(?:but|however|though)\b")
+_NEGATED_ABILITY = _rx(r"\b(not|n't|no|never)\b[^.?!,]{0,25}$")
 
 
 def _denial(sent: str, low: str) -> str | None:
@@ -421,6 +434,8 @@ def _denial(sent: str, low: str) -> str | None:
         if TIMING.search(refused_span):
             return None
         if DETAIL.search(refused_span) and CONTRAST_YES.search(sent[m.end() :]):
+            return None
+        if CONTRAST_DONE.search(sent[m.start() :]):
             return None
         return "remedy_denied"
     d = DEFLECTION.search(sent)
