@@ -6,7 +6,9 @@ a `Problem` with a category that the summary counts. A newer schema_version in r
 by `RunReader` (SchemaVersionError) before anything is read, and so is a newer episode record.
 
 A record of an older schema is read as the current one writes it (`upgrade`): a version 1 call the
-agent did not serve becomes the outcome it is, and its frame row says `upgraded_from_schema`.
+agent did not serve becomes the outcome it is, and its frame row says `upgraded_from_schema`. The
+`turns` of a record before version 3 are recounted from its events (the caller turns spoken), as
+version 3 writes them; a record whose events cannot be read keeps its own count.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from voice_audit.harness.runlog import (
     ATTEMPT_AT,
     NON_SERVICE_SCHEMA,
     SHA256_AT,
+    SPOKEN_TURN_EVENT,
+    SPOKEN_TURNS_SCHEMA,
     RunReader,
     episodes_dir,
     episodes_jsonl,
@@ -81,6 +85,7 @@ def _ingest(reader: RunReader, readers: LogReaderPool | None) -> Ingested:
     rows: dict[str, tuple[Any, ...]] = {}  # record_row of the kept record, in order of first appearance
     paths: dict[str, str] = {}
     upgraded: dict[str, int | None] = {}  # of the kept record
+    recount: dict[str, bool] = {}  # the kept record's turns predate SPOKEN_TURNS_SCHEMA
     base = str(episodes_dir(reader.run_dir))
     logs = LogBatches(readers)
     for read_rec in reader.records():
@@ -103,6 +108,7 @@ def _ingest(reader: RunReader, readers: LogReaderPool | None) -> Ingested:
             logs.add(paths[eid], row[SHA256_AT], upgrade=rec.schema_version < NON_SERVICE_SCHEMA)
         rows[eid] = row
         upgraded[eid] = upgraded_from
+        recount[eid] = rec.schema_version < SPOKEN_TURNS_SCHEMA
     for msg in reader.problems.items:
         problems.append(
             Problem(category="torn_line" if "truncated" in msg else "invalid_record", message=msg)
@@ -156,6 +162,23 @@ def _ingest(reader: RunReader, readers: LogReaderPool | None) -> Ingested:
         ),
         df=frame_from_columns(batches, lengths),
     )
+    older = [eid for eid in ids if recount[eid]]
+    if older:
+        _recount_turns(frame, table, older)
     return Ingested(
         run_dir=reader.run_dir, manifest=reader.manifest, episodes=frame, table=table, problems=problems
     )
+
+
+def _recount_turns(frame: pd.DataFrame, table: EventTable, ids: list[str]) -> None:
+    """`turns` of these episodes (records before SPOKEN_TURNS_SCHEMA) as the caller turns spoken in
+    their events (`runlog.spoken_turns`, counted here over the table); an episode without readable
+    events keeps its record's count."""
+    eps = table.of_type(SPOKEN_TURN_EVENT, columns=["ep"])["ep"].to_numpy(dtype=np.int64)
+    spoken = np.bincount(eps, minlength=table.n_episodes)
+    at = {eid: i for i, eid in enumerate(table.episodes)}
+    turns = frame["turns"].to_numpy(copy=True)
+    for eid in ids:
+        if eid in at:
+            turns[frame.index.get_loc(eid)] = spoken[at[eid]]
+    frame["turns"] = turns

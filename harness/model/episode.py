@@ -197,7 +197,11 @@ class EpisodeOutcome(Frozen):
     )
     turns: int = Field(
         ge=0,
-        description="Number of caller turns spoken in the call (events carry `turn` 0 before the first).",
+        description=(
+            "Number of caller turns spoken in the call: caller utterances started, in every pacing and "
+            "however the call ended (events carry `turn` 0 before the first). Schema versions before 3 "
+            "counted one more when the caller hung up without a line; analysis recounts those from the events."
+        ),
     )
     n_events: int = Field(ge=0, description="Number of lines in the call's events.jsonl.")
     events_sha256: str = Field(

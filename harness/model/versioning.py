@@ -7,7 +7,7 @@ from typing import Any
 
 from voice_audit.scenarios.errors import SchemaVersionError
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 def check_schema_version(found: Any, where: str | Path) -> int:
@@ -29,6 +29,8 @@ def upgrade(data: dict[str, Any], kind: str) -> dict[str, Any]:
 
     Version 2 added the non-service outcome (completed calls the agent did not serve carry the
     agent-side `failure_kind` and a `non_service` event) and the patience, silence, barge-in and
-    yield events; a version 1 record reads unchanged."""
+    yield events. Version 3 counts in `turns` only the caller turns spoken: earlier versions counted
+    one more when the caller hung up without a line (analysis recounts those from the events,
+    `voice_audit.harness.runlog.compat`). Older records read unchanged here."""
     del kind
     return data

@@ -9,7 +9,14 @@ loading runtime or engine code.
 """
 
 from voice_audit.harness.model.versioning import SCHEMA_VERSION, check_schema_version
-from voice_audit.harness.runlog.compat import NON_SERVICE_SCHEMA, upgrade_events, upgrade_record
+from voice_audit.harness.runlog.compat import (
+    NON_SERVICE_SCHEMA,
+    SPOKEN_TURN_EVENT,
+    SPOKEN_TURNS_SCHEMA,
+    spoken_turns,
+    upgrade_events,
+    upgrade_record,
+)
 from voice_audit.harness.runlog.events import LogRead, read_events, read_log
 from voice_audit.harness.runlog.layout import (
     ANALYSIS_JSON,
@@ -103,6 +110,8 @@ __all__ = [
     "RUN_JSON",
     "SCHEMA_VERSION",
     "SHA256_AT",
+    "SPOKEN_TURNS_SCHEMA",
+    "SPOKEN_TURN_EVENT",
     "START_BARRIER_DIR",
     "STIMULI_AUDIO_DIR",
     "STIMULI_DIR",
@@ -146,6 +155,7 @@ __all__ = [
     "record_row",
     "run_json",
     "run_of",
+    "spoken_turns",
     "stimuli_dir",
     "storage_error",
     "upgrade_events",

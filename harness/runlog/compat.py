@@ -14,6 +14,11 @@ disk, which is not rewritten. The frame says which records were read this way
 
 Harness-side and caller-voice version 1 failures stay missing data, a turn timeout included:
 version 1 had no caller patience, so its timeout cannot be told apart from a stuck harness.
+
+Before version 3 a record's `turns` counted one more than the caller turns spoken when the caller
+hung up without a line (a decision to hang up took a turn number). The caller turns spoken are in
+the events (one `caller_utterance_start` each), so a reader of an older record that has its events
+recounts them (`spoken_turns`); the events file is not rewritten.
 """
 
 from __future__ import annotations
@@ -24,6 +29,10 @@ from voice_audit.harness.model import EpisodeRecord, ErrorEvent, Event, HangUp, 
 
 NON_SERVICE_SCHEMA = 2
 """First schema version that writes agent-side non-service as an outcome."""
+SPOKEN_TURNS_SCHEMA = 3
+"""First schema version whose `turns` counts only the caller turns spoken."""
+SPOKEN_TURN_EVENT = "caller_utterance_start"
+"""The event that marks one caller turn spoken."""
 
 
 def upgrade_record(rec: EpisodeRecord) -> tuple[EpisodeRecord, int | None]:
@@ -73,3 +82,8 @@ def upgrade_events(events: Sequence[Event]) -> list[Event]:
 
 def _fatal(e: Event) -> bool:
     return isinstance(e, ErrorEvent) and e.fatal
+
+
+def spoken_turns(events: Sequence[Event]) -> int:
+    """The caller turns spoken in a call: what `turns` holds from version 3 on."""
+    return sum(1 for e in events if e.type == SPOKEN_TURN_EVENT)

@@ -66,6 +66,9 @@ class CallLog:
         self.channel_info = channel_info
         self.oracle = oracle
         self.turn = 0
+        """The caller's turn number the events carry (a decision to hang up without a line takes one)."""
+        self.spoken = 0
+        """Caller turns spoken: utterances started, the record's `turns`."""
         self.facts_seen: str | None = None
         self.caller_end_ms = 0
         """End of the caller's last utterance on the episode clock (as logged, even if still playing)."""
@@ -101,6 +104,7 @@ class CallLog:
 
     def utterance_started(self, t_ms: int, spoken: Spoken, say: Say | None) -> None:
         """Log the start of a caller utterance and place its audio on the recording."""
+        self.spoken += 1
         self.stamper.emit(
             "caller_utterance_start",
             t_ms,

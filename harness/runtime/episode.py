@@ -437,7 +437,7 @@ class EpisodeRunner:
             outcome_flags=flags,
             facts_sha256_seen=self.log.facts_seen,
             duration_ms=end_ms,
-            turns=self.log.turn,
+            turns=self.log.spoken,
             n_events=len(events),
             events_sha256=events_sha,
             audio_file=audio_file(ctx.episode_dir.name),
