@@ -26,7 +26,6 @@ from voice_audit.personas import SpeechParams, load_catalogue
 from voice_audit.scenarios.base import Frozen
 
 Gender = Literal["female", "male"]
-_FILES = ("offline.yaml", "azure.yaml", "google.yaml")
 
 
 class CatalogueVoice(Frozen):
@@ -59,7 +58,7 @@ def catalogues() -> dict[str, BackendCatalogue]:
     """Every backend's catalogue, read once from the package's YAML files."""
     out: dict[str, BackendCatalogue] = {}
     root = resources.files(__name__)
-    for name in _FILES:
+    for name in sorted(p.name for p in root.iterdir() if p.name.endswith(".yaml")):
         data = yaml.safe_load(root.joinpath(name).read_text(encoding="utf-8"))
         for backend, entry in data.items():
             if backend in out:
