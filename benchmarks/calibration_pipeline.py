@@ -72,6 +72,7 @@ report engine compute replayed per content (``agents/reference/_audio.py``).
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import time
@@ -79,11 +80,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from voice_audit.analysis import pipeline_calibration as pc
+from voice_audit.analysis.deltas import deltas
+from voice_audit.analysis.metrics.catalogue import CATALOGUE
 from voice_audit.analysis.pipeline import AnalysisResult, analyze
 from voice_audit.analysis.plan import load_plan
+from voice_audit.analysis.stats import equivalence, units_needed
 
 ROOT = Path(__file__).resolve().parents[1]
 ALPHA_FALLBACK = 0.05
@@ -312,6 +317,94 @@ def planted_table(res: AnalysisResult, replicates: int, seed: int) -> pd.DataFra
     return pd.DataFrame(rows)
 
 
+def equivalence_table(res: AnalysisResult, replicates: int, seed: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The release check's equivalence verdict (`voice_audit.analysis.stats.equivalence`) at the plan's
+    smallest effects of interest, on replicates of the real A/A run: under the exact A/A null (true
+    difference 0) a verdict `exceeded` is a false fail; with every side-a value of a continuous metric
+    shifted by its margin (true difference = the margin, the edge of parity) a verdict `parity` is a
+    false parity. Both should stay at or below alpha / 2 (the whole (1 - alpha) interval inside the
+    tolerance is a two one-sided tests procedure at alpha / 2 per side)."""
+    src = pc.source(res)
+    plan = src.plan
+    margins = {m: plan.smallest_effect(m) for f in plan.families.values() for m in f.metrics}
+    continuous = [m for m, v in margins.items() if v and CATALOGUE[m].kind != "binary" and m in src.episodes]
+    rows: list[dict[str, Any]] = []
+    for rep, child in enumerate(np.random.SeedSequence(seed).spawn(replicates)):
+        episodes, pairs = pc.resample(src, np.random.default_rng(child), swap=True)
+        shifted = episodes.copy()
+        on_a = shifted["side"] == "a"
+        for m in continuous:
+            shifted.loc[on_a, m] = shifted.loc[on_a, m] + margins[m]
+        for truth, eps in (("A/A: true difference 0", episodes), ("edge: true difference = margin", shifted)):
+            table = pc.estimates_table(deltas(eps, pairs, plan))
+            for r in table.itertuples(index=False):
+                margin = margins.get(str(r.metric))
+                if margin is None or (truth.startswith("edge") and r.metric not in continuous):
+                    continue
+                has = r.ci_low is not None and r.ci_high is not None and not pd.isna(r.ci_low)
+                verdict = (
+                    equivalence(float(r.ci_low), float(r.ci_high), -margin, margin) if has else "no interval"
+                )
+                rows.append({"truth": truth, "metric": r.metric, "replicate": rep, "verdict": verdict})
+    frame = pd.DataFrame(rows)
+    counts = frame.groupby(["truth", "verdict"]).size().unstack(fill_value=0)
+    for col in ("parity", "inconclusive", "exceeded", "no interval"):
+        if col not in counts:
+            counts[col] = 0
+    pooled = counts.reset_index()
+    pooled["tests"] = counts.sum(axis=1).to_numpy()
+    pooled["with_interval"] = pooled["tests"] - pooled["no interval"]
+    for col in ("parity", "inconclusive", "exceeded"):  # among the tests with an interval
+        pooled[f"{col}_rate"] = pooled[col] / pooled["with_interval"].where(pooled["with_interval"] > 0)
+    per_metric = (
+        frame.assign(parity=frame["verdict"] == "parity", exceeded=frame["verdict"] == "exceeded")
+        .groupby(["truth", "metric"])
+        .agg(tests=("verdict", "size"), parity_rate=("parity", "mean"), exceeded_rate=("exceeded", "mean"))
+        .reset_index()
+    )
+    per_metric["margin"] = per_metric["metric"].map(margins)
+    return pooled, per_metric
+
+
+def needed_table(run_dir: Path, res: AnalysisResult) -> pd.DataFrame:
+    """Per cell and metric of an analysed run: what the interval is now and the pairs and speakers it
+    would need to lie within the plan's smallest effect of interest at the observed variance (the
+    estimate staying where it is; the half-width shrinking as 1 / sqrt(speakers))."""
+    data = json.loads((run_dir / "deltas.json").read_text())
+    rows: list[dict[str, Any]] = []
+    for cell in data["cells"]:
+        for e in cell.get("estimates", []):
+            margin = e.get("smallest_effect")
+            est, lo, hi = e.get("estimate"), e.get("ci_low"), e.get("ci_high")
+            if margin is None or est is None:
+                continue
+            n_pairs = int(e["n_pairs"])
+            units = int(e.get("n_clusters") or n_pairs)
+            row: dict[str, Any] = {
+                "cell": f"{cell['cell']['agent']} {cell['cell']['contrast'] or '(A/A)'}",
+                "metric": e["metric"],
+                "margin": margin,
+                "estimate": est,
+                "interval": "—" if lo is None else f"[{lo:.3g}, {hi:.3g}]",
+                "pairs": n_pairs,
+                "speakers": units,
+            }
+            if lo is None or hi is None:
+                row.update(verdict=e.get("no_interval") or "no interval", need_pairs=None, need_speakers=None)
+            else:
+                verdict = equivalence(lo, hi, -margin, margin)
+                need = None if verdict == "parity" else units_needed(est, lo, hi, units, -margin, margin)
+                row.update(
+                    verdict=verdict,
+                    need_speakers=units if verdict == "parity" else need,
+                    need_pairs=n_pairs
+                    if verdict == "parity"
+                    else (None if need is None else int(np.ceil(need * n_pairs / units))),
+                )
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -338,8 +431,23 @@ def main() -> None:
         action="store_true",
         help="the A/A campaign and its rows only (the planted twin rows do not use deltas())",
     )
+    parser.add_argument(
+        "--equivalence",
+        action="store_true",
+        help="the A/A campaign's equivalence rows only: false fail and false parity of the release check",
+    )
+    parser.add_argument(
+        "--needed-run",
+        type=Path,
+        action="append",
+        default=[],
+        help="an analysed run (e.g. the demo's): per cell the pairs and speakers parity would need",
+    )
     args = parser.parse_args()
     t0 = time.time()
+    if args.equivalence:
+        equivalence_main(args)
+        return
     plan = load_plan(args.plan) if args.plan else None
     aa_dir = run_campaign(AA_CAMPAIGN, args.out, "aa", args.workers, args.reuse)
     planted_dir = (
@@ -391,6 +499,28 @@ def main() -> None:
         + ", ".join(f"{k} {v:.0f} s" for k, v in timings.items())
         + f"; total {time.time() - t0:.0f} s"
     )
+
+
+def equivalence_main(args: argparse.Namespace) -> None:
+    t0 = time.time()
+    plan = load_plan(args.plan) if args.plan else None
+    aa_dir = run_campaign(AA_CAMPAIGN, args.out, "aa", args.workers, args.reuse)
+    aa_res = analyze(aa_dir, audio=not args.no_audio, plan=plan)
+    alpha = aa_res.plan.alpha
+    pooled, per_metric = equivalence_table(aa_res, args.replicates, args.seed + 3)
+    with pd.option_context("display.width", 250, "display.max_rows", 500, "display.max_colwidth", 60):
+        print(
+            f"\nequivalence verdicts at the plan's smallest effects: {aa_dir} "
+            f"({aa_res.summary['pairs']['included']} included pairs), alpha = {alpha}, nominal <= {alpha / 2:g}"
+        )
+        print(pooled.to_string(**FMT))
+        print("\nper metric:")
+        print(per_metric.to_string(**FMT))
+        for run in [aa_dir, *args.needed_run]:
+            res = aa_res if run == aa_dir else analyze(run, audio=not args.no_audio, plan=plan)
+            print(f"\npairs and speakers to show parity at the plan's margins: {run}")
+            print(needed_table(run, res).to_string(**FMT))
+    print(f"total {time.time() - t0:.0f} s")
 
 
 FMT: dict[str, Any] = {"float_format": lambda x: f"{x:.3f}", "index": False}
