@@ -15,6 +15,7 @@ from voice_audit.scenarios import CALLER_FACTS
 
 ROOT = Path(__file__).parents[2]
 CORPUS = ROOT / "tests" / "fixtures" / "observer"
+SCENARIO_KEYS = ("refund", "outage", "plan", "unlock", "dispute", "cancel")
 
 
 def _turns(split: str) -> list[dict[str, Any]]:
@@ -33,14 +34,17 @@ def test_corpus_size_split_and_labels() -> None:
     # the development part grows with each development batch, the held-out part with files
     # written apart from the rules: it stays a fifth of the corpus or more
     assert len(held) >= 250 and len(held) / (len(dev) + len(held)) >= 0.2
-    for turn in dev + held:
-        assert turn["s"] in ("refund", "outage", "plan")
-        assert turn["a"] and set(turn["a"]) <= set(ACTS), turn
-        assert set(turn.get("f", ())) <= set(CALLER_FACTS), turn
-        assert "other" not in turn["a"] or turn["a"] == ["other"], turn
-    assert not {str(t["t"]) for t in dev} & {str(t["t"]) for t in held}
-    for split in (dev, held):
-        assert {t["s"] for t in split} == {"refund", "outage", "plan"}
+    # failures name the split and position, never a held-out turn's words
+    for name, split in (("dev", dev), ("holdout", held)):
+        for i, turn in enumerate(split):
+            where = f"{name} turn {i}"
+            assert turn["s"] in SCENARIO_KEYS, where
+            assert turn["a"] and set(turn["a"]) <= set(ACTS), where
+            assert set(turn.get("f", ())) <= set(CALLER_FACTS), where
+            assert "other" not in turn["a"] or turn["a"] == ["other"], where
+        assert {"refund", "outage", "plan"} <= {t["s"] for t in split}, name
+    shared = len({str(t["t"]) for t in dev} & {str(t["t"]) for t in held})
+    assert shared == 0, f"{shared} turns are in both splits"
 
 
 def test_rule_reader_meets_the_target_on_the_dev_part() -> None:
