@@ -72,20 +72,20 @@ def cell_speakers(campaign: Campaign, catalogue: Catalogue) -> list[CellSpeakers
 
 
 def check_speakers(doc: YamlDocument, campaign: Campaign, catalogue: Catalogue) -> None:
-    """Refuse (one positioned ConfigError) the first condition whose backend cannot give the
-    `voices:` the campaign file writes as distinct speakers. A campaign that writes no `voices:`
-    takes each profile's realisations as they come; `plan` prints how many people that is."""
-    if "voices" not in doc.data:
-        return
+    """Refuse (one positioned ConfigError) the first condition whose backend has no voice for one
+    of its realisations, or cannot give the `voices:` the campaign file writes as distinct
+    speakers. A campaign that writes no `voices:` takes each profile's realisations as they come:
+    `plan` prints how many people that is."""
+    written = "voices" in doc.data
     for cell in cell_speakers(campaign, catalogue):
         if not cell.known:
             continue
         distinct = cell.distinct
-        if len(distinct) >= campaign.voices and NO_VOICE not in cell.speakers:
+        voiceless = NO_VOICE in cell.speakers
+        if not voiceless and (not written or len(distinct) >= campaign.voices):
             continue
         spec = campaign.tts_for(cell.condition)
         accent = catalogue.accent[cell.condition.accent].voice.lower()
-        have = len(distinct)
         fixes = []
         if (
             backend_catalogue(spec.name) is not None
@@ -93,16 +93,23 @@ def check_speakers(doc: YamlDocument, campaign: Campaign, catalogue: Catalogue) 
             and spec.name not in CATALOGUE_DEFAULT
         ):
             fixes.append("set tts.options.voices: catalogue to draw distinct catalogued speakers")
-        if have:
-            fixes.append(f"set voices: {have}")
+        if distinct:
+            fixes.append(f"set voices: {len(distinct)}")
         fixes.append(
-            f"or voice the cell with a backend that has more speakers of {accent} (docs/voices.md lists them)"
+            ("or " if fixes else "")
+            + f"voice the cell with a backend that has more speakers of {accent} (docs/voices.md lists them)"
         )
-        raise doc.error(
-            ("voices",),
-            f"voices: {campaign.voices} asks for {campaign.voices} different speakers per condition, but tts "
-            f"{spec.name} gives pair {cell.pair} condition {cell.side} ({cell.condition.accent}, "
-            f"{cell.condition.voice_profile}) {len(distinct)}: {', '.join(distinct) or 'none'}"
-            + ("; a realisation has no voice" if NO_VOICE in cell.speakers else ""),
-            fix="; ".join(fixes),
-        )
+        where = f"pair {cell.pair} condition {cell.side} ({cell.condition.accent}, {cell.condition.voice_profile})"
+        gives = f"{len(distinct)}: {', '.join(distinct) or 'none'}"
+        if written:
+            message = (
+                f"voices: {campaign.voices} asks for {campaign.voices} different speakers per condition, but tts "
+                f"{spec.name} gives {where} {gives}" + ("; a realisation has no voice" if voiceless else "")
+            )
+        else:
+            missing = cell.speakers.index(NO_VOICE)
+            message = (
+                f"tts {spec.name} has no voice for realisation {missing + 1} of {where} (voices: "
+                f"{campaign.voices}, the default); its speakers there: {gives}"
+            )
+        raise doc.error(("voices",) if written else ("pairs", cell.pair), message, fix="; ".join(fixes))

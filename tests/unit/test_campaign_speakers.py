@@ -144,6 +144,28 @@ def test_an_unwritten_voices_is_shown_not_refused(tmp_path: Path) -> None:
     ]
 
 
+def test_an_unwritten_voices_the_backend_has_no_voice_for_is_refused(tmp_path: Path) -> None:
+    doc = campaign_file(
+        tmp_path,
+        {"name": "azure", "options": {"region": "westeurope"}},
+        {"voice_profile": "male_adult", **CALM},
+        {"accent": "us_general"},
+        {"accent": "gb_scottish"},
+    )
+    del doc.data["voices"]
+    with pytest.raises(
+        ConfigError,
+        match=r"tts azure has no voice for realisation 1 of pair 0 condition b \(gb_scottish, male_adult\)",
+    ) as err:
+        check(doc)
+    lines = doc.path.read_text().splitlines()
+    pair_line = next(i for i, line in enumerate(lines, 1) if line.lstrip().startswith("- contrast"))
+    assert f"speakers.yaml:{pair_line}:" in err.value.one_line(), "points at the pair"
+    assert (
+        "(fix: voice the cell with a backend that has more speakers of en-gb-scotland" in err.value.one_line()
+    )
+
+
 def test_synthetic_and_unknown_voices_are_not_refused_here(tmp_path: Path) -> None:
     espeak = campaign_file(
         tmp_path,
