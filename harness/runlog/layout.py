@@ -42,6 +42,8 @@ CALL_ID_SALT = "call_id.salt"
 PREPARED = frozenset({LOCK_FILE, CALL_ID_SALT})
 """Files a run folder may hold before its run is created."""
 START_BARRIER_DIR = ".start-barrier"
+BARRIER_MARK = ".ready"
+"""Suffix of a worker's arrival file in a barrier folder (`<worker>.ready`, holding its warm-up problem)."""
 STIMULI_DIR = "stimuli"
 """The stimulus pilot `run` keeps with the run (voice_audit.harness.stimuli writes it)."""
 STIMULI_AUDIO_DIR = "audio"
@@ -157,6 +159,11 @@ def attempt_audio_file(episode_id: str, attempt: int) -> str:
 
 def barrier_root(run_dir: Path) -> Path:
     return run_dir / START_BARRIER_DIR
+
+
+def barrier_mark(barrier_folder: Path, worker: int) -> Path:
+    """Worker `worker`'s arrival file in one session's barrier folder (under `barrier_root`)."""
+    return barrier_folder / f"{worker}{BARRIER_MARK}"
 
 
 def stimuli_dir(run_dir: Path) -> Path:

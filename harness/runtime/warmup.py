@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from voice_audit.harness.adapter import AgentAdapter, AgentError, PreparedAdapter
-from voice_audit.harness.runlog import barrier_root
+from voice_audit.harness.runlog import BARRIER_MARK, barrier_mark, barrier_root
 
 __all__ = [
     "START_BARRIER_TIMEOUT_S",
@@ -110,7 +110,7 @@ class StartBarrier:
         `replace=False` leaves an earlier arrival as it was."""
         folder = Path(self.folder)
         folder.mkdir(parents=True, exist_ok=True)
-        mark = folder / f"{self.index}.ready"
+        mark = barrier_mark(folder, self.index)
         if not replace and mark.exists():
             return
         tmp = folder / f".{self.index}.tmp"
@@ -122,7 +122,7 @@ class StartBarrier:
             names = os.listdir(self.folder)
         except FileNotFoundError:
             return set()
-        stems = (name.removesuffix(".ready") for name in names if name.endswith(".ready"))
+        stems = (name.removesuffix(BARRIER_MARK) for name in names if name.endswith(BARRIER_MARK))
         return {int(stem) for stem in stems if stem.isdigit()}
 
     async def wait(self) -> BarrierResult:
@@ -137,7 +137,7 @@ class StartBarrier:
         failed: dict[int, str] = {}
         for k in arrived:
             try:
-                why = (Path(self.folder) / f"{k}.ready").read_text()
+                why = barrier_mark(Path(self.folder), k).read_text()
             except OSError:
                 continue
             if why:
