@@ -3,7 +3,7 @@
 A dict per record then a frame from those rows cost about 2 s of the main process on a 100k run,
 while it shares the two cores with the event readers, and keeping the validated models until then
 held about 0.9 GB (9 kB a record), memory this machine pays for on first touch. Here each record
-becomes one flat tuple as it is read (`record_row`, a C `attrgetter`), so its models die at once;
+becomes one flat tuple as it is read (`runlog.record_row`, a C `attrgetter`), so its models die at once;
 the tuples are transposed into columns, and strings repeated across records (contrast, flags,
 condition keys) are joined once per distinct value.
 """
@@ -20,7 +20,9 @@ from voice_audit.personas import AXES
 
 _KEY = "|".join(f"{a}=%s" for a in AXES)
 
-COLUMNS: tuple[str, ...] = (
+COLUMNS: tuple[str, ...] = (  # metrics.parquet's names: a record field (`runlog.RECORD_NAMES`) keeps its
+    # name, except the run's plan_sha256 (run_plan_sha256: plan_sha256 there is the analysis plan's)
+    # and terminal_outcome, outcome_flags (record_outcome, record_flags: the metrics recompute both)
     "episode_id",
     "run_id",
     "pair_id",
