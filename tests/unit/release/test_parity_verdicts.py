@@ -10,12 +10,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import typer
+import xmlschema
 from typer.testing import CliRunner
 
 from voice_audit.analysis.release import check_run, junit_xml, load_policy, markdown
 from voice_audit.analysis.release.check import EXIT_CODES
 from voice_audit.analysis.release.cli import check_cmd
 
+XSD = Path(__file__).parents[2] / "fixtures" / "junit" / "junit-10.xsd"
 RULE = """\
 name: {name}
 diagnostic: allowed   # the golden calls carry no recordings and no ratings: no family is gated
@@ -73,6 +75,7 @@ def test_straddling_is_inconclusive_and_the_policy_may_make_it_a_warning(
     assert "❔ inconclusive" in (tmp_path / "summary.md").read_text()
     xml = (tmp_path / "junit.xml").read_text()
     assert 'type="inconclusive"' in xml and 'failures="1"' in xml
+    xmlschema.XMLSchema(XSD).validate(str(tmp_path / "junit.xml"))
     code, out = _cli(
         runs("even"), _policy(tmp_path, "tolerance: 0.2", extra="inconclusive: warn\n"), tmp_path
     )
