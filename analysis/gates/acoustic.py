@@ -1,4 +1,10 @@
-"""Gate 4: agent F0 is measured validly (Praat and PYIN agree per condition cell)."""
+"""Gate 4: agent F0 is measured validly (Praat and PYIN agree per condition cell), and the callers'
+voices differ in nothing acoustic but the contrast.
+
+The second part reads the run's stimulus record: a property a cell does not contrast (speaking
+rate, median F0, loudness) on which its two conditions' voices differ beyond the frozen plan's
+tolerance (`gates.stimulus`) is named as a confound, with the figures, whatever the F0 verdict.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,37 @@ import pandas as pd
 from voice_audit.analysis.audio import measures as audio_measures
 from voice_audit.analysis.audio.run_pass import cell_key, trackers
 from voice_audit.analysis.gates.base import GateInputs, GateResult, audio_pass, gate_scope, pairwise, worst
+from voice_audit.analysis.gates.stimulus import read_stimuli
+from voice_audit.harness.model.stimulus import confounds
+
+
+def caller_confounds(inp: GateInputs) -> list[dict[str, Any]]:
+    """Each cell's non-contrast acoustic confounds, re-judged under this plan's tolerances."""
+    report, _ = read_stimuli(inp.ing.run_dir)
+    if report is None:
+        return []
+    th = inp.plan.gates.stimulus
+    out = []
+    for cell in report.cells:
+        found = confounds(cell.a, cell.b, cell.contrast, th)
+        if found:
+            out.append(
+                {
+                    "pairs": list(cell.pairs),
+                    "scenario_id": cell.scenario_id,
+                    "confounds": [c.model_dump(mode="json") for c in found],
+                    "text": f"{cell.pairs[0]} ({cell.scenario_id}): " + "; ".join(c.text for c in found),
+                }
+            )
+    return out
+
+
+def _confound_note(found: list[dict[str, Any]]) -> str:
+    if not found:
+        return ""
+    return " Caller confounds (voices differ in more than the contrast): " + " | ".join(
+        f["text"] for f in found
+    )
 
 
 def acoustic_validity(inp: GateInputs) -> tuple[GateResult, pd.Series, pd.Series]:
@@ -20,15 +57,16 @@ def acoustic_validity(inp: GateInputs) -> tuple[GateResult, pd.Series, pd.Series
     ep = inp.episodes
     f0 = pd.Series(np.nan, index=ep["episode_id"])
     scope = gate_scope(inp.plan, "acoustic_validity")
+    found = caller_confounds(inp)
 
     def none(why: str) -> tuple[GateResult, pd.Series, pd.Series]:
         res = GateResult(
             gate="acoustic_validity",
             verdict="not-evaluable",
-            evidence=why,
+            evidence=why + _confound_note(found),
             thresholds=th.model_dump(),
             scope=scope,
-            details={},
+            details={"caller_confounds": found},
         )
         return res, pd.Series("not-evaluable", index=p.index, dtype=object), f0
 
@@ -77,11 +115,10 @@ def acoustic_validity(inp: GateInputs) -> tuple[GateResult, pd.Series, pd.Series
         gate="acoustic_validity",
         verdict=verdict,
         evidence=f"Praat vs PYIN on the agent channel, per-file minimum r per condition cell vs {th.min_r}: "
-        + "; ".join(
-            f"{k}: {c['verdict']} (min r {c['min_r']}, {c['files']} files)" for k, c in cells.items()
-        ),
+        + "; ".join(f"{k}: {c['verdict']} (min r {c['min_r']}, {c['files']} files)" for k, c in cells.items())
+        + _confound_note(found),
         thresholds=th.model_dump(),
         scope=scope,
-        details={"cells": cells, "audio_pass": measured.stats},
+        details={"cells": cells, "audio_pass": measured.stats, "caller_confounds": found},
     )
     return res, pairwise(inp, ep_v), f0

@@ -3,6 +3,10 @@
 
 A crashed or hung engine is reported as a SynthesisError naming the backend, voice and text, and
 only its own worker is replaced; the parent process never dies with it.
+
+Rate matching (`voice_audit.harness.audio.rate_match`) is on by default: each voice is calibrated
+once and sent the nominal rate that makes the persona's rate one articulation rate for every
+voice; the backend option `match_rate: false` turns it off (and is not passed to the backend).
 """
 
 from __future__ import annotations
@@ -13,7 +17,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import numpy as np
+
 from voice_audit.harness.audio.cache import ContentCache, content_key, synthesis_cache
+from voice_audit.harness.audio.rate_match import RateMatcher, record, time_scale
 from voice_audit.harness.audio.registry import create_tts
 from voice_audit.harness.audio.tts_pool import (
     SynthesisTimeout,
@@ -24,7 +31,16 @@ from voice_audit.harness.audio.tts_pool import (
 from voice_audit.harness.audio.types import AsyncTTSBackend, Synthesis, TTSBackend
 from voice_audit.personas import SpeechParams
 
-__all__ = ["SpeechSynthesizer", "SynthesisTimeout", "SynthesisTimeoutError", "default_pool_size"]
+__all__ = [
+    "MATCH_RATE_OPTION",
+    "SpeechSynthesizer",
+    "SynthesisTimeout",
+    "SynthesisTimeoutError",
+    "default_pool_size",
+]
+
+MATCH_RATE_OPTION = "match_rate"
+"""The backend option that turns rate matching off (`false`); the harness's, never the backend's."""
 
 
 def default_pool_size() -> int:
@@ -54,6 +70,13 @@ class SpeechSynthesizer:
         timeout: SynthesisTimeout | None = None,
     ) -> None:
         self._options = dict(options or {})
+        # On for engines named from the registry; a backend instance (a test double, a client built
+        # by hand) is matched only when asked to.
+        match = self._options.pop(MATCH_RATE_OPTION, isinstance(backend, str))
+        if not isinstance(match, bool):
+            raise TypeError(f"tts option {MATCH_RATE_OPTION} must be true or false, not {match!r}")
+        self.match_rate = match
+        self._matcher = RateMatcher(self._speak_pcm)
         if isinstance(backend, str):
             self._name: str | None = backend
             self.backend: TTSBackend | AsyncTTSBackend = create_tts(backend, **self._options)
@@ -87,6 +110,26 @@ class SpeechSynthesizer:
         return self._pool
 
     async def speak(self, text: str, ssml: str | None, params: SpeechParams) -> Synthesis:
+        """`text` said by the voice of `params`; with rate matching, at the common articulation rate."""
+        if not self.match_rate:
+            return await self._speak_cached(text, ssml, params)
+        sent, cal = await self._matcher.sent_params(params)
+        out = await self._speak_cached(text, ssml, sent)
+        how = "rate control"
+        if not cal.follows_rate:
+            scaled = None if abs(cal.factor - 1.0) < 0.01 else time_scale(np.asarray(out.pcm), cal.factor)
+            how = "unchanged (within 1%)" if abs(cal.factor - 1.0) < 0.01 else "time-scale modification"
+            if scaled is None and how != "unchanged (within 1%)":
+                how = "not matched: the backend has no rate control and librosa is not installed"
+            elif scaled is not None:
+                out = out.model_copy(update={"pcm": scaled})
+        return out.model_copy(update={"params": {**out.params, "rate_match": record(params, sent, cal, how)}})
+
+    async def _speak_pcm(self, text: str, params: SpeechParams) -> tuple[np.ndarray, int]:
+        out = await self._speak_cached(text, None, params)
+        return np.asarray(out.pcm), out.sample_rate
+
+    async def _speak_cached(self, text: str, ssml: str | None, params: SpeechParams) -> Synthesis:
         key = self.key(text, ssml, params)
         hit = self.cache.get(key)
         if hit is not None:

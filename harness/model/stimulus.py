@@ -21,7 +21,8 @@ from pydantic import Field
 
 from voice_audit.scenarios.base import Frozen
 
-STIMULI_SCHEMA_VERSION = 1
+STIMULI_SCHEMA_VERSION = 2
+"""2: non-contrast acoustics per cell (`confounds`) and the rate matching each backend applied."""
 STIMULI_FILE = "stimuli.json"
 Screen = Literal["pass", "fail", "not-evaluable"]
 
@@ -49,6 +50,24 @@ class StimulusThresholds(Frozen):
     )
     min_words: int = Field(
         default=20, ge=1, description="Fewer reference words than this per condition: not screenable."
+    )
+    max_rate_gap: float = Field(
+        default=0.06,
+        gt=0,
+        description="Speaking rates (words per second of speech) of the two conditions further apart than this "
+        "fraction of their mean, on a cell that does not contrast rate, are named a confound.",
+    )
+    max_f0_gap_st: float = Field(
+        default=2.0,
+        gt=0,
+        description="Median F0s further apart than this many semitones, on a cell that does not contrast F0, are "
+        "named a confound.",
+    )
+    max_lufs_gap: float = Field(
+        default=3.0,
+        gt=0,
+        description="Loudness further apart than this many LU, on a cell that does not contrast loudness, is "
+        "named a confound.",
     )
 
 
@@ -90,6 +109,28 @@ class ConditionStats(Frozen):
     duration_s: float
 
 
+AcousticProperty = Literal["rate", "f0", "loudness"]
+CONTRASTED: dict[str, frozenset[str]] = {
+    "affect": frozenset({"rate", "f0", "loudness"}),
+    "voice_profile": frozenset({"f0"}),
+    "disfluency": frozenset({"rate"}),
+}
+"""The acoustic properties a persona axis varies by design: on a cell contrasting the axis they are
+the treatment, not a confound (disfluency changes the pace; accent and wording change none)."""
+
+
+class Confound(Frozen):
+    """A property the cell does not contrast on which its two conditions' voices differ beyond the
+    plan's tolerance: any gap between the calls may be this property's, not the contrast's."""
+
+    property: AcousticProperty
+    a: float = Field(description="Condition a's median over its lines.")
+    b: float = Field(description="Condition b's median over its lines.")
+    gap: float = Field(description="b against a: relative (rate), semitones (F0) or LU (loudness).")
+    tolerance: float = Field(description="The frozen plan's tolerance for this property.")
+    text: str = Field(description="The confound in words, with the figures.")
+
+
 class CellScreen(Frozen):
     """One contrast of the campaign (a scenario and two conditions), screened."""
 
@@ -104,6 +145,9 @@ class CellScreen(Frozen):
     verdict: Screen
     reasons: tuple[str, ...]
     overridden: bool = False
+    confounds: tuple[Confound, ...] = Field(
+        default=(), description="Non-contrast acoustic properties that differ beyond the plan's tolerance."
+    )
 
 
 class StimulusReport(Frozen):
@@ -115,6 +159,10 @@ class StimulusReport(Frozen):
     thresholds: StimulusThresholds
     cells: tuple[CellScreen, ...]
     lines: tuple[LineResult, ...]
+    rate_matching: dict[str, str] = Field(
+        default_factory=dict,
+        description="Per TTS backend: how its voices were brought to one speaking rate (or that they were not).",
+    )
 
     @property
     def failing(self) -> tuple[CellScreen, ...]:
@@ -143,6 +191,44 @@ def screen(a: ConditionStats, b: ConditionStats, th: StimulusThresholds) -> tupl
     return ("fail" if reasons else "pass"), tuple(reasons)
 
 
+def confounds(
+    a: ConditionStats, b: ConditionStats, contrast: tuple[str, ...], th: StimulusThresholds
+) -> tuple[Confound, ...]:
+    """The non-contrast acoustic properties on which the two conditions differ beyond the tolerances."""
+    varied = frozenset().union(*(CONTRASTED.get(axis, frozenset()) for axis in contrast))
+    out: list[Confound] = []
+    if "rate" not in varied and a.rate_wps and b.rate_wps:
+        gap = (b.rate_wps - a.rate_wps) / ((a.rate_wps + b.rate_wps) / 2)
+        if abs(gap) > th.max_rate_gap:
+            out.append(
+                Confound(
+                    property="rate", a=a.rate_wps, b=b.rate_wps, gap=gap, tolerance=th.max_rate_gap,
+                    text=f"speaking rate: a {a.rate_wps:.2f}, b {b.rate_wps:.2f} words/s "
+                    f"({100 * gap:+.0f}%, tolerance {100 * th.max_rate_gap:.0f}%)",
+                )
+            )  # fmt: skip
+    if "f0" not in varied and a.f0_median_hz and b.f0_median_hz:
+        gap = 12.0 * math.log2(b.f0_median_hz / a.f0_median_hz)
+        if abs(gap) > th.max_f0_gap_st:
+            out.append(
+                Confound(
+                    property="f0", a=a.f0_median_hz, b=b.f0_median_hz, gap=gap, tolerance=th.max_f0_gap_st,
+                    text=f"median F0: a {a.f0_median_hz:.0f}, b {b.f0_median_hz:.0f} Hz "
+                    f"({gap:+.1f} semitones, tolerance {th.max_f0_gap_st:.1f})",
+                )
+            )  # fmt: skip
+    if "loudness" not in varied and a.lufs is not None and b.lufs is not None:
+        gap = b.lufs - a.lufs
+        if abs(gap) > th.max_lufs_gap:
+            out.append(
+                Confound(
+                    property="loudness", a=a.lufs, b=b.lufs, gap=gap, tolerance=th.max_lufs_gap,
+                    text=f"loudness: a {a.lufs:.1f}, b {b.lufs:.1f} LUFS ({gap:+.1f} LU, tolerance {th.max_lufs_gap:.1f})",
+                )
+            )  # fmt: skip
+    return tuple(out)
+
+
 def worse_ratio(a: float | None, b: float | None) -> float | None:
     if a is None or b is None:
         return None
@@ -153,14 +239,18 @@ def worse_ratio(a: float | None, b: float | None) -> float | None:
 
 
 __all__ = [
+    "CONTRASTED",
     "STIMULI_FILE",
     "STIMULI_SCHEMA_VERSION",
+    "AcousticProperty",
     "CellScreen",
     "ConditionStats",
+    "Confound",
     "LineResult",
     "Screen",
     "StimulusReport",
     "StimulusThresholds",
+    "confounds",
     "screen",
     "worse_ratio",
 ]

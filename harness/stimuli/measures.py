@@ -1,4 +1,6 @@
-"""Per-line acoustic measures of a rendered stimulus: speech time, rate, F0, loudness and SNR."""
+"""Per-line acoustic measures of a rendered stimulus: speech time, rate, F0, loudness and SNR.
+
+Speech time follows `voice_audit.harness.audio.speech_time`, the rule rate matching calibrates by."""
 
 from __future__ import annotations
 
@@ -9,10 +11,7 @@ import numpy as np
 
 from voice_audit.harness.audio.dsp import loudness, to_float
 from voice_audit.harness.audio.errors import InvalidAudioError
-
-FRAME_S = 0.02
-SPEECH_ABOVE_FLOOR_DB = 15.0
-SPEECH_BELOW_PEAK_DB = 45.0
+from voice_audit.harness.audio.speech_time import FRAME_S, frame_db, speech_frames
 
 
 @dataclass(frozen=True)
@@ -23,25 +22,6 @@ class LineMeasures:
     f0_range_st: float | None
     lufs: float | None
     snr_db: float | None
-
-
-def frame_db(x: np.ndarray, rate: int) -> np.ndarray:
-    n = max(1, int(rate * FRAME_S))
-    frames = x[: (x.size // n) * n].reshape(-1, n) if x.size >= n else x.reshape(1, -1)
-    power = np.mean(frames.astype(np.float64) ** 2, axis=1)
-    with np.errstate(divide="ignore"):
-        return 10.0 * np.log10(power)
-
-
-def speech_frames(db: np.ndarray) -> np.ndarray:
-    """Frames of speech: above the quiet floor by 15 dB and within 45 dB of the loudest frame
-    (the second bound is what remains when the pauses are digital silence)."""
-    finite = db[np.isfinite(db)]
-    if finite.size == 0:
-        return np.zeros(db.shape, dtype=bool)
-    floor = float(np.percentile(finite, 10))
-    threshold = max(floor + SPEECH_ABOVE_FLOOR_DB, float(finite.max()) - SPEECH_BELOW_PEAK_DB)
-    return np.isfinite(db) & (db >= threshold)
 
 
 def pitch(x: np.ndarray, rate: int) -> tuple[float | None, float | None]:

@@ -40,12 +40,20 @@ def _cell(cell: CellScreen) -> str:
         f'<p class="{cell.verdict}">pre-screen: {escape(verdict)}</p>'
         + (f"<ul>{reasons}</ul>" if reasons else "")
         + f"<p>gap (b - a): {_num(cell.gap)}{_ci(cell.gap_ci)}; ratio {_num(cell.ratio)}</p>"
-        "<table><tr><th>side</th><th>condition</th><th>backend</th><th>voices</th><th>lines</th>"
+        + _confounds(cell)
+        + "<table><tr><th>side</th><th>condition</th><th>backend</th><th>voices</th><th>lines</th>"
         "<th>reference WER [95%]</th><th>words/s</th><th>F0 Hz</th><th>F0 range st</th><th>LUFS</th><th>SNR dB</th></tr>"
         + _condition_row("a", cell.a)
         + _condition_row("b", cell.b)
         + "</table></section>"
     )
+
+
+def _confounds(cell: CellScreen) -> str:
+    if not cell.confounds:
+        return "<p>non-contrast acoustics: matched within the plan's tolerances</p>"
+    items = "".join(f"<li>{escape(c.text)}</li>" for c in cell.confounds)
+    return f'<p class="fail">confound: the voices differ in more than the contrast</p><ul>{items}</ul>'
 
 
 def render_page(report: StimulusReport, *, audio: bool = True) -> str:
@@ -64,7 +72,11 @@ def render_page(report: StimulusReport, *, audio: bool = True) -> str:
         f"<p>Every line each voice of each cell can say, as the agent would receive it (channel: "
         f"{escape(str(report.channel))}), read by the reference recogniser {escape(str(report.recogniser))}. "
         f"Pre-screen: each condition's WER at most {th.max_wer:.2f}; a gap over {th.max_gap:.2f} fails only "
-        f"when the worse condition's WER is also over {th.max_ratio:.1f} times the better's.</p>"
+        f"when the worse condition's WER is also over {th.max_ratio:.1f} times the better's. Non-contrast "
+        f"acoustics: speaking rates within {100 * th.max_rate_gap:.0f}%, median F0 within {th.max_f0_gap_st:.1f} "
+        f"semitones, loudness within {th.max_lufs_gap:.1f} LU. Rate matching: "
+        + escape("; ".join(f"{k}: {v}" for k, v in report.rate_matching.items()) or "not recorded")
+        + "</p>"
         + "".join(_cell(c) for c in report.cells)
         + "<h2>Lines</h2><table><tr><th>condition</th><th>voice</th><th>said</th><th>heard</th><th>errors/words</th>"
         + ("<th>listen</th>" if audio else "")

@@ -25,6 +25,7 @@ import soundfile as sf
 
 from voice_audit.harness.audio import SpeechRecognizer, SpeechSynthesizer, TelephoneChannel
 from voice_audit.harness.audio.dsp import pcm_sha256
+from voice_audit.harness.audio.rate_match import MATCHED_WPS, REFERENCE_WPM
 from voice_audit.harness.audio.wer import normalise_words, word_errors
 from voice_audit.harness.caller.lines import VoiceLine, campaign_lines
 from voice_audit.harness.model.campaign import BackendSpec
@@ -35,6 +36,7 @@ from voice_audit.harness.model.stimulus import (
     LineResult,
     StimulusReport,
     StimulusThresholds,
+    confounds,
     screen,
     worse_ratio,
 )
@@ -272,6 +274,7 @@ async def run_pilot(
                 verdict=verdict,
                 reasons=reasons,
                 overridden=verdict == "fail" and any(n in c.stimulus.override for n in cell.names),
+                confounds=confounds(sa, sb, cell.contrast, th),
             )
         )
     ch = c.channel
@@ -283,8 +286,22 @@ async def run_pilot(
         thresholds=th,
         cells=tuple(cells),
         lines=tuple(sorted(said.values(), key=lambda r: (r.condition, r.voice, r.text))),
+        rate_matching={
+            spec.name: rate_matching(synth)
+            for spec, synth in zip(renderer.specs, renderer.synths, strict=True)
+        },
     )
     return result
+
+
+def rate_matching(synth: SpeechSynthesizer) -> str:
+    """How a backend's voices were brought to one speaking rate, in words."""
+    if not synth.match_rate:
+        return "off (tts option match_rate: false): each voice speaks at its own pace"
+    return (
+        f"on: every voice calibrated to {MATCHED_WPS} words per second of speech at {REFERENCE_WPM} wpm "
+        "(the backend's rate control, or pitch-preserving time-scaling where it has none)"
+    )
 
 
 def _by_voice(lines: list[LineResult]) -> dict[str, list[tuple[int, int]]]:
