@@ -71,8 +71,9 @@ class SpeechSynthesizer:
     ) -> None:
         self._options = dict(options or {})
         # On for engines named from the registry; a backend instance (a test double, a client built
-        # by hand) is matched only when asked to.
-        match = self._options.pop(MATCH_RATE_OPTION, isinstance(backend, str))
+        # by hand) is matched only when asked to, and recordings are played as they were recorded
+        # (an actor's pace is theirs; the line list's guidance names the rate to speak at).
+        match = self._options.pop(MATCH_RATE_OPTION, isinstance(backend, str) and backend != "recorded")
         if not isinstance(match, bool):
             raise TypeError(f"tts option {MATCH_RATE_OPTION} must be true or false, not {match!r}")
         self.match_rate = match

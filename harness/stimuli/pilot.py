@@ -297,7 +297,12 @@ async def run_pilot(
 def rate_matching(synth: SpeechSynthesizer) -> str:
     """How a backend's voices were brought to one speaking rate, in words."""
     if not synth.match_rate:
-        return "off (tts option match_rate: false): each voice speaks at its own pace"
+        why = (
+            "recordings are played as recorded"
+            if synth.backend.name == "recorded"
+            else "tts option match_rate: false"
+        )
+        return f"off ({why}): each voice speaks at its own pace"
     return (
         f"on: every voice calibrated to {MATCHED_WPS} words per second of speech at {REFERENCE_WPM} wpm "
         "(the backend's rate control, or pitch-preserving time-scaling where it has none)"
