@@ -148,6 +148,7 @@ voices: 3
 replicates: {replicates}
 concurrency: {concurrency}
 pacing: accelerated
+tts: {{name: espeak}}
 """
 
 BUSY: dict[str, float] = defaultdict(float)

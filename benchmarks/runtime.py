@@ -56,6 +56,7 @@ concurrency: {concurrency}
 pacing: {pacing}
 channel: {{telephone: true}}
 timeouts: {{turn_s: 60, call_s: 600}}
+tts: {{name: espeak}}
 """
 
 

@@ -126,6 +126,7 @@ concurrency: {concurrency}
 pacing: realtime
 channel: {{telephone: true}}
 timeouts: {{connect_s: 30, turn_s: 60, call_s: 600}}
+tts: {{name: espeak}}
 """
 
 

@@ -49,6 +49,7 @@ concurrency: {concurrency}
 pacing: realtime
 channel: {{telephone: true}}
 timeouts: {{turn_s: 60, call_s: 600}}
+tts: {{name: espeak}}
 """
 
 

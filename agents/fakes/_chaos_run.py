@@ -73,6 +73,7 @@ replicates: {replicates}
 concurrency: {concurrency}
 pacing: {pacing}
 retries: {retries}
+tts: {{name: espeak}}
 asr: {{name: pocketsphinx}}
 timeouts: {{connect_s: 20, turn_s: {turn_s}, call_s: {call_s}}}
 patience: {{prompt_after_s: {prompt_s}, hang_up_after_s: {patience_s}}}

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
         TranscriptionError,
         UnknownVoiceError,
     )
+    from voice_audit.harness.audio.flite_tts import FLITE_ACCENTS, flite_problem
     from voice_audit.harness.audio.recognizer import SpeechRecognizer
     from voice_audit.harness.audio.registry import asr_names, create_asr, create_tts, tts_names
     from voice_audit.harness.audio.synth import SpeechSynthesizer
@@ -64,6 +65,7 @@ _LAZY: dict[str, str] = {
     "ChannelReport": "voice_audit.harness.audio.channel",
     "ContentCache": "voice_audit.harness.audio.cache",
     "EmptyTextError": "voice_audit.harness.audio.errors",
+    "FLITE_ACCENTS": "voice_audit.harness.audio.flite_tts",
     "InvalidAudioError": "voice_audit.harness.audio.errors",
     "NormalisedAudio": "voice_audit.harness.audio.dsp",
     "SpeechRecognizer": "voice_audit.harness.audio.recognizer",
@@ -81,6 +83,7 @@ _LAZY: dict[str, str] = {
     "content_key": "voice_audit.harness.audio.cache",
     "create_asr": "voice_audit.harness.audio.registry",
     "create_tts": "voice_audit.harness.audio.registry",
+    "flite_problem": "voice_audit.harness.audio.flite_tts",
     "mulaw_decode": "voice_audit.harness.audio.dsp",
     "mulaw_encode": "voice_audit.harness.audio.dsp",
     "normalise": "voice_audit.harness.audio.dsp",
@@ -92,6 +95,7 @@ _LAZY: dict[str, str] = {
 }
 
 __all__ = [
+    "FLITE_ACCENTS",
     "ASRBackend",
     "AsyncASRBackend",
     "AsyncTTSBackend",
@@ -118,6 +122,7 @@ __all__ = [
     "content_key",
     "create_asr",
     "create_tts",
+    "flite_problem",
     "loudness",
     "mulaw_decode",
     "mulaw_encode",

@@ -347,6 +347,24 @@ def flite_speaker(voices: dict[str, str], params: SpeechParams) -> FliteVoice:
     return speaker
 
 
+FLITE_ACCENTS: frozenset[str] = frozenset(v.accent for v in FLITE_VOICES.values())
+"""The eSpeak voice names of the accents Flite has a recorded speaker of."""
+
+
+def flite_problem(voices: object, params: SpeechParams) -> str | None:
+    """Why Flite, with `tts.options.voices` = `voices` (None: the defaults), cannot voice `params`
+    credibly, or None: the check a campaign gets when it is planned, before any audio is made.
+    A `voices` option that is not a map of known speakers is left to the backend's own check."""
+    table = DEFAULT_VOICES if voices is None else voices
+    if not isinstance(table, dict) or not set(table.values()) <= set(FLITE_VOICES):
+        return None
+    try:
+        flite_speaker({str(k): str(v) for k, v in table.items()}, params)
+    except UnknownVoiceError as exc:
+        return exc.fix
+    return None
+
+
 class FliteBackend:
     """`tts: {name: flite, options: {voices: {"en-us+m3": kal16}, engine: library}}`; see the module docstring."""
 

@@ -26,6 +26,7 @@ pairs:
     b: {affect: frustrated}
 voices: 2
 concurrency: 4
+tts: {name: espeak}
 """
 
 

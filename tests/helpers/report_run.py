@@ -72,6 +72,7 @@ pairs:
 voices: 2
 replicates: 2
 concurrency: 4
+tts: {{name: espeak}}
 """
 
 _cache: dict[str, Path] = {}

@@ -28,6 +28,7 @@ pairs:
     b: {{accent: gb_southern}}
 voices: 1
 replicates: 1
+tts: {{name: espeak}}
 """
 
 SECRET = "pw-9f3k2j"
@@ -131,6 +132,7 @@ pairs:
     b: {accent: gb_southern}
 voices: 1
 replicates: 1
+tts: {name: espeak}
 """
 
 

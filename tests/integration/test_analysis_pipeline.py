@@ -36,6 +36,7 @@ pairs:
     b: {accent: l2_spanish}
 voices: 1
 concurrency: 4
+tts: {name: espeak}
 """
 
 

@@ -34,6 +34,7 @@ prices:
     - {{meter: call_minutes, price: 0.02}}
     - {{meter: tts_characters, price: 16, per: 1000000}}
 budget: {{max_calls: {max_calls}}}
+tts: {{name: espeak}}
 """
 
 

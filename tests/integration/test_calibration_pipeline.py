@@ -57,6 +57,7 @@ pairs:
 voices: 2
 replicates: 50
 concurrency: 8
+tts: {name: espeak}
 """
 
 PLANTED = f"""\
@@ -79,6 +80,7 @@ pairs:
 voices: 2
 replicates: 20
 concurrency: 8
+tts: {{name: espeak}}
 """
 
 

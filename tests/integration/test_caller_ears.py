@@ -30,6 +30,7 @@ pairs:
 voices: 1
 asr: {{name: pocketsphinx}}
 reader: {{measure_asr: {measure}}}
+tts: {{name: espeak}}
 """
 
 

@@ -34,6 +34,7 @@ voices: 1
 concurrency: 2
 pacing: {pacing}
 timeouts: {{turn_s: 60, call_s: 300}}
+tts: {{name: espeak}}
 """
 
 

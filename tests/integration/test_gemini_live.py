@@ -206,6 +206,7 @@ concurrency: 2
 pacing: realtime
 asr: {{name: pocketsphinx}}
 interruptions: {{at_ms: 500, reason: correction, turns: [1]}}
+tts: {{name: espeak}}
 """
 TONE_MS = 1500
 LIFETIME_S = 9.0
@@ -287,6 +288,7 @@ channel: {{telephone: false}}
 # patience prompt spoken over a pending answer would interrupt it (as on the real service).
 patience: {{prompt_after_s: 30, hang_up_after_s: 90}}
 timeouts: {{turn_s: 120, call_s: 400}}
+tts: {{name: espeak}}
 """
 
 

@@ -336,6 +336,7 @@ concurrency: 4
 pacing: realtime
 asr: {{name: pocketsphinx}}
 patience: {{prompt_after_s: 1.5, prompts_before_human: 1, hang_up_after_s: 6}}
+tts: {{name: espeak}}
 """
 
 

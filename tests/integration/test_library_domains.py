@@ -34,6 +34,7 @@ voices: 1
 concurrency: 1
 pacing: accelerated
 timeouts: {turn_s: 60, call_s: 300}
+tts: {name: espeak}
 """
 
 REMEDY = {

@@ -20,6 +20,7 @@ pairs:
     a: {accent: us_general}
     b: {accent: l2_german}
 voices: 2
+tts: {name: espeak}
 """
 
 

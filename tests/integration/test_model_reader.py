@@ -188,6 +188,7 @@ reader:
   acting: {acting}
   model: {{backend: openai, base_url: "{url}", model: smollm2, api_key_env: {env}, structured: json_object,
           timeout_s: 300}}
+tts: {{name: espeak}}
 """
 
 

@@ -161,6 +161,7 @@ pacing: realtime
 asr: {{name: pocketsphinx}}
 timeouts: {{turn_s: 40, call_s: 240}}
 {extra}
+tts: {{name: espeak}}
 """
 
 

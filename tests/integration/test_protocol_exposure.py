@@ -139,6 +139,7 @@ voices: 1
 concurrency: 2
 pacing: {pacing}
 timeouts: {{turn_s: 60, call_s: 240}}
+tts: {{name: espeak}}
 """
 
 

@@ -38,6 +38,7 @@ voices: 2
 replicates: 2
 concurrency: 2
 timeouts: {{connect_s: 10, turn_s: 60, call_s: 240}}
+tts: {{name: espeak}}
 """
 
 

@@ -42,6 +42,7 @@ voices: 2
 replicates: 4
 concurrency: 8
 timeouts: {{connect_s: 10, turn_s: 60, call_s: 240}}
+tts: {{name: espeak}}
 """
 
 

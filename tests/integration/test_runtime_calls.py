@@ -26,6 +26,7 @@ pairs:
     b: {accent: l2_spanish}
 voices: 2
 concurrency: 4
+tts: {name: espeak}
 """
 
 

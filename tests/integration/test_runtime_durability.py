@@ -39,6 +39,7 @@ pairs:
 voices: 3
 replicates: 25
 concurrency: 3
+tts: {name: espeak}
 """
 
 KILL_POINTS = 20

@@ -42,6 +42,7 @@ pairs:
 voices: 3
 replicates: 2
 concurrency: 4
+tts: {name: espeak}
 """
 
 

@@ -32,6 +32,7 @@ concurrency: 2
 pacing: realtime
 asr: {{name: pocketsphinx}}
 interruptions: {{at_ms: 500, reason: correction, turns: [1, 2]}}
+tts: {{name: espeak}}
 """
 # Long enough that the barge-in (at 0.5 s) lands well inside it and the rest plays on; shorter
 # tones keep the real-time calls short.

@@ -30,6 +30,7 @@ name: proto
 seed: 21
 scenarios: [refund_duplicate_charge]
 agents: [{{name: remote, adapter: {adapter}, url: "{url}"{options}}}]
+tts: {{name: espeak}}
 pairs:
   - contrast: [accent]
     base: {{voice_profile: male_adult, affect: calm, disfluency: none, wording: plain}}

@@ -27,6 +27,7 @@ pairs:
 voices: 3
 replicates: 2
 concurrency: 2
+tts: {name: espeak}
 """
 
 

@@ -31,6 +31,7 @@ voices: 1
 concurrency: 2
 pacing: accelerated
 timeouts: {{turn_s: 60, call_s: 300}}
+tts: {{name: espeak}}
 """
 
 

@@ -68,6 +68,7 @@ concurrency: 6
 pacing: realtime
 timeouts: {{connect_s: 5, turn_s: 8, call_s: 60}}
 patience: {{prompt_after_s: 1, hang_up_after_s: 2}}
+tts: {{name: espeak}}
 """
 
 

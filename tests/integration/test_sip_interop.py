@@ -217,6 +217,7 @@ concurrency: 4
 pacing: realtime
 asr: {{name: pocketsphinx}}
 timeouts: {{turn_s: 60, call_s: 120}}
+tts: {{name: espeak}}
 """
 
 

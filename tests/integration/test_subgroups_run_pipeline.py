@@ -52,6 +52,7 @@ pairs:
     b: {affect: frustrated}
 voices: 2
 concurrency: 8
+tts: {name: espeak}
 """
 
 

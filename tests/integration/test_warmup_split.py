@@ -28,6 +28,7 @@ pairs:
 voices: 2
 replicates: 2
 concurrency: 8
+tts: {{name: espeak}}
 """
 
 

@@ -57,6 +57,7 @@ pacing: realtime
 asr: {{name: pocketsphinx}}
 timeouts: {{turn_s: 40, call_s: 150}}
 {extra}
+tts: {{name: espeak}}
 """
 
 

@@ -38,6 +38,7 @@ concurrency: 4
 pacing: realtime
 channel: {{telephone: false}}
 timeouts: {{turn_s: 90, call_s: 300}}
+tts: {{name: espeak}}
 """
 
 

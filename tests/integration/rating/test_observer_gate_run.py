@@ -30,6 +30,7 @@ pairs:
 voices: 3
 replicates: 3
 concurrency: 4
+tts: {name: espeak}
 """
 
 

@@ -88,6 +88,7 @@ def _campaign(tmp: Path) -> Path:
         "voices": 1,
         "replicates": 2,
         "concurrency": 4,
+        "tts": {"name": "espeak"},
     }
     cfile = tmp / "c.yaml"
     cfile.write_text(yaml.safe_dump(doc), encoding="utf-8")

@@ -27,6 +27,7 @@ pairs:
     b: {{disfluency: heavy}}
 voices: 3
 replicates: {replicates}
+tts: {{name: espeak}}
 {extra}
 """
 

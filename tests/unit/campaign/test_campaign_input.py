@@ -10,21 +10,24 @@ from tests.helpers.campaign_input import GOOD, write
 from voice_audit.harness.planning import load_campaign
 from voice_audit.scenarios import ConfigError
 
+ESPEAK = GOOD + "tts: {name: espeak}\n"
+"""GOOD voiced by eSpeak: its levels (l2_spanish, gb_rp, female callers) are beyond the default voice."""
+
 
 def test_good_campaign_plans_matched_pairs(tmp_path: Path) -> None:
-    loaded = load_campaign(write(tmp_path, GOOD))
+    loaded = load_campaign(write(tmp_path, ESPEAK))
     pairs = loaded.plan.pairs()
     assert len(pairs) == 2 * 2 * 3 * 2
     for a, b in pairs:
         assert a.pair == b.pair and a.side == "a" and b.side == "b"
         assert a.caller_id[:-1] == b.caller_id[:-1]
-    again = load_campaign(write(tmp_path, GOOD))
+    again = load_campaign(write(tmp_path, ESPEAK))
     assert again.plan.sha256 == loaded.plan.sha256
     assert len({e.episode_id for e in loaded.plan.episodes}) == len(loaded.plan.episodes)
 
 
 def test_same_caller_meets_every_agent(tmp_path: Path) -> None:
-    text = GOOD.replace(
+    text = ESPEAK.replace(
         '  - {name: s, adapter: "voice_audit.agents.fakes.scripted:scripted"}\n',
         '  - {name: s, adapter: "voice_audit.agents.fakes.scripted:scripted"}\n  - {name: t, adapter: "voice_audit.agents.fakes.scripted:scripted"}\n',
     )

@@ -31,6 +31,7 @@ pairs:
     replicates: 1
 voices: 3
 replicates: 4
+tts: {name: espeak}
 """
 
 

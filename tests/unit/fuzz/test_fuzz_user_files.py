@@ -39,6 +39,7 @@ pairs:
     a: {accent: us_general}
     b: {accent: l2_spanish}
 voices: 2
+tts: {name: espeak}
 """
 SCENARIO = (BUNDLED_LIBRARY / "refund_duplicate_charge.yaml").read_text()
 CATALOGUE = DEFAULT_CATALOGUE.read_text()

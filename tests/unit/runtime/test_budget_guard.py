@@ -27,6 +27,7 @@ pairs:
 voices: 3
 replicates: 2
 prices: {rates: [{meter: call_minutes, price: 1.0}]}
+tts: {name: espeak}
 """
 
 

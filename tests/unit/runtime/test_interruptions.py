@@ -27,6 +27,7 @@ pairs:
     b: {{accent: gb_rp}}
 pacing: {pacing}
 interruptions: {{at_ms: 800, reason: correction}}
+tts: {{name: espeak}}
 """
 
 

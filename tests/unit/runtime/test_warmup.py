@@ -8,6 +8,8 @@ import asyncio
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.helpers.warm_agent import WarmingAdapter, read_trace
 from voice_audit.harness.adapter import PreparedAdapter
 from voice_audit.harness.model.campaign import AgentSpec
@@ -27,6 +29,7 @@ pairs:
     b: {{accent: gb_southern}}
 voices: 2
 concurrency: 4
+tts: {{name: espeak}}
 """
 
 
@@ -109,6 +112,7 @@ def test_a_late_failure_does_not_overwrite_an_arrival(tmp_path: Path) -> None:
     assert asyncio.run(barrier.wait()).failed == {0: "failed"}
 
 
+@pytest.mark.serial  # gaps of 150 ms between wall-clock departures
 def test_staggered_workers_leave_one_after_another(tmp_path: Path) -> None:
     folder = str(tmp_path / "b")
     barriers = [StartBarrier(folder, 3, k, timeout_s=5, stagger_s=0.15) for k in range(3)]

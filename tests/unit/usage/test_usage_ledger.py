@@ -212,6 +212,7 @@ pairs:
     a: {accent: us_general}
     b: {accent: l2_spanish}
 prices: prices.yaml
+tts: {name: espeak}
 """
 
 
