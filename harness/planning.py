@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -12,7 +13,7 @@ from typing import Literal
 from pydantic import ValidationError
 
 from voice_audit.harness.endpoints import url_problem
-from voice_audit.harness.model.campaign import AgentSpec, BackendSpec, Campaign
+from voice_audit.harness.model.campaign import DEFAULT_NAME, AgentSpec, BackendSpec, Campaign
 from voice_audit.harness.model.secrets import mask_url
 from voice_audit.harness.prices import check_price_agents, load_prices
 from voice_audit.harness.registry import (
@@ -24,6 +25,7 @@ from voice_audit.harness.registry import (
     tts_backend_names,
 )
 from voice_audit.harness.speakers import check_speakers
+from voice_audit.harness.voicing import check_voicing
 from voice_audit.personas import (
     AXES,
     Axis,
@@ -332,6 +334,13 @@ def call_order(plan: Plan) -> list[PlannedEpisode]:
     return out
 
 
+def campaign_name(path: Path) -> str:
+    """The name of a campaign file that gives none: its stem, other characters than letters,
+    digits and `_ . -` replaced by '-'."""
+    name = re.sub(r"[^A-Za-z0-9_.-]", "-", path.stem).lstrip("_.-")
+    return name or DEFAULT_NAME
+
+
 def load_campaign(path: str | Path) -> LoadedCampaign:
     """Read, validate and plan a campaign; any problem is one positioned ConfigError and nothing is written."""
     doc = load_yaml(path)
@@ -339,6 +348,8 @@ def load_campaign(path: str | Path) -> LoadedCampaign:
     prices = load_prices(doc)  # `prices: FILE.yaml` read (and checked) from its own file
     if prices is not None:
         data = {**data, "prices": prices}
+    if isinstance(data, dict) and "name" not in data:  # unnamed: the file's name
+        data = {**data, "name": campaign_name(doc.path)}
     try:
         campaign = Campaign.model_validate(data)
     except ValidationError as exc:
@@ -381,5 +392,6 @@ def load_campaign(path: str | Path) -> LoadedCampaign:
     _check_agents(doc, campaign)
     _check_backends(doc, campaign)
     plan = plan_campaign(doc, campaign, scenarios, catalogue)
+    check_voicing(doc, campaign, catalogue)
     check_speakers(doc, campaign, catalogue)  # `voices: N` is N different people per condition
     return LoadedCampaign(doc.path, campaign, scenarios, scenario_dir, catalogue, plan)

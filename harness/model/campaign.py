@@ -380,10 +380,17 @@ class StimulusSpec(Frozen):
     reason: str = Field(default="", description="Why the override is declared (recorded with the run).")
 
 
+DEFAULT_TTS = "flite"
+"""The caller's voice of a campaign that names no `tts`."""
+DEFAULT_NAME = "campaign"
+
+
 class Campaign(Frozen):
     name: str = Field(
+        default=DEFAULT_NAME,
         pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$",
-        description="Campaign name (letters, digits, _ . -).",
+        description="Campaign name (letters, digits, _ . -). Unset: the campaign file's name without its "
+        "extension (other characters become '-').",
     )
     description: str = Field(default="", description="What the campaign is for.")
     seed: int = Field(
@@ -428,7 +435,12 @@ class Campaign(Frozen):
         default="accelerated",
         description="accelerated (turn-based agents on a virtual clock) or realtime (audio in real time; streaming agents).",
     )
-    tts: BackendSpec = Field(default=BackendSpec(name="espeak"), description="The caller's TTS backend.")
+    tts: BackendSpec = Field(
+        default=BackendSpec(name=DEFAULT_TTS),
+        description="The caller's TTS backend. Unset: `flite`, recorded speakers whose voices pass the stimulus "
+        "pre-screen (General American `rms`, `slt`, `kal16`; Scottish English `awb`); a cell of another accent, "
+        "or a female Scottish caller, is refused when the campaign is planned: name a backend that renders it.",
+    )
     cell_tts: tuple[CellVoicing, ...] = Field(
         default=(),
         description="Other TTS backends for some cells; the first matching entry wins.",
@@ -548,6 +560,8 @@ class Campaign(Frozen):
 
 __all__ = [
     "AXES",
+    "DEFAULT_NAME",
+    "DEFAULT_TTS",
     "AgentSpec",
     "Architecture",
     "BackendSpec",
