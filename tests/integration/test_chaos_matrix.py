@@ -31,6 +31,11 @@ from voice_audit.harness.runlog import EPISODES_JSONL, RunReader
 
 VOICE_AUDIT = [sys.executable, "-m", "voice_audit.harness.cli"]
 
+# Real-time calls on the wall clock (the caller's patience, the call's time limit): the quiet lane.
+# Which kind each fault ends with no longer depends on the load (tests/unit/runtime/
+# test_streaming_settle.py); benchmarks/chaos_load.py runs this matrix beside CPU burners.
+pytestmark = pytest.mark.serial
+
 
 def _check_matrix(where: Where, run_dir: Path) -> None:
     expected = EXPECTED[where]

@@ -10,6 +10,7 @@ import pytest
 from voice_audit.harness.runtime.clock import TurnDeadline, VirtualClock
 
 
+@pytest.mark.serial  # 10 ms sleeps against 50 ms deadlines: a busy machine stretches them past
 async def test_a_passed_deadline_expires_the_call_limit_and_says_which_turn() -> None:
     t0 = time.monotonic()
     with pytest.raises(TimeoutError):
@@ -26,6 +27,7 @@ async def test_a_passed_deadline_expires_the_call_limit_and_says_which_turn() ->
     assert time.monotonic() - t0 < 2
 
 
+@pytest.mark.serial  # 30 ms sleeps against 60 ms deadlines
 async def test_a_renewed_deadline_counts_from_the_new_turn() -> None:
     async with asyncio.timeout(10) as limit:
         deadline = TurnDeadline(limit)
