@@ -1,7 +1,7 @@
 """How well a reader of agent turns reads them as a person would: the observer corpus benchmark.
 
 Run: ``.venv/bin/python benchmarks/observer.py [--reader rules] [--reader module:attr]
-[--split dev|holdout|all] [--errors] [--brief]``.
+[--split dev|holdout|all] [--file NAME] [--errors] [--brief]``.
 A reader is ``rules`` (the caller's rule reader) or ``module:attribute`` naming any object with
 ``name`` and ``read(text, scenario) -> Reading`` (or a zero-argument factory returning one), so a
 model reader plugs in unchanged. Every corpus file of the folder belongs to the split its
@@ -264,13 +264,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--split", default="all", help="a split named by the corpus files (dev, holdout), or all")
     ap.add_argument("--errors", action="store_true", help="list misread turns (dev only)")
     ap.add_argument("--brief", action="store_true", help="print only the table of safety figures")
+    ap.add_argument("--file", action="append", help="read only this corpus file of the split (repeatable)")
     args = ap.parse_args(argv)
     library = ScenarioLibrary()
     scenarios = {k: library.get_locked(v) for k, v in SCENARIO_IDS.items()}
     readers = [resolve_reader(spec) for spec in args.reader or ["rules"]]
     files = corpus_files()
     splits = sorted(files) if args.split == "all" else [args.split]
-    corpus = {split: load_corpus(split) for split in splits}
+    corpus = {
+        split: [t for t in load_corpus(split) if not args.file or t.file in args.file] for split in splits
+    }
+    splits = [split for split in splits if corpus[split]]
     rows: list[str] = []
     read: dict[tuple[str, str], list[Reading]] = {}
     for reader in readers:
