@@ -232,16 +232,17 @@ def plan_campaign(
             len(catalogue.voice_profile[cond_a.voice_profile].realisations),
             len(catalogue.voice_profile[cond_b.voice_profile].realisations),
         )
-        if campaign.voices > n_voices:
+        voices = spec.voices or campaign.voices
+        if voices > n_voices:
             raise doc.error(
-                ("voices",),
-                f"voices: {campaign.voices} asked but pair {p_index} has only {n_voices} realisations per cell",
+                ("pairs", p_index, "voices") if spec.voices else ("voices",),
+                f"voices: {voices} asked but pair {p_index} has only {n_voices} realisations per cell",
                 fix=f"set voices to {n_voices} or fewer, or add realisations to the catalogue",
             )
         for scenario_id in campaign.scenarios:
             if only is not None and scenario_id not in only:
                 continue
-            for voice in range(campaign.voices):
+            for voice in range(voices):
                 for rep in range(replicates):
                     caller_key = _hex(campaign.seed, scenario_id, cond_a, cond_b, contrast, voice, rep, n=12)
                     seed = int(_hex("seed", campaign.seed, caller_key, n=8), 16)

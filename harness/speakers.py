@@ -62,7 +62,7 @@ def cell_speakers(campaign: Campaign, catalogue: Catalogue) -> list[CellSpeakers
         for side in ("a", "b"):
             condition = CallerCondition(**{**pair.base, **(pair.a if side == "a" else pair.b)})
             spec = campaign.tts_for(condition)
-            n = min(campaign.voices, voice_count(catalogue, condition))
+            n = min(pair.voices or campaign.voices, voice_count(catalogue, condition))
             speakers = tuple(
                 realisation_speaker(spec.name, spec.options, speech_params(catalogue, condition, i))
                 for i in range(n)
@@ -76,13 +76,15 @@ def check_speakers(doc: YamlDocument, campaign: Campaign, catalogue: Catalogue) 
     of its realisations, or cannot give the `voices:` the campaign file writes as distinct
     speakers. A campaign that writes no `voices:` takes each profile's realisations as they come:
     `plan` prints how many people that is."""
-    written = "voices" in doc.data
     for cell in cell_speakers(campaign, catalogue):
         if not cell.known:
             continue
+        pair_voices = campaign.pairs[cell.pair].voices
+        written = pair_voices is not None or "voices" in doc.data
+        wanted = pair_voices or campaign.voices
         distinct = cell.distinct
         voiceless = NO_VOICE in cell.speakers
-        if not voiceless and (not written or len(distinct) >= campaign.voices):
+        if not voiceless and (not written or len(distinct) >= wanted):
             continue
         spec = campaign.tts_for(cell.condition)
         accent = catalogue.accent[cell.condition.accent].voice.lower()
@@ -103,7 +105,7 @@ def check_speakers(doc: YamlDocument, campaign: Campaign, catalogue: Catalogue) 
         gives = f"{len(distinct)}: {', '.join(distinct) or 'none'}"
         if written:
             message = (
-                f"voices: {campaign.voices} asks for {campaign.voices} different speakers per condition, but tts "
+                f"voices: {wanted} asks for {wanted} different speakers per condition, but tts "
                 f"{spec.name} gives {where} {gives}" + ("; a realisation has no voice" if voiceless else "")
             )
         else:
@@ -112,4 +114,11 @@ def check_speakers(doc: YamlDocument, campaign: Campaign, catalogue: Catalogue) 
                 f"tts {spec.name} has no voice for realisation {missing + 1} of {where} (voices: "
                 f"{campaign.voices}, the default); its speakers there: {gives}"
             )
-        raise doc.error(("voices",) if written else ("pairs", cell.pair), message, fix="; ".join(fixes))
+        key = (
+            ("pairs", cell.pair, "voices")
+            if pair_voices
+            else ("voices",)
+            if written
+            else ("pairs", cell.pair)
+        )
+        raise doc.error(key, message, fix="; ".join(fixes))

@@ -272,6 +272,12 @@ class PairSpec(Frozen):
         ge=1,
         description="Times this pair is called again with a new seed; unset: the campaign's replicates.",
     )
+    voices: int | None = Field(
+        default=None,
+        ge=1,
+        description="Voices per cell of this pair (different speakers of each condition); unset: the campaign's "
+        "voices. Lets a contrast with three speakers per side sit beside one whose backend has one.",
+    )
 
     @field_validator("contrast")
     @classmethod
