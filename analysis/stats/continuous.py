@@ -160,7 +160,7 @@ def paired_mean_delta(
             **base, **means, estimate=est, ci_low=None, ci_high=None, p_value=None, notes=tuple(notes)
         )
     units = _unit_levels(paired, clusters if clustered else None)
-    if np.ptp(units["a"] - units["b"]) == 0:
+    if _no_spread((units["a"] - units["b"]).to_numpy()):
         lo_d, hi_d, p_d, note = degenerate_interval(units["a"], units["b"], alpha)
         notes.append(note)
         return Estimate(
@@ -176,6 +176,13 @@ def paired_mean_delta(
     else:
         lo, hi, p = bootstrap_interval(diff, alpha, method=interval, n_boot=n_boot, seed=seed)
     return Estimate(**base, **means, estimate=est, ci_low=lo, ci_high=hi, p_value=p, notes=tuple(notes))
+
+
+def _no_spread(diff: np.ndarray) -> bool:
+    """Every unit's difference the same, up to floating-point rounding (a difference of two sums of
+    seconds may differ in its last bits): a spread that small is no evidence of variation, and an
+    interval built on it would be a point."""
+    return bool(np.ptp(diff) <= 1e-9 * max(1.0, float(np.max(np.abs(diff)))))
 
 
 def _unit_levels(paired: PairedValues, clusters: np.ndarray | None) -> pd.DataFrame:

@@ -98,3 +98,11 @@ def test_path_burden_vector_is_componentwise() -> None:
     assert delta["esc"].n_pairs == 5 and delta["esc"].n_dropped == 1 and delta["repair"].n_pairs == 6
     assert delta["esc"].estimate == pytest.approx(-np.arange(1, 6.0).mean())
     assert all(e.family == "path_burden" and e.convention == "a - b" for e in delta.components)
+
+
+def test_a_spread_of_rounding_error_is_no_spread() -> None:
+    # a - b = 0.25 on every pair, computed in floating point: the last bits differ, the spread is zero
+    b = np.array([2.31, 2.47, 2.52, 2.38, 2.44, 2.29])
+    est = paired_mean_delta(_frame({"m": (b + 0.25, b)}), "m")
+    assert est.ci_low is not None and est.ci_high is not None
+    assert est.ci_high - est.ci_low > 0.05  # the levels' spread, not a point at 0.25 +- 1e-16
