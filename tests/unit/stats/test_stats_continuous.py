@@ -101,8 +101,9 @@ def test_path_burden_vector_is_componentwise() -> None:
 
 
 def test_a_spread_of_rounding_error_is_no_spread() -> None:
-    # a - b = 0.25 on every pair, computed in floating point: the last bits differ, the spread is zero
-    b = np.array([2.31, 2.47, 2.52, 2.38, 2.44, 2.29])
-    est = paired_mean_delta(_frame({"m": (b + 0.25, b)}), "m")
+    # a - b = 0.3 on every pair, computed in floating point: the last bits differ, the spread is zero
+    b = np.array([0.1, 0.7, 1.3, 2.9, 5.1, 8.3])
+    assert np.ptp((b + 0.3) - b) > 0  # the rounding this test is about
+    est = paired_mean_delta(_frame({"m": (b + 0.3, b)}), "m")
     assert est.ci_low is not None and est.ci_high is not None
-    assert est.ci_high - est.ci_low > 0.05  # the levels' spread, not a point at 0.25 +- 1e-16
+    assert est.ci_high - est.ci_low > 0.05  # the levels' spread, not a point at 0.3 +- 1e-16
