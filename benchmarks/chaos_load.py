@@ -5,7 +5,7 @@
 
 Runs the matrix of `tests/integration/test_chaos_matrix.py` (one chaos agent per fault, every call
 faulted, served on loopback) for the chosen protocols at once, while `--burners` processes spin
-on the CPU (`while True: pass`, stopped at the end, and by `timeout` after `--seconds` in any
+on the CPU (a busy loop, killed at the end, and stopping by itself after `--seconds` in any
 case). Prints one row per fault and protocol: the failure kind and non-service flag expected,
 what each of its calls ended with, and whether they agree; then the load average and the frame
 pump's lateness, the measure of how starved the harness was. The attribution must not depend on
@@ -33,9 +33,18 @@ def _agents(where: Where) -> dict[str, dict[str, object]]:
     return {f.replace("_", "-"): {"faults": [f], "hangup_after": 2, "flood_s": 150} for f in EXPECTED[where]}
 
 
+BURN = "import time\nend = time.monotonic() + {s}\nwhile time.monotonic() < end:\n    pass\n"
+"""A CPU burner that stops by itself after `s` seconds (and is killed at the end of the run)."""
+
+
 def _burners(n: int, seconds: int) -> list[subprocess.Popen[bytes]]:
     return [
-        subprocess.Popen(["timeout", str(seconds), sys.executable, "-c", "while True: pass"])
+        subprocess.Popen(
+            [sys.executable, "-c", BURN.format(s=seconds)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         for _ in range(n)
     ]
 
