@@ -120,21 +120,27 @@ def plan_cmd(
             typer.echo(line)
 
 
-def _refuse_bad_agents(loaded: object, *, reachable: bool) -> None:
+def _refuse_bad_agents(loaded: object, *, reachable: bool, probe_first: bool = False) -> None:
     """Every adapter imports and every agent URL is well-formed and, with `reachable`, answers (a
-    TCP connection, no call); else one line per problem. Cheap: `run` does it before the pilot."""
+    TCP connection, no call); else one line per problem. Cheap: `run` does it before the pilot,
+    probing first (`probe_first`): a well-formed URL is probed without importing its adapter."""
     import asyncio
 
     from voice_audit.harness.endpoints import unreachable_agents
     from voice_audit.harness.planning import CampaignProblems, LoadedCampaign, agent_problems
 
     assert isinstance(loaded, LoadedCampaign)
-    problems = agent_problems(loaded)
-    if reachable and not problems:
+
+    def unreachable() -> list[ConfigError]:
         lines = asyncio.run(unreachable_agents(loaded.campaign.agents))
-        problems = [
+        return [
             ConfigError(line, path=loaded.path, fix="start the agent or correct its url") for line in lines
         ]
+
+    problems = unreachable() if reachable and probe_first else []
+    problems = problems or agent_problems(loaded)
+    if reachable and not probe_first and not problems:
+        problems = unreachable()
     if problems:
         raise CampaignProblems(problems)
 
@@ -255,7 +261,7 @@ def run_cmd(
     # seconds, before the stimulus pilot (tens of seconds on a cold cache) and before any file.
     check_recordings(loaded)
     if check_agents:
-        _refuse_bad_agents(loaded, reachable=True)
+        _refuse_bad_agents(loaded, reachable=True, probe_first=True)
     pilot = None
     if stimulus_check:
         from voice_audit.harness.stimuli import refusal, run_pilot
