@@ -43,7 +43,7 @@ def _campaign(name: str, agents: str, extra: str) -> str:
         "    base: {accent: us_general, affect: calm, disfluency: none, wording: plain}\n"
         "    a: {voice_profile: female_adult}\n"
         "    b: {voice_profile: female_older}\n"
-        f"asr: {{name: pocketsphinx}}\n{extra}"
+        f"asr: {{name: pocketsphinx}}\ntts: {{name: espeak}}\n{extra}"
     )
 
 
