@@ -33,6 +33,7 @@ replicates: {replicates}
 concurrency: 2
 pacing: realtime
 asr: {{name: faster-whisper}}
+tts: {{name: espeak}}
 timeouts: {{turn_s: 60, call_s: 600}}
 """
 
