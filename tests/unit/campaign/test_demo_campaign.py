@@ -105,12 +105,18 @@ def test_replicates_are_calls_over_a_line_drawn_anew() -> None:
     loaded = load_campaign(DEMO)
     ch = loaded.campaign.channel
     assert ch.telephone and ch.snr_db is not None and ch.packet_loss > 0, ch
-    seeds: dict[tuple[str, int], set[int]] = {}
+    seeds: dict[tuple[str, str, int], set[int]] = {}
     for a, _b in loaded.plan.pairs():
-        seeds.setdefault((a.agent, a.pair.voice_index), set()).add(a.pair.seed)
+        seeds.setdefault((a.agent, a.pair_name, a.pair.voice_index), set()).add(a.pair.seed)
     assert all(
         len(s)
-        == len({p.pair.replicate for p, _ in loaded.plan.pairs() if (p.agent, p.pair.voice_index) == k})
+        == len(
+            {
+                p.pair.replicate
+                for p, _ in loaded.plan.pairs()
+                if (p.agent, p.pair_name, p.pair.voice_index) == k
+            }
+        )
         for k, s in seeds.items()
     ), seeds
 
@@ -118,3 +124,19 @@ def test_replicates_are_calls_over_a_line_drawn_anew() -> None:
 def test_demo_scenarios_are_locked_and_runnable() -> None:
     loaded = load_campaign(DEMO)
     assert set(loaded.scenarios) == set(loaded.campaign.scenarios)
+
+
+def test_a_cell_with_three_speakers_per_condition_sits_beside_the_accent_cell() -> None:
+    """The demo's claim-capable cell: a within-speaker contrast with at least the plan's minimum of
+    distinct speakers on both sides, each speaker in both conditions."""
+    from voice_audit.harness.speakers import cell_speakers
+
+    loaded = load_campaign(DEMO)
+    need = load_plan().claims.min_voices_paired_disparity
+    sides = cell_speakers(loaded.campaign, loaded.catalogue)
+    by_pair: dict[int, list[list[str]]] = {}
+    for side in sides:
+        by_pair.setdefault(side.pair, []).append(side.distinct)
+    wide = [p for p, (a, b) in by_pair.items() if len(a) >= need and a == b]
+    assert wide, by_pair
+    assert any(len(a) < need for a, _ in by_pair.values())  # the accent cell stays diagnostic
