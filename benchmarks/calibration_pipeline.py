@@ -67,6 +67,26 @@ D = 0.67 were knob-side (``agents/reference/_knobs.py``); the hold row then fell
 because the twin paid the shared ASR cache's recognition time and the knob agents got it free,
 then to 0.813 with the machine's scheduling noise in wall-time compute; reference agents now
 report engine compute replayed per content (``agents/reference/_audio.py``).
+
+Equivalence verdicts (``--equivalence [--needed-run RUN]``, recorded 2026-12-06: the A/A campaign's
+90 pairs placed anew, ``--out /tmp/h36/calib --replicates 200 --no-audio``, niced beside other jobs,
+load 10-15; the calls took 1002 s, the replicates about 10 minutes). The release check's verdict at
+the plan's smallest effects of interest, per (replicate, cell, metric) with an interval:
+
+* A/A (true difference 0): 15600 tests, exceeded 0 (false fail 0.000, nominal <= 0.025), parity
+  0.121, inconclusive 0.879. Three speakers per cell show parity only where the metric barely varies
+  (burden_esc_s, time to resolution and speech rate: parity 1.00; Auth 0.15); a rate needs about 95
+  speakers to bound a 0.10 margin, so the outcome, tool and safety rates stay inconclusive.
+* edge (every side-a value of a continuous metric shifted by its margin: true difference = the
+  margin): 3600 tests with an interval, parity 4 (false parity 0.001, nominal <= 0.025), exceeded
+  0.002. Before a spread of floating-point rounding counted as no spread, speech_rate_wps (the same
+  rate on every call, a - b equal but for its last bits) gave a point interval and false parity 0.22.
+
+The last table (``needed_table``) gives, per cell and metric, the pairs and speakers parity would need
+at the observed variance; on this A/A run (3 speakers, 30 pairs per cell): 95 speakers (950 pairs)
+for a rate against 0.10, 379 (3790) for a safety rate against 0.05, 19 to 50 speakers for counts
+against 0.5, while time to resolution, waiting for a human and speech rate already show parity.
+Pass the demo's analysed run as ``--needed-run`` for its cells.
 """
 
 from __future__ import annotations
