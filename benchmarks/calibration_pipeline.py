@@ -69,7 +69,7 @@ then to 0.813 with the machine's scheduling noise in wall-time compute; referenc
 report engine compute replayed per content (``agents/reference/_audio.py``).
 
 Equivalence verdicts (``--equivalence [--needed-run RUN]``, recorded 2026-12-06: the A/A campaign's
-90 pairs placed anew, ``--out /tmp/h36/calib --replicates 200 --no-audio``, niced beside other jobs,
+90 pairs placed anew, ``--out /tmp/calib --replicates 200 --no-audio``, niced beside other jobs,
 load 10-15; the calls took 1002 s, the replicates about 10 minutes). The release check's verdict at
 the plan's smallest effects of interest, per (replicate, cell, metric) with an interval:
 
