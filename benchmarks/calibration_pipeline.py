@@ -86,7 +86,13 @@ The last table (``needed_table``) gives, per cell and metric, the pairs and spea
 at the observed variance; on this A/A run (3 speakers, 30 pairs per cell): 95 speakers (950 pairs)
 for a rate against 0.10, 379 (3790) for a safety rate against 0.05, 19 to 50 speakers for counts
 against 0.5, while time to resolution, waiting for a human and speech rate already show parity.
-Pass the demo's analysed run as ``--needed-run`` for its cells.
+Pass the demo's analysed run as ``--needed-run`` for its cells. The demo's rule-agent cells (its
+campaign without the LLM agent, 100 calls, recorded the same day): accent (one speaker per
+condition, 20 pairs) gets "no interval: 1 speaker" on every metric: no number of pairs shows parity
+there, it needs at least 3 speakers per condition; wording (3 speakers, 30 pairs) shows parity on
+Auth, Esc, time to resolution, tool calls, latency, speech rate and F0, and would need 95 speakers
+(950 pairs) for outcome rates at 0.10, 19 (190) for Repair at 0.5 and 379 (3790) for a safety rate
+at 0.05.
 """
 
 from __future__ import annotations
