@@ -124,10 +124,11 @@ def test_caller_tts_endpoint_down_is_an_audio_error_not_a_pass(tmp_path: Path) -
     with socket.socket() as s:  # a loopback port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    text = CAMPAIGN.replace(
-        "voices: 2",
-        f'voices: 1\ntts: {{name: openai, options: {{base_url: "http://127.0.0.1:{port}/v1", timeout_s: 2}}}}',
+    text = CAMPAIGN.replace("voices: 2", "voices: 1").replace(
+        "tts: {name: espeak}",
+        f'tts: {{name: openai, options: {{base_url: "http://127.0.0.1:{port}/v1", timeout_s: 2}}}}',
     )
+    assert text.count("tts:") == 1 and "openai" in text
     path = tmp_path / "c.yaml"
     path.write_text(text)
     run_dir = tmp_path / "run"
