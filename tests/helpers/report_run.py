@@ -4,6 +4,10 @@ with a secret URL, a token and an env-var-named secret planted in the campaign. 
 is a listener on 127.0.0.1 held open while the campaign runs (the run checks that agent URLs connect);
 its path carries the planted host name a redacted report must drop.
 
+The vendor's bands rest on the first caller line's length under rate-matched eSpeak: us_general
+f1 3054 ms, f2 3482 ms; l2_spanish f1 3297 ms (in the crash band), f2 3677 ms (long: a repair).
+No us_general voice falls in either band, so the crashes and the repairs are all on side b.
+
 Built once per process (about 8 s) and shared by the integration and browser tests through the
 fixtures below (import them into a conftest); tests copy the run when they change it.
 """
@@ -55,9 +59,9 @@ agents:
     options:
       api_key: "{SECRET_TOKEN}"
       token_source: {SECRET_ENV_NAME}
-      long_ms: 3400
-      fail_lo_ms: 3500
-      fail_hi_ms: 3600
+      long_ms: 3600
+      fail_lo_ms: 3250
+      fail_hi_ms: 3350
       lines:
         - "Vendor desk, reference {SECRET_TOKEN}. How can I help you today?"
         - "I can help with that. What seems to be the problem?"
