@@ -99,9 +99,11 @@ def test_a_campaign_from_before_the_move_still_checks_out(tmp_path: Path) -> Non
         "c": "voice_audit.agents.reference.chaos:chaos",
     }
     agents = "".join(f'  - {{name: {n}, adapter: "{ref}"}}\n' for n, ref in old.items())
+    # GOOD's accents (l2_spanish, gb_rp) are beyond Flite, the voice of a campaign that names no tts.
     cfile = write(
         tmp_path,
-        GOOD.replace('  - {name: s, adapter: "voice_audit.agents.fakes.scripted:scripted"}\n', agents),
+        GOOD.replace('  - {name: s, adapter: "voice_audit.agents.fakes.scripted:scripted"}\n', agents)
+        + "tts: {name: espeak}\n",
     )
     loaded = load_campaign(cfile)
     assert [a.adapter for a in loaded.campaign.agents] == list(old.values())
