@@ -1,4 +1,4 @@
-"""Hostile and malformed user files: every failure is a ConfigError (one clear line), never a crash.
+"""Hostile and malformed user files: every failure is a ConfigError (one positioned line per problem, each with its fix), never a crash.
 
 Mutations start from valid files (campaign, scenario, catalogue) and corrupt them: text edits
 (character insertions, deletions, line drops and duplications) and structural edits (values
@@ -9,6 +9,7 @@ HYPOTHESIS_PROFILE=volume.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import yaml
@@ -112,9 +113,24 @@ def structural_mutation(draw: st.DrawFn, base: str) -> str:
 
 
 def _expect_clean(fn: object, path: Path) -> None:
+    """A rejected file reports each problem on its own line: the file, a line and column inside it,
+    what is wrong and the fix. A lock error stays one line."""
     try:
         fn(path)  # type: ignore[operator]
-    except (ConfigError, LockError) as exc:
+    except ConfigError as exc:
+        msg = str(exc)
+        assert msg and "Traceback" not in msg
+        lines = msg.splitlines()
+        assert len(lines) == len(getattr(exc, "errors", (exc,))), msg
+        last_line = len(path.read_text(encoding="utf-8", errors="surrogatepass").splitlines()) + 1
+        positioned = re.compile(
+            re.escape(str(path)) + r":([1-9][0-9]*):([1-9][0-9]*): (\S.*) \(fix: (\S.*)\)"
+        )
+        for line in lines:
+            found = positioned.fullmatch(line)
+            assert found, f"not a positioned one-line error with a fix: {line!r}"
+            assert int(found[1]) <= last_line, f"names a line past the end of the file: {line!r}"
+    except LockError as exc:
         msg = str(exc)
         assert msg and "\n" not in msg.strip(), msg
         assert "Traceback" not in msg
