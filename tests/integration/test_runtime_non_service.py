@@ -171,7 +171,16 @@ def test_reference_agent_silent_knob(tmp_path: Path) -> None:
     )
     # One pair per agent: the knob takes every b call (the modes and sizes are covered above on
     # the scripted agent); this checks the reference agent carries it, with its real ASR.
-    text = _campaign("ns-ref", agents, "voices: 1\nreplicates: 1\nconcurrency: 4\npacing: accelerated\n")
+    # The silence the caller lives through includes the agent's own compute: the silent agent
+    # still transcribes each prompt, which on a busy machine takes many seconds a turn, so the
+    # patience to hang up is long enough that two prompts and the request for a human still
+    # come first (at the default 45 s, three slow turns used it up before the request).
+    text = _campaign(
+        "ns-ref",
+        agents,
+        "voices: 1\nreplicates: 1\nconcurrency: 4\npacing: accelerated\n"
+        "patience: {prompt_after_s: 8, prompts_before_human: 2, hang_up_after_s: 100}\n",
+    )
     text = text.replace("asr: {name: pocketsphinx}", "asr: {name: faster-whisper}")
     res, records, reader = _run(tmp_path, "reference", text)
     logs = _check(res, records, reader, "silent", "silent", n_pairs=1)
