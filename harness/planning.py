@@ -128,6 +128,13 @@ def _check_agents(doc: YamlDocument, campaign: Campaign) -> None:
             )
 
 
+def _level_fix(catalogue: Catalogue, axis: str) -> str:
+    """What to write instead of an unknown axis or level."""
+    if axis not in AXES:
+        return f"use one of the axes {', '.join(AXES)}"
+    return f"use one of the levels {', '.join(catalogue.levels(axis))}"
+
+
 def _resolve_condition(
     doc: YamlDocument,
     catalogue: Catalogue,
@@ -140,7 +147,7 @@ def _resolve_condition(
         problem = check_level(catalogue, axis, level)
         if problem:
             key = ("pairs", index, where[axis], axis)
-            raise doc.error(key, f"pair {index}: {problem}")
+            raise doc.error(key, f"pair {index}: {problem}", fix=_level_fix(catalogue, axis))
     missing = [a for a in AXES if a not in levels]
     if missing:
         raise doc.error(
@@ -163,7 +170,9 @@ def _check_cell_tts(doc: YamlDocument, campaign: Campaign, catalogue: Catalogue)
         for axis, level in voicing.when.items():
             problem = check_level(catalogue, axis, level)
             if problem:
-                raise doc.error(("cell_tts", i, "when", axis), f"cell_tts {i}: {problem}")
+                raise doc.error(
+                    ("cell_tts", i, "when", axis), f"cell_tts {i}: {problem}", fix=_level_fix(catalogue, axis)
+                )
 
 
 def _resolve_pairs(doc: YamlDocument, campaign: Campaign, catalogue: Catalogue) -> list[_Resolved]:

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from voice_audit.scenarios.base import Frozen, sha256_of
+from voice_audit.scenarios.vocabulary import PositionedValueError
 
 Axis = Literal["accent", "voice_profile", "affect", "disfluency", "wording"]
 AXES: tuple[str, ...] = Axis.__args__  # type: ignore[attr-defined]
@@ -64,8 +65,13 @@ class VoiceProfileLevel(Frozen):
     @field_validator("realisations")
     @classmethod
     def _distinct(cls, v: tuple[VoiceRealisation, ...]) -> tuple[VoiceRealisation, ...]:
-        if len(set(v)) != len(v):
-            raise ValueError("voice realisations of one profile must be distinct")
+        again = [i for i, r in enumerate(v) if r in v[:i]]
+        if again:
+            raise PositionedValueError(
+                (again[0],),
+                "voice realisations of one profile must be distinct",
+                fix="change or remove this repeated voice",
+            )
         return v
 
 
@@ -113,7 +119,11 @@ class DisfluencyLevel(Frozen):
     @model_validator(mode="after")
     def _fillers_when_rate(self) -> DisfluencyLevel:
         if self.filler_rate > 0 and not self.fillers:
-            raise ValueError("a positive filler_rate needs at least one filler")
+            raise PositionedValueError(
+                ("filler_rate",),
+                "a positive filler_rate needs at least one filler",
+                fix="add fillers (e.g. [um, uh]) or set filler_rate: 0",
+            )
         return self
 
 
@@ -256,11 +266,16 @@ class MatchedPair(Frozen):
         declared = set(self.contrast)
         undeclared = differing - declared
         if undeclared:
-            raise ValueError(
-                f"conditions differ on undeclared axis {', '.join(sorted(undeclared))}; "
-                "declare it in the contrast or make both conditions equal on it"
+            raise PositionedValueError(
+                ("contrast",),
+                f"conditions differ on undeclared axis {', '.join(sorted(undeclared))}",
+                fix="declare it in the contrast or make both conditions equal on it",
             )
         same = declared - differing
         if same:
-            raise ValueError(f"contrast axis {', '.join(sorted(same))} has the same level in both conditions")
+            raise PositionedValueError(
+                ("contrast",),
+                f"contrast axis {', '.join(sorted(same))} has the same level in both conditions",
+                fix="give a and b different levels on it or drop it from the contrast",
+            )
         return self

@@ -17,6 +17,7 @@ from voice_audit.scenarios.vocabulary import (
     NAME,
     OutcomeRules,
     OutcomeSpec,
+    PositionedValueError,
     ToolSpec,
     check_outcomes,
     check_tools,
@@ -245,23 +246,42 @@ class CallerScript(Frozen):
     @model_validator(mode="after")
     def _consistent(self) -> CallerScript:
         ids = [a.id for a in self.anchors]
-        if len(set(ids)) != len(ids):
-            raise ValueError("anchor ids must be unique")
-        for anchor in self.anchors:
-            for text in (anchor.text, anchor.rephrase or ""):
+        again = [i for i, a in enumerate(ids) if a in ids[:i]]
+        if again:
+            raise PositionedValueError(
+                ("anchors", again[0], "id"),
+                "anchor ids must be unique",
+                fix=f"rename the second anchor '{ids[again[0]]}'",
+            )
+        for i, anchor in enumerate(self.anchors):
+            for field, text in (("text", anchor.text), ("rephrase", anchor.rephrase or "")):
                 missing = sorted(set(placeholders(text)) - set(self.slots))
                 if missing:
-                    raise ValueError(f"anchor '{anchor.id}' uses undefined slot {', '.join(missing)}")
-        spoken = [a.text for a in self.anchors] + [a.rephrase or "" for a in self.anchors]
-        spoken += list(self.slots.values()) + [c.answer for c in self.challenges]
-        for text in spoken:
+                    raise PositionedValueError(
+                        ("anchors", i, field),
+                        f"anchor '{anchor.id}' uses undefined slot {', '.join(missing)}",
+                        fix=f"add {missing[0]} under slots or remove {{{missing[0]}}} from the text",
+                    )
+        spoken: list[tuple[tuple[str | int, ...], str]] = [
+            (("anchors", i, "text"), a.text) for i, a in enumerate(self.anchors)
+        ]
+        spoken += [(("anchors", i, "rephrase"), a.rephrase or "") for i, a in enumerate(self.anchors)]
+        spoken += [(("slots", k), v) for k, v in self.slots.items()]
+        spoken += [(("challenges", i, "answer"), c.answer) for i, c in enumerate(self.challenges)]
+        for loc, text in spoken:
             if _DIGIT.search(text):
-                raise ValueError(
+                raise PositionedValueError(
+                    loc,
                     f"spoken text contains digits: '{text}'; spell numbers as words "
-                    "(eSpeak reads digits in the voice's own language)"
+                    "(eSpeak reads digits in the voice's own language)",
+                    fix="write the numbers as words (e.g. 'forty two')",
                 )
         if self.anchors[-1].intent != "close":
-            raise ValueError("the last anchor must have intent 'close'")
+            raise PositionedValueError(
+                ("anchors", len(self.anchors) - 1, "intent"),
+                "the last anchor must have intent 'close'",
+                fix="set intent: close on the last anchor or add a closing anchor",
+            )
         return self
 
 
@@ -316,18 +336,27 @@ class Scenario(Frozen):
     @model_validator(mode="after")
     def _answers_every_held_fact(self) -> Scenario:
         answered = [c.fact for c in self.caller.challenges]
-        if len(set(answered)) != len(answered):
-            raise ValueError("caller.challenges: each fact may have one answer")
-        for c in self.caller.challenges:
+        again = [i for i, f in enumerate(answered) if f in answered[:i]]
+        if again:
+            raise PositionedValueError(
+                ("caller", "challenges", again[0], "fact"),
+                "caller.challenges: each fact may have one answer",
+                fix=f"keep one challenge for '{answered[again[0]]}'",
+            )
+        for i, c in enumerate(self.caller.challenges):
             if c.fact not in CALLER_FACTS and not c.cues:
-                raise ValueError(
-                    f"caller.challenges: fact '{c.fact}' is not one of {', '.join(CALLER_FACTS)}; give it cues"
+                raise PositionedValueError(
+                    ("caller", "challenges", i, "fact"),
+                    f"caller.challenges: fact '{c.fact}' is not one of {', '.join(CALLER_FACTS)}",
+                    fix="give it cues: the words an agent uses to ask for it",
                 )
         missing = [f for f in held_facts(self.facts) if f not in answered]
         if missing:
-            raise ValueError(
+            raise PositionedValueError(
+                ("caller", "challenges"),
                 f"caller.challenges has no answer for {', '.join(missing)}, which the facts hold; "
-                "add {fact: ..., answer: ...} so the caller can answer what the agent can check"
+                "the caller could not answer what the agent can check",
+                fix=f"add {{fact: {missing[0]}, answer: ...}} to caller.challenges",
             )
         return self
 

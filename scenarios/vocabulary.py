@@ -48,11 +48,13 @@ Reading = Literal["confirmation", "denial"]
 
 
 class PositionedValueError(ValueError):
-    """A validation failure that knows where in the document it is (the YAML loader adds line:col)."""
+    """A validation failure that knows where in the document it is (the YAML loader adds line:col)
+    and, when given, how to fix it (the loader prints it as `(fix: ...)`)."""
 
-    def __init__(self, loc: tuple[str | int, ...], message: str) -> None:
+    def __init__(self, loc: tuple[str | int, ...], message: str, fix: str | None = None) -> None:
         super().__init__(message)
         self.loc = loc
+        self.fix = fix
 
 
 class ToolArgument(Frozen):
@@ -231,10 +233,14 @@ def check_tools(facts: Any, tools: tuple[ToolSpec, ...], permissions: dict[str, 
     for i, t in enumerate(tools):
         if t.name in BUILTIN_TOOLS:
             raise PositionedValueError(
-                ("tools", i, "name"), f"tool '{t.name}' is built in; give the declared tool another name"
+                ("tools", i, "name"),
+                f"tool '{t.name}' is built in",
+                fix="give the declared tool another name",
             )
         if names.count(t.name) > 1:
-            raise PositionedValueError(("tools", i, "name"), f"tool '{t.name}' is declared twice")
+            raise PositionedValueError(
+                ("tools", i, "name"), f"tool '{t.name}' is declared twice", fix="declare each tool once"
+            )
         for arg, spec in t.arguments.items():
             if spec.fact is not None:
                 try:
@@ -243,6 +249,7 @@ def check_tools(facts: Any, tools: tuple[ToolSpec, ...], permissions: dict[str, 
                     raise PositionedValueError(
                         ("tools", i, "arguments", arg, "fact"),
                         f"tool '{t.name}' argument '{arg}' names fact '{spec.fact}', which the facts do not hold",
+                        fix="name a dotted path the facts hold (e.g. account.account_id) or remove fact",
                     ) from None
     known = set(BUILTIN_TOOLS) | set(names)
     for name in permissions:
@@ -250,6 +257,7 @@ def check_tools(facts: Any, tools: tuple[ToolSpec, ...], permissions: dict[str, 
             raise PositionedValueError(
                 ("tool_permissions", name),
                 f"unknown tool '{name}' (built in: {', '.join(BUILTIN_TOOLS)}; declared: {', '.join(names) or 'none'})",
+                fix="name a built-in or declared tool, or declare it under tools",
             )
 
 
@@ -268,22 +276,27 @@ def check_outcomes(
     for i, o in enumerate(outcomes):
         if o.id in BUILTIN_OUTCOMES:
             raise PositionedValueError(
-                ("outcomes", i, "id"), f"outcome '{o.id}' is built in; do not redeclare it"
+                ("outcomes", i, "id"),
+                f"outcome '{o.id}' is built in",
+                fix="do not redeclare it; remove this entry",
             )
         if ids.count(o.id) > 1:
-            raise PositionedValueError(("outcomes", i, "id"), f"outcome '{o.id}' is declared twice")
+            raise PositionedValueError(
+                ("outcomes", i, "id"), f"outcome '{o.id}' is declared twice", fix="declare each outcome once"
+            )
         if o.words is None and not any(t.realises == o.id for t in tools):
             raise PositionedValueError(
                 ("outcomes", i),
-                f"outcome '{o.id}' has no rule: no tool realises it and it has no words rule; "
-                f"add 'realises: {o.id}' to a tool or 'words: confirmation'",
+                f"outcome '{o.id}' has no rule: no tool realises it and it has no words rule",
+                fix=f"add 'realises: {o.id}' to a tool or 'words: confirmation' to the outcome",
             )
     known = set(BUILTIN_OUTCOMES) | set(ids)
     for i, t in enumerate(tools):
         if t.realises is not None and t.realises not in known:
             raise PositionedValueError(
                 ("facts", "tools", i, "realises"),
-                f"tool '{t.name}' realises unknown outcome '{t.realises}'; declare it under outcomes",
+                f"tool '{t.name}' realises unknown outcome '{t.realises}'",
+                fix="declare it under outcomes or name a built-in outcome",
             )
     allowed = {
         n for n in (*BUILTIN_TOOLS, *(t.name for t in tools)) if permissions.get(n, n not in BUILTIN_TOOLS)
@@ -295,11 +308,13 @@ def check_outcomes(
             raise PositionedValueError(
                 ("acceptable_outcomes", i, "outcome"),
                 f"unknown outcome '{outcome}' (built in: {', '.join(BUILTIN_OUTCOMES)}; "
-                f"declared: {', '.join(ids) or 'none'}); declare it under outcomes",
+                f"declared: {', '.join(ids) or 'none'})",
+                fix="declare it under outcomes or name a built-in outcome",
             )
         if outcome not in reachable:
             raise PositionedValueError(
                 ("acceptable_outcomes", i, "outcome"),
                 f"acceptable outcome '{outcome}' cannot be produced by any rule of this scenario "
                 "(its tool is not permitted and no words rule names it)",
+                fix="permit its tool under tool_permissions, give the outcome a words rule, or remove it",
             )

@@ -116,8 +116,55 @@ _TYPE_FIXES: dict[str, str] = {
     "less_than": "give a smaller value",
     "less_than_equal": "give a smaller value",
     "too_short": "add entries",
+    "too_long": "remove entries (at most {max_length})",
     "string_too_short": "give a non-empty value",
+    "string_too_long": "shorten it to at most {max_length} characters",
+    "string_pattern_mismatch": "write it to match {pattern}",
+    "int_from_float": "give a whole number",
+    "int_parsing_size": "give a whole number of at most 19 digits",
+    "finite_number": "give a finite number",
+    "multiple_of": "give a multiple of {multiple_of}",
+    "decimal_parsing": "give a number",
+    "decimal_type": "give a number",
+    "enum": "use {expected}",
+    "none_required": "remove the value",
+    "set_type": "give a list ([...] or one '- item' per line)",
+    "frozen_set_type": "give a list ([...] or one '- item' per line)",
+    "model_attributes_type": "give a mapping (key: value lines)",
+    "union_tag_invalid": "use {expected_tags}",
+    "union_tag_not_found": "add '{discriminator}'",
+    "date_parsing": "give a date as YYYY-MM-DD",
+    "date_type": "give a date as YYYY-MM-DD",
+    "date_from_datetime_parsing": "give a date as YYYY-MM-DD",
+    "datetime_parsing": "give a date and time as YYYY-MM-DDTHH:MM:SS",
+    "datetime_type": "give a date and time as YYYY-MM-DDTHH:MM:SS",
+    "url_parsing": "give a full URL such as http://127.0.0.1:8080/v1",
+    "url_type": "give a full URL such as http://127.0.0.1:8080/v1",
+    "url_scheme": "begin the URL with {expected_schemes}",
 }
+
+# Said when pydantic gives no context to fill a template in.
+_BARE_FIXES: dict[str, str] = {
+    "too_long": "remove entries",
+    "string_too_long": "shorten it",
+    "string_pattern_mismatch": "use the documented form (docs/reference)",
+    "multiple_of": "give a multiple of the documented step",
+    "enum": "use one of the allowed values",
+    "union_tag_invalid": "use one of the allowed kinds",
+    "union_tag_not_found": "add the field naming the kind",
+    "url_scheme": "begin the URL with http:// or https://",
+}
+
+
+def _type_fix(err: Any) -> str | None:
+    """The generic fix of a pydantic error type, filled in with what pydantic knows (a pattern, a bound)."""
+    template = _TYPE_FIXES.get(err["type"])
+    if template is None:
+        return None
+    try:
+        return template.format(**(err.get("ctx") or {}))
+    except (KeyError, IndexError, ValueError):
+        return _BARE_FIXES.get(err["type"], "give a value of the documented type")
 
 
 def _one_error(doc: YamlDocument, err: Any, what: str) -> ConfigError:
@@ -136,7 +183,7 @@ def _one_error(doc: YamlDocument, err: Any, what: str) -> ConfigError:
     if fix is None and err["type"] == "literal_error":
         fix = f"use {(err.get('ctx') or {}).get('expected', 'one of the allowed values')}"
     if fix is None:
-        fix = _TYPE_FIXES.get(err["type"])
+        fix = _type_fix(err)
     if err["type"] == "value_error" and isinstance(msg, str) and msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
     return doc.error(loc, f"{what}: {field}: {msg}", fix=fix)

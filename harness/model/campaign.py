@@ -10,6 +10,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from voice_audit.harness.model.usage import Budget, PriceTable
 from voice_audit.personas import AXES, Axis, CallerCondition
 from voice_audit.scenarios.base import Frozen, sha256_of
+from voice_audit.scenarios.vocabulary import PositionedValueError
 
 Pacing = Literal["realtime", "accelerated"]
 FactsDisclosure = Literal["full", "ids", "none"]
@@ -134,11 +135,18 @@ class Interruptions(Frozen):
     @model_validator(mode="after")
     def _one_point(self) -> Interruptions:
         if (self.at_ms is None) == (self.at_fraction is None):
-            raise ValueError(
-                "interruptions need exactly one of at_ms (ms into the turn) or at_fraction (of the turn)"
+            raise PositionedValueError(
+                () if self.at_ms is None else ("at_fraction",),
+                "interruptions need exactly one of at_ms (ms into the turn) or at_fraction (of the turn)",
+                fix="keep one of at_ms and at_fraction",
             )
-        if any(t < 0 for t in self.turns):
-            raise ValueError("interruptions.turns are agent turn numbers (0 is the greeting)")
+        negative = [i for i, t in enumerate(self.turns) if t < 0]
+        if negative:
+            raise PositionedValueError(
+                ("turns", negative[0]),
+                "interruptions.turns are agent turn numbers (0 is the greeting)",
+                fix="use turn numbers of 0 or more",
+            )
         return self
 
     def applies_to(self, turn: int) -> bool:
@@ -206,9 +214,11 @@ class Patience(Frozen):
     @model_validator(mode="after")
     def _ordered(self) -> Patience:
         if self.prompt_after_s > self.hang_up_after_s:
-            raise ValueError(
+            raise PositionedValueError(
+                ("prompt_after_s",),
                 f"patience.prompt_after_s ({self.prompt_after_s:g}) exceeds patience.hang_up_after_s "
-                f"({self.hang_up_after_s:g}); the caller would hang up before ever prompting"
+                f"({self.hang_up_after_s:g}); the caller would hang up before ever prompting",
+                fix=f"set prompt_after_s to at most {self.hang_up_after_s:g} or raise hang_up_after_s",
             )
         return self
 
@@ -229,7 +239,11 @@ class CellVoicing(Frozen):
     def _axes(cls, v: dict[str, str]) -> dict[str, str]:
         unknown = sorted(set(v) - set(AXES))
         if unknown:
-            raise ValueError(f"unknown persona axis {', '.join(unknown)} (axes: {', '.join(AXES)})")
+            raise PositionedValueError(
+                (unknown[0],),
+                f"unknown persona axis {', '.join(unknown)} (axes: {', '.join(AXES)})",
+                fix=f"use one of {', '.join(AXES)}",
+            )
         return v
 
     def matches(self, condition: CallerCondition) -> bool:
@@ -282,8 +296,11 @@ class PairSpec(Frozen):
     @field_validator("contrast")
     @classmethod
     def _unique(cls, v: tuple[str, ...]) -> tuple[str, ...]:
-        if len(set(v)) != len(v):
-            raise ValueError("contrast lists an axis twice")
+        again = [i for i, axis in enumerate(v) if axis in v[:i]]
+        if again:
+            raise PositionedValueError(
+                (again[0],), "contrast lists an axis twice", fix=f"list '{v[again[0]]}' once"
+            )
         return v
 
 
@@ -336,9 +353,17 @@ class ModelReaderSpec(Frozen):
     @model_validator(mode="after")
     def _where(self) -> ModelReaderSpec:
         if self.backend == "openai" and not self.base_url:
-            raise ValueError("an openai reader needs base_url (e.g. http://127.0.0.1:8080/v1)")
+            raise PositionedValueError(
+                ("backend",),
+                "an openai reader needs base_url (e.g. http://127.0.0.1:8080/v1)",
+                fix="add base_url: the server's OpenAI-compatible address, e.g. http://127.0.0.1:8080/v1",
+            )
         if self.model_path is not None and self.sha256 is None:
-            raise ValueError("a local model_path needs its sha256, checked when the model loads")
+            raise PositionedValueError(
+                ("model_path",),
+                "a local model_path needs its sha256, checked when the model loads",
+                fix="add sha256: the model file's sha256 (sha256sum <file>)",
+            )
         return self
 
 
@@ -366,7 +391,11 @@ class ReaderSpec(Frozen):
     @model_validator(mode="after")
     def _acting(self) -> ReaderSpec:
         if self.acting == "model" and self.model is None:
-            raise ValueError("acting: model needs a model reader (reader.model)")
+            raise PositionedValueError(
+                ("acting",),
+                "acting: model needs a model reader (reader.model)",
+                fix="add reader.model or set acting: rules",
+            )
         return self
 
 
@@ -506,15 +535,21 @@ class Campaign(Frozen):
     @model_validator(mode="after")
     def _cost_needs_prices(self) -> Campaign:
         if self.budget is not None and self.budget.max_cost is not None and self.prices is None:
-            raise ValueError("budget.max_cost needs a price table (prices:) to compute a cost")
+            raise PositionedValueError(
+                ("budget", "max_cost"),
+                "budget.max_cost needs a price table (prices:) to compute a cost",
+                fix="add a prices: table or remove budget.max_cost",
+            )
         return self
 
     @model_validator(mode="after")
     def _interruptions_in_real_time(self) -> Campaign:
         if self.interruptions is not None and self.pacing != "realtime":
-            raise ValueError(
+            raise PositionedValueError(
+                ("interruptions",),
                 f"interruptions need pacing: realtime (this campaign is {self.pacing}): a caller can only "
-                "talk over an agent that is speaking in real time; set pacing: realtime or remove interruptions"
+                "talk over an agent that is speaking in real time",
+                fix="set pacing: realtime or remove interruptions",
             )
         return self
 
@@ -531,11 +566,12 @@ class Campaign(Frozen):
         for name in ("turn_s", "call_s"):
             limit = getattr(self.timeouts, name)
             if limit <= need:
-                raise ValueError(
+                raise PositionedValueError(
+                    ("timeouts", name),
                     f"timeouts.{name} ({limit:g} s) must exceed patience.hang_up_after_s "
                     f"({self.patience.hang_up_after_s:g} s) by more than {PATIENCE_MARGIN_S:g} s: the caller's "
-                    f"patience ends a call with a silent agent, the timeouts only guard a stuck harness; "
-                    f"raise timeouts.{name} above {need:g} or lower patience.hang_up_after_s"
+                    f"patience ends a call with a silent agent, the timeouts only guard a stuck harness",
+                    fix=f"raise timeouts.{name} above {need:g} or lower patience.hang_up_after_s",
                 )
         return self
 
@@ -554,7 +590,12 @@ class Campaign(Frozen):
         names = [a.name for a in v]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
-            raise ValueError(f"agent name {', '.join(dupes)} used twice")
+            again = next(i for i, n in enumerate(names) if n in names[:i])
+            raise PositionedValueError(
+                (again, "name"),
+                f"agent name {', '.join(dupes)} used twice",
+                fix="give each agent its own name",
+            )
         return v
 
     @cached_property

@@ -22,6 +22,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from voice_audit.scenarios.base import Frozen
+from voice_audit.scenarios.vocabulary import PositionedValueError
 
 USAGE_SCHEMA_VERSION = 1
 """Version of a usage.jsonl line; readers refuse newer lines with a clear message."""
@@ -77,7 +78,11 @@ class UsageItem(Frozen):
     @model_validator(mode="after")
     def _unknown_has_reason(self) -> UsageItem:
         if self.quantity is None and not self.reason:
-            raise ValueError(f"usage item {self.meter}: an unknown quantity needs a reason")
+            raise PositionedValueError(
+                ("quantity",),
+                f"usage item {self.meter}: an unknown quantity needs a reason",
+                fix="give the quantity or a reason",
+            )
         return self
 
 
@@ -168,7 +173,11 @@ class Budget(Frozen):
     @model_validator(mode="after")
     def _some_limit(self) -> Budget:
         if self.max_cost is None and self.max_calls is None and self.max_call_minutes is None:
-            raise ValueError("budget needs at least one of max_cost, max_calls, max_call_minutes")
+            raise PositionedValueError(
+                (),
+                "budget needs at least one of max_cost, max_calls, max_call_minutes",
+                fix="add max_cost, max_calls or max_call_minutes, or remove budget",
+            )
         return self
 
 
