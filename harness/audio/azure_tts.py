@@ -25,13 +25,18 @@ from __future__ import annotations
 import asyncio
 import os
 import re
-from typing import Any
 from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
 
 from voice_audit.harness.audio.catalogue import catalogue_voice, voice_entry
-from voice_audit.harness.audio.cloud_http import apply_gain, check_key_env, post, read_key
+from voice_audit.harness.audio.cloud_http import (
+    apply_gain,
+    check_key_env,
+    cloud_synthesis,
+    post,
+    read_key,
+)
 from voice_audit.harness.audio.errors import (
     BackendLoadError,
     EmptyTextError,
@@ -181,32 +186,13 @@ class AzureSpeechBackend:
         if pcm.size == 0 or not np.any(pcm):
             raise SynthesisError(f"{url} returned no audio for voice {params.espeak_name}")
         voice = self.voice_name(params)
-        entry = voice_entry(self.name, voice)
         prosody = self.prosody(params)
-        extra: dict[str, Any] = {"speaker": entry.speaker, "speaker_locale": entry.locale} if entry else {}
-        return Synthesis(
-            pcm=pcm,
-            sample_rate=self.sample_rate,
-            backend=self.name,
-            backend_version=self.version,
-            params={
-                "voice_name": voice,
-                **extra,
-                "output_format": self.output_format,
-                "prosody_rate": prosody["rate"],
-                "prosody_pitch": prosody["pitch"],
-                "persona_voice": params.espeak_name,
-                "accent_rendering": "recorded speaker of that accent"
-                if entry is not None and entry.accent == params.voice.lower()
-                else "the cloud voice mapped to this accent",
-                "rate_wpm": params.rate_wpm,
-                "pitch": params.pitch,
-                "pitch_applied": True,
-                "pitch_range_applied": False,
-                "volume_gain": gain,
-                "input": "ssml" if ssml else "text",
-            },
-        )
+        vendor = {
+            "output_format": self.output_format,
+            "prosody_rate": prosody["rate"],
+            "prosody_pitch": prosody["pitch"],
+        }
+        return cloud_synthesis(self, pcm, gain, voice, params, vendor, ssml=bool(ssml))
 
     def synthesize(self, text: str, ssml: str | None, params: SpeechParams) -> Synthesis:
         return asyncio.run(self.synthesize_async(text, ssml, params))

@@ -9,11 +9,14 @@ echoes it is masked before it is quoted).
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import aiohttp
 import numpy as np
 
+from voice_audit.harness.audio.catalogue import voice_entry
 from voice_audit.harness.audio.errors import BackendLoadError, SynthesisError
+from voice_audit.harness.audio.types import Synthesis
 from voice_audit.personas import SpeechParams
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -75,4 +78,42 @@ def apply_gain(pcm: np.ndarray, params: SpeechParams) -> tuple[np.ndarray, float
     return pcm, gain
 
 
-__all__ = ["apply_gain", "check_key_env", "post", "read_key"]
+def cloud_synthesis(
+    backend: Any,
+    pcm: np.ndarray,
+    gain: float,
+    voice: str,
+    params: SpeechParams,
+    vendor: dict[str, Any],
+    *,
+    ssml: bool,
+) -> Synthesis:
+    """One cloud utterance's record: the vendor voice, its catalogued speaker (so two engines or rates
+    of one person stay one speaker), the vendor's own settings (`vendor`) and how the persona was
+    rendered; the same fields, in the same order, for every cloud backend."""
+    entry = voice_entry(backend.name, voice)
+    extra: dict[str, Any] = {"speaker": entry.speaker, "speaker_locale": entry.locale} if entry else {}
+    return Synthesis(
+        pcm=pcm,
+        sample_rate=backend.sample_rate,
+        backend=backend.name,
+        backend_version=backend.version,
+        params={
+            "voice_name": voice,
+            **extra,
+            **vendor,
+            "persona_voice": params.espeak_name,
+            "accent_rendering": "recorded speaker of that accent"
+            if entry is not None and entry.accent == params.voice.lower()
+            else "the cloud voice mapped to this accent",
+            "rate_wpm": params.rate_wpm,
+            "pitch": params.pitch,
+            "pitch_applied": True,
+            "pitch_range_applied": False,
+            "volume_gain": gain,
+            "input": "ssml" if ssml else "text",
+        },
+    )
+
+
+__all__ = ["apply_gain", "check_key_env", "cloud_synthesis", "post", "read_key"]

@@ -33,7 +33,13 @@ from typing import Any
 import numpy as np
 
 from voice_audit.harness.audio.catalogue import catalogue_voice, voice_entry
-from voice_audit.harness.audio.cloud_http import apply_gain, check_key_env, post, read_key
+from voice_audit.harness.audio.cloud_http import (
+    apply_gain,
+    check_key_env,
+    cloud_synthesis,
+    post,
+    read_key,
+)
 from voice_audit.harness.audio.errors import (
     BackendLoadError,
     EmptyTextError,
@@ -173,31 +179,11 @@ class GoogleTTSBackend:
         pcm, gain = apply_gain(read_wav(audio, self.sample_rate, url), params)
         if pcm.size == 0 or not np.any(pcm):
             raise SynthesisError(f"{url} returned no audio for voice {params.espeak_name}")
-        voice = body["voice"]["name"]
-        entry = voice_entry(self.name, voice)
-        extra: dict[str, Any] = {"speaker": entry.speaker, "speaker_locale": entry.locale} if entry else {}
-        return Synthesis(
-            pcm=pcm,
-            sample_rate=self.sample_rate,
-            backend=self.name,
-            backend_version=self.version,
-            params={
-                "voice_name": voice,
-                **extra,
-                "speaking_rate": body["audioConfig"]["speakingRate"],
-                "pitch_semitones": body["audioConfig"].get("pitch", 0.0),
-                "persona_voice": params.espeak_name,
-                "accent_rendering": "recorded speaker of that accent"
-                if entry is not None and entry.accent == params.voice.lower()
-                else "the cloud voice mapped to this accent",
-                "rate_wpm": params.rate_wpm,
-                "pitch": params.pitch,
-                "pitch_applied": True,
-                "pitch_range_applied": False,
-                "volume_gain": gain,
-                "input": "ssml" if ssml else "text",
-            },
-        )
+        vendor = {
+            "speaking_rate": body["audioConfig"]["speakingRate"],
+            "pitch_semitones": body["audioConfig"].get("pitch", 0.0),
+        }
+        return cloud_synthesis(self, pcm, gain, body["voice"]["name"], params, vendor, ssml=bool(ssml))
 
     def synthesize(self, text: str, ssml: str | None, params: SpeechParams) -> Synthesis:
         return asyncio.run(self.synthesize_async(text, ssml, params))
