@@ -92,7 +92,7 @@ test: install system-deps lint typecheck
 	@echo "serial lane, with the cpu_bound lane beside it (nice 19, report in $(CPU_LANE_LOG))"
 	@nice -n 19 $(BIN)/python -m pytest -q -n 2 --dist loadfile -m "cpu_bound and not serial" \
 	    $(CPU_BOUND_FILES) >$(CPU_LANE_LOG) 2>&1 & cpu=$$!; \
-	  $(BIN)/python -m pytest -q -n 6 --dist loadfile --no-loadscope-reorder -m serial \
+	  $(BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder -m serial \
 	    $(SERIAL_FILES); serial=$$?; \
 	  wait $$cpu; cpu=$$?; echo "cpu_bound lane:"; cat $(CPU_LANE_LOG); \
 	  [ $$serial -eq 0 ] && [ $$cpu -eq 0 ]
