@@ -16,6 +16,7 @@ from typing import Any
 
 from voice_audit.harness.adapter import AgentAdapter
 from voice_audit.harness.audio import create_tts
+from voice_audit.harness.audio.synth import MATCH_RATE_OPTION
 from voice_audit.harness.caller.lines import check_recordings
 from voice_audit.harness.endpoints import unreachable_agents
 from voice_audit.harness.estimate import estimate_campaign
@@ -224,7 +225,9 @@ class CampaignRunner:
         problems = await close_adapters(adapters)
         if problems:
             self.stats.setdefault("adapter_close_errors", []).extend(problems)
-        tts_backend = create_tts(c.tts.name, **c.tts.options)
+        # the synthesizer's own option (rate matching) is not the engine's
+        engine_options = {k: v for k, v in c.tts.options.items() if k != MATCH_RATE_OPTION}
+        tts_backend = create_tts(c.tts.name, **engine_options)
         shard_tts = BackendInfo(name=tts_backend.name, version=tts_backend.version)
         shard_asr = BackendInfo(name=c.asr.name, version="", model=str(c.asr.options.get("model", "default")))
         writer = RunWriter(self.run_dir, redactor=self.redactor)

@@ -42,7 +42,7 @@ voices: 2
 replicates: 4
 concurrency: 8
 timeouts: {{connect_s: 10, turn_s: 60, call_s: 240}}
-tts: {{name: espeak}}
+tts: {{name: espeak, options: {{match_rate: false}}}}  # the vendor-side admission grid, without each worker calibrating its voices at its first call
 """
 
 
