@@ -29,11 +29,12 @@ from xml.sax.saxutils import escape, quoteattr
 
 import numpy as np
 
-from voice_audit.harness.audio.catalogue import catalogue_voice, voice_entry
+from voice_audit.harness.audio.catalogue import voice_entry
 from voice_audit.harness.audio.cloud_http import (
     apply_gain,
     check_key_env,
     cloud_synthesis,
+    cloud_voice,
     post,
     read_key,
 )
@@ -41,7 +42,6 @@ from voice_audit.harness.audio.errors import (
     BackendLoadError,
     EmptyTextError,
     SynthesisError,
-    UnknownVoiceError,
 )
 from voice_audit.harness.audio.types import Synthesis
 from voice_audit.personas import SpeechParams
@@ -128,19 +128,7 @@ class AzureSpeechBackend:
         )
 
     def voice_name(self, params: SpeechParams) -> str:
-        if isinstance(self.voices, str):
-            return catalogue_voice(self.name, params).voice
-        accent = params.voice.lower()
-        variant = (params.variant or "").lower()
-        for key in (f"{accent}+{variant}", accent, variant, "*"):
-            if key in self.voices:
-                return self.voices[key]
-        raise UnknownVoiceError(
-            self.name,
-            params.espeak_name,
-            f"map it to a voice name in tts.options.voices (keys tried: '{accent}+{variant}', '{accent}', "
-            f"'{variant}', '*'), or use voices: catalogue",
-        )
+        return cloud_voice(self.name, self.voices, params)
 
     def prosody(self, params: SpeechParams) -> dict[str, str]:
         rate = (params.rate_wpm / self.reference_wpm - 1.0) * 100.0

@@ -14,8 +14,8 @@ from typing import Any
 import aiohttp
 import numpy as np
 
-from voice_audit.harness.audio.catalogue import voice_entry
-from voice_audit.harness.audio.errors import BackendLoadError, SynthesisError
+from voice_audit.harness.audio.catalogue import catalogue_voice, voice_entry
+from voice_audit.harness.audio.errors import BackendLoadError, SynthesisError, UnknownVoiceError
 from voice_audit.harness.audio.types import Synthesis
 from voice_audit.personas import SpeechParams
 
@@ -78,6 +78,24 @@ def apply_gain(pcm: np.ndarray, params: SpeechParams) -> tuple[np.ndarray, float
     return pcm, gain
 
 
+def cloud_voice(backend: str, voices: str | dict[str, str], params: SpeechParams) -> str:
+    """The vendor voice for `params`: the catalogue's speaker (`voices: catalogue`), else the map's entry
+    for accent+variant, accent, variant or `*`, in that order."""
+    if isinstance(voices, str):
+        return catalogue_voice(backend, params).voice
+    accent = params.voice.lower()
+    variant = (params.variant or "").lower()
+    for key in (f"{accent}+{variant}", accent, variant, "*"):
+        if key in voices:
+            return voices[key]
+    raise UnknownVoiceError(
+        backend,
+        params.espeak_name,
+        f"map it to a voice name in tts.options.voices (keys tried: '{accent}+{variant}', '{accent}', "
+        f"'{variant}', '*'), or use voices: catalogue",
+    )
+
+
 def cloud_synthesis(
     backend: Any,
     pcm: np.ndarray,
@@ -116,4 +134,4 @@ def cloud_synthesis(
     )
 
 
-__all__ = ["apply_gain", "check_key_env", "cloud_synthesis", "post", "read_key"]
+__all__ = ["apply_gain", "check_key_env", "cloud_synthesis", "cloud_voice", "post", "read_key"]

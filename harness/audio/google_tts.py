@@ -32,11 +32,12 @@ from typing import Any
 
 import numpy as np
 
-from voice_audit.harness.audio.catalogue import catalogue_voice, voice_entry
+from voice_audit.harness.audio.catalogue import voice_entry
 from voice_audit.harness.audio.cloud_http import (
     apply_gain,
     check_key_env,
     cloud_synthesis,
+    cloud_voice,
     post,
     read_key,
 )
@@ -44,7 +45,6 @@ from voice_audit.harness.audio.errors import (
     BackendLoadError,
     EmptyTextError,
     SynthesisError,
-    UnknownVoiceError,
 )
 from voice_audit.harness.audio.types import Synthesis
 from voice_audit.personas import SpeechParams
@@ -120,19 +120,7 @@ class GoogleTTSBackend:
         self.version = f"{self.endpoint}{PATH} LINEAR16 {sample_rate} Hz; reference {reference_wpm} wpm; voices {mapping}"
 
     def voice_name(self, params: SpeechParams) -> str:
-        if isinstance(self.voices, str):
-            return catalogue_voice(self.name, params).voice
-        accent = params.voice.lower()
-        variant = (params.variant or "").lower()
-        for key in (f"{accent}+{variant}", accent, variant, "*"):
-            if key in self.voices:
-                return self.voices[key]
-        raise UnknownVoiceError(
-            self.name,
-            params.espeak_name,
-            f"map it to a voice name in tts.options.voices (keys tried: '{accent}+{variant}', '{accent}', "
-            f"'{variant}', '*'), or use voices: catalogue",
-        )
+        return cloud_voice(self.name, self.voices, params)
 
     def speaking_rate(self, params: SpeechParams) -> float:
         return round(min(RATE_RANGE[1], max(RATE_RANGE[0], params.rate_wpm / self.reference_wpm)), 4)
