@@ -74,6 +74,7 @@ from voice_audit.harness.runlog.layout import (
 )
 from voice_audit.harness.runlog.reader import ReadProblems, RunReader
 from voice_audit.harness.runlog.records import ATTEMPT_AT, RECORD_FIELDS, RECORD_NAMES, SHA256_AT, record_row
+from voice_audit.harness.runlog.transfer import append_usage_lines, read_episode_files, write_episode_files
 from voice_audit.harness.runlog.usage import UsageLedger, UsageLines, call_usage, read_usage
 from voice_audit.harness.runlog.writer import (
     RunFolderError,
@@ -130,6 +131,7 @@ __all__ = [
     "RunWriter",
     "UsageLedger",
     "UsageLines",
+    "append_usage_lines",
     "archive_attempt",
     "atomic_write_bytes",
     "atomic_write_json",
@@ -153,6 +155,7 @@ __all__ = [
     "lock_file",
     "rating_items",
     "ratings_dir",
+    "read_episode_files",
     "read_events",
     "read_log",
     "read_usage",
@@ -165,4 +168,5 @@ __all__ = [
     "upgrade_events",
     "upgrade_record",
     "usage_jsonl",
+    "write_episode_files",
 ]

@@ -303,6 +303,7 @@ class CampaignRunner:
             finally:
                 writer.close()
                 remove_barrier_folder(self.run_dir)
+                self.stats.update(executor.run_stats())  # where the shards ran, what was placed again
         if errors:
             self.stats["worker_errors"] = errors
         if errors:

@@ -63,26 +63,45 @@ def run_shard(job: ShardJob, report: OnMessage) -> None:
     different voice-audit version or campaign file on a worker would otherwise run other episodes).
     """
 
-    def on_record(record: EpisodeRecord) -> None:
-        o = record.outcome
-        payload = record.model_dump_json() if job.records_to_driver else None
-        report(("record", o.status, o.failure_kind, o.terminal_outcome, payload))
-
-    try:
+    def load() -> tuple[LoadedCampaign, Path]:
         run_dir = Path(job.run_dir)
         if not run_json(run_dir).exists():
             raise RunFolderError(
                 f"{run_dir}: run folder not visible on host {platform.node()}; "
                 "it must be on a filesystem every worker mounts at the same path"
             )
-        loaded = load_campaign(job.campaign_file)
+        return load_campaign(job.campaign_file), run_dir
+
+    run_shard_with(job, load, report)
+
+
+def run_shard_with(
+    job: ShardJob,
+    load: Callable[[], tuple[LoadedCampaign, Path]],
+    report: OnMessage,
+    on_record: Callable[[EpisodeRecord], None] | None = None,
+) -> None:
+    """`run_shard` with the campaign and the run folder it writes given by `load` (a worker with
+    no view of the driver's disk gets the campaign from the driver and writes a scratch folder);
+    `on_record` (when given) takes each finished record instead of a ("record", ...) message."""
+
+    def on_finished(record: EpisodeRecord) -> None:
+        if on_record is not None:
+            on_record(record)
+            return
+        o = record.outcome
+        payload = record.model_dump_json() if job.records_to_driver else None
+        report(("record", o.status, o.failure_kind, o.terminal_outcome, payload))
+
+    try:
+        loaded, run_dir = load()
         if loaded.plan.sha256 != job.plan_sha256:
             raise RunFolderError(
                 f"{job.campaign_file}: on host {platform.node()} the campaign plans differently "
                 f"(plan {loaded.plan.sha256[:12]} vs {job.plan_sha256[:12]}); install the same voice-audit everywhere"
             )
         stats: dict[str, Any] = {}
-        asyncio.run(_run(job, loaded, run_dir, stats, on_record))
+        asyncio.run(_run(job, loaded, run_dir, stats, on_finished))
         if "warm_up" in stats:
             report(("warm_up", stats["warm_up"], stats.get("warm_up_errors", [])))
         lateness = [x for p in stats.get("pump", []) for x in p.lateness_ms]
@@ -91,7 +110,7 @@ def run_shard(job: ShardJob, report: OnMessage) -> None:
     except BaseException as exc:
         report(("error", f"{type(exc).__name__}: {exc}"))
         if job.start_barrier is not None:  # failed before its warm-up ended: nobody waits for it
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(Exception):  # a folder or a desk out of reach: the driver notices
                 job.start_barrier.arrive(f"{type(exc).__name__}: {exc}", replace=False)
         raise
     finally:

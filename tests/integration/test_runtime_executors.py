@@ -22,11 +22,10 @@ from voice_audit.harness.runtime import CampaignRunner, RunSummary
 from voice_audit.harness.runtime.executors import (
     Executor,
     RayExecutor,
-    _import_ray,
     events_content_sha256,
+    import_ray,
     make_executor,
 )
-from voice_audit.harness.runtime.shard import ShardJob
 from voice_audit.scenarios import ConfigError, MissingBackendError
 
 CAMPAIGN = """\
@@ -50,7 +49,7 @@ def test_missing_ray_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.setitem(sys.modules, "ray", None)  # makes `import ray` fail
     monkeypatch.setenv("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "1")  # restored after the test
     with pytest.raises(MissingBackendError, match=r"pip install 'voice-audit\[ray\]'"):
-        _import_ray(loopback=True)
+        import_ray(loopback=True)
     executor = make_executor("ray")
     assert isinstance(executor, RayExecutor)
     with pytest.raises(MissingBackendError):
@@ -161,26 +160,6 @@ def test_local_and_ray_runs_hold_the_same_episodes_and_resume(
         assert _content(run_dir) == want
         done = _run(loaded, run_dir, tmp_path, ray_executor, resume=True)
         assert (done.resumed, done.ran) == (12, 0)
-
-
-def test_a_shard_that_cannot_see_the_run_folder_is_reported(
-    tmp_path: Path, ray_executor: RayExecutor
-) -> None:
-    job = ShardJob(
-        campaign_file=str(tmp_path / "c.yaml"),
-        run_dir=str(tmp_path / "nowhere"),
-        episode_ids=("x",),
-        concurrency=1,
-        plan_sha256="0" * 64,
-        records_to_driver=True,
-    )
-
-    async def go() -> list[str]:
-        async with ray_executor:
-            return await ray_executor.run([job], lambda msg: None)
-
-    errors = asyncio.run(go())
-    assert len(errors) == 1 and "not visible on host" in errors[0]
 
 
 def test_an_open_session_to_another_cluster_is_not_silently_reused(ray_executor: RayExecutor) -> None:

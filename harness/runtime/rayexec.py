@@ -1,0 +1,406 @@
+"""Shards as Ray tasks on a cluster whose nodes share no disk with the driver, surviving a node's death.
+
+The driver is the only writer of the run folder. It sends each task the campaign (planned here),
+the run's manifest and call-id salt; each task runs its shard in a scratch folder on its node and
+posts every finished episode (record, files, usage lines) to the driver's desk (`raydesk`), an
+actor pinned to the driver's node; the driver writes each one on arrival through the run-log
+package, as a local run writes it, and never writes an episode twice (first arrival wins).
+
+A task whose node dies (or whose worker process is killed) loses the calls it had not posted: the
+driver places that shard's unfinished episodes again, pairs together and in plan order (seeds and
+plan positions are the plan's), on another live node, with the lost shard's share of the agents'
+limits, so calls in flight and calls per minute hold across the cluster as across local workers.
+A task that failed by itself (an error it reported) is not placed again: `--resume` reruns its
+calls once the cause is fixed. A driver killed mid-run takes its tasks and desk with it (Ray ends a
+dead driver's job); the run folder it leaves is resumed like any other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import functools
+import os
+import socket
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.runlog import (
+    RunFolderError,
+    append_usage_lines,
+    call_id_salt,
+    run_json,
+    storage_error,
+    write_episode_files,
+)
+from voice_audit.harness.runtime.callid import run_salt
+from voice_audit.harness.runtime.executor_base import Executor
+from voice_audit.harness.runtime.raydesk import ActorBarrier, Desk
+from voice_audit.harness.runtime.rayshard import RemoteShard, ray_shard
+from voice_audit.harness.runtime.shard import Message, OnMessage, ShardJob
+from voice_audit.scenarios import ConfigError, MissingBackendError
+
+__all__ = ["MAX_PLACEMENTS", "RayExecutor", "import_ray"]
+
+MAX_PLACEMENTS = 3
+"""How often one shard's calls are placed in all (the first time and again after lost nodes)."""
+CALL_TIMEOUT_S = 30.0
+"""Longest the driver waits on its own desk or on the cluster's state before calling it lost."""
+
+
+@dataclass
+class _Placement:
+    """One shard's task, placed for the `number`-th time."""
+
+    shard: int
+    number: int
+    job: ShardJob
+    ref: Any
+    node: str | None = None
+    failed: str | None = None
+    """The error the shard itself reported, if any (such a shard is not placed again)."""
+
+
+class RayExecutor(Executor):
+    """Shards as Ray tasks: on a cluster at `address`, or on a local instance started for this run.
+
+    No node needs the driver's disk (see the module's docstring). A local instance listens on
+    loopback only and is shut down at the end; an existing cluster or an already initialised Ray
+    session is left running.
+    """
+
+    name = "ray"
+    records_to_driver = True
+
+    def __init__(
+        self,
+        address: str | None = None,
+        *,
+        tasks: int | None = None,
+        num_cpus: int | None = None,
+        cpus_per_task: float = 1.0,
+        poll_s: float = 0.25,
+    ) -> None:
+        self.address = address
+        self.tasks = tasks
+        self.num_cpus = num_cpus
+        self.cpus_per_task = cpus_per_task
+        self.poll_s = poll_s
+        self._owned = False
+        self._ray: Any = None
+        self._stats: dict[str, Any] = {}
+
+    async def start(self) -> None:
+        self._ray = import_ray(loopback=self.address is None or _is_loopback(self.address))
+        ray = self._ray
+        if ray.is_initialized():
+            # The caller's session (a notebook, a test fixture): use it and leave it running.
+            current = ray.get_runtime_context().gcs_address
+            if self.address is not None and self.address not in ("auto", current):
+                raise ConfigError(
+                    f"this process is already connected to the Ray cluster at {current}, not {self.address}",
+                    fix="drop --address, or call ray.shutdown() first",
+                )
+            return
+        if self.address is None:
+            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+            ctx = ray.init(
+                address="local",
+                # every shard at once: per-shard concurrency assumes they all run together
+                num_cpus=self.num_cpus
+                or max(os.cpu_count() or 1, int((self.tasks or 0) * self.cpus_per_task)),
+                include_dashboard=False,
+                log_to_driver=False,
+                configure_logging=False,
+            )
+            self._owned = True
+            ip = ctx.address_info.get("node_ip_address")
+            if ip not in ("127.0.0.1", "::1", "localhost"):
+                await self.stop()
+                raise ConfigError(
+                    f"the local Ray instance listens on {ip}, not on loopback only; refusing to run",
+                    fix="start Ray yourself (ray start --head --node-ip-address 127.0.0.1) and pass --address",
+                )
+        else:
+            _check_reachable(self.address)
+            try:
+                ray.init(address=self.address, log_to_driver=False, configure_logging=False)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                raise ConfigError(
+                    f"cannot connect to the Ray cluster at {self.address}: {str(exc).splitlines()[0]}",
+                    fix="check the address (host:port of the head's GCS), that the cluster is up, "
+                    "and that this machine has the cluster's Ray auth token",
+                ) from None
+
+    async def stop(self) -> None:
+        if self._ray is not None and self._owned:
+            self._ray.shutdown()
+            self._owned = False
+
+    def slots(self) -> int:
+        """One shard per task slot of the nodes alive now: a node the cluster still counts but that
+        has died (Ray drops it only after its health checks fail) gets no shard to wait for."""
+        if self.tasks:
+            return self.tasks
+        cpus = _alive_cpus(self._ray) if self._ray is not None else 1.0
+        return max(1, int(cpus // self.cpus_per_task))
+
+    def run_stats(self) -> dict[str, Any]:
+        return {"ray": self._stats} if self._stats else {}
+
+    async def run(self, jobs: list[ShardJob], on_message: OnMessage, lock_fd: int | None = None) -> list[str]:
+        if not jobs:
+            return []
+        ray = self._ray
+        loop = asyncio.get_running_loop()
+        run_dir = Path(jobs[0].run_dir)
+        try:
+            remote_of, loaded_ref = await loop.run_in_executor(None, self._send_run, jobs[0])
+        except OSError as exc:
+            raise storage_error(run_dir, exc) from None
+        stats: dict[str, Any] = {"nodes": {}, "placed_again": [], "duplicates_dropped": 0}
+        self._stats = stats
+        try:
+            desk = await loop.run_in_executor(None, self._open_desk, len(jobs))
+        except Exception as exc:
+            return [f"the driver's desk did not start on this node: {_one_line(exc)}"]
+        task = ray.remote(ray_shard)
+        placements: dict[Any, _Placement] = {}
+        current: dict[int, _Placement] = {}
+        delivered: set[str] = set()
+        errors: list[str] = []
+
+        def place(shard: int, number: int, job: ShardJob, avoid: str | None = None) -> None:
+            barrier = job.start_barrier
+            if barrier is not None:
+                barrier = ActorBarrier(
+                    folder="", parties=barrier.parties, index=barrier.index,
+                    timeout_s=barrier.timeout_s, stagger_s=barrier.stagger_s, desk=desk,
+                )  # fmt: skip
+            sent = dataclasses.replace(job, start_barrier=barrier)
+            strategy = "SPREAD" if avoid is None else self._elsewhere(avoid)
+            ref = task.options(
+                num_cpus=self.cpus_per_task,
+                max_retries=0,
+                retry_exceptions=False,
+                scheduling_strategy=strategy,
+            ).remote(remote_of(sent, shard, number), loaded_ref, desk)
+            placements[ref] = current[shard] = _Placement(shard, number, job, ref)
+
+        def handle(msg: Message) -> None:
+            kind = msg[0]
+            if kind == "placed":
+                _, shard, number, node = msg
+                p = current.get(shard)
+                if p is not None and p.number == number:
+                    p.node = node
+                entry = stats["nodes"].setdefault(node, {"shards": 0, "episodes": 0})
+                entry["shards"] += 1
+                for lost in stats["placed_again"]:
+                    if lost["shard"] == shard and lost["placement"] == number:
+                        lost["placed_on"] = node
+            elif kind == "episode":
+                _, eid, status, failure, outcome, record_json, files, usage, shard = msg
+                try:
+                    append_usage_lines(run_dir, usage)  # calls placed, whoever's record is kept
+                    if eid in delivered:  # a lost node's late post and its replacement's: never twice
+                        stats["duplicates_dropped"] += 1
+                        return
+                    write_episode_files(run_dir, eid, files)
+                except OSError as exc:
+                    raise storage_error(run_dir, exc) from None
+                delivered.add(eid)
+                node = current[shard].node if shard in current else None
+                if node is not None:
+                    stats["nodes"].setdefault(node, {"shards": 0, "episodes": 0})["episodes"] += 1
+                on_message(("record", status, failure, outcome, record_json))
+            elif kind == "usage":
+                try:
+                    append_usage_lines(run_dir, msg[1])
+                except OSError as exc:
+                    raise storage_error(run_dir, exc) from None
+            elif kind == "error":
+                _, text, shard, number = msg
+                p = current.get(shard)
+                if p is not None and p.number == number:
+                    p.failed = text
+                errors.append(text)
+            elif kind != "done":
+                on_message(msg)
+
+        async def drain() -> None:
+            got = await loop.run_in_executor(
+                None, functools.partial(ray.get, desk.drain.remote(), timeout=CALL_TIMEOUT_S)
+            )
+            for msg in got:
+                handle(msg)
+
+        try:
+            for k, job in enumerate(jobs):
+                place(k, 0, job)
+            while placements:
+                ready, _ = await loop.run_in_executor(
+                    None,
+                    functools.partial(
+                        ray.wait, list(placements), num_returns=len(placements), timeout=self.poll_s
+                    ),
+                )
+                await drain()
+                for ref in ready:
+                    p = placements.pop(ref)
+                    try:
+                        await loop.run_in_executor(
+                            None, functools.partial(ray.get, ref, timeout=CALL_TIMEOUT_S)
+                        )
+                        continue
+                    except Exception as exc:  # the task's node or worker died before it finished
+                        why = _one_line(exc)
+                    await drain()  # whatever it posted before dying is in
+                    left = tuple(e for e in p.job.episode_ids if e not in delivered)
+                    with contextlib.suppress(Exception):
+                        desk.lost.remote(p.shard, f"lost: {why}")
+                    if p.failed is not None or not left:
+                        continue
+                    where = f"node {p.node[:12]}" if p.node else "a node"
+                    if p.number + 1 >= MAX_PLACEMENTS:
+                        errors.append(
+                            f"shard {p.shard} lost on {where} {MAX_PLACEMENTS} times ({why}); "
+                            f"{len(left)} calls unfinished"
+                        )
+                        continue
+                    stats["placed_again"].append(
+                        {"shard": p.shard, "placement": p.number + 1, "lost_on": p.node, "error": why,
+                         "calls": len(left), "placed_on": None}
+                    )  # fmt: skip
+                    _say(
+                        f"shard {p.shard} lost on {where} ({why}); its {len(left)} unfinished calls are placed again"
+                    )
+                    place(p.shard, p.number + 1, dataclasses.replace(p.job, episode_ids=left), avoid=p.node)
+            await drain()
+        except RunFolderError:
+            raise
+        except Exception as exc:  # the cluster itself failed under the driver
+            errors.append(f"ray: {_one_line(exc)}")
+        finally:
+            for ref in placements:
+                with contextlib.suppress(Exception):
+                    ray.cancel(ref, force=True)
+            with contextlib.suppress(Exception):
+                ray.kill(desk)
+        missing = sum(1 for job in jobs for e in job.episode_ids if e not in delivered)
+        if missing and not errors:
+            errors.append(f"{missing} calls were never delivered by their shards")
+        return errors
+
+    def _send_run(self, job: ShardJob) -> tuple[Any, Any]:
+        """What every task gets besides its shard: the campaign (as planned here), run.json, the salt."""
+        run_dir = Path(job.run_dir)
+        loaded = load_campaign(job.campaign_file)
+        if loaded.plan.sha256 != job.plan_sha256:
+            raise RunFolderError(
+                f"{job.campaign_file}: the campaign changed while the run started; run it again"
+            )
+        manifest = run_json(run_dir).read_bytes()
+        run_salt(run_dir)
+        salt = call_id_salt(run_dir).read_bytes()
+        loaded_ref = self._ray.put(loaded)
+
+        def remote_of(sent: ShardJob, shard: int, number: int) -> RemoteShard:
+            return RemoteShard(sent, shard, number, manifest, salt)
+
+        return remote_of, loaded_ref
+
+    def _open_desk(self, parties: int) -> Any:
+        """The desk, pinned to this (the driver's) node, and up before any task is placed."""
+        ray = self._ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        here = ray.get_runtime_context().get_node_id()
+        desk = (
+            ray.remote(Desk)
+            .options(
+                num_cpus=0,
+                max_restarts=0,
+                scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False),
+            )
+            .remote(parties)
+        )
+        ray.get(desk.ready.remote(), timeout=CALL_TIMEOUT_S)
+        return desk
+
+    def _elsewhere(self, avoid: str) -> Any:
+        """A live node other than `avoid` with room for a task, preferred (not required) for a shard
+        placed again; the cluster's own choice when there is none."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        try:
+            nodes = [
+                n for n in self._ray.nodes()
+                if n.get("Alive") and n["NodeID"] != avoid and n["Resources"].get("CPU", 0) >= self.cpus_per_task
+            ]  # fmt: skip
+        except Exception:
+            nodes = []
+        if not nodes:
+            return "SPREAD"
+        best = max(nodes, key=lambda n: n["Resources"].get("CPU", 0))
+        return NodeAffinitySchedulingStrategy(node_id=best["NodeID"], soft=True, _spill_on_unavailable=True)
+
+
+def _alive_cpus(ray: Any) -> float:
+    try:
+        return float(sum(n["Resources"].get("CPU", 0) for n in ray.nodes() if n.get("Alive")))
+    except Exception:
+        return float(ray.cluster_resources().get("CPU", 1))
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def _say(message: str) -> None:
+    print(f"voice-audit: {message}", file=sys.stderr, flush=True)
+
+
+def _check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """Fail in seconds on a wrong or dead address; Ray itself retries for minutes before giving up."""
+    target = address.split("://", 1)[-1]
+    host, _, port = target.rpartition(":")
+    if not host or not port.isdigit():
+        return  # "auto" and friends: Ray resolves them itself
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot reach the Ray cluster at {address}: {exc.strerror or exc}",
+            fix="check the address (host:port of the head node's GCS, as printed by ray start) and that the cluster is up",
+        ) from None
+
+
+def _is_loopback(address: str) -> bool:
+    """A cluster on this machine's loopback (host:port, or ray://host:port)."""
+    host = address.split("://", 1)[-1].rsplit(":", 1)[0].strip("[]")
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def import_ray(*, loopback: bool) -> Any:
+    """Import Ray, or say how to install it. With `loopback`, a local instance binds 127.0.0.1 only.
+
+    Ray picks the node address when it is imported: with cluster mode off it uses the loopback
+    address, and its servers then listen on 127.0.0.1 rather than on every interface.
+    """
+    if loopback:
+        os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    try:
+        import ray
+    except ImportError as exc:
+        raise MissingBackendError("ray", "ray", f"Python module 'ray' not found: {exc}") from None
+    if loopback and not ray.is_initialized():
+        consts = getattr(getattr(ray, "_private", None), "ray_constants", None)
+        if consts is not None and getattr(consts, "ENABLE_RAY_CLUSTER", False):
+            consts.ENABLE_RAY_CLUSTER = False  # ray was imported before we could set the variable
+    return ray
