@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import struct
 import weakref
 from collections.abc import AsyncIterator
 from typing import Generic, Protocol, TypeVar
@@ -16,7 +18,8 @@ from typing import Generic, Protocol, TypeVar
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.server import ServerConnection
 from websockets.exceptions import ConnectionClosed
-from websockets.protocol import State
+from websockets.frames import apply_mask
+from websockets.protocol import Side, State
 
 from voice_audit.agents.protocols._secrets import install_log_redaction
 from voice_audit.harness.adapter import (
@@ -134,13 +137,58 @@ async def send_message(ws: ClientConnection, data: str | bytes, timeout_s: float
         raise AgentError("timeout_turn", f"send stalled for {timeout_s:.1f} s (agent not reading)") from None
 
 
+class _MaskKeys:
+    """Client frame masking keys, drawn from the OS's random source in batches.
+
+    RFC 6455 wants each key unpredictable, and websockets draws every one with its own
+    `os.urandom` call: one system call per frame, per call, 50 times a second. A batch of 1,024
+    keys from one call is as unpredictable, and the cost of a key drops to a slice.
+    """
+
+    BATCH = 1024
+
+    def __init__(self) -> None:
+        self._pool = b""
+        self._at = 0
+
+    def take(self) -> bytes:
+        if self._at >= len(self._pool):
+            self._pool, self._at = os.urandom(4 * self.BATCH), 0
+        key = self._pool[self._at : self._at + 4]
+        self._at += 4
+        return key
+
+
+_MASK_KEYS = _MaskKeys()
+_OP_TEXT, _OP_BINARY = 0x81, 0x82  # FIN set, no RSV bits, opcode text / binary
+
+
+def encode_frame(data: bytes, *, text: bool, mask: bool) -> bytes:
+    """One unfragmented, uncompressed data frame as `websockets` would serialize it (RFC 6455 5.2),
+    without its per-frame `Frame` object, buffer and key system call."""
+    head1 = _OP_TEXT if text else _OP_BINARY
+    bit = 0x80 if mask else 0
+    n = len(data)
+    if n < 126:
+        head = bytes((head1, bit | n))
+    elif n < 65536:
+        head = struct.pack("!BBH", head1, bit | 126, n)
+    else:
+        head = struct.pack("!BBQ", head1, bit | 127, n)
+    if not mask:
+        return head + data
+    key = _MASK_KEYS.take()
+    return b"".join((head, key, apply_mask(data, key)))
+
+
 def send_now(ws: ClientConnection | ServerConnection, data: str | bytes) -> bool:
     """Write one whole message without yielding, when nothing could make `ws.send` wait.
 
     The real-time pump sends a frame per call every 20 ms; going through `ws.send` costs a
-    coroutine, an async context manager and a drain check each time. When the connection is open,
-    uncompressed, not mid-fragment, not paused by flow control and its buffer is small, websockets'
-    own Sans-I/O framing plus one transport write is the same bytes on the wire. Returns False,
+    coroutine, an async context manager and a drain check each time, and websockets' framing a
+    `Frame`, a buffer and a random-key system call. When the connection is open, uncompressed,
+    not mid-fragment, not paused by flow control and its buffer is small, the frame is encoded
+    here (`encode_frame`: the same bytes) and written with one transport write. Returns False,
     having sent nothing, otherwise; the caller then awaits `send_message`.
     """
     protocol = ws.protocol
@@ -149,6 +197,7 @@ def send_now(ws: ClientConnection | ServerConnection, data: str | bytes) -> bool
         protocol.state is not State.OPEN
         or protocol.extensions
         or protocol.writes
+        or protocol.expect_continuation_frame
         or ws.send_in_progress is not None
         or ws.paused
         or transport is None
@@ -156,12 +205,9 @@ def send_now(ws: ClientConnection | ServerConnection, data: str | bytes) -> bool
         or transport.get_write_buffer_size() >= SEND_BUFFER_LIMIT
     ):
         return False
-    if isinstance(data, str):
-        protocol.send_text(data.encode())
-    else:
-        protocol.send_binary(data)
-    for chunk in protocol.data_to_send():
-        transport.write(chunk)
+    text = isinstance(data, str)
+    payload = data.encode() if isinstance(data, str) else data
+    transport.write(encode_frame(payload, text=text, mask=protocol.side is Side.CLIENT))
     return True
 
 

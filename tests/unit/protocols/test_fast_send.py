@@ -9,8 +9,16 @@ from typing import Any
 import numpy as np
 import pytest
 from websockets.asyncio.server import ServerConnection, serve
+from websockets.frames import Frame, Opcode
+from websockets.streams import StreamReader
 
-from voice_audit.agents.protocols._stream import SEND_BUFFER_LIMIT, open_ws, send_message, send_now
+from voice_audit.agents.protocols._stream import (
+    SEND_BUFFER_LIMIT,
+    encode_frame,
+    open_ws,
+    send_message,
+    send_now,
+)
 from voice_audit.agents.protocols.audio import dbfs
 from voice_audit.agents.protocols.event_json import b64encode
 from voice_audit.agents.protocols.twilio import FRAME_BYTES, TwilioSession
@@ -113,3 +121,34 @@ def test_serve_loop_choice() -> None:
     else:
         run_loop(main(), "uvloop")
         assert ran[-1].startswith("uvloop")
+
+
+def _parse(raw: bytes, mask: bool) -> Frame:
+    reader = StreamReader()
+    reader.feed_data(raw)
+    reader.feed_eof()
+    parser = Frame.parse(reader.read_exact, mask=mask)
+    with pytest.raises(StopIteration) as stop:
+        next(parser)
+    frame: Frame = stop.value.value
+    assert reader.at_eof()  # the frame is exactly the bytes encoded, nothing left over
+    return frame
+
+
+@pytest.mark.parametrize("size", [0, 1, 125, 126, 65535, 65536, 100_000])
+@pytest.mark.parametrize("text", [False, True])
+def test_encode_frame_is_a_frame_websockets_reads_back(size: int, text: bool) -> None:
+    data = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    opcode = Opcode.TEXT if text else Opcode.BINARY
+    for mask in (True, False):
+        frame = _parse(encode_frame(data, text=text, mask=mask), mask)
+        assert (frame.opcode, frame.fin, frame.data) == (opcode, True, data)
+    # Unmasked (the server side), the bytes are websockets' own, byte for byte.
+    assert encode_frame(data, text=text, mask=False) == Frame(opcode, data).serialize(mask=False)
+
+
+def test_each_client_frame_gets_its_own_mask_key() -> None:
+    keys = [
+        encode_frame(b"\xff" * 160, text=False, mask=True)[4:8] for _ in range(3000)
+    ]  # after a 16-bit length
+    assert len(set(keys)) > 2990  # random 32-bit keys: a repeat among 3,000 is rare, many never
