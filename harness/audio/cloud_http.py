@@ -17,6 +17,7 @@ import numpy as np
 from voice_audit.harness.audio.catalogue import catalogue_voice, voice_entry
 from voice_audit.harness.audio.errors import BackendLoadError, SynthesisError, UnknownVoiceError
 from voice_audit.harness.audio.types import Synthesis
+from voice_audit.harness.audio.voice_map import map_keys, mapped_voice
 from voice_audit.personas import SpeechParams
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -83,16 +84,14 @@ def cloud_voice(backend: str, voices: str | dict[str, str], params: SpeechParams
     for accent+variant, accent, variant or `*`, in that order."""
     if isinstance(voices, str):
         return catalogue_voice(backend, params).voice
-    accent = params.voice.lower()
-    variant = (params.variant or "").lower()
-    for key in (f"{accent}+{variant}", accent, variant, "*"):
-        if key in voices:
-            return voices[key]
+    voice = mapped_voice(voices, params)
+    if voice is not None:
+        return voice
+    keys = ", ".join(f"'{k}'" for k in map_keys(params))
     raise UnknownVoiceError(
         backend,
         params.espeak_name,
-        f"map it to a voice name in tts.options.voices (keys tried: '{accent}+{variant}', '{accent}', "
-        f"'{variant}', '*'), or use voices: catalogue",
+        f"map it to a voice name in tts.options.voices (keys tried: {keys}), or use voices: catalogue",
     )
 
 

@@ -35,6 +35,7 @@ from voice_audit.harness.audio.errors import (
     UnknownVoiceError,
 )
 from voice_audit.harness.audio.types import Synthesis
+from voice_audit.harness.audio.voice_map import map_keys, mapped_voice
 from voice_audit.personas import SpeechParams
 
 DEFAULT_BASE_URL = "https://api.elevenlabs.io"
@@ -106,16 +107,12 @@ class ElevenLabsBackend:
         )
 
     def voice_id(self, params: SpeechParams) -> str:
-        accent = params.voice.lower()
-        variant = (params.variant or "").lower()
-        for key in (f"{accent}+{variant}", accent, variant, "*"):
-            if key in self.voices:
-                return self.voices[key]
+        voice = mapped_voice(self.voices, params)
+        if voice is not None:
+            return voice
+        keys = ", ".join(f"'{k}'" for k in map_keys(params))
         raise UnknownVoiceError(
-            self.name,
-            params.espeak_name,
-            f"map it to a voice id in tts.options.voices (keys tried: '{accent}+{variant}', '{accent}', "
-            f"'{variant}', '*')",
+            self.name, params.espeak_name, f"map it to a voice id in tts.options.voices (keys tried: {keys})"
         )
 
     def speed(self, params: SpeechParams) -> float:

@@ -39,6 +39,7 @@ from voice_audit.harness.audio.errors import (
 )
 from voice_audit.harness.audio.flite_tts import segments, variant_gender
 from voice_audit.harness.audio.types import Synthesis
+from voice_audit.harness.audio.voice_map import mapped_voice
 from voice_audit.personas import SpeechParams
 
 SAMPLE_RATE = 16000
@@ -124,17 +125,15 @@ class FestivalBackend:
         if isinstance(self.voices, str):
             name = catalogue_voice(self.name, params).voice
         else:
-            accent = params.voice.lower()
-            variant = (params.variant or "").lower()
-            key = next((k for k in (f"{accent}+{variant}", accent, variant, "*") if k in self.voices), None)
-            if key is None:
+            mapped = mapped_voice(self.voices, params)
+            if mapped is None:
                 raise UnknownVoiceError(
                     self.name,
                     params.espeak_name,
                     f"map it to a Festival voice in tts.options.voices (voices: {', '.join(FESTIVAL_VOICES)}), "
                     "or use voices: catalogue",
                 )
-            name = self.voices[key]
+            name = mapped
         entry = voice_entry(self.name, name)
         assert entry is not None, f"festival voice {name} is missing from the voice catalogue"
         if entry.accent != params.voice.lower():

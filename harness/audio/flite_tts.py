@@ -53,6 +53,7 @@ from voice_audit.harness.audio.errors import (
     UnknownVoiceError,
 )
 from voice_audit.harness.audio.types import Synthesis
+from voice_audit.harness.audio.voice_map import map_keys, mapped_voice
 from voice_audit.personas import SpeechParams
 
 SAMPLE_RATE = 16000
@@ -311,17 +312,12 @@ def flite_speaker(voices: dict[str, str], params: SpeechParams) -> FliteVoice:
             "Flite renders only the accents of its recorded speakers: en-us (rms, slt, kal, kal16) and "
             "en-gb-scotland (awb); use a persona accent with one of those voices, or another backend",
         )
-    variant = (params.variant or "").lower()
-    name = None
-    for key in (f"{accent}+{variant}", accent, variant, "*"):
-        if key in voices:
-            name = voices[key]
-            break
+    name = mapped_voice(voices, params)
     if name is None:
         raise UnknownVoiceError(
             "flite",
             params.espeak_name,
-            f"map it to a Flite voice in tts.options.voices, e.g. {{'{accent}+{variant}': ...}}",
+            f"map it to a Flite voice in tts.options.voices, e.g. {{'{map_keys(params)[0]}': ...}}",
         )
     speaker = FLITE_VOICES[name]
     if speaker.accent != accent:
