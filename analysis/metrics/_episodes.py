@@ -41,7 +41,8 @@ COLUMNS: tuple[str, ...] = (  # metrics.parquet's names: a record field (`runlog
     "condition_key",
     "contrast",
     "voice_index",
-    "voice_id",
+    "voice_id",  # the speaker when the record names one, else the realisation: `voice_id`
+    "speaker",
     "tts_voice",
     "seed",
     "replicate",
@@ -77,6 +78,18 @@ def _per_distinct(values: Sequence[Hashable], fn: Any) -> list[Any]:
     return list(map(memo.__getitem__, values))
 
 
+def voice_id(condition_key: str, voice_index: int, speaker: str | None) -> str:
+    """Who voiced a call, as analysis clusters it: the record's speaker (one person however many
+    engines, rates or realisations render them; `voice_audit.harness.runlog.compat.SPEAKER_SCHEMA`),
+    else, in older records or for a backend that does not say who speaks, the realisation
+    (`condition_key#v<voice_index>`)."""
+    return speaker if speaker else f"{condition_key}#v{voice_index}"
+
+
+def voice_ids(keys: Sequence[str], indices: Sequence[int], speakers: Sequence[str | None]) -> list[str]:
+    return list(map(voice_id, keys, indices, speakers))
+
+
 def episode_frame(rows: Sequence[tuple[Any, ...]]) -> pd.DataFrame:
     """One frame row per `record_row` in order, columns `COLUMNS`, index episode_id (unnamed)."""
     v = _transposed(_NAMES, rows)
@@ -102,7 +115,8 @@ def episode_frame(rows: Sequence[tuple[Any, ...]]) -> pd.DataFrame:
         "condition_key": keys,
         "contrast": _per_distinct(v["contrast"], ",".join),
         "voice_index": v["voice_index"],
-        "voice_id": [f"{k}#v{i}" for k, i in zip(keys, v["voice_index"], strict=True)],
+        "voice_id": voice_ids(keys, v["voice_index"], v["speaker"]),
+        "speaker": v["speaker"],
         "tts_voice": [f"{v}:{w}" for v, w in zip(v["voice"], v["variant"], strict=True)],
         "seed": v["seed"],
         "replicate": v["replicate"],

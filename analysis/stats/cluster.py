@@ -6,11 +6,15 @@ independent evidence about the condition the voice stands for: the pairs of a ce
 clusters, and a paired interval that counts 3 voices x 7 replicates as 21 independent pairs is
 as narrow as 21 voices would make it.
 
-Clusters (`voice_clusters`): two pairs are in the same cluster when they share a voice on either
-side (the connected components of the voices a pair links; in a planned cell, voice i of
-condition a always meets voice i of condition b, so a cluster is one voice of each condition and
-its replicates). Where one cell pools several scenarios the cluster is the voice within the
-scenario, so a voice's replicates of one scenario stay together.
+Clusters (`voice_clusters`): two pairs are in the same cluster when they share a voice, on either
+side and whichever side it is on (the connected components of the voices a pair links; in a
+planned cell, voice i of condition a always meets voice i of condition b, so a cluster is one voice
+of each condition and its replicates). A voice is the speaker the episode records
+(`voice_audit.analysis.metrics`: one person however many engines, rates or realisations render
+them, so a person who voices both conditions, as in a wording cell, or two realisations of one
+condition, is one cluster), or the realisation in records that name no speaker. Where one cell
+pools several scenarios the cluster is the voice within the scenario, so a voice's replicates of
+one scenario stay together.
 
 Intervals over clusters:
 
@@ -65,18 +69,19 @@ def _components(links: Sequence[tuple[object, object]]) -> list[int]:
         return x
 
     for a, b in links:
-        ra, rb = find(("a", a)), find(("b", b))
+        ra, rb = find(a), find(b)
         if ra != rb:
             parent[rb] = ra
     roots: dict[object, int] = {}
-    return [roots.setdefault(find(("a", a)), len(roots)) for a, _ in links]
+    return [roots.setdefault(find(a), len(roots)) for a, _ in links]
 
 
 def voice_clusters(
     voice_a: Sequence[object], voice_b: Sequence[object], scenario: Sequence[object] | None = None
 ) -> np.ndarray:
-    """Cluster label (0..G-1) of each pair: pairs sharing a voice on either side share a cluster;
-    with several scenarios, the cluster is the voice component within its scenario."""
+    """Cluster label (0..G-1) of each pair: pairs sharing a voice (on either side, whichever side it
+    is on: a voice is a person) share a cluster; with several scenarios, the cluster is the voice
+    component within its scenario."""
     va = [str(v) for v in voice_a]
     vb = [str(v) for v in voice_b]
     if len(va) != len(vb):

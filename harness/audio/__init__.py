@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from voice_audit.harness.audio.flite_tts import FLITE_ACCENTS, flite_problem
     from voice_audit.harness.audio.recognizer import SpeechRecognizer
     from voice_audit.harness.audio.registry import asr_names, create_asr, create_tts, tts_names
+    from voice_audit.harness.audio.speakers import realisation_speaker, speaker_gender
     from voice_audit.harness.audio.synth import SpeechSynthesizer
     from voice_audit.harness.audio.types import (
         ASRBackend,
@@ -88,7 +89,9 @@ _LAZY: dict[str, str] = {
     "mulaw_encode": "voice_audit.harness.audio.dsp",
     "normalise": "voice_audit.harness.audio.dsp",
     "normalise_words": "voice_audit.harness.audio.wer",
+    "realisation_speaker": "voice_audit.harness.audio.speakers",
     "resample": "voice_audit.harness.audio.dsp",
+    "speaker_gender": "voice_audit.harness.audio.speakers",
     "to_float": "voice_audit.harness.audio.dsp",
     "to_int16": "voice_audit.harness.audio.dsp",
     "tts_names": "voice_audit.harness.audio.registry",
@@ -128,7 +131,9 @@ __all__ = [
     "mulaw_encode",
     "normalise",
     "normalise_words",
+    "realisation_speaker",
     "resample",
+    "speaker_gender",
     "to_float",
     "to_int16",
     "tts_names",

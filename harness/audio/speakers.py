@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from voice_audit.harness.audio.catalogue import catalogue_voice, voice_entry
+from voice_audit.harness.audio.catalogue import Gender, catalogue_voice, catalogues, voice_entry
 from voice_audit.harness.audio.errors import UnknownVoiceError
 from voice_audit.harness.audio.flite_tts import DEFAULT_VOICES as FLITE_DEFAULTS
+from voice_audit.harness.audio.voice_map import mapped_voice
 from voice_audit.personas import SpeechParams
 
 NO_VOICE = ""
@@ -25,15 +26,6 @@ CATALOGUE_DEFAULT = frozenset({"azure", "google", "festival"})
 """Backends whose voice selection is the catalogue unless a map is given."""
 
 _SYNTHETIC = frozenset({"espeak"})
-
-
-def _mapped(table: Mapping[str, Any], params: SpeechParams) -> str | None:
-    accent = params.voice.lower()
-    variant = (params.variant or "").lower()
-    for key in (f"{accent}+{variant}", accent, variant, "*"):
-        if key in table:
-            return str(table[key])
-    return None
 
 
 def realisation_speaker(backend: str, options: Mapping[str, Any], params: SpeechParams) -> str | None:
@@ -64,11 +56,23 @@ def realisation_speaker(backend: str, options: Mapping[str, Any], params: Speech
     table = options.get("speaker_map") if backend == "coqui" else voices
     if not isinstance(table, Mapping):
         return None
-    voice = _mapped(table, params)
+    voice = mapped_voice(table, params)
     if voice is None:
         return NO_VOICE if backend in ("flite", "elevenlabs", "azure", "google", "festival") else None
     entry = voice_entry(backend, voice)
     return entry.speaker if entry is not None else f"{backend}:{voice}"
 
 
-__all__ = ["CATALOGUE_DEFAULT", "NO_VOICE", "realisation_speaker"]
+def speaker_gender(speaker: str | None) -> Gender | None:
+    """The catalogued gender of a speaker id (any backend's catalogue: a person is one id across
+    engines); None for a synthetic or uncatalogued voice."""
+    if not speaker:
+        return None
+    for cat in catalogues().values():
+        for v in cat.voices:
+            if v.speaker == speaker:
+                return v.gender
+    return None
+
+
+__all__ = ["CATALOGUE_DEFAULT", "NO_VOICE", "realisation_speaker", "speaker_gender"]

@@ -131,6 +131,24 @@ class EpisodeHeader(Frozen):
         description="Which realisation of the voice profile was used (0-based); both sides use the same index."
     )
     speech: SpeechParams = Field(description="The voice parameters the caller's speech was synthesised with.")
+    speaker: str | None = Field(
+        default=None,
+        description=(
+            "Who voiced the caller: the person the backend's voice for this realisation was recorded from, one "
+            "id however many engines or rates render them (the voice catalogue's speaker, e.g. Flite's kal and "
+            "kal16 are both cmu-kal), or the backend's own voice id; None when the backend does not say who "
+            "speaks (recordings, a custom backend) and in records before schema version 4. Analysis clusters "
+            "its intervals by it: the speaker, not the realisation, is the unit of evidence."
+        ),
+        examples=["cmu-rms", "azure-en-US-Jenny", "espeak:en-us+m1"],
+    )
+    speaker_gender: Literal["female", "male"] | None = Field(
+        default=None,
+        description=(
+            "The recorded speaker's gender, from the voice catalogue; None for a synthetic voice or an "
+            "uncatalogued one (the voice profile's gender then describes the caller)."
+        ),
+    )
     seed: int = Field(
         description="Seed of the pair's random draws (wording, disfluency), shared by both sides."
     )

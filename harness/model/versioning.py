@@ -7,7 +7,7 @@ from typing import Any
 
 from voice_audit.scenarios.errors import SchemaVersionError
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 def check_schema_version(found: Any, where: str | Path) -> int:
@@ -31,6 +31,8 @@ def upgrade(data: dict[str, Any], kind: str) -> dict[str, Any]:
     agent-side `failure_kind` and a `non_service` event) and the patience, silence, barge-in and
     yield events. Version 3 counts in `turns` only the caller turns spoken: earlier versions counted
     one more when the caller hung up without a line (analysis recounts those from the events,
-    `voice_audit.harness.runlog.compat`). Older records read unchanged here."""
+    `voice_audit.harness.runlog.compat`). Version 4 records who voiced the caller (`speaker`,
+    `speaker_gender`); an older record reads without them and analysis falls back to the
+    realisation (condition and voice index). Older records read unchanged here."""
     del kind
     return data

@@ -19,6 +19,9 @@ Before version 3 a record's `turns` counted one more than the caller turns spoke
 hung up without a line (a decision to hang up took a turn number). The caller turns spoken are in
 the events (one `caller_utterance_start` each), so a reader of an older record that has its events
 recounts them (`spoken_turns`); the events file is not rewritten.
+
+Before version 4 a record did not say who voiced the caller (`speaker`): analysis then takes the
+realisation (condition and voice index) as the voice, as it did when those records were written.
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ NON_SERVICE_SCHEMA = 2
 """First schema version that writes agent-side non-service as an outcome."""
 SPOKEN_TURNS_SCHEMA = 3
 """First schema version whose `turns` counts only the caller turns spoken."""
+SPEAKER_SCHEMA = 4
+"""First schema version whose records name the caller's speaker (`header.speaker`)."""
 SPOKEN_TURN_EVENT = "caller_utterance_start"
 """The event that marks one caller turn spoken."""
 

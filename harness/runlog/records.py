@@ -40,6 +40,8 @@ RECORD_FIELDS: tuple[str, ...] = (
             "voice_index",
             "speech.voice",
             "speech.variant",
+            "speaker",
+            "speaker_gender",
             "seed",
             "replicate",
             "run_batch",

@@ -27,7 +27,14 @@ from voice_audit.harness.adapter import (
     CallInfo,
     RateLimited,
 )
-from voice_audit.harness.audio import AudioError, SpeechRecognizer, SpeechSynthesizer, TelephoneChannel
+from voice_audit.harness.audio import (
+    AudioError,
+    SpeechRecognizer,
+    SpeechSynthesizer,
+    TelephoneChannel,
+    realisation_speaker,
+    speaker_gender,
+)
 from voice_audit.harness.caller.policy import CallerPolicy
 from voice_audit.harness.caller.readers import ReaderSet
 from voice_audit.harness.disclosure import disclose
@@ -133,6 +140,9 @@ class EpisodeRunner:
         condition = pair.condition_a if ctx.planned.side == "a" else pair.condition_b
         self.condition = condition
         self.speech = speech_params(ctx.catalogue, condition, pair.voice_index)
+        tts = ctx.campaign.tts_for(condition)
+        self.speaker = realisation_speaker(tts.name, tts.options, self.speech) or None
+        """Who voices this caller (the speaker, not the realisation, is analysis's unit of evidence)."""
         ch = ctx.campaign.channel
         channel = (
             TelephoneChannel(snr_db=ch.snr_db, packet_loss=ch.packet_loss, seed=pair.seed)
@@ -411,6 +421,8 @@ class EpisodeRunner:
             contrast=pair.contrast,
             voice_index=pair.voice_index,
             speech=self.speech,
+            speaker=self.speaker,
+            speaker_gender=speaker_gender(self.speaker),
             seed=pair.seed,
             replicate=pair.replicate,
             run_batch=pair.run_batch,

@@ -1,6 +1,6 @@
 """The column-wise episode frame (from `record_row` tuples) equals a frame built from one dict per
 record, for every kind of record: failed calls, exposure recorded or not, empty and repeated
-tuples, variant None."""
+tuples, variant None, records with and without a speaker."""
 
 from __future__ import annotations
 
@@ -52,7 +52,8 @@ def _reference_row(rec: EpisodeRecord) -> dict[str, object]:
         "condition_key": key,
         "contrast": ",".join(h.contrast),
         "voice_index": h.voice_index,
-        "voice_id": f"{key}#v{h.voice_index}",
+        "voice_id": h.speaker or f"{key}#v{h.voice_index}",
+        "speaker": h.speaker,
         "tts_voice": f"{h.speech.voice}:{h.speech.variant}",
         "seed": h.seed,
         "replicate": h.replicate,
@@ -98,6 +99,9 @@ def _varied() -> list[EpisodeRecord]:
             h["speech"] = {**h["speech"], "variant": None}
             h["contrast"] = ["accent", "affect"]
             o["outcome_flags"] = ["handoff", "denied"]
+        if i % 3 == 2:  # a record naming its speaker (schema 4): the speaker is the voice
+            h["speaker"] = "cmu-rms"
+            h["speaker_gender"] = "male"
         if i % 4 == 2:
             o.update(
                 status="failed",
@@ -119,6 +123,10 @@ def test_frame_matches_the_per_record_reference() -> None:
     assert (got["status"] == "failed").any() and got["audio_sample_rate"].isna().any()
     assert got["tts_voice"].str.endswith(":None").any()
     assert set(got["contrast"]) == {"accent", "accent,affect"}
+    named = got["speaker"].notna()
+    assert named.any() and (~named).any()
+    assert (got.loc[named, "voice_id"] == "cmu-rms").all()
+    assert got.loc[~named, "voice_id"].str.contains("#v").all()
 
 
 def test_columns_with_no_value_keep_the_reference_dtypes() -> None:
