@@ -291,6 +291,14 @@ class RayExecutor(Executor):
                     ray.cancel(ref, force=True)
             with contextlib.suppress(Exception):
                 ray.kill(desk)
+        nodes = stats["nodes"]
+        if nodes:
+            spread = ", ".join(f"{n[:12]} {v['episodes']}" for n, v in sorted(nodes.items()))
+            again = len(stats["placed_again"])
+            _say(
+                f"ray: {len(delivered)} calls on {len(nodes)} node(s) ({spread})"
+                + (f"; {again} shard(s) placed again after losing their node" if again else "")
+            )
         missing = sum(1 for job in jobs for e in job.episode_ids if e not in delivered)
         if missing and not errors:
             errors.append(f"{missing} calls were never delivered by their shards")
@@ -358,8 +366,12 @@ def _alive_cpus(ray: Any) -> float:
 
 
 def _one_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+    """The exception's type and first sentence (Ray's own messages run to a paragraph)."""
+    lines = str(exc).strip().splitlines()
+    text = lines[0] if lines else ""
+    if len(text) > 160 and ". " in text:
+        text = text[: text.index(". ") + 1]
+    return f"{type(exc).__name__}: {text}".rstrip(": ")
 
 
 def _say(message: str) -> None:

@@ -1,0 +1,150 @@
+"""A multi-node Ray cluster on this machine, and a driver that alone sees its run folder.
+
+The cluster is Ray's own test cluster (`ray.cluster_utils.Cluster`): a head and worker nodes,
+each a raylet with its own object store and worker processes, all on loopback. The driver runs
+in a private mount namespace (`unshare -m`) with its run folder on a tmpfs mounted only there:
+the cluster's processes, started outside it, see an empty folder at that path, so a run that
+completes proves no worker read or wrote the driver's run folder.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+VOICE_AUDIT = str(Path(sys.executable).with_name("voice-audit"))
+HEALTH = {
+    "health_check_initial_delay_ms": 0,
+    "health_check_period_ms": 1000,
+    "health_check_failure_threshold": 3,
+}
+"""The head drops a dead node after about 3 s (Ray's default is about 15 s)."""
+
+
+def namespaces_available() -> bool:
+    """Private mount namespaces need root (or user namespaces) and util-linux's unshare/nsenter."""
+    return os.geteuid() == 0 and shutil.which("unshare") is not None and shutil.which("nsenter") is not None
+
+
+@contextmanager
+def ray_cluster(worker_cpus: Sequence[int], head_cpus: int = 0) -> Iterator[Any]:
+    """Head (`head_cpus`) plus one worker node per entry of `worker_cpus`, all on 127.0.0.1."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": head_cpus,
+            "node_ip_address": "127.0.0.1",
+            "include_dashboard": False,
+            "_system_config": HEALTH,
+        },
+    )
+    try:
+        for cpus in worker_cpus:
+            cluster.add_node(num_cpus=cpus, node_ip_address="127.0.0.1")
+        cluster.wait_for_nodes()
+        yield cluster
+    finally:
+        cluster.shutdown()
+
+
+class PrivateDriver:
+    """A mount namespace kept open by a sleeping holder, with a tmpfs at `root` seen only inside it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+        self.holder = subprocess.Popen(
+            [
+                "unshare", "-m", "--propagation", "private", "sh", "-c",
+                f"mount -t tmpfs -o size=512m,mode=700 voice-audit-driver '{root}' && echo up && exec sleep 3600",
+            ],
+            stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert self.holder.stdout is not None
+        if self.holder.stdout.readline().strip() != "up":
+            raise RuntimeError(f"could not mount a private tmpfs at {root}")
+
+    def command(self, *args: str) -> list[str]:
+        """`args` run inside the namespace (nsenter without fork: the pid is the program's)."""
+        return ["nsenter", "-F", "-t", str(self.holder.pid), "-m", "--", *args]
+
+    def run(self, *args: str, timeout: float = 120, **kw: Any) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(self.command(*args), capture_output=True, text=True, timeout=timeout, **kw)
+
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            self.command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+
+    def write(self, path: Path, text: str) -> None:
+        self.run("sh", "-c", f"mkdir -p '{path.parent}' && cat > '{path}'", input=text).check_returncode()
+
+    def lines(self, path: Path) -> int:
+        """Lines of a file inside the namespace (0 while it does not exist)."""
+        out = self.run("sh", "-c", f"cat '{path}' 2>/dev/null | wc -l", timeout=30)
+        return int(out.stdout.strip() or 0)
+
+    def copy_out(self, src: Path, dest: Path) -> None:
+        self.run("cp", "-a", str(src), str(dest)).check_returncode()
+
+    def close(self) -> None:
+        self.holder.kill()
+        self.holder.wait(timeout=10)
+
+
+def wait_for_lines(
+    driver: PrivateDriver, path: Path, n: int, proc: subprocess.Popen[str], timeout_s: float
+) -> int:
+    """Until `path` has `n` lines (or the driver ended, or the timeout); returns the count seen."""
+    deadline = time.monotonic() + timeout_s
+    seen = 0
+    while time.monotonic() < deadline and proc.poll() is None:
+        seen = driver.lines(path)
+        if seen >= n:
+            break
+        time.sleep(0.3)
+    return seen
+
+
+def episode_content(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """Per episode, everything that must not depend on where or when it ran, and the files it has.
+
+    Asserts the folder reads clean (every record's events hash matches its file) and holds no
+    episode twice."""
+    import json
+
+    from voice_audit.harness.runlog import RunReader, episode_dir
+    from voice_audit.harness.runtime.executors import events_content_sha256
+
+    reader = RunReader(run_dir)
+    ids = [
+        json.loads(line)["header"]["episode_id"]
+        for line in (run_dir / "episodes.jsonl").read_bytes().splitlines()
+    ]
+    assert len(ids) == len(set(ids)), "an episode was recorded twice"
+    out: dict[str, dict[str, Any]] = {}
+    for rec in reader.records():
+        eid = rec.header.episode_id
+        events = reader.events(eid)
+        folder = episode_dir(run_dir, eid)
+        out[eid] = {
+            "header": rec.header.model_dump(mode="json", exclude={"run_id"}),
+            "outcome": rec.outcome.model_dump(mode="json", exclude={"duration_ms", "events_sha256"}),
+            "event_types": [e.type for e in events],
+            "content_sha256": events_content_sha256(events),
+            "files": sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()),
+        }
+    assert not reader.problems.items, reader.problems.items
+    leftovers = [p.name for p in (run_dir / "episodes").iterdir() if p.name not in out]
+    assert not leftovers, f"folders of unrecorded episodes: {leftovers}"
+    return out
