@@ -34,7 +34,11 @@ from voice_audit.personas import AXES, Catalogue, load_catalogue
 from voice_audit.scenarios.errors import VoiceAuditError
 
 VOICE_DERIVED: tuple[str, ...] = ("gender", "age_band")
-"""Attributes of the voice profile's level in the run's catalogue, mined beside it."""
+"""Who the caller is, mined beside the voice profile: the recorded speaker's own gender when the
+episode names a catalogued speaker (age band unknown: the voice catalogue records none), else the
+voice profile's level in the run's catalogue (a synthetic voice renders the profile; an older
+record names no speaker). A profile picks speakers, it does not describe them: Flite's three
+voices of `young_neutral` are a woman and two men."""
 PERSONA: tuple[str, ...] = tuple(
     name for axis in AXES for name in ((axis, *VOICE_DERIVED) if axis == "voice_profile" else (axis,))
 )
@@ -99,12 +103,30 @@ def _records(reader: RunReader) -> pd.DataFrame:
             "voice_index": h.voice_index,
             "status": o.status,
             "events_sha256": o.events_sha256,
+            "speaker_gender": h.speaker_gender,
             **{axis: getattr(cond, axis) for axis in AXES},
             "scenario": h.scenario_id,
             "agent": h.agent,
             "channel": channel_label(h.channel),
         }
-    return pd.DataFrame(list(rows.values()), columns=[*KEYS, *PERSONA, *CONTEXT])
+    return pd.DataFrame(list(rows.values()), columns=[*KEYS, "speaker_gender", *PERSONA, *CONTEXT])
+
+
+def _who(df: pd.DataFrame, profiles: Mapping[str, Any]) -> tuple[list[str | None], list[str | None]]:
+    """Gender and age band of each episode's caller (`VOICE_DERIVED`)."""
+    gender: list[str | None] = []
+    age: list[str | None] = []
+    for profile, spoken in zip(df["voice_profile"], df["speaker_gender"], strict=True):
+        if spoken is not None:  # a catalogued person: their gender, an age nobody recorded
+            gender.append(str(spoken))
+            age.append(None)
+        elif profile in profiles:
+            gender.append(profiles[profile].gender)
+            age.append(profiles[profile].age_band)
+        else:
+            gender.append(None)
+            age.append(None)
+    return gender, age
 
 
 def episode_attributes(
@@ -112,7 +134,8 @@ def episode_attributes(
 ) -> pd.DataFrame:
     """Raw attribute table of a run, indexed by episode_id: KEYS, PERSONA, CONTEXT and SIGNALS columns.
 
-    gender and age band come from the run's persona catalogue (missing if the catalogue is gone);
+    gender and age band describe the caller (`VOICE_DERIVED`: a catalogued speaker's own gender, else
+    the run's persona catalogue, missing if the catalogue is gone);
     signal measures come from the cache in the run folder or, for new episodes, from the audio; the
     stimulus measures are pooled per caller, so every call of one caller has the same values.
     """
@@ -120,8 +143,7 @@ def episode_attributes(
     df = _records(reader)
     cat = run_catalogue(reader.manifest)
     profiles = cat.voice_profile if cat is not None else {}
-    df["gender"] = [profiles[v].gender if v in profiles else None for v in df["voice_profile"]]
-    df["age_band"] = [profiles[v].age_band if v in profiles else None for v in df["voice_profile"]]
+    df["gender"], df["age_band"] = _who(df, profiles)
     df = df.set_index("episode_id", drop=False)
     if signals and len(df):
         measured, _ = signal_measures(

@@ -1,9 +1,11 @@
-"""Every episode names the speaker who voiced its caller, and analysis counts speakers, not realisations.
+"""Every episode names the speaker who voiced its caller, analysis counts speakers, not realisations,
+and a caller's subgroup attributes describe that speaker.
 
-A Flite campaign whose three General American realisations are kal, kal16 and kal again (one man at
-two sample rates) and whose Scottish ones are all awb is one speaker per condition: the records say
-`cmu-kal` and `cmu-awb` with their catalogued gender, the episode frame's voice is that speaker, and
-the deltas rest on one voice cluster (no interval), not on three.
+A Flite wording cell whose three `young_neutral` realisations are slt, kal and kal16 (kal and kal16
+are one man at two sample rates), each in both conditions, has two speakers: the records say
+`cmu-slt` (female) and `cmu-kal` (male), the episode frame's voice is that speaker, the deltas rest
+on two voice clusters, not three, and the subgroup attributes call slt's calls female and kal's
+male, whatever the profile's gender-neutral label.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from voice_audit.analysis.subgroups_run import episode_attributes
+
 pytestmark = [pytest.mark.slow, pytest.mark.cpu_bound]  # six real Flite calls and an analysis
 
 CAMPAIGN = """\
@@ -24,14 +28,15 @@ name: speakers
 scenarios: [refund_duplicate_charge]
 agents: [{name: s, adapter: "voice_audit.agents.fakes.scripted:scripted"}]
 pairs:
-  - contrast: [accent]
-    base: {voice_profile: male_adult, affect: calm, disfluency: none, wording: plain}
-    a: {accent: us_general}
-    b: {accent: gb_scottish}
+  - contrast: [wording]
+    base: {accent: us_general, voice_profile: young_neutral, affect: calm, disfluency: none}
+    a: {wording: plain}
+    b: {wording: loyalty}
 tts:
   name: flite
-  options: {voices: {"en-us+m1": kal, "en-us+m3": kal16, "en-us": kal, "en-gb-scotland": awb}}
+  options: {voices: {"en-us+klatt2": slt, "en-us+klatt4": kal, "en-us+m7": kal16}}
 """
+PEOPLE = {0: ("cmu-slt", "female"), 1: ("cmu-kal", "male"), 2: ("cmu-kal", "male")}
 
 
 def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -51,7 +56,7 @@ def test_episodes_carry_their_speaker_and_analysis_counts_one_per_person(tmp_pat
     home.mkdir()
     plan = _cli(home, "plan", str(cfile))
     assert plan.returncode == 0, plan.stdout + plan.stderr
-    assert "1 distinct speaker(s) via flite: cmu-kal" in plan.stdout, plan.stdout
+    assert "2 distinct speaker(s) via flite: cmu-slt, cmu-kal" in plan.stdout, plan.stdout
 
     run = _cli(home, "run", str(cfile), "--out", str(tmp_path / "runs"), "--run-id", "r", "--quiet",
                "--no-stimulus-check")  # fmt: skip
@@ -59,16 +64,19 @@ def test_episodes_carry_their_speaker_and_analysis_counts_one_per_person(tmp_pat
     run_dir = tmp_path / "runs" / "r"
     records = [json.loads(x) for x in (run_dir / "episodes.jsonl").read_text().splitlines()]
     assert len(records) == 6
-    by_side = {(r["header"]["side"], r["header"]["voice_index"]): r["header"] for r in records}
-    assert {h["speech"]["voice"] for (side, _), h in by_side.items() if side == "a"} == {"en-us"}
-    assert {k: (h["speaker"], h["speaker_gender"]) for k, h in by_side.items()} == {
-        **{("a", i): ("cmu-kal", "male") for i in range(3)},
-        **{("b", i): ("cmu-awb", "male") for i in range(3)},
+    got = {(r["header"]["side"], r["header"]["voice_index"]): r["header"] for r in records}
+    assert {k: (h["speaker"], h["speaker_gender"]) for k, h in got.items()} == {
+        (side, i): PEOPLE[i] for side in "ab" for i in range(3)
     }
 
     analyze = _cli(home, "analyze", str(run_dir))
     assert analyze.returncode == 0, analyze.stdout + analyze.stderr
     frame = pd.read_parquet(run_dir / "metrics.parquet")
-    assert set(frame["voice_id"]) == {"cmu-kal", "cmu-awb"}
+    assert set(frame["voice_id"]) == {"cmu-slt", "cmu-kal"}
     cells = json.loads((run_dir / "deltas.json").read_text())["cells"]
-    assert [c["n_voices"] for c in cells] == [1], cells
+    assert [c["n_voices"] for c in cells] == [2], cells
+
+    attrs = episode_attributes(run_dir, signals=False, write_cache=False)
+    by_index = attrs.groupby("voice_index")[["gender", "age_band", "voice_profile"]].agg(set)
+    assert by_index["gender"].to_dict() == {i: {PEOPLE[i][1]} for i in range(3)}
+    assert set(attrs["voice_profile"]) == {"young_neutral"} and attrs["age_band"].isna().all()
