@@ -233,9 +233,10 @@ def run_cmd(
     """Place the campaign's calls and write a run folder (or resume one).
 
     With --executor ray the calls run as Ray tasks, one shard of pairs each.
-    On a multi-node cluster, every node must see the run folder and the
-    campaign file at the same path (shared filesystem), have the same
-    voice-audit installed, and reach the agents under test.
+    The run folder stays on this machine, written by this process alone; the
+    cluster's nodes need the same voice-audit installed and a route to the
+    agents under test, not the run folder or the campaign file. A shard whose
+    node dies is placed again on another node.
     A run started on one executor can be resumed on the other.
     """
     import asyncio
