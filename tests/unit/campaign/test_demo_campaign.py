@@ -1,5 +1,6 @@
-"""The demo campaign (`make demo`) is sized for the statistics it is there to show: every rule-agent
-cell has the pairs the frozen plan's intervals need, the mixed models run in at least one cell, an
+"""The demo campaign (`make demo`) is sized for the statistics it is there to show: a cell with enough
+speakers for a claim has the pairs the frozen plan's claims and intervals need, a cell with fewer
+speakers is sized as a diagnostic, the mixed models run in at least one rule-agent cell, an
 LLM agent is covered on every voice, every pair differs only in its declared axes, and the demo target installs the extra
 the LLM agent's model comes from. The thresholds are read from the plan and the estimators, not
 copied here."""
@@ -68,14 +69,46 @@ def _cells() -> tuple[Counter[tuple[str, ...]], dict[str, str]]:
     return cells, {s.name: s.adapter for s in loaded.campaign.agents}
 
 
-def test_every_cell_has_an_interval_and_a_rule_agent_cell_runs_the_mixed_models() -> None:
-    """The LLM agent's cell is the smallest that gives every delta an interval (its calls cost
-    several times a rule agent's); a rule agent's cell is large enough for the mixed models."""
+@cache
+def _speakers() -> dict[tuple[str, ...], int]:
+    """Distinct speakers of each cell: the fewer of its two conditions'."""
+    from voice_audit.harness.audio import realisation_speaker
+    from voice_audit.personas import speech_params
+
+    loaded = load_campaign(DEMO)
+    c = loaded.campaign
+    who: dict[tuple[tuple[str, ...], str], set[str | None]] = {}
+    for a, _b in loaded.plan.pairs():
+        key = (
+            a.agent,
+            a.pair.scenario_id,
+            ",".join(a.pair.contrast),
+            a.pair.condition_a.label(),
+            a.pair.condition_b.label(),
+        )
+        for side, cond in (("a", a.pair.condition_a), ("b", a.pair.condition_b)):
+            spec = c.tts_for(cond)
+            params = speech_params(loaded.catalogue, cond, a.pair.voice_index)
+            who.setdefault((key, side), set()).add(realisation_speaker(spec.name, spec.options, params))
+    return {key: min(len(who[(key, "a")]), len(who[(key, "b")])) for key, _ in who}
+
+
+def test_cells_are_sized_for_what_they_can_show_and_a_rule_agent_cell_runs_the_mixed_models() -> None:
+    """A cell with the plan's minimum of speakers per condition has the pairs a paired-disparity claim
+    and an interval need; a cell with fewer speakers shows no interval whatever its pairs (the speaker
+    is the unit of evidence), so it is sized as the diagnostic it is, smaller than the claim-capable
+    cell; a rule agent's claim-capable cell is large enough for the mixed models."""
     plan = load_plan()
     cells, adapters = _cells()
-    rule = {k: n for k, n in cells.items() if adapters[k[0]] not in LLM_ADAPTERS}
-    need = _min_pairs_for_interval()
-    assert rule and min(cells.values()) >= need, (need, cells)
+    speakers = _speakers()
+    need_voices = plan.claims.min_voices_paired_disparity
+    wide = {k: n for k, n in cells.items() if speakers[k] >= need_voices}
+    narrow = {k: n for k, n in cells.items() if speakers[k] < need_voices}
+    assert wide and narrow, speakers
+    need = max(_min_pairs_for_interval(), plan.claims.min_pairs_paired_disparity)
+    assert min(wide.values()) >= need, (need, wide)
+    assert max(narrow.values()) < min(wide.values()), (narrow, wide)
+    rule = {k: n for k, n in wide.items() if adapters[k[0]] not in LLM_ADAPTERS}
     mm = plan.mixed_models
     assert mm.enabled
     assert any(mm.min_pairs <= n and 2 * n <= mm.max_episodes for n in rule.values()), (mm, rule)
