@@ -10,7 +10,9 @@ this machine, head without CPUs). Printed per variant:
   CPU ms/call      CPU of the driver and every process under this script (workers, raylets, GCS)
                    during the run, per call
   overhead/call    CPU and wall per call above the local executor's
-  driver RSS       peak resident memory of the driver process (sampled every 0.1 s)
+  driver RSS/USS   peak resident and peak private (unique) memory of the driver process, sampled
+                   every 0.2 s; a Ray driver's RSS includes the object store's shared pages it
+                   has mapped (episodes pass through them), its USS does not
   written          run folder size (records, events, recordings, usage) and its rate over the run
 Then the driver's write path alone: every episode of the Ray run's folder received again (files
 and record, as a Ray driver writes them) into a fresh folder, timed: the ceiling on episodes the
@@ -74,18 +76,19 @@ def run_driver(args: list[str]) -> dict[str, Any]:
     cpu0 = tree_cpu_s()
     t0 = time.perf_counter()
     proc = subprocess.Popen([VOICE_AUDIT, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    peak = 0
+    peak, peak_uss = 0, 0
     done = threading.Event()
 
     def sample() -> None:
-        nonlocal peak
+        nonlocal peak, peak_uss
         p = psutil.Process(proc.pid)
         while not done.is_set():
             try:
-                peak = max(peak, p.memory_info().rss)
+                mem = p.memory_full_info()
             except psutil.Error:
                 return
-            time.sleep(0.1)
+            peak, peak_uss = max(peak, mem.rss), max(peak_uss, mem.uss)
+            time.sleep(0.2)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -100,7 +103,13 @@ def run_driver(args: list[str]) -> dict[str, Any]:
     if proc.returncode != 0:
         raise SystemExit(f"driver failed ({proc.returncode}): {err.strip().splitlines()[-1:]}")
     run_wall = next((float(x.split()[2]) for x in out.splitlines() if x.startswith("wall time:")), wall)
-    return {"cpu_s": max(cpu_mid, tree_cpu_s()) - cpu0, "wall_s": run_wall, "rss": peak, "stderr": err}
+    return {
+        "cpu_s": max(cpu_mid, tree_cpu_s()) - cpu0,
+        "wall_s": run_wall,
+        "rss": peak,
+        "uss": peak_uss,
+        "stderr": err,
+    }
 
 
 def rewrite_rate(run_dir: Path, dest: Path) -> tuple[float, float]:
@@ -167,7 +176,7 @@ def main() -> None:
         finally:
             cluster.shutdown()
     base = rows[0][1]
-    head = f"{'variant':<24}{'calls/min':>10}{'CPU ms/call':>13}{'+CPU ms':>9}{'+wall ms':>10}{'driver RSS':>12}{'written':>10}{'MB/s':>7}"
+    head = f"{'variant':<24}{'calls/min':>10}{'CPU ms/call':>13}{'+CPU ms':>9}{'+wall ms':>10}{'driver RSS/USS':>16}{'written':>10}{'MB/s':>7}"
     print(head)
     print("-" * len(head))
     for label, r, run_dir in rows:
@@ -175,7 +184,7 @@ def main() -> None:
         print(
             f"{label:<24}{calls / r['wall_s'] * 60:>10.0f}{r['cpu_s'] / calls * 1e3:>13.1f}"
             f"{(r['cpu_s'] - base['cpu_s']) / calls * 1e3:>9.1f}{(r['wall_s'] - base['wall_s']) / calls * 1e3:>10.1f}"
-            f"{r['rss'] / 2**20:>10.0f}MB{size / 2**20:>8.1f}MB{size / r['wall_s'] / 1e6:>7.2f}"
+            f"{r['rss'] / 2**20:>8.0f}/{r['uss'] / 2**20:>4.0f}MB{size / 2**20:>8.1f}MB{size / r['wall_s'] / 1e6:>7.2f}"
         )
     eps, mbs = rewrite_rate(rows[-1][2], work / "rewrite")
     print(
