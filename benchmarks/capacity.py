@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +131,9 @@ async def _level(calls: int, tmp: Path, workers: int) -> dict[str, Any]:
 
         def campaign(n: int, name: str) -> Any:
             path = tmp / f"{name}.yaml"
-            path.write_text(CAMPAIGN.format(port=port, replicates=max(1, n // 2), concurrency=n))
+            path.write_text(
+                CAMPAIGN.format(port=port, replicates=max(1, n // 2), concurrency=n)
+            )  # n // 2 pairs
             return load_campaign(path)
 
         await CampaignRunner(campaign(2, "warm"), tmp / "warm", cache_dir=tmp / "cache", progress=False).run()
@@ -153,24 +156,140 @@ async def _level(calls: int, tmp: Path, workers: int) -> dict[str, Any]:
     )
     late = np.asarray(samples or [float("nan")])
     completed = summary.statuses.get("completed", 0)
-    call_s = sum(r.outcome.duration_ms for r in RunReader(tmp / "level").records()) / 1000
-    # The event loop's own CPU per second of call: the serial part, one core at most per process.
-    loop_ms = 1000 * (loop1 - loop0) / call_s if workers == 1 and call_s else float("nan")
+    records = list(RunReader(tmp / "level").records())
+    kinds = Counter(
+        r.outcome.failure_kind or r.outcome.status for r in records if r.outcome.status != "completed"
+    )
+    planned = len(loaded.plan.episodes)
+    # CPU per frame sent: frames are the calls' audio time, whatever the lateness (a starved
+    # process stretches its calls' wall time, not their frames). The event loop's own share is
+    # the serial part: one process holds at most 1 s / (50 x loop us per frame) calls per core.
+    n = max(1, len(samples))
+    loop_us = 1e6 * (loop1 - loop0) / n if workers == 1 else float("nan")
     return {
-        "calls": calls,
+        "calls": planned,
         "completed": completed,
-        "failed": calls - completed,
+        "failed": planned - completed,
         "frames": len(samples),
         "p50_ms": round(float(np.percentile(late, 50)), 2),
         "p99_ms": round(float(np.percentile(late, 99)), 2),
         "harness_cpu_pct": round(100 * own / wall),
         "agent_cpu_pct": round(100 * (agent1 - agent0) / wall),
-        "loop_ms_per_call_s": round(loop_ms, 2),
-        "calls_per_loop_core": round(1000 / loop_ms) if loop_ms == loop_ms else "-",
+        "cpu_us_per_frame": round(1e6 * own / n, 1),
+        "loop_us_per_frame": round(loop_us, 1),
+        "loop_cpu_s": round(loop1 - loop0, 2),
+        "calls_per_loop_core": round(1e6 / (50 * loop_us)) if loop_us == loop_us else "-",
         "gc_gen2": watch.count[2],
         "gc_runs": sum(watch.count),
         "gc_max_ms": round(1000 * watch.max_s, 1),
         "gc_pause_ms": round(1000 * watch.pause_s),
+        "failures": ", ".join(f"{k} x{v}" for k, v in sorted(kinds.items())) or "-",
+        "wall_s": round(wall, 1),
+        "load": round(load, 1),
+    }
+
+
+def _sink(port: int) -> None:
+    """The transport mode's agent: answers `start`, then reads and drops every frame (its own process)."""
+    from websockets.asyncio.server import ServerConnection, serve
+
+    async def handler(ws: ServerConnection) -> None:
+        await ws.recv()
+        output = {"encoding": "pcm16", "sample_rate": 16000}
+        await ws.send(json.dumps({"type": "started", "session_id": "s", "output": output}))
+        async for _ in ws:
+            pass
+
+    async def main() -> None:
+        async with serve(handler, "127.0.0.1", port, compression=None, max_queue=None):
+            print("listening", flush=True)
+            await asyncio.Future()
+
+    asyncio.run(main())
+
+
+async def _transport_level(calls: int, tmp: Path, seconds: float) -> dict[str, Any]:
+    """N calls' frame pumps over real WebSocket sessions, no campaign around them: after every call
+    is connected and streaming, `seconds` of steady state are measured (loop CPU, frames, lateness)."""
+    import contextlib
+
+    import numpy as np
+
+    from voice_audit.agents.protocols.ws_stream import WsStreamAdapter
+    from voice_audit.harness.adapter import AudioFormat, CallInfo
+    from voice_audit.harness.model.campaign import AgentSpec
+    from voice_audit.harness.runtime.calllog import CallLog
+    from voice_audit.harness.runtime.clock import RealClock
+    from voice_audit.harness.runtime.eventlog import EventLog
+    from voice_audit.harness.runtime.pump import FramePump
+    from voice_audit.harness.runtime.recorder import CallRecorder
+    from voice_audit.personas import CallerCondition
+    from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
+
+    port = _free_port()
+    sink = subprocess.Popen(
+        [sys.executable, __file__, "--sink", str(port)], stdout=subprocess.PIPE, text=True
+    )
+    assert sink.stdout is not None
+    sink.stdout.readline()
+    facts = ScenarioLibrary(BUNDLED_LIBRARY).load_all()["refund_duplicate_charge"][1].facts
+    cond = CallerCondition(
+        accent="us_general", voice_profile="female_adult", affect="calm", disfluency="none", wording="plain"
+    )
+    adapter = WsStreamAdapter(AgentSpec(name="sink", adapter="ws", url=f"ws://127.0.0.1:{port}/"))
+    sessions, pumps, tasks = [], [], []
+    watch = GcWatch()
+    try:
+        for i in range(calls):  # connected one by one, as a campaign's start barrier staggers them
+            session = await adapter.connect(CallInfo(facts=facts, scenario_id="refund_duplicate_charge"))
+            log = CallLog(EventLog(tmp / f"e{i}.jsonl"), RealClock(), CallRecorder(), cond, {})
+            pump = FramePump(log, session, AudioFormat("pcm16", 16000))
+            sessions.append(session)
+            pumps.append(pump)
+            tasks.append(asyncio.create_task(pump.run()))
+        await asyncio.sleep(2.0)  # every pump on the clock
+        for p in pumps:
+            p.stats.lateness_ms.clear()
+        gc.callbacks.append(watch)
+        load = os.getloadavg()[0]
+        sink0, own0, loop0, t0 = _cpu_s(sink.pid), os.times(), time.thread_time(), time.perf_counter()
+        await asyncio.sleep(seconds)
+        wall = time.perf_counter() - t0
+        own1, loop1, sink1 = os.times(), time.thread_time(), _cpu_s(sink.pid)
+        gc.callbacks.remove(watch)
+        late = np.asarray([x for p in pumps for x in p.stats.lateness_ms] or [float("nan")])
+        failed = sum(t.done() for t in tasks)  # a pump ends only when its send failed
+    finally:
+        for t in tasks:
+            t.cancel()
+        for t in tasks:
+            with contextlib.suppress(BaseException):
+                await t
+        for s in sessions:
+            with contextlib.suppress(Exception):
+                await s.close("done")
+        sink.terminate()
+        sink.wait(timeout=30)
+    n = max(1, late.size)
+    own = sum(own1[:2]) - sum(own0[:2])
+    return {
+        "calls": calls,
+        "completed": calls - failed,
+        "failed": failed,
+        "frames": int(late.size),
+        "p50_ms": round(float(np.percentile(late, 50)), 2),
+        "p99_ms": round(float(np.percentile(late, 99)), 2),
+        "harness_cpu_pct": round(100 * own / wall),
+        "agent_cpu_pct": round(100 * (sink1 - sink0) / wall),
+        "cpu_us_per_frame": round(1e6 * own / n, 1),
+        "loop_us_per_frame": round(1e6 * (loop1 - loop0) / n, 1),
+        "loop_cpu_s": round(loop1 - loop0, 2),
+        "calls_per_loop_core": round(1e6 / (50 * 1e6 * (loop1 - loop0) / n)) if loop1 > loop0 else "-",
+        "gc_runs": sum(watch.count),
+        "gc_gen2": watch.count[2],
+        "gc_pause_ms": round(1000 * watch.pause_s),
+        "gc_max_ms": round(1000 * watch.max_s, 1),
+        "failures": "-",
         "wall_s": round(wall, 1),
         "load": round(load, 1),
     }
@@ -182,7 +301,10 @@ def _child(args: argparse.Namespace) -> None:
 
         uvloop.install()
     with tempfile.TemporaryDirectory(prefix="va-capacity-") as tmp:
-        row = asyncio.run(_level(args.one, Path(tmp), args.workers))
+        if args.mode == "transport":
+            row = asyncio.run(_transport_level(args.one, Path(tmp), args.seconds))
+        else:
+            row = asyncio.run(_level(args.one, Path(tmp), args.workers))
     print("ROW " + json.dumps(row), flush=True)
 
 
@@ -202,7 +324,19 @@ def _tree_env(path: Path) -> dict[str, str]:
 
 def _run_one(tree: Path, opts: dict[str, str], calls: int, args: argparse.Namespace) -> dict[str, Any]:
     workers, loop = opts.get("workers", str(args.workers)), opts.get("loop", args.loop)
-    cmd = [sys.executable, __file__, "--one", str(calls), "--workers", workers, "--loop", loop]
+    cmd = [
+        sys.executable,
+        __file__,
+        "--one",
+        str(calls),
+        "--workers",
+        workers,
+        "--loop",
+        loop,
+        "--mode",
+        args.mode,
+    ]
+    cmd += ["--seconds", str(args.seconds)]
     proc = subprocess.run(cmd, env=_tree_env(tree), capture_output=True, text=True, timeout=args.timeout)
     for line in proc.stdout.splitlines():
         if line.startswith("ROW "):
@@ -217,6 +351,23 @@ def _variant(spec: str) -> tuple[str, Path, dict[str, str]]:
     name, rest = spec.split("=", 1)
     path, *opts = rest.split(",")
     return name, Path(path), dict(o.split("=", 1) for o in opts)
+
+
+def _marginal_us(rows: list[dict[str, Any]]) -> float:
+    """The event loop's CPU per extra frame across levels (a least-squares slope of loop CPU over
+    frames): the per-frame cost with each level's fixed costs (start-up, the warm-up call, the
+    campaign) taken out."""
+    import numpy as np
+
+    pts = [
+        (r["frames"], r["loop_cpu_s"])
+        for r in rows
+        if "error" not in r and r.get("loop_cpu_s") == r.get("loop_cpu_s")
+    ]
+    if len({f for f, _ in pts}) < 2:
+        return float("nan")
+    slope = np.polyfit([f for f, _ in pts], [c for _, c in pts], 1)[0]
+    return float(1e6 * slope)
 
 
 def _ceiling(rows: list[dict[str, Any]]) -> int:
@@ -235,12 +386,14 @@ def table(rows: list[dict[str, Any]]) -> str:
         "p99_ms",
         "harness_cpu_pct",
         "agent_cpu_pct",
-        "loop_ms_per_call_s",
+        "cpu_us_per_frame",
+        "loop_us_per_frame",
         "calls_per_loop_core",
         "gc_runs",
         "gc_gen2",
         "gc_pause_ms",
         "gc_max_ms",
+        "failures",
         "wall_s",
         "load",
     ]
@@ -270,8 +423,19 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=900, help="seconds one level may take")
     ap.add_argument("--stop-after", type=int, default=2, help="levels over the limit before a tree stops")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument(
+        "--mode",
+        choices=["campaign", "transport"],
+        default="campaign",
+        help="campaign: whole real-time calls; transport: only the frame pumps and WebSocket sessions",
+    )
+    ap.add_argument("--seconds", type=float, default=15.0, help="steady-state window of the transport mode")
     ap.add_argument("--one", type=int, default=0, help=argparse.SUPPRESS)
+    ap.add_argument("--sink", type=int, default=0, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.sink:
+        _sink(args.sink)
+        return
     if args.one:
         _child(args)
         return
@@ -291,13 +455,20 @@ def main() -> None:
                 if "error" in row or row["failed"] or row["p99_ms"] > P99_LIMIT_MS:
                     over[(rnd, name)] = over.get((rnd, name), 0) + 1
     print(f"\nuptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
-    print(f"{os.cpu_count()} cores; harness loop {args.loop}, {args.workers} harness process(es) per level\n")
+    print(
+        f"{os.cpu_count()} cores; mode {args.mode}; default harness loop {args.loop}, {args.workers} harness process(es)\n"
+    )
     print(table(rows) + "\n")
-    print("| tree | round | ceiling (calls at p99 <= 10 ms, none failed) |\n|---|---|---|")
+    print(
+        "| tree | round | ceiling (calls at p99 <= 10 ms, none failed) | marginal loop us per frame "
+        "| calls one loop core carries at that cost |\n|---|---|---|---|---|"
+    )
     for name, _, _ in trees:
         for rnd in range(args.rounds):
             mine = [r for r in rows if r["tree"] == name and r["round"] == rnd + 1]
-            print(f"| {name} | {rnd + 1} | {_ceiling(mine)} |")
+            us = _marginal_us(mine)
+            per_core = round(1e6 / (50 * us)) if us == us and us > 0 else "-"
+            print(f"| {name} | {rnd + 1} | {_ceiling(mine)} | {us:.1f} | {per_core} |")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
 
