@@ -171,6 +171,7 @@ class RayExecutor(Executor):
         task = ray.remote(ray_shard)
         placements: dict[Any, _Placement] = {}
         current: dict[int, _Placement] = {}
+        nodes_of: dict[tuple[int, int], str] = {}  # (shard, placement) -> node it ran on
         delivered: set[str] = set()
         errors: list[str] = []
 
@@ -195,6 +196,7 @@ class RayExecutor(Executor):
             kind = msg[0]
             if kind == "placed":
                 _, shard, number, node = msg
+                nodes_of[(shard, number)] = node
                 p = current.get(shard)
                 if p is not None and p.number == number:
                     p.node = node
@@ -204,7 +206,7 @@ class RayExecutor(Executor):
                     if lost["shard"] == shard and lost["placement"] == number:
                         lost["placed_on"] = node
             elif kind == "episode":
-                _, eid, status, failure, outcome, record_json, files, usage, shard = msg
+                _, eid, status, failure, outcome, record_json, files, usage, shard, number = msg
                 try:
                     append_usage_lines(run_dir, usage)  # calls placed, whoever's record is kept
                     if eid in delivered:  # a lost node's late post and its replacement's: never twice
@@ -214,7 +216,7 @@ class RayExecutor(Executor):
                 except OSError as exc:
                     raise storage_error(run_dir, exc) from None
                 delivered.add(eid)
-                node = current[shard].node if shard in current else None
+                node = nodes_of.get((shard, number))
                 if node is not None:
                     stats["nodes"].setdefault(node, {"shards": 0, "episodes": 0})["episodes"] += 1
                 on_message(("record", status, failure, outcome, record_json))

@@ -101,6 +101,7 @@ def ray_shard(remote: RemoteShard, loaded: LoadedCampaign, desk: Any) -> str:
                 files,
                 usage.new_lines(),
                 remote.shard,
+                remote.placement,
             )
         )
 
