@@ -4,8 +4,8 @@ Each line is synthesised by the backend that voices its condition, with that voi
 parameters, and passed through the campaign's telephone channel: the audio an agent would receive.
 The channel's random draws are seeded by the line's words, so both conditions of a pair meet the
 same noise and frame loss. The reference recogniser reads the line at 16 kHz; its transcripts are
-cached by audio hash, so a second pilot (and the pre-screen of every `run`) costs synthesis-cache
-lookups only.
+cached by audio hash, and so are the acoustic measures of each line (rate, F0, loudness, SNR), so a
+second pilot (and the pre-screen of every `run`) costs cache lookups only.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import io
 import math
 import statistics
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import soundfile as sf
@@ -43,7 +43,7 @@ from voice_audit.harness.model.stimulus import (
 from voice_audit.harness.planning import LoadedCampaign
 from voice_audit.harness.runlog import STIMULI_AUDIO_DIR, atomic_write_bytes
 from voice_audit.harness.runtime.recorder import RECORDING_RATE, to_recording_rate
-from voice_audit.harness.stimuli.measures import measure
+from voice_audit.harness.stimuli.measures import LineMeasures, measure, measure_key, measures_cache
 from voice_audit.harness.stimuli.page import render_page
 from voice_audit.harness.stimuli.stats import gap_interval, pooled, wer_interval
 from voice_audit.personas import CallerCondition, MatchedPair
@@ -70,6 +70,8 @@ class PilotResult:
     """Line audio by key, at the line's rate (what the page and the report play)."""
     synthesized: int = 0
     recognised: int = 0
+    measured: int = 0
+    """Lines whose acoustic measures were computed (the rest came from the cache)."""
 
 
 @dataclass(frozen=True)
@@ -167,18 +169,34 @@ async def run_pilot(
         spec.name, options=spec.options, cache_dir=cache_dir / "stimuli-asr" if cache_dir else None
     )
     renderer = _Renderer(loaded, cache_dir, pool_size)
+    measures = measures_cache(cache_dir / "stimuli-measures" if cache_dir else None)
+    # the measures run beside the recogniser, off the event loop, one at a time (Praat is not
+    # known to be thread-safe); cached by audio content, a second pilot measures nothing
+    praat = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stimulus-measures")
     sem = asyncio.Semaphore(concurrency)
     rendered: dict[tuple[str, str], asyncio.Task[_Rendered]] = {}
-    read: dict[str, asyncio.Task[tuple[str, Any]]] = {}
+    read: dict[str, asyncio.Task[tuple[str, LineMeasures]]] = {}
 
     async def one(line: VoiceLine, tts: BackendSpec) -> _Rendered:
         async with sem:
             return await renderer.render(line, tts)
 
-    async def hear(r: _Rendered) -> tuple[str, Any]:
+    async def measured(r: _Rendered) -> LineMeasures:
+        key = measure_key(r.line_pcm, r.line_rate)
+        m = measures.get(key)
+        if m is None:
+            loop = asyncio.get_running_loop()
+            m = await loop.run_in_executor(praat, measure, r.line_pcm, r.line_rate)
+            measures.put(key, m)
+        return m
+
+    async def transcript(r: _Rendered) -> str:
         async with sem:
-            t = await asr.transcribe(r.pcm16k, RECORDING_RATE)
-        return t.text, measure(r.line_pcm, r.line_rate)
+            return (await asr.transcribe(r.pcm16k, RECORDING_RATE)).text
+
+    async def hear(r: _Rendered) -> tuple[str, LineMeasures]:
+        text, m = await asyncio.gather(transcript(r), measured(r))
+        return text, m
 
     cell_lines: list[tuple[_Cell, dict[str, tuple[str, list[tuple[VoiceLine, BackendSpec]]]]]] = []
     try:
@@ -209,6 +227,7 @@ async def run_pilot(
                 if r.key not in read:
                     read[r.key] = tg.create_task(hear(r))
     finally:
+        praat.shutdown(wait=True)
         renderer.close()
         if recogniser is None:
             asr.close()
@@ -224,6 +243,7 @@ async def run_pilot(
         ),
         synthesized=sum(s.synthesized for s in renderer.synths),
         recognised=asr.recognised,
+        measured=measures.misses,
     )
     results: dict[tuple[str, str], LineResult] = {}
     for k, task in rendered.items():
