@@ -1,29 +1,41 @@
 """Real-time capacity of one node: concurrent calls held per transport, ramped to the ceiling.
 
-    .venv/bin/python benchmarks/capacity.py [--levels 100 200 400 700 1000] [--rounds 2]
+    .venv/bin/python benchmarks/capacity.py [--mode campaign|transport|sip]
+        [--levels 100 200 400 700 1000] [--rounds 2] [--seconds 15]
         [--tree new=/work/main --tree old=/tmp/cap_old,loop=uvloop,workers=2] [--workers 1]
-        [--loop asyncio|uvloop]
-        [--json out.json]
+        [--loop asyncio|uvloop] [--json out.json]
 
-For each level N, one harness process (or `--workers` of them) places N concurrent real-time calls
-over WebSocket to the tone agent (greeting, a tone per caller turn, a hang-up after three turns),
-served by its own process on 127.0.0.1, so the agent's CPU is counted apart from the caller's.
-Reported per level: calls completed and failed, the caller's 20 ms frame pump lateness p50 / p99
-(every frame of every call, the start-up burst included), CPU% of the harness and of the agent
-process (100 = one core, user + system over the run's wall time), the harness's cyclic garbage
-collections (gen-2 count, total pause) and the load average at the start.
+Modes, each level N in a fresh process:
+- campaign: one harness process (or `--workers` of them) places N concurrent real-time calls over
+  WebSocket to the tone agent (greeting, a tone per caller turn, a hang-up after three turns),
+  served by its own process on 127.0.0.1, so the agent's CPU is counted apart from the caller's;
+  lateness is every frame of every call, the start-up burst included.
+- transport: the caller's frame pumps and WebSocket client sessions alone (no campaign, no
+  turns), N calls connected one by one to a sink agent process that only reads, then a steady
+  window of `--seconds`: the send path's own cost and ceiling.
+- sip: N SIP calls to SIPp through benchmarks/sip.py (root for its RTP sniffer; four calls per
+  harness process, the pjsua2-python wheel's cap); p50/p99 are RTP send lateness on the wire.
 
-The ceiling of a tree is the largest level with p99 <= 10 ms and no failed call. Each
-(level, tree) runs in a fresh process; `--tree NAME=PATH` runs the code of another checkout
-(`git worktree add /tmp/cap_old <commit>`) so before and after run in one invocation, level by
-level and alternating tree order each round: on a shared machine the load moves between runs, so
-only figures taken side by side compare.
+Reported per level: calls completed and failed (with the failure kinds), the 20 ms frame pump's
+send lateness p50 / p99, CPU% of the harness and of the agent process (100 = one core, user +
+system over the wall time), CPU per frame sent (the whole harness, and its event-loop thread
+alone: the serial part, which bounds one process at 1 s / (50 x loop us) calls per core), the
+cyclic garbage collector's runs, gen-2 runs, total and longest pause, and the load average.
+
+The ceiling of a tree is the largest level with p99 <= 10 ms and no failed call; the marginal
+loop cost per frame (a least-squares slope of loop CPU over frames across levels) takes each
+level's fixed costs out. `--tree NAME=PATH` runs the code of another checkout (`git worktree add
+/tmp/cap_old <commit>`), so before and after run in one invocation, level by level, their order
+alternating: on a shared machine the load moves between runs, and only figures taken side by
+side compare. A machine whose load average is above its core count starves every process of
+the benchmark: lateness then measures the machine, and CPU per frame is the figure to compare.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import os
@@ -211,8 +223,6 @@ def _sink(port: int) -> None:
 async def _transport_level(calls: int, tmp: Path, seconds: float) -> dict[str, Any]:
     """N calls' frame pumps over real WebSocket sessions, no campaign around them: after every call
     is connected and streaming, `seconds` of steady state are measured (loop CPU, frames, lateness)."""
-    import contextlib
-
     import numpy as np
 
     from voice_audit.agents.protocols.ws_stream import WsStreamAdapter
@@ -295,13 +305,105 @@ async def _transport_level(calls: int, tmp: Path, seconds: float) -> dict[str, A
     }
 
 
+async def _sip_level(calls: int, tmp: Path) -> dict[str, Any]:
+    """N concurrent SIP calls to SIPp, measured by benchmarks/sip.py (its RTP sniffer needs root):
+    the pjsua2-python wheel holds four calls per process, so N calls take N / 4 harness processes."""
+    import sip as sip_bench
+
+    r = await sip_bench.sip_realtime(calls, tmp)
+    return {
+        "calls": calls,
+        "completed": int(r["completed"]),
+        "failed": calls - int(r["completed"]),
+        "frames": int(r["rtp_packets"]),
+        # The wire's view for SIP: RTP packets against each stream's own 20 ms grid.
+        "p50_ms": round(r["rtp_p50"], 2),
+        "p99_ms": round(r["rtp_p99"], 2),
+        "harness_cpu_pct": round(100 * r["cpu_per_call_s"] * calls / r["wall_s"]),
+        "agent_cpu_pct": "-",
+        "cpu_us_per_frame": round(1e6 * r["cpu_per_call_s"] * calls / max(1.0, r["rtp_packets"]), 1),
+        "loop_us_per_frame": float("nan"),
+        "loop_cpu_s": float("nan"),
+        "calls_per_loop_core": "-",
+        "gc_runs": "-",
+        "gc_gen2": "-",
+        "gc_pause_ms": "-",
+        "gc_max_ms": "-",
+        "failures": f"{int(r['workers'])} harness processes; pump p99 {r['p99']:.1f} ms",
+        "wall_s": round(r["wall_s"], 1),
+        "load": round(r["load"], 1),
+    }
+
+
+async def _send_path(calls: int, blocks: int = 20) -> dict[str, Any]:
+    """The send path alone, before and after, in one process: `calls` client sockets to a sink
+    process; blocks of one frame per socket sent through websockets' own framing (the send path
+    before `encode_frame`) and through `send_now` alternate, and each block's CPU time (this
+    thread) is kept, so both meet the same load."""
+    import statistics
+
+    from voice_audit.agents.protocols._stream import open_ws, send_now
+
+    port = _free_port()
+    sink = subprocess.Popen(
+        [sys.executable, __file__, "--sink", str(port)], stdout=subprocess.PIPE, text=True
+    )
+    assert sink.stdout is not None
+    sink.stdout.readline()
+    frame = b"\x00" * 640
+    conns = []
+    try:
+        for _ in range(calls):
+            ws = await open_ws(f"ws://127.0.0.1:{port}/")
+            await ws.send(json.dumps({"type": "start"}))
+            await ws.recv()
+            conns.append(ws)
+
+        def websockets_framing() -> None:
+            for ws in conns:
+                ws.protocol.send_binary(frame)
+                for chunk in ws.protocol.data_to_send():
+                    assert ws.transport is not None
+                    ws.transport.write(chunk)
+
+        def direct() -> None:
+            for ws in conns:
+                if not send_now(ws, frame):
+                    raise RuntimeError("send_now declined: the sink fell behind")
+
+        times: dict[str, list[float]] = {"websockets": [], "encode_frame": []}
+        for i in range(2 * blocks):
+            name, fn = ("websockets", websockets_framing) if i % 2 == 0 else ("encode_frame", direct)
+            t = time.thread_time()
+            fn()
+            times[name].append(1e6 * (time.thread_time() - t) / calls)
+            await asyncio.sleep(0.02)  # the sink reads, the buffers drain: one frame per 20 ms
+    finally:
+        for ws in conns:
+            with contextlib.suppress(Exception):
+                await ws.close()
+        sink.terminate()
+        sink.wait(timeout=30)
+    before, after = statistics.median(times["websockets"]), statistics.median(times["encode_frame"])
+    return {
+        "calls": calls,
+        "before_us": round(before, 2),
+        "after_us": round(after, 2),
+        "load": os.getloadavg()[0],
+    }
+
+
 def _child(args: argparse.Namespace) -> None:
     if args.loop == "uvloop":
         import uvloop
 
         uvloop.install()
     with tempfile.TemporaryDirectory(prefix="va-capacity-") as tmp:
-        if args.mode == "transport":
+        if args.mode == "sendpath":
+            row = asyncio.run(_send_path(args.one))
+        elif args.mode == "sip":
+            row = asyncio.run(_sip_level(args.one, Path(tmp)))
+        elif args.mode == "transport":
             row = asyncio.run(_transport_level(args.one, Path(tmp), args.seconds))
         else:
             row = asyncio.run(_level(args.one, Path(tmp), args.workers))
@@ -425,9 +527,10 @@ def main() -> None:
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument(
         "--mode",
-        choices=["campaign", "transport"],
+        choices=["campaign", "transport", "sip", "sendpath"],
         default="campaign",
-        help="campaign: whole real-time calls; transport: only the frame pumps and WebSocket sessions",
+        help="campaign: whole real-time WebSocket calls; transport: only the frame pumps and WebSocket "
+        "sessions; sip: whole SIP calls to SIPp (root, sipp; p50/p99 are RTP send lateness on the wire)",
     )
     ap.add_argument("--seconds", type=float, default=15.0, help="steady-state window of the transport mode")
     ap.add_argument("--one", type=int, default=0, help=argparse.SUPPRESS)
