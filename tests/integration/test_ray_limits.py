@@ -1,5 +1,6 @@
 """On a Ray cluster of two worker nodes, a run split into four shards keeps the vendor's limits for
-the whole run, and no shard places a call before every shard, on either node, has warmed up.
+the whole run, and no shard places a call before every shard, on either node, has warmed up; a
+real-time WebSocket campaign warms up and runs across both nodes.
 
 The same checks as the local executor's (test_ratelimit_split, test_warmup_split), with the shards
 as Ray tasks on two nodes of Ray's test cluster: the limits travel with each shard (its share of
@@ -23,6 +24,8 @@ from tests.helpers.warm_agent import read_trace
 from tests.integration.test_ratelimit_split import CAMPAIGN as LIMITED
 from tests.integration.test_ratelimit_split import _serve
 from tests.integration.test_warmup_split import CAMPAIGN as WARMING
+from voice_audit.agents.fakes import ScriptedAgent
+from voice_audit.agents.serve import start_server
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner, RunSummary
@@ -111,3 +114,51 @@ def test_no_shard_calls_before_every_shard_on_every_node_is_warm(
     assert sorted(w["worker"] for w in warm) == [0, 1, 2, 3]
     assert max(w["barrier_wait_s"] for w in warm) > 0.2  # some shards did wait for the others
     assert "warm_up_errors" not in summary.stats
+
+
+REALTIME = """\
+name: rt-ray
+seed: 9
+scenarios: [refund_duplicate_charge]
+agents: [{{name: ws, adapter: ws, url: "{url}"}}]
+pairs:
+  - contrast: [accent]
+    base: {{voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}}
+    a: {{accent: us_general}}
+    b: {{accent: gb_southern}}
+voices: 2
+replicates: 1
+concurrency: 4
+pacing: realtime
+tts: {{name: espeak}}
+"""
+
+
+def test_a_realtime_websocket_campaign_warms_up_and_runs_across_nodes(
+    tmp_path: Path, executor: RayExecutor
+) -> None:
+    async def go() -> RunSummary:
+        async with start_server(ScriptedAgent(audio_ms=300), "ws") as handle:
+            (tmp_path / "c.yaml").write_text(REALTIME.format(url=handle.url))
+            runner = CampaignRunner(
+                load_campaign(tmp_path / "c.yaml"),
+                tmp_path / "run",
+                cache_dir=tmp_path / "cache",
+                progress=False,
+            )
+            return await runner.run(executor=executor)
+
+    summary = asyncio.run(go())
+    assert summary.statuses == {"completed": 4}, (summary.statuses, summary.failures)
+    assert summary.outcomes == {"refund_issued": 4}
+    assert len(_nodes(summary)) == 2  # two shards of one pair each, one per node
+    warm = summary.stats["warm_up"]
+    assert sorted(w["worker"] for w in warm) == [0, 1] and all("barrier_wait_s" in w for w in warm)
+    assert "warm_up_errors" not in summary.stats
+    # the shards' media clocks reported back from the nodes: one lateness figure per frame sent
+    assert len(summary.stats["pump_lateness_ms"]) > 100
+    reader = RunReader(tmp_path / "run")
+    for rec in reader.records():
+        spoken = [e for e in reader.events(rec.header.episode_id) if e.type == "caller_utterance_start"]
+        # real time: the call lasted at least as long as the caller's own speech
+        assert rec.outcome.duration_ms >= sum(e.duration_ms for e in spoken)
