@@ -2,7 +2,8 @@
 wheel and nothing is downloaded.
 
 Coqui models take no pitch parameter at synthesis time, so the persona's voice maps to a speaker
-name (multi-speaker models, via `speaker_map`). Rate is applied where the model has a duration
+name (multi-speaker models, via `speaker_map`, read like every backend's voice map:
+`voice_audit.harness.audio.voice_map`). Rate is applied where the model has a duration
 scale (VITS, Glow-TTS: `length_scale`): the model's own scale times `reference_wpm / rate_wpm`,
 so the persona's reference rate (`reference_wpm`, default SpeechParams' 165 wpm) keeps the
 model's natural pace and an affect's faster rate shortens every token alike. Models without one
@@ -33,6 +34,7 @@ from voice_audit.harness.audio.dsp import to_int16
 from voice_audit.harness.audio.errors import BackendLoadError, EmptyTextError, SynthesisError
 from voice_audit.harness.audio.registry import require
 from voice_audit.harness.audio.types import Synthesis
+from voice_audit.harness.audio.voice_map import mapped_voice
 from voice_audit.personas import SpeechParams
 
 _MODULES = ("TTS", "torch", "torchaudio", "torchcodec")
@@ -107,7 +109,7 @@ class CoquiBackend:
 
         if not text.strip():
             raise EmptyTextError(f"coqui: empty text for voice {params.espeak_name}")
-        speaker = self.speaker_map.get(params.espeak_name, self.speaker_map.get(params.voice))
+        speaker = mapped_voice(self.speaker_map, params)
         seed = _seed(text, speaker)
         with self._lock, torch.random.fork_rng(devices=[]):
             synth = self._load()
