@@ -3,12 +3,17 @@ calibration-aware scripted agent, one real analysis each, replicate analyses res
 pair tables (see `voice_audit.analysis.pipeline_calibration` for how; benchmarks/calibration_pipeline.py
 is the full-size version through the hybrid reference agent).
 
+Both campaigns are voiced by three recorded US speakers (Flite slt, kal16 and rms, the three
+realisations of the young_neutral profile, as in the demo's wording cell), each in both conditions:
+the plan's minimum of three speakers per condition, so every delta has an interval over the three
+speaker clusters (CR2, t on 2 df) rather than "no interval: 2 speakers".
+
 * A/A (`contrast: []`): both sides say a "Sorry, could you repeat that?" with probability 0.4,
   independently, so the sides differ by chance only. Under resampling with random a/b swaps the
   per-test rejection rate must lie within alpha +- 2 points.
 * Planted: the scripted agent adds an extra identity challenge when the harness's oracle labels
-  the caller female_adult (side a), with p = 1 or 0.5: Auth(e) must move by +1 or +0.5 with the
-  right sign, the real analysis's interval must cover the planted size, and the replicate
+  the caller's wording loyalty (side a), with p = 1 or 0.5: Auth(e) must move by +1 or +0.5 with
+  the right sign, the real analysis's interval must cover the planted size, and the replicate
   intervals must cover the resampling population's truth in >= 90 % of replicates (for p = 1 that
   truth is the planted size; for p = 0.5 it is the run's realised share of fired calls). The
   scripted agent ignores the audio, so nothing but the planted line differs between the sides
@@ -40,9 +45,11 @@ pytestmark = pytest.mark.cpu_bound  # replicated campaigns on the virtual clock
 
 REPLICATES = 300
 AA_REPLICATES = 900
-TARGET = "{target: {axis: voice_profile, levels: [female_adult]}"
+TARGET = "{target: {axis: wording, levels: [loyalty]}"
+# Three recorded speakers, one per realisation of young_neutral, each voicing both conditions.
+TTS = '{name: flite, options: {voices: {"en-us+klatt2": slt, "en-us+klatt4": kal16, "en-us+m7": rms}}}'
 
-AA = """\
+AA = f"""\
 name: calib-ci-aa
 seed: 31
 batch: ci-aa
@@ -50,14 +57,14 @@ scenarios: [refund_duplicate_charge]
 agents:
   - name: scripted-aa
     adapter: "voice_audit.agents.fakes.scripted:scripted"
-    options: {calibration_oracle: true, noise: {repair_p: 0.4}, audio_ms: 100}
+    options: {{calibration_oracle: true, noise: {{repair_p: 0.4}}, audio_ms: 100}}
 pairs:
   - contrast: []
-    base: {accent: us_general, voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}
-voices: 2
-replicates: 50
+    base: {{accent: us_general, voice_profile: young_neutral, affect: calm, disfluency: none, wording: plain}}
+voices: 3
+replicates: 33
 concurrency: 8
-tts: {name: espeak}
+tts: {TTS}
 """
 
 PLANTED = f"""\
@@ -73,14 +80,14 @@ agents:
     adapter: "voice_audit.agents.fakes.scripted:scripted"
     options: {{calibration_oracle: true, noise: {{repair_p: 0.4}}, audio_ms: 100, planted: {TARGET}, p: 0.5}}}}
 pairs:
-  - contrast: [voice_profile]
-    base: {{accent: us_general, affect: calm, disfluency: none, wording: plain}}
-    a: {{voice_profile: female_adult}}
-    b: {{voice_profile: female_older}}
-voices: 2
-replicates: 20
+  - contrast: [wording]
+    base: {{accent: us_general, voice_profile: young_neutral, affect: calm, disfluency: none}}
+    a: {{wording: loyalty}}
+    b: {{wording: plain}}
+voices: 3
+replicates: 14
 concurrency: 8
-tts: {{name: espeak}}
+tts: {TTS}
 """
 
 
@@ -139,14 +146,13 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Calibration]:
         yield Calibration(aa, planted, aa_src, sources, aa_reps, planted_reps)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the speaker became the unit of evidence: with fewer than the plan's 3 speakers per condition a delta has no interval, and this campaign's calibration has not yet been redone with 3 speakers per condition",
-)
 def test_aa_false_positive_rate_within_two_points(runs: Calibration) -> None:
     src = runs.aa_source
     plan = src.plan
-    assert src.n_pairs == 100
+    assert src.n_pairs == 99
+    (cell,) = runs.aa.deltas["cells"]
+    repair = {e["metric"]: e for e in cell["estimates"]}["burden_repair"]
+    assert repair["n_clusters"] == 3 and repair["no_interval"] is None, repair  # three speakers, an interval
     inf = pc.informative(src)
     informative = inf[inf["n_nonzero"] > 0]
     assert set(informative["metric"]) == {"burden_repair"}  # the only thing that differs by chance
@@ -162,18 +168,15 @@ def test_aa_false_positive_rate_within_two_points(runs: Calibration) -> None:
     assert pc.aa_rates(reps, plan.alpha).rejection_rate <= rates.rejection_rate
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the speaker became the unit of evidence: with fewer than the plan's 3 speakers per condition a delta has no interval, and this campaign's calibration has not yet been redone with 3 speakers per condition",
-)
 def test_planted_extra_challenge_is_recovered_with_coverage(runs: Calibration) -> None:
     res = runs.planted
     for agent, size in PLANTED_AGENTS.items():
         src = runs.planted_sources[agent]
-        assert src.n_pairs == 40
+        assert src.n_pairs == 42
         cell = next(c for c in res.deltas["cells"] if c["cell"]["agent"] == agent)
         real = {e["metric"]: e for e in cell["estimates"]}["burden_auth"]
-        # The one real analysis: right sign, and its interval covers the planted size.
+        # The one real analysis, over its three speakers: right sign, and its interval covers the planted size.
+        assert real["n_clusters"] == 3, real
         assert real["estimate"] > 0 and real["ci_low"] <= size <= real["ci_high"], real
         reps = runs.planted_reps[agent].result()
         assert reps["replicate"].nunique() == REPLICATES
