@@ -24,6 +24,7 @@ import functools
 import os
 import socket
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,13 @@ MAX_PLACEMENTS = 3
 """How often one shard's calls are placed in all (the first time and again after lost nodes)."""
 CALL_TIMEOUT_S = 30.0
 """Longest the driver waits on its own desk or on the cluster's state before calling it lost."""
+NO_CAPACITY_S = 120.0
+"""How long shards may wait to be placed while no live node has a CPU for them, before the run ends."""
+CAPACITY_CHECK_S = 5.0
+
+
+class _NoCapacity(Exception):
+    """No live node can take the shards still waiting to be placed."""
 
 
 @dataclass
@@ -241,10 +249,32 @@ class RayExecutor(Executor):
             for msg in got:
                 handle(msg)
 
+        starved_since: float | None = None
+        last_check = 0.0
+
+        def check_capacity() -> None:
+            """Shards waiting while no live node could ever take them: end the run after a while."""
+            nonlocal starved_since, last_check
+            now = time.monotonic()
+            if now - last_check < CAPACITY_CHECK_S:
+                return
+            last_check = now
+            waiting = [p for p in placements.values() if p.node is None]
+            if not waiting or _alive_cpus(ray) >= self.cpus_per_task:
+                starved_since = None
+                return
+            starved_since = starved_since or now
+            if now - starved_since >= NO_CAPACITY_S:
+                raise _NoCapacity(
+                    f"no live node of the cluster has a CPU for {len(waiting)} shard(s) "
+                    f"after {NO_CAPACITY_S:g} s; their calls are unfinished"
+                )
+
         try:
             for k, job in enumerate(jobs):
                 place(k, 0, job)
             while placements:
+                check_capacity()
                 ready, _ = await loop.run_in_executor(
                     None,
                     functools.partial(
@@ -285,6 +315,8 @@ class RayExecutor(Executor):
             await drain()
         except RunFolderError:
             raise
+        except _NoCapacity as exc:
+            errors.append(str(exc))
         except Exception as exc:  # the cluster itself failed under the driver
             errors.append(f"ray: {_one_line(exc)}")
         finally:

@@ -1,0 +1,61 @@
+"""A Ray run whose only worker node dies, with no node left to take its calls, ends in one line
+(and exit code 2 from the command) instead of waiting for ever; what was delivered stays written
+and a resume finishes the rest."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.raycluster import ray_cluster
+from tests.integration.test_ray_cluster import CALLS, CAMPAIGN
+from voice_audit.harness.planning import load_campaign
+from voice_audit.harness.runlog import RunFolderError, RunReader
+from voice_audit.harness.runtime import CampaignRunner, rayexec
+
+ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.cpu_bound
+
+
+def test_a_run_with_no_live_node_left_ends_in_one_line_and_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(rayexec, "NO_CAPACITY_S", 5.0)
+    (tmp_path / "c.yaml").write_text(CAMPAIGN)
+    episodes = tmp_path / "run" / "episodes.jsonl"
+    with ray_cluster([1]) as cluster:
+        removed = threading.Event()
+
+        def remove_the_node_mid_run() -> None:
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline:
+                if episodes.exists() and len(episodes.read_bytes().splitlines()) >= 3:
+                    cluster.remove_node(next(iter(cluster.worker_nodes)), allow_graceful=False)
+                    removed.set()
+                    return
+                time.sleep(0.2)
+
+        threading.Thread(target=remove_the_node_mid_run, daemon=True).start()
+        runner = CampaignRunner(load_campaign(tmp_path / "c.yaml"), tmp_path / "run", progress=False)
+        try:
+            with pytest.raises(RunFolderError, match="no live node of the cluster has a CPU") as err:
+                asyncio.run(runner.run(executor=rayexec.RayExecutor(cluster.address)))
+            assert removed.is_set()
+            assert "\n" not in str(err.value) and "voice-audit run --resume" in str(err.value)
+            lost = runner.stats["ray"]["placed_again"]
+            assert len(lost) == 1 and lost[0]["placed_on"] is None
+            done = {r.header.episode_id for r in RunReader(tmp_path / "run").records()}
+            assert 3 <= len(done) < CALLS
+
+            cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1")
+            again = CampaignRunner(load_campaign(tmp_path / "c.yaml"), tmp_path / "run", progress=False)
+            summary = asyncio.run(again.run(resume=True, executor=rayexec.RayExecutor(cluster.address)))
+            assert (summary.resumed, summary.ran) == (len(done), CALLS - len(done))
+            ids = [r.header.episode_id for r in RunReader(tmp_path / "run").records()]
+            assert len(ids) == len(set(ids)) == CALLS
+        finally:
+            ray.shutdown()
