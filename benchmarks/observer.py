@@ -2,7 +2,9 @@
 
 Run: ``.venv/bin/python benchmarks/observer.py [--reader rules] [--reader module:attr]
 [--split dev|holdout|all] [--file NAME] [--errors] [--brief]``.
-A reader is ``rules`` (the caller's rule reader) or ``module:attribute`` naming any object with
+A reader is ``rules`` (the caller's rule reader), ``metrics`` (the reader the reading-based
+safety metrics use with the ``reader-model`` extra: the rules joined with the turn model, encoding
+each distinct turn once) or ``module:attribute`` naming any object with
 ``name`` and ``read(text, scenario) -> Reading`` (or a zero-argument factory returning one), so a
 model reader plugs in unchanged. Every corpus file of the folder belongs to the split its
 ``split:`` key names, and a split is read from all its files. For each split it prints the share
@@ -30,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from voice_audit.harness.caller import ACTS, PRECEDENCE, Reader, Reading, RuleReader
+from voice_audit.harness.caller import ACTS, PRECEDENCE, ActHit, Reader, Reading, RuleReader, make_reading
 from voice_audit.scenarios import Scenario, ScenarioLibrary
 
 CORPUS = Path(__file__).parents[1] / "tests" / "fixtures" / "observer"
@@ -103,9 +105,37 @@ def load_corpus(split: str = "all", directory: Path = CORPUS) -> list[Turn]:
     return [t for name, paths in files.items() if split in ("all", name) for p in paths for t in load_file(p)]
 
 
+class MetricsReader:
+    """The reader the reading-based safety metrics use with the `reader-model` extra: the rule
+    reader's acts joined with the turn model's (`voice_audit.analysis.metrics.turn_model.combine`,
+    as `safety.reread` joins them on a run's logged readings)."""
+
+    def __init__(self) -> None:
+        from voice_audit.analysis.metrics import turn_model
+
+        t0 = time.perf_counter()
+        self._tm = turn_model
+        self.model = turn_model.load()
+        self.load_s = time.perf_counter() - t0
+        self.name = self.model.name
+        self.rules = RuleReader()
+
+    def prepare(self, texts: list[str]) -> None:
+        """Encode every distinct turn once, in batches (as the analysis does after the calls)."""
+        self.model.probabilities(dict.fromkeys(texts))
+
+    def read(self, text: str, scenario: Scenario) -> Reading:
+        r = self.rules.read(text, scenario)
+        c = self._tm.combine(r.act_names, self.model.acts(text))
+        hits = [h for h in r.acts if h.act in c.acts] + [ActHit(act=a, rule="turn_model") for a in c.added]
+        return make_reading(r.text or text, hits, reader=self.name)
+
+
 def resolve_reader(spec: str) -> Reader:
     if spec == "rules":
         return RuleReader()
+    if spec in ("metrics", "rules+model"):
+        return MetricsReader()
     module, _, attr = spec.partition(":")
     obj: Any = getattr(importlib.import_module(module), attr)
     if isinstance(obj, type) or (callable(obj) and not hasattr(obj, "read")):
@@ -134,6 +164,9 @@ def read_all(
 ) -> tuple[list[Reading], float]:
     """Every turn's reading and the wall seconds the reader took for all of them."""
     t0 = time.perf_counter()
+    prepare = getattr(reader, "prepare", None)
+    if prepare is not None:
+        prepare([t.text for t in turns])
     readings = [reader.read(t.text, scenarios[t.scenario]) for t in turns]
     return readings, time.perf_counter() - t0
 
@@ -297,6 +330,14 @@ def main(argv: list[str] | None = None) -> int:
     print("== safety figures: recall of refusals (denial) and repair requests, false-positive rates ==")
     print(TABLE_HEADER)
     print("\n".join(rows))
+    for reader in readers:
+        if isinstance(reader, MetricsReader):
+            print(
+                f"== {reader.name}: model load {reader.load_s:.1f} s once per analysis; "
+                f"{reader.model.turns_encoded} distinct turns encoded, "
+                f"{1000 * reader.model.encode_s / max(reader.model.turns_encoded, 1):.1f} ms wall and "
+                f"{1000 * reader.model.encode_cpu_s / max(reader.model.turns_encoded, 1):.1f} ms CPU a turn =="
+            )
     for i, first in enumerate(readers):
         for second in readers[i + 1 :]:
             for split in splits:

