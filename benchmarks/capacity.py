@@ -162,7 +162,9 @@ async def _level(calls: int, tmp: Path, workers: int) -> dict[str, Any]:
     finally:
         server.terminate()
         server.wait(timeout=30)
-    own = sum(own1[:4]) - sum(own0[:4])  # user + system, of this process and its reaped workers
+    # User + system of this process; worker processes (children of the fork server) are not
+    # counted, so with workers the harness's CPU is not reported.
+    own = sum(own1[:2]) - sum(own0[:2]) if workers == 1 else float("nan")
     samples = [x for p in runner.stats.get("pump", []) for x in p.lateness_ms] + runner.stats.get(
         "pump_lateness_ms", []
     )
@@ -185,11 +187,11 @@ async def _level(calls: int, tmp: Path, workers: int) -> dict[str, Any]:
         "frames": len(samples),
         "p50_ms": round(float(np.percentile(late, 50)), 2),
         "p99_ms": round(float(np.percentile(late, 99)), 2),
-        "harness_cpu_pct": round(100 * own / wall),
+        "harness_cpu_pct": round(100 * own / wall) if own == own else "-",
         "agent_cpu_pct": round(100 * (agent1 - agent0) / wall),
         "cpu_us_per_frame": round(1e6 * own / n, 1),
         "loop_us_per_frame": round(loop_us, 1),
-        "loop_cpu_s": round(loop1 - loop0, 2),
+        "loop_cpu_s": round(loop1 - loop0, 2) if workers == 1 else float("nan"),
         "calls_per_loop_core": round(1e6 / (50 * loop_us)) if loop_us == loop_us else "-",
         "gc_gen2": watch.count[2],
         "gc_runs": sum(watch.count),
@@ -544,6 +546,19 @@ def main() -> None:
         return
     trees = [_variant(t) for t in args.tree] or [("this", Path(__file__).resolve().parents[1], {})]
     print(f"uptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}", flush=True)
+    if args.mode == "sendpath":  # its own table: CPU per frame, before and after, per level
+        print(
+            "| tree | calls | websockets framing us/frame | encode_frame us/frame | load |\n|---|---|---|---|---|"
+        )
+        for _ in range(args.rounds):
+            for calls in args.levels:
+                for name, path, opts in trees:
+                    r = _run_one(path, opts, calls, args)
+                    print(
+                        f"| {name} | {calls} | {r.get('before_us', r.get('error'))} | {r.get('after_us')} | {r.get('load', 0):.1f} |",
+                        flush=True,
+                    )
+        return
     rows: list[dict[str, Any]] = []
     over: dict[tuple[int, str], int] = {}
     for rnd in range(args.rounds):
