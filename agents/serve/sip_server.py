@@ -47,6 +47,8 @@ log = logging.getLogger(__name__)
 
 MAX_QUEUED_FRAMES = 50 * 120
 """Agent audio queued on a call's feed (2 minutes of speech)."""
+PLAYOUT_SLACK_S = 30.0
+"""How far behind real time the media clock may fall while the agent's last words play out."""
 _FROM_USER = re.compile(r"sip:([^@;>]+)@")
 
 
@@ -120,8 +122,20 @@ class _ServedCall:
             await self.server.hangup(self, 0, {"Reason": 'SIP;cause=500;text="agent error"'})
             return
         # The agent hung up (or its session ended): let the queued audio play, then BYE.
-        await asyncio.sleep(len(self.feed.tx) * 0.02 + min(0.5, self.server.config.hangup_grace_s))
+        await self._played_out()
+        await asyncio.sleep(min(0.5, self.server.config.hangup_grace_s))
         await self.server.hangup(self, 0, {})
+
+    async def _played_out(self) -> None:
+        """Until the media clock has taken every queued frame of the agent's last words (or the
+        caller hung up). The clock takes one every 20 ms when the machine keeps up and later when
+        it is busy, so the queue's nominal length alone would send BYE over the last words."""
+        feed = self.feed
+        limit = self.loop.time() + len(feed.tx) * 0.02 + PLAYOUT_SLACK_S
+        while len(feed.tx) > (1 if feed.starving else 0) and not self.ended.is_set():
+            if self.loop.time() > limit:  # a stalled clock: the words cannot play any more
+                return
+            await asyncio.sleep(0.02)
 
 
 class _SipServer:
