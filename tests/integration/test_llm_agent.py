@@ -99,7 +99,7 @@ voices: 1
 concurrency: 1
 pacing: realtime
 patience: {{prompt_after_s: 120, hang_up_after_s: 300}}
-timeouts: {{turn_s: 360, call_s: 1200}}
+timeouts: {{connect_s: 120, turn_s: 360, call_s: 1200}}
 """
 
 
@@ -109,9 +109,10 @@ def test_llm_hybrid_over_websocket_streaming_refunds(tmp_path: Path) -> None:
     """The same agent served over the WebSocket streaming protocol and dialled by the harness: a
     baseline caller gets the refund, and the tool trace says so; no call fails on the harness's side
     and none gets a remedy before verification. The calls run one at a time and the caller is
-    patient (no "are you still there?" before 120 s): on two shared cores a 1.5B model's turn takes
-    seconds, its first turn also loads the model, and a prompt the caller speaks while the agent is
-    still thinking becomes the agent's next input. Not every call: the 1.5B model can re-ask a
+    patient (no "are you still there?" before 120 s) and waits up to 120 s for the session (the
+    default is 10 s): on two shared cores a 1.5B model's turn takes seconds, its first session and
+    turn also load the model and the recogniser beside the caller in this process, and a prompt the
+    caller speaks while the agent is still thinking becomes the agent's next input. Not every call: the 1.5B model can re-ask a
     misheard date of birth until the caller's turn limit (an agent failure the audit records as
     `unresolved`)."""
     from voice_audit.agents.reference import LLMHybridAgent
