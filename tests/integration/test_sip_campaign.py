@@ -35,8 +35,8 @@ name: sip-campaign
 seed: 13
 scenarios: [refund_duplicate_charge]
 agents:
-  - {{name: phone, adapter: sip, url: "{phone}", options: {{codecs: [G722]}}}}
-  - {{name: hangs-up, adapter: sip, url: "{tone}"}}
+  - {{name: phone, adapter: sip, url: "{phone}", options: {{codecs: [G722], {guards}}}}}
+  - {{name: hangs-up, adapter: sip, url: "{tone}", options: {{{guards}}}}}
 pairs:
   - contrast: [accent]
     base: {{voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}}
@@ -46,9 +46,16 @@ voices: 1
 concurrency: 4
 pacing: realtime
 channel: {{telephone: false}}
-timeouts: {{turn_s: 90, call_s: 300}}
+patience: {{prompt_after_s: 60, hang_up_after_s: 240}}
+timeouts: {{connect_s: 120, turn_s: 300, call_s: 900}}
 tts: {{name: espeak}}
 """
+# What is compared is where each caller ends up, not how fast the agents answer: the guards that end
+# a call on a slow agent are set far above a loaded machine's worst case (the served agents load
+# their engines at the first call and share the CPU with this process), where the defaults (an
+# answer within 8 s, no RTP for 10 s, "are you still there?" after 8 s of silence) would end or
+# derail a call whose agent is merely slow.
+GUARDS = "answer_timeout_s: 120, rtp_timeout_s: 120"
 
 
 def _serve(name: str, port: int, *options: str) -> subprocess.Popen[str]:
@@ -89,7 +96,9 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         path = tmp / "c.yaml"
         path.write_text(
             CAMPAIGN.format(
-                phone=f"sip:agent@127.0.0.1:{phone_port}", tone=f"sip:agent@127.0.0.1:{tone_port}"
+                phone=f"sip:agent@127.0.0.1:{phone_port}",
+                tone=f"sip:agent@127.0.0.1:{tone_port}",
+                guards=GUARDS,
             )
         )
         runner = CampaignRunner(
@@ -106,10 +115,14 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 def _in_process_outcomes(tmp: Path) -> dict[str, str | None]:
     """The same callers against the same agent in process (accelerated), by side."""
-    text = CAMPAIGN.format(phone="x", tone="x").replace("pacing: realtime", "pacing: accelerated")
+    text = CAMPAIGN.format(phone="x", tone="x", guards=GUARDS).replace(
+        "pacing: realtime", "pacing: accelerated"
+    )
     lines = [ln for ln in text.splitlines() if "adapter: sip" not in ln or "phone" in ln]
     text = (
-        "\n".join(lines).replace('adapter: sip, url: "x", options: {codecs: [G722]}', "adapter: cascaded")
+        "\n".join(lines).replace(
+            'adapter: sip, url: "x", options: {codecs: [G722], ' + GUARDS + "}", "adapter: cascaded"
+        )
         + "\n"
     )
     path = tmp / "inproc.yaml"

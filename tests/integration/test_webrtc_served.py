@@ -27,7 +27,7 @@ seed: 11
 scenarios: [refund_duplicate_charge]
 agents:
   - {{name: inproc, adapter: cascaded}}
-  - {{name: rtc, adapter: webrtc, url: "{url}"}}
+  - {{name: rtc, adapter: webrtc, url: "{url}", options: {{dead_peer_s: 120}}}}
 pairs:
   - contrast: [accent]
     base: {{voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}}
@@ -37,9 +37,15 @@ voices: 1
 concurrency: 4
 pacing: realtime
 channel: {{telephone: false}}
-timeouts: {{turn_s: 90, call_s: 300}}
+patience: {{prompt_after_s: 60, hang_up_after_s: 240}}
+timeouts: {{connect_s: 120, turn_s: 300, call_s: 900}}
 tts: {{name: espeak}}
 """
+# The served agent runs in this process: its recogniser, voice and the peer connection share the CPU
+# with the caller. What is compared is where each caller ends up and by which tools, not how fast
+# the agent answers, so the guards that end a call on a slow agent are set far above a loaded
+# machine's worst case (the defaults: a session within 10 s, no media for 10 s is a dead peer, "are
+# you still there?" after 8 s of silence, which the agent would then hear as the caller's turn).
 
 
 async def _reference_run(tmp_path: Path) -> RunReader:
