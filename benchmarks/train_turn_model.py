@@ -1,14 +1,15 @@
 """Train the turn model's heads on the development part of the observer corpus, and say how well
 they generalise before they are written.
 
-Run: ``.venv/bin/python benchmarks/train_turn_model.py [--out PATH] [--fpr 0.025] [--c 4]``
+Run: ``.venv/bin/python benchmarks/train_turn_model.py [--out PATH] [--cache FILE]``
 (needs ``pip install 'voice-audit[reader-model]'``).
 
 Only files whose ``split:`` is ``dev`` are read; the held-out files are never opened. Per safety act
 (`denial`, `repair_request`) a logistic regression over the encoder's features
 (`voice_audit.analysis.metrics.turn_model`) is fitted on every development turn; its threshold is
-the lowest probability at which the out-of-fold readings (5 folds) call at most ``--fpr`` of the
-other development turns that act. Before writing, it prints two estimates of what the heads do on
+the lowest probability at which the out-of-fold readings (5 folds) call at most a target share of
+the other development turns that act (`SETTINGS`: regularisation and target per act, chosen by
+fitting on all development files but one batch and reading that batch). Before writing, it prints two estimates of what the heads do on
 phrasing they were not fitted on: the out-of-fold figures, and per development batch file the
 figures of heads fitted on the other files (the rules beside them, read by the rule reader, which
 was tuned on some of those files: an upper bound for the rules there).
@@ -20,6 +21,7 @@ import argparse
 import hashlib
 import importlib.util
 import json
+import pickle
 import sys
 import time
 from pathlib import Path
@@ -37,6 +39,11 @@ assert _spec is not None and _spec.loader is not None
 bench = importlib.util.module_from_spec(_spec)
 sys.modules["observer_bench"] = bench
 _spec.loader.exec_module(bench)
+
+
+SETTINGS: dict[str, tuple[float, float]] = {"denial": (4.0, 0.025), "repair_request": (1.0, 0.01)}
+"""Per act: the heads' inverse regularisation C and the out-of-fold false-positive rate its
+threshold is set to."""
 
 
 def fit(x: np.ndarray, y: np.ndarray, c: float) -> LogisticRegression:
@@ -61,15 +68,21 @@ def _fig(hit: np.ndarray, y: np.ndarray) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=turn_model.HEADS)
-    ap.add_argument("--fpr", type=float, default=0.025, help="out-of-fold false-positive rate per act")
-    ap.add_argument("--c", type=float, default=4.0, help="inverse regularisation of the heads")
+    ap.add_argument("--cache", type=Path, help="a pickle of encoded turns, reused and extended")
     args = ap.parse_args(argv)
     files = bench.corpus_files()["dev"]
     turns = [t for p in files for t in bench.load_file(p)]
     assert all(t.split == "dev" for t in turns)
     t0 = time.perf_counter()
     model = turn_model.TurnModel(trained=False)
-    x = model.features([t.text for t in turns])
+    cached: dict[str, np.ndarray] = {}
+    if args.cache is not None and args.cache.is_file():
+        cached = pickle.loads(args.cache.read_bytes())
+    todo = [t.text for t in turns if t.text not in cached]
+    cached.update(zip(todo, model.features(todo) if todo else [], strict=True))
+    if args.cache is not None:
+        args.cache.write_bytes(pickle.dumps(cached))
+    x = np.array([cached[t.text] for t in turns])
     print(f"{len(turns)} development turns from {', '.join(p.name for p in files)}; "
           f"encoded in {time.perf_counter() - t0:.1f} s")  # fmt: skip
     library = ScenarioLibrary()
@@ -79,21 +92,24 @@ def main(argv: list[str] | None = None) -> int:
     names = np.array([t.file for t in turns])
     heads: dict[str, dict[str, object]] = {}
     for act in turn_model.ACTS:
+        c, fpr = SETTINGS[act]
         y = np.array([act in t.acts for t in turns])
         oof = np.zeros(len(y))
         for tr, te in StratifiedKFold(5, shuffle=True, random_state=0).split(x, y):
-            oof[te] = fit(x[tr], y[tr], args.c).predict_proba(x[te])[:, 1]
-        thr = threshold_for(oof[~y], args.fpr)
-        clf = fit(x, y, args.c)
+            oof[te] = fit(x[tr], y[tr], c).predict_proba(x[te])[:, 1]
+        thr = threshold_for(oof[~y], fpr)
+        clf = fit(x, y, c)
         rule = np.array([r.has(act) for r in rule_read])
-        print(f"== {act}: threshold {thr:.3f} (out-of-fold FPR <= {args.fpr:.1%})")
+        print(f"== {act}: C {c}, threshold {thr:.3f} (out-of-fold FPR <= {fpr:.1%})")
         print(f"  out of fold, model alone     {_fig(oof >= thr, y)}")
         for name in sorted(set(names)):
             held = names == name
-            p = fit(x[~held], y[~held], args.c).predict_proba(x[held])[:, 1] >= thr
+            p = fit(x[~held], y[~held], c).predict_proba(x[held])[:, 1] >= thr
             print(f"  {name:18s} model alone {_fig(p, y[held])}")
             print(f"  {'':18s} rules+model {_fig(p | rule[held], y[held])}")
         heads[act] = {
+            "c": c,
+            "target_fpr": fpr,
             "b": round(float(clf.intercept_[0]), 6),
             "threshold": round(thr, 6),
             "w": [round(float(v), 6) for v in clf.coef_[0]],
@@ -105,8 +121,6 @@ def main(argv: list[str] | None = None) -> int:
         "features": "mean-pooled hidden states of every layer, last layer max and first token, each unit length",
         "trained_on": [p.name for p in files],
         "corpus_sha256": corpus,
-        "c": args.c,
-        "target_fpr": args.fpr,
         "heads": heads,
     }
     tmp = args.out.with_suffix(".tmp")
