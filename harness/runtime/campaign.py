@@ -1,8 +1,10 @@
 """Running a whole campaign: create or resume its run folder, then place every unfinished call.
 
 In one process by default (`InProcessCalls`); split by pair into shards over an executor (local
-worker processes or Ray tasks, see executors.py), each shard running `run_shard` against the same
-run folder while this process gathers records and progress.
+worker processes or Ray tasks, see executors.py) while this process gathers records and progress.
+Local workers run `run_shard` against the run folder itself; a Ray task runs its shard in a scratch
+folder on its own node and sends each finished episode back, so this process stays the run
+folder's only writer on a cluster.
 """
 
 from __future__ import annotations

@@ -7,8 +7,9 @@ late on the wire; and when a run is split over worker processes that all start t
 cores, one worker still starting delays the streams of the workers already calling. So each
 process prepares its adapters (`PreparedAdapter.prepare`) and the call path before any call
 (`prepare_process`), and in a split run no worker places its first call until every worker has
-done so (`StartBarrier`). The barrier holds every worker alike, so both calls of a pair (always
-in one worker) wait the same.
+done so (`StartBarrier`: marks in the run folder for local workers; on Ray the driver's desk
+actor keeps the barrier, as the nodes share no disk). The barrier holds every worker alike, so
+both calls of a pair (always in one worker) wait the same.
 """
 
 from __future__ import annotations
