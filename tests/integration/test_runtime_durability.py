@@ -197,11 +197,18 @@ def test_split_run_survives_its_parent_or_a_worker_killed_alone(tmp_path: Path) 
             )
         try:
             if life == 0:
-                # A second writer while this one runs: refused with one line naming the holder.
+                # A second writer while this one runs: refused with one line naming the holder. The
+                # run is stopped (SIGSTOP, its workers too) while the second writer starts, which
+                # on a busy machine can take longer than the whole run takes to finish.
                 _wait_for_progress(proc, run_dir, random.Random(0), 1)
-                second = subprocess.run(
-                    _cmd("--resume", str(run_dir)), env=env, capture_output=True, text=True, timeout=120
-                )
+                assert proc.poll() is None and (run_dir / "run.lock").exists()
+                os.killpg(proc.pid, signal.SIGSTOP)
+                try:
+                    second = subprocess.run(
+                        _cmd("--resume", str(run_dir)), env=env, capture_output=True, text=True, timeout=300
+                    )
+                finally:
+                    os.killpg(proc.pid, signal.SIGCONT)
                 assert second.returncode == 2
                 assert (
                     second.stderr.count("\n") == 1
