@@ -17,10 +17,12 @@ def observer_validity(inp: GateInputs) -> tuple[GateResult, pd.Series]:
     diagnostics = {
         "reader_agreement": observer_gate.reader_agreement(data.readings, data.other),
         "caller_asr": observer_gate.asr_word_error(data.agent_words, data.asr_heard),
+        "turns_to_label": observer_gate.turns_to_label(data.to_label),
     }
     v = observer_gate.evaluate_observer(
         data.readings, ratings, inp.pairs, kappa_min=th.kappa, min_turns=th.min_turns,
         min_raters=th.min_raters, alpha=inp.plan.alpha, diagnostics=diagnostics, reader=data.reader,
+        metrics_reader=data.metrics_reader,
     )  # fmt: skip
     res = GateResult(
         gate="observer_validity",

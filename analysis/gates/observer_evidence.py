@@ -11,11 +11,16 @@ compared with the raters' majority:
   difference of the two calls' misreading rates. A differential observer error fails the cell,
   because it would manufacture a disparity in the very counts the audit compares.
 
-The reader validated is the one whose readings the metrics rest on: the acting reader of the
-calls (`caller_decision`; named by `caller_reading.acting_reader` when a second reader ran, the
-rule reader otherwise), reported as `details.reader`. Beside kappa, the details give the recall
-and false-positive rate, against the raters' majority, of the two acts the reading-based safety
-events rest on (`denial` for refused service, `repair_request` for the repair loop and Repair).
+The readers validated are the ones the metrics rest on: the acting reader of the calls
+(`caller_decision`; named by `caller_reading.acting_reader` when a second reader ran, the rule
+reader otherwise), reported as `details.reader`, whose primary act the burden counts follow; and
+the metrics reader of the two reading-based safety events (`details.metrics_reader`: the acting
+reader's acts joined with the turn model's, `voice_audit.analysis.metrics.safety.reread`, or the
+acting reader alone). Beside kappa, the details give the recall and false-positive rate, against
+the raters' majority, of the two acts those events rest on (`denial` for refused service,
+`repair_request` for the repair loop), as the metrics reader read them; the turns on which the
+caller's reading and the turn model disagreed are listed as the turns to rate first
+(`diagnostics.turns_to_label`).
 
 No ratings: not-evaluable, as for the other human gates. Diagnostics that need no raters are
 reported beside the verdict: agreement between the two readers (`caller_reading`), and the word
@@ -34,6 +39,7 @@ import pandas as pd
 
 from voice_audit.analysis.agreement import cohen_kappa
 from voice_audit.analysis.gates.labels import read_turn_labels
+from voice_audit.analysis.metrics import safety
 from voice_audit.harness.audio.wer import normalise_words, word_errors
 
 Verdict = Literal["pass", "fail", "not-evaluable"]
@@ -170,10 +176,14 @@ SAFETY_ACTS = ("denial", "repair_request")
 
 
 def act_figures(compared: pd.DataFrame, act: str) -> dict[str, Any]:
-    """Recall of `act` (rated turns whose majority act it is, read as it) and its false-positive
-    rate (other rated turns read as it), over the compared turns' primary acts."""
+    """Recall of `act` (rated turns whose majority act it is, read with it) and its false-positive
+    rate (other rated turns read with it), over the metrics reader's acts of the compared turns
+    (`metrics_acts`, comma-joined) or, without them, the primary act."""
     rated = compared["majority_act"] == act
-    read = compared["classification"] == act
+    if "metrics_acts" in compared:
+        read = compared["metrics_acts"].fillna("").astype(str).map(lambda a: act in a.split(","))
+    else:
+        read = compared["classification"] == act
     pos, neg = int(rated.sum()), int((~rated).sum())
     return {
         "rated": pos,
@@ -249,6 +259,7 @@ def evaluate_observer(
     alpha: float,
     diagnostics: dict[str, Any] | None = None,
     reader: str = "rules",
+    metrics_reader: str | None = None,
 ) -> ObserverVerdict:
     """The gate from the caller's readings (made by `reader`), the observer labels and the pairs frame."""
     thresholds = {"kappa": kappa_min, "min_turns": min_turns, "min_raters": min_raters, "alpha": alpha}
@@ -259,7 +270,7 @@ def evaluate_observer(
             "not-evaluable",
             "no observer ratings in ratings/labels.jsonl (voice-audit rate --task observer); "
             f"burden and safety counts rest on an unvalidated reading (reader {reader})",
-            {"reader": reader},
+            {"reader": reader, "metrics_reader": metrics_reader or reader},
             diag,
             pd.Series("not-evaluable", index=pid, dtype=object),
             thresholds,
@@ -283,6 +294,7 @@ def evaluate_observer(
     confusion = compared.groupby(["majority_act", "classification"]).size()
     details = {
         "reader": reader,
+        "metrics_reader": metrics_reader or reader,
         "turns_compared": n,
         "turns_rated": int(ratings[["episode_id", "turn"]].drop_duplicates().shape[0]),
         "raters": int(ratings["rater"].nunique()),
@@ -295,13 +307,23 @@ def evaluate_observer(
         "confusion": [{"raters": a, "caller": b, "turns": int(c)} for (a, b), c in confusion.items()],
     }
     kv = "undefined" if k.value is None else f"{k.value:.3f}"
+    safety_read = {act: act_figures(compared, act) for act in SAFETY_ACTS}
+    figures = "; ".join(
+        f"{act} recall {_pct(f['recall'])}, false positives {_pct(f['false_positive_rate'])}"
+        for act, f in safety_read.items()
+    )
     evidence = (
         f"caller's reading (reader {reader}) vs raters' majority on {n} turns: Cohen's kappa {kv} (needs >= {kappa_min} on >= {min_turns} turns)"
+        f"; safety acts as the metrics read them (reader {metrics_reader or reader}): {figures}"
         f"; misreading rate a vs b by paired sign-flip per cell: {len(cells) - len(differential_fail)} of {len(cells)} cells "
         "without a differential error"
         + (f"; differential observer error in {differential_fail}" if differential_fail else "")
     )
     return ObserverVerdict(verdict, evidence, details, diag, by_pair, thresholds)
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{100 * v:.1f}%"
 
 
 def _with_ids(frame: pd.DataFrame, episodes: pd.Index) -> pd.DataFrame:
@@ -316,17 +338,27 @@ def _with_ids(frame: pd.DataFrame, episodes: pd.Index) -> pd.DataFrame:
 class ObserverInputs:
     """What the gate reads from the event table, keyed by episode id and turn."""
 
-    readings: pd.DataFrame  # the acting reading: caller_decision
+    readings: pd.DataFrame  # the acting reading: caller_decision, with the metrics reader's acts
     other: pd.DataFrame  # the second reader: caller_reading
     reader: str  # the acting reader's name
     agent_words: pd.DataFrame  # agent_transcript with source agent, plus the episode's agent
     asr_heard: pd.DataFrame  # asr_check
+    metrics_reader: str = "rules"  # the reader of the reading-based safety events
+    to_label: pd.DataFrame = field(default_factory=pd.DataFrame)  # turns the two readers disagreed on
 
 
-def observer_inputs(table: Any, episode_agents: pd.Series) -> ObserverInputs:
-    """From an `EventTable`; `episode_agents` maps episode id to agent name (for the WER diagnostic)."""
+def observer_inputs(table: Any, episode_agents: pd.Series, model: Any = "auto") -> ObserverInputs:
+    """From an `EventTable`; `episode_agents` maps episode id to agent name (for the WER diagnostic);
+    `model`: the turn model of the metrics reader (`"auto"`: the one `safety.extract` uses)."""
     cols = ["ep", "turn", "classification", "challenge_fact"]
-    readings = _with_ids(table.of_type("caller_decision", columns=cols), table.episodes)
+    tm = safety.metrics_model() if isinstance(model, str) else model
+    decided = table.of_type("caller_decision", columns=[*cols, "acts", "heard"])
+    metrics = safety.reread(decided, tm)
+    decided = decided[cols].assign(
+        metrics_acts=metrics["acts"].to_numpy(), disagree=metrics["disagree"].to_numpy()
+    )
+    readings = _with_ids(decided.drop(columns=["disagree"]), table.episodes)
+    to_label = _with_ids(decided.loc[decided["disagree"], ["ep", "turn"]], table.episodes)
     named = ["acting_reader"] if "acting_reader" in table.df.columns else []  # older logs lack it
     other_rows = table.of_type("caller_reading", columns=[*cols, *named])
     reader = acting_reader(other_rows)
@@ -336,4 +368,20 @@ def observer_inputs(table: Any, episode_agents: pd.Series) -> ObserverInputs:
     words = words.groupby(["episode_id", "turn"], as_index=False)["text"].agg(lambda t: " ".join(map(str, t)))
     words["agent"] = words["episode_id"].map(episode_agents)
     heard = _with_ids(table.of_type("asr_check", columns=["ep", "turn", "text"]), table.episodes)
-    return ObserverInputs(readings, other, reader, words, heard)
+    metrics_reader = tm.name if tm is not None else reader
+    return ObserverInputs(readings, other, reader, words, heard, metrics_reader, to_label)
+
+
+def turns_to_label(to_label: pd.DataFrame, shown: int = 50) -> dict[str, Any]:
+    """Diagnostic: the agent turns on which the caller's reading and the turn model disagreed about
+    a refusal or a repair request, the turns whose human labels teach the most."""
+    if to_label.empty:
+        return {"turns": 0}
+    rows = to_label.drop_duplicates(["episode_id", "turn"]).sort_values(["episode_id", "turn"])
+    return {
+        "turns": len(rows),
+        "first": [
+            {"episode_id": str(e), "turn": int(t)} for e, t in rows.head(shown).itertuples(index=False)
+        ],
+        "task": "voice-audit rate --task observer",
+    }
