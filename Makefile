@@ -97,7 +97,7 @@ test: install system-deps
 	    -m "cpu_bound and not serial" \
 	    $(CPU_BOUND_FILES) >$(CPU_LANE_LOG) 2>&1 & cpu=$$!; \
 	  lap() { now=$$(date +%s); echo "$$1: $$((now - t0)) s"; t0=$$now; }; \
-	  { $(MAKE) --no-print-directory lint typecheck \
+	  { $(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy \
 	    && NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet && lap "lint, typecheck, docs" \
 	    && $(BIN)/python -m pytest -q -n 4 --dist worksteal -m "not serial and not cpu_bound" \
 	    && lap "parallel lane"; } || { kill -TERM -- -$$cpu 2>/dev/null; wait $$cpu; exit 1; }; \
