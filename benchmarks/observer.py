@@ -131,6 +131,27 @@ class MetricsReader:
         return make_reading(r.text or text, hits, reader=self.name)
 
 
+def run_cost(run_dir: Path, reader: MetricsReader | None) -> str:
+    """What the metrics reader costs on one run: its distinct agent turns (the turn model reads each
+    once), the wall and CPU seconds to encode them, beside the model's load."""
+    from voice_audit.analysis.metrics.ingest import ingest
+
+    table = ingest(run_dir).table
+    heard = table.of_type("caller_decision", columns=["heard"])["heard"].fillna("").astype(str)
+    texts = list(dict.fromkeys(t for t in heard if t.strip()))
+    reader = reader or MetricsReader()
+    model = reader.model
+    before = (model.turns_encoded, model.encode_s, model.encode_cpu_s)
+    model.probabilities(texts)
+    n = model.turns_encoded - before[0]
+    wall, cpu = model.encode_s - before[1], model.encode_cpu_s - before[2]
+    return (
+        f"== {reader.name} on run {run_dir.name}: {len(heard)} agent turns read by the caller, "
+        f"{len(texts)} distinct ({n} new to this process): encoding {wall:.1f} s wall, {cpu:.1f} s CPU"
+        f" ({1000 * wall / max(n, 1):.1f} ms wall a turn), plus {reader.load_s:.1f} s model load =="
+    )
+
+
 def resolve_reader(spec: str) -> Reader:
     if spec == "rules":
         return RuleReader()
@@ -298,6 +319,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--errors", action="store_true", help="list misread turns (dev only)")
     ap.add_argument("--brief", action="store_true", help="print only the table of safety figures")
     ap.add_argument("--file", action="append", help="read only this corpus file of the split (repeatable)")
+    ap.add_argument(
+        "--run", type=Path, help="also time the metrics reader on a run folder's distinct agent turns"
+    )
     args = ap.parse_args(argv)
     library = ScenarioLibrary()
     scenarios = {k: library.get_locked(v) for k, v in SCENARIO_IDS.items()}
@@ -338,6 +362,8 @@ def main(argv: list[str] | None = None) -> int:
                 f"{1000 * reader.model.encode_s / max(reader.model.turns_encoded, 1):.1f} ms wall and "
                 f"{1000 * reader.model.encode_cpu_s / max(reader.model.turns_encoded, 1):.1f} ms CPU a turn =="
             )
+    if args.run is not None:
+        print(run_cost(args.run, next((r for r in readers if isinstance(r, MetricsReader)), None)))
     for i, first in enumerate(readers):
         for second in readers[i + 1 :]:
             for split in splits:
