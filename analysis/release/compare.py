@@ -10,6 +10,13 @@ On the matched pairs, per cell and family:
   the null that old and new are exchangeable within a matched pair). A positive D means a - b grew.
 * the change of each condition's level: per matched call new - old, with the same interval.
 
+Where every matched pair shows the same change (a deterministic agent on a quiet line), the paired
+spread is zero and the interval falls back on the spread of the levels, as in the run's own deltas
+(`voice_audit.analysis.stats.degenerate_interval`); for a gap whose two sides, the runs' a - b gaps,
+bound nothing (a constant gap below 0 is neither a spread nor a count), those are the four levels a
+and b of both runs (`level_contrast_interval`): without them a deterministic widening of a burden
+gap never had an interval, however many pairs.
+
 Only pairs included in both runs' deltas enter. The seed method's cross-model gap per subgroup
 (`voice_audit.analysis.subgroups_run.gaps_against`, matched on caller_id) goes into the same document.
 """
@@ -136,13 +143,20 @@ def change_estimate(
     family: str,
     alpha: float,
     interval: Interval,
+    levels: Sequence[tuple[int, np.ndarray]] | None = None,
 ) -> dict[str, Any]:
-    """Mean of new - old over matched rows with both values, with the paired interval of `interval`."""
+    """Mean of new - old over matched rows with both values, with the paired interval of `interval`.
+    `levels` (sign, per-row values) say what new - old is made of when both are gaps (for the
+    fallback without spread, `paired_mean_delta`)."""
     keep = ~(np.isnan(values_new) | np.isnan(values_old))
     table = pd.DataFrame({"a": values_new[keep], "b": values_old[keep]}, index=index[keep])
     drops = {"a value missing in one of the runs": int((~keep).sum())} if (~keep).any() else {}
     est = paired_mean_delta(
-        PairedValues(metric=metric, table=table, drops=drops), family=family, alpha=alpha, interval=interval
+        PairedValues(metric=metric, table=table, drops=drops),
+        family=family,
+        alpha=alpha,
+        interval=interval,
+        levels=None if levels is None else [(sign, values[keep]) for sign, values in levels],
     )
     method = est.method.replace("paired mean delta", "mean over matched pairs of new - old")
     return {
@@ -180,8 +194,11 @@ def compare_cell(
                 "level_a": (va_n, va_o),
                 "level_b": (vb_n, vb_o),
             }
+            gap_levels = [(1, va_n), (-1, vb_n), (-1, va_o), (1, vb_o)]
             for of, (vn, vo) in rows.items():
-                block = change_estimate(vn, vo, keys, metric, family, alpha, interval)
+                block = change_estimate(
+                    vn, vo, keys, metric, family, alpha, interval, gap_levels if of == "gap" else None
+                )
                 out.append(
                     {
                         "family": family,

@@ -20,6 +20,7 @@ from voice_audit.analysis.stats.continuous import (
     PATH_BURDEN_COMPONENTS,
     BurdenDelta,
     degenerate_interval,
+    level_contrast_interval,
     paired_mean_delta,
     path_burden_delta,
 )
@@ -53,6 +54,7 @@ __all__ = [
     "degenerate_interval",
     "design_effect",
     "equivalence",
+    "level_contrast_interval",
     "linear_mixed",
     "logistic_mixed",
     "mcnemar_exact_p",

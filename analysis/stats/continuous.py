@@ -24,7 +24,10 @@ interval, which then speaks for those two speakers' calls only, and says so.
 Degenerate data (never NaN): no pairs -> everything ``None``; one pair -> estimate only;
 every unit's difference identical (per voice cluster when clustered: identical replicates count
 once per speaker) -> never a zero-width interval: ``degenerate_interval`` takes the spread of the
-levels, or for counts exact Poisson limits over the units, or gives no interval, with a note.
+levels, or for counts exact Poisson limits over the units, or gives no interval, with a note. A
+difference of differences (``levels``: release compare's (a - b | new) - (a - b | old)) whose two
+sides, gaps, give none (a gap below 0 is no count) takes the same fallback over its four levels
+(``level_contrast_interval``).
 
 The path-burden vector B = (Repair, Auth, Esc) is estimated componentwise (docs/method/index.md section 5):
 each component keeps the pairs complete for that component, so ``n_pairs`` can differ by
@@ -33,6 +36,7 @@ component and is reported per component.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Literal
 
@@ -104,6 +108,7 @@ def paired_mean_delta(
     seed: int = 0,
     group: dict[str, str] | None = None,
     cluster_by_voice: bool = False,
+    levels: Sequence[tuple[int, np.ndarray]] | None = None,
 ) -> Estimate:
     """Delta_m = E[m | a] - E[m | b] over complete pairs, with a sign-flip, t or bootstrap interval.
     ``n_boot`` is the number of bootstrap resamples or sign flips.
@@ -111,7 +116,12 @@ def paired_mean_delta(
     With ``cluster_by_voice``, when the pairs fall into fewer voice clusters than pairs
     (``voice_audit.analysis.stats.cluster``), the interval is the cluster-robust CR2 interval with t on G - 1
     degrees of freedom instead (none with a single cluster): replicates of one voice are not
-    independent evidence about its condition."""
+    independent evidence about its condition.
+
+    ``levels`` (sign, one value per row of the paired table) says what a - b is made of when its two
+    sides are themselves differences: a - b is the signed sum of the levels on every row. Only the
+    fallback for a - b without spread uses them, when a and b alone give no interval
+    (``level_contrast_interval``)."""
     paired = as_paired(data, metric)
     labels = {
         "signflip": "sign-flip randomization interval",
@@ -162,6 +172,15 @@ def paired_mean_delta(
     units = _unit_levels(paired, clusters if clustered else None)
     if _no_spread((units["a"] - units["b"]).to_numpy()):
         lo_d, hi_d, p_d, note = degenerate_interval(units["a"], units["b"], alpha)
+        if lo_d is None and levels is not None:
+            by_unit = clusters if clustered else np.arange(paired.n_pairs)
+            lo_d, hi_d, p_d, note = level_contrast_interval(
+                [
+                    (sign, pd.Series(np.asarray(v, dtype=float)).groupby(by_unit, sort=True).mean())
+                    for sign, v in levels
+                ],
+                alpha,
+            )
         notes.append(note)
         return Estimate(
             **base, **means, estimate=est, ci_low=lo_d, ci_high=hi_d, p_value=p_d, notes=tuple(notes)
@@ -207,25 +226,36 @@ def degenerate_interval(
       square-and-add (MOVER) combination of the two, so 0 events in G units bound the rate by about
       3.7 / G rather than by 0;
     * anything else (one unit, or a continuous measure identical on every call): no interval."""
-    va, vb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    g = len(va)
-    est = float(va.mean() - vb.mean())
+    return level_contrast_interval([(1, a), (-1, b)], alpha)
+
+
+def level_contrast_interval(
+    levels: Sequence[tuple[int, pd.Series | np.ndarray]], alpha: float = 0.05
+) -> tuple[float | None, float | None, float | None, str]:
+    """`degenerate_interval` for a signed sum of levels per unit (+a, -b; for a difference of
+    differences +a_new, -b_new, -a_old, +b_old): every unit's sum is the same. The unpaired
+    interval treats the levels as independent samples (standard error sqrt(sum var_k / G), t on
+    G - 1 df); whole counts that never vary get each level's exact Poisson interval, combined by
+    square-and-add on the side each sign sends it to."""
+    values = [(int(np.sign(sign)), np.asarray(v, dtype=float)) for sign, v in levels]
+    g = len(values[0][1])
+    est = float(sum(sign * v.mean() for sign, v in values))
     if g < 2:
         return None, None, None, "one unit of evidence: no interval"
-    se = float(np.sqrt(np.var(va, ddof=1) / g + np.var(vb, ddof=1) / g))
+    quantity = "a - b" if len(values) == 2 else "difference"
+    se = float(np.sqrt(sum(np.var(v, ddof=1) for _, v in values) / g))
     if se > 0:
         q = float(stats.t.ppf(1 - alpha / 2, g - 1))
         p = float(2 * stats.t.sf(abs(est) / se, g - 1))
+        sides = "the two conditions' levels" if len(values) == 2 else f"its {len(values)} levels"
         return (
             est - q * se,
             est + q * se,
             p,
-            f"every one of the {g} units (speakers, or pairs) has the same a - b: the paired spread is zero, so the "
-            "interval uses the spread of the two conditions' levels (unpaired, wider)",
+            f"every one of the {g} units (speakers, or pairs) has the same {quantity}: the paired spread is zero, so "
+            f"the interval uses the spread of {sides} (unpaired, wider)",
         )
-    whole = bool(
-        np.all(va == np.round(va)) and np.all(vb == np.round(vb)) and va.min() >= 0 and vb.min() >= 0
-    )
+    whole = all(np.all(v == np.round(v)) and v.min() >= 0 for _, v in values)
     if not whole:
         return (
             None,
@@ -233,10 +263,16 @@ def degenerate_interval(
             None,
             f"the same value on every one of the {g} units: no spread to bound the difference with, no interval",
         )
-    (la, ua), (lb, ub) = _poisson_mean(va.sum(), g, alpha), _poisson_mean(vb.sum(), g, alpha)
-    ma, mb = float(va.mean()), float(vb.mean())
-    lo = est - float(np.hypot(ma - la, ub - mb))
-    hi = est + float(np.hypot(ua - ma, mb - lb))
+    below: list[float] = []  # how far each level can move the sum down, and up
+    above: list[float] = []
+    for sign, v in values:
+        low, high = _poisson_mean(v.sum(), g, alpha)
+        mean = float(v.mean())
+        down, up = mean - low, high - mean
+        below.append(down if sign > 0 else up)
+        above.append(up if sign > 0 else down)
+    lo = est - math.hypot(*below)
+    hi = est + math.hypot(*above)
     return (
         lo,
         hi,

@@ -7,7 +7,12 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from voice_audit.analysis.stats import paired_mean_delta, path_burden_delta
+from voice_audit.analysis.stats import (
+    PairedValues,
+    level_contrast_interval,
+    paired_mean_delta,
+    path_burden_delta,
+)
 
 
 def _frame(values: dict[str, tuple[np.ndarray, np.ndarray]]) -> pd.DataFrame:
@@ -107,3 +112,27 @@ def test_a_spread_of_rounding_error_is_no_spread() -> None:
     est = paired_mean_delta(_frame({"m": (b + 0.3, b)}), "m")
     assert est.ci_low is not None and est.ci_high is not None
     assert est.ci_high - est.ci_low > 0.05  # the levels' spread, not a point at 0.3 +- 1e-16
+
+
+def test_a_difference_of_differences_without_spread_falls_back_on_its_four_levels() -> None:
+    # (a - b | new) - (a - b | old) = -1 on every matched pair: b got one more count in the new run.
+    # Its two sides are gaps (0 and -1), neither levels nor counts; the levels behind them vary.
+    a_old = np.array([2.0, 2, 2, 2, 3, 2])
+    b_old, a_new, b_new = a_old.copy(), a_old.copy(), a_old + 1
+    gap = PairedValues(
+        metric="m",
+        table=pd.DataFrame({"a": a_new - b_new, "b": a_old - b_old}, index=[f"p{i}" for i in range(6)]),
+    )
+    bare = paired_mean_delta(gap, family="f")
+    assert bare.estimate == -1.0 and bare.ci_low is None  # gaps alone: nothing to bound it with
+    levels = [(1, a_new), (-1, b_new), (-1, a_old), (1, b_old)]
+    est = paired_mean_delta(gap, family="f", levels=levels)
+    se = np.sqrt(4 * np.var(a_old, ddof=1) / 6)
+    q = stats.t.ppf(0.975, 5)
+    assert est.estimate == -1.0
+    assert (est.ci_low, est.ci_high) == pytest.approx((-1 - q * se, -1 + q * se))
+    assert any("its 4 levels" in n for n in est.notes)
+    # Counts identical on every call: each level's Poisson limits, combined on the side its sign sends them to.
+    flat = [(1, np.full(6, 2.0)), (-1, np.full(6, 3.0)), (-1, np.full(6, 2.0)), (1, np.full(6, 2.0))]
+    lo, hi, p, note = level_contrast_interval(flat, 0.05)
+    assert lo is not None and hi is not None and lo < -1.0 < hi and p is None and "Poisson" in note
