@@ -1,9 +1,16 @@
 """`compare` on two real runs of one small campaign through the hybrid reference agent (accelerated,
-eSpeak caller, the agent's own recogniser over a noisy telephone line): the old version as is, the
-new one with a planted effect on condition b only (one extra identity challenge for the loyalty
-wording, exactly +1 Auth wherever it fires). The widening of the a - b gap is found with the planted
+three recorded US speakers as callers, Flite slt, kal16 and rms, each in both conditions, the
+agent's own recogniser over a noisy telephone line): the old version as is, the new one with a
+planted effect on condition b only (one extra identity challenge for the loyalty wording, exactly
++1 Auth wherever it fires). The widening of the a - b gap is found with the planted
 size inside its interval, the levels say it was b that moved, the cross-model subgroup gap sees the
-same callers served worse, and `check` fails the release on a changes rule."""
+same callers served worse, and `check` fails the release on a changes rule.
+
+The planted change is deterministic: every matched pair shows the same -1, so the interval is not
+a point but the spread of the four levels (a and b of both runs, unpaired), which only the noisy
+line's occasional extra challenge gives. Three speakers x 6 replicates (18 matched pairs) let that
+interval lie clearly beyond the rule's 0.5 (with 12 pairs it ended at -0.505, a hair beyond; the
+earlier 6 pairs of eSpeak voices at -0.14)."""
 
 from __future__ import annotations
 
@@ -28,16 +35,17 @@ agents:
   - {{name: hybrid, adapter: hybrid, options: {{calibration_oracle: true{knobs}}}}}
 pairs:
   - contrast: [wording]
-    base: {{accent: us_general, voice_profile: female_adult, affect: calm, disfluency: none}}
+    base: {{accent: us_general, voice_profile: young_neutral, affect: calm, disfluency: none}}
     a: {{wording: plain}}
     b: {{wording: loyalty}}
 voices: 3
-replicates: 2
+replicates: {replicates}
 concurrency: 2
 pacing: accelerated
-tts: {{name: espeak}}
+tts: {{name: flite, options: {{voices: {{"en-us+klatt2": slt, "en-us+klatt4": kal16, "en-us+m7": rms}}}}}}
 channel: {{telephone: true, snr_db: 30, packet_loss: 0.01}}
 """
+REPLICATES = 6
 PLANTED = ", knobs: {extra_verification: {target: {axis: wording, levels: [loyalty]}, p: 1.0, extra: 1}}"
 
 POLICY = """\
@@ -53,7 +61,7 @@ changes:
 
 def _run(tmp: Path, name: str, knobs: str) -> Path:
     path = tmp / f"{name}.yaml"
-    path.write_text(CAMPAIGN.format(knobs=knobs))
+    path.write_text(CAMPAIGN.format(knobs=knobs, replicates=REPLICATES))
     run_dir = tmp / name
     runner = CampaignRunner(
         load_campaign(path), run_dir, cache_dir=tmp / "cache", progress=False, tts_pool_size=1
@@ -75,20 +83,16 @@ def _change(doc: dict, metric: str, of: str) -> dict:
     return row
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the speaker became the unit of evidence: with fewer than the plan's 3 speakers per condition a delta has no interval, and this campaign's calibration has not yet been redone with 3 speakers per condition",
-)
 def test_the_planted_widening_is_found_with_its_size_inside_the_interval(
     runs: tuple[Path, Path], tmp_path: Path
 ) -> None:
     old, new = runs
     doc = compare_runs(old, new)
     (cell,) = doc["cells"]
-    assert cell["n_matched"] == 6 and cell["n_only_old"] == cell["n_only_new"] == 0
+    assert cell["n_matched"] == 18 and cell["n_only_old"] == cell["n_only_new"] == 0
     gap = _change(doc, "burden_auth", "gap")
     planted = -1.0  # b gets one more challenge: a - b falls by 1
-    assert gap["n_pairs"] == 6
+    assert gap["n_pairs"] == 18
     assert gap["ci_low"] <= planted <= gap["ci_high"] and gap["ci_high"] < 0, gap
     level_b, level_a = _change(doc, "burden_auth", "level_b"), _change(doc, "burden_auth", "level_a")
     assert level_b["ci_low"] <= 1.0 <= level_b["ci_high"] and level_b["ci_low"] > 0, level_b
