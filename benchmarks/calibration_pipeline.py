@@ -3,14 +3,18 @@
 Run: ``.venv/bin/python benchmarks/calibration_pipeline.py [--out runs/calibration_pipeline]
 [--reuse] [--replicates 300] [--model-replicates 200] [--workers 2]``.
 
-Two real campaigns (accelerated pacing, eSpeak caller, faster-whisper in the agent, agents in
-calibration mode: the harness's oracle is the agent's perfect detector of each turn's condition
-and of a request for a human):
+Two real campaigns (accelerated pacing, faster-whisper in the agent, agents in calibration mode:
+the harness's oracle is the agent's perfect detector of each turn's condition and of a request for
+a human). The callers are three recorded US speakers (Flite slt, kal16 and rms, the realisations of
+the young_neutral profile, as in the demo's wording cell), each voicing both conditions: the plan's
+minimum of three speakers per condition, so every delta has an interval over speakers:
 
-* ``calib-aa``: an A/A campaign (``contrast: []``), 3 scenarios x 3 voices x 10 replicates;
-* ``calib-planted``: female_adult (the knobs' target, side a) vs female_older (side b) on the
-  refund scenario, 3 voices x 15 replicates, served by a knob-free twin agent and by agents with
-  one planted effect each (``agents/reference/_knobs.py``), all on the same planned pairs.
+* ``calib-aa``: an A/A campaign (``contrast: []``), 3 scenarios x 3 speakers x 10 replicates;
+* ``calib-planted``: loyalty wording (the knobs' target, side a) vs plain wording (side b) on the
+  refund scenario, 3 speakers x 15 replicates, served by a knob-free twin agent and by agents with
+  one planted effect each (``agents/reference/_knobs.py``), all on the same planned pairs. (The
+  offline catalogue has one recorded woman, so the earlier female_adult vs female_older contrast,
+  eSpeak variants, cannot have three speakers per condition.)
 
 Each run is analysed once with ``analyze()`` (the real pipeline, audio gates included), then
 replicate analyses are simulated from its tables as ``voice_audit.analysis.pipeline_calibration`` documents:
@@ -32,6 +36,13 @@ replicate analyses are simulated from its tables as ``voice_audit.analysis.pipel
   recovery would report.
 
 Criteria: A/A rejection rate within alpha +- 2 points; planted coverage >= 90 % and sign >= 90 %.
+
+The figures below were recorded on the earlier campaigns, voiced by eSpeak variants (male_adult's
+three for the A/A campaign; female_adult vs female_older for the planted one); they have not yet been
+re-recorded on the recorded speakers. The CI-size calibration on the recorded speakers
+(tests/integration/test_calibration_pipeline.py, scripted agent, 99 A/A pairs and 42 planted pairs
+per agent over three speaker clusters, recorded 2026-12-06) gave A/A rejection 0.040 over 900 tests,
+family-wise 0.019, and covered the planted +0.5 and +1 Auth.
 
 Recorded 2026-11-30 (``--out runs/calibration_pipeline4 --reuse --replicates 300
 --model-replicates 200``: the earlier calls re-analysed with the sign-flip interval, now the
@@ -118,28 +129,30 @@ from voice_audit.analysis.stats import equivalence, units_needed
 
 ROOT = Path(__file__).resolve().parents[1]
 ALPHA_FALLBACK = 0.05
-TARGET = "{axis: voice_profile, levels: [female_adult]}"
+TARGET = "{axis: wording, levels: [loyalty]}"
+# Three recorded speakers, one per realisation of young_neutral, each voicing both conditions.
+TTS = '{name: flite, options: {voices: {"en-us+klatt2": slt, "en-us+klatt4": kal16, "en-us+m7": rms}}}'
 REPAIR3 = f"extra_repairs: {{target: {TARGET}, k: 3}}"
 
-AA_CAMPAIGN = """\
+AA_CAMPAIGN = f"""\
 name: calib-aa
 description: "A/A: both sides identical (contrast []), hybrid reference agent in calibration mode, no knobs"
 seed: 7001
 batch: calib-aa
 scenarios: [refund_duplicate_charge, outage_support, plan_correction]
 agents:
-  - {name: hybrid, adapter: hybrid, options: {calibration_oracle: true}}
+  - {{name: hybrid, adapter: hybrid, options: {{calibration_oracle: true}}}}
 pairs:
   - name: "A/A"
     contrast: []
-    base: {accent: us_general, voice_profile: male_adult, affect: calm, disfluency: none, wording: plain}
+    base: {{accent: us_general, voice_profile: young_neutral, affect: calm, disfluency: none, wording: plain}}
 voices: 3
 replicates: 10
 concurrency: 2
 pacing: accelerated
-tts: {name: espeak}
-asr: {name: faster-whisper}
-channel: {telephone: true}
+tts: {TTS}
+asr: {{name: faster-whisper}}
+channel: {{telephone: true}}
 """
 
 
@@ -168,7 +181,7 @@ PLANTED_AGENTS: dict[str, list[str]] = {
 PLANTED_CAMPAIGN = (
     """\
 name: calib-planted
-description: "Planted effects for side a (voice_profile female_adult), hybrid agents in calibration mode, each knob agent with a twin on the same pairs"
+description: "Planted effects for side a (loyalty wording), hybrid agents in calibration mode, each knob agent with a twin on the same pairs"
 seed: 7002
 batch: calib-planted
 scenarios: [refund_duplicate_charge]
@@ -177,16 +190,18 @@ agents:
     + "".join(_agent(f"hybrid-{n}", k) for n, k in PLANTED_AGENTS.items())
     + """\
 pairs:
-  - name: "voice profile: female adult (target) vs female older"
-    contrast: [voice_profile]
-    base: {accent: us_general, affect: calm, disfluency: none, wording: plain}
-    a: {voice_profile: female_adult}
-    b: {voice_profile: female_older}
+  - name: "wording: loyalty (target) vs plain"
+    contrast: [wording]
+    base: {accent: us_general, voice_profile: young_neutral, affect: calm, disfluency: none}
+    a: {wording: loyalty}
+    b: {wording: plain}
 voices: 3
 replicates: 15
 concurrency: 2
 pacing: accelerated
-tts: {name: espeak}
+"""
+    + f"tts: {TTS}\n"
+    + """\
 asr: {name: faster-whisper}
 channel: {telephone: true}
 """

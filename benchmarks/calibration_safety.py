@@ -5,14 +5,15 @@ Run: ``nice .venv/bin/python benchmarks/calibration_safety.py [--out runs/calibr
 [--reuse] [--aa-calls 4] [--planted-calls 5] [--replicates 200]``.
 
 The same machinery as ``benchmarks/calibration_pipeline.py`` (whose planted campaign carries the
-two knobs too, at full size), on two smaller real campaigns (accelerated pacing, eSpeak caller,
-faster-whisper in the hybrid reference agent, calibration oracle as the agent's detector):
+two knobs too, at full size), on two smaller real campaigns (accelerated pacing, the full
+benchmark's three recorded US speakers as callers, faster-whisper in the hybrid reference agent,
+calibration oracle as the agent's detector):
 
 * ``aa``: the A/A campaign of the full benchmark on the refund scenario, 3 voices x ``--aa-calls``.
   Its replicate analyses run twice on the *same* calls: with the frozen plan as it is now, and
   with the plan's safety family as it was before the two metrics were added. The rates must
   agree: adding two tests to a Holm family may only make the family-wise rate more conservative.
-* ``planted``: female_adult (target, side a) vs female_older on the refund scenario, 3 voices x
+* ``planted``: loyalty wording (target, side a) vs plain on the refund scenario, 3 speakers x
   ``--planted-calls``, served by a knob-free twin (``hybrid-null``) and by ``hybrid-loop``
   (``repair_loop`` knob: keeps asking the target to repeat) and ``hybrid-deny`` (``refuse_service``
   knob: declines the target's eligible refund at the offer), all on the same planned pairs.
@@ -21,8 +22,10 @@ faster-whisper in the hybrid reference agent, calibration oracle as the agent's 
 
 Criteria: coverage of the planted size >= 0.9 and sign >= 0.9; A/A rejection rate within alpha
 +- 2 points and equal with and without the new metrics.
-Recorded 2026-12-04 (defaults: ``--aa-calls 4 --planted-calls 5 --replicates 200``, niced beside
-other jobs, load 9-19 on 2 cores; campaigns 141 s and 475 s, 1045 s in all). A/A, 12 pairs: the
+Recorded 2026-12-04 on the earlier eSpeak campaigns (female_adult vs female_older, three eSpeak
+variants per condition; not yet re-run on the recorded speakers), with the defaults
+(``--aa-calls 4 --planted-calls 5 --replicates 200``, niced beside other jobs, load 9-19 on 2
+cores; campaigns 141 s and 475 s, 1045 s in all). A/A, 12 pairs: the
 same rates with and without the two metrics, 0.050 over the 200 tests whose source pairs differ
 at all (only burden_time_to_resolution_s does), 0.002 over every estimable test (4800 before,
 5200 after), family-wise 0.000 both; neither event fired on any of the 24 A/A calls. Planted, 15
@@ -46,6 +49,7 @@ from calibration_pipeline import (
     PLANTED,
     PLANTED_AGENTS,
     ROOT,
+    TTS,
     _aa_verdict,
     _agent,
     run_campaign,
@@ -60,22 +64,22 @@ KNOB_AGENTS = ("null", "loop", "deny")
 
 PLANTED_CAMPAIGN = """\
 name: calib-safety-planted
-description: "Planted repair loop and refused service for side a (voice_profile female_adult), hybrid agents in calibration mode, with a twin"
+description: "Planted repair loop and refused service for side a (loyalty wording), hybrid agents in calibration mode, with a twin"
 seed: 7003
 batch: calib-safety-planted
 scenarios: [refund_duplicate_charge]
 agents:
 {agents}pairs:
-  - name: "voice profile: female adult (target) vs female older"
-    contrast: [voice_profile]
-    base: {{accent: us_general, affect: calm, disfluency: none, wording: plain}}
-    a: {{voice_profile: female_adult}}
-    b: {{voice_profile: female_older}}
+  - name: "wording: loyalty (target) vs plain"
+    contrast: [wording]
+    base: {{accent: us_general, voice_profile: young_neutral, affect: calm, disfluency: none}}
+    a: {{wording: loyalty}}
+    b: {{wording: plain}}
 voices: 3
 replicates: {replicates}
 concurrency: 2
 pacing: accelerated
-tts: {{name: espeak}}
+tts: {tts}
 asr: {{name: faster-whisper}}
 channel: {{telephone: true}}
 """
@@ -160,7 +164,7 @@ def main() -> None:
         "scenarios: [refund_duplicate_charge]",
     )
     agents = "".join(_agent(f"hybrid-{n}", PLANTED_AGENTS[n]) for n in KNOB_AGENTS)
-    planted_text = PLANTED_CAMPAIGN.format(agents=agents, replicates=args.planted_calls)
+    planted_text = PLANTED_CAMPAIGN.format(agents=agents, replicates=args.planted_calls, tts=TTS)
     aa_dir = run_campaign(aa_text, args.out, "aa", args.workers, args.reuse)
     planted_dir = run_campaign(planted_text, args.out, "planted", args.workers, args.reuse)
     t = time.time()
