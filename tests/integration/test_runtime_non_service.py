@@ -171,15 +171,20 @@ def test_reference_agent_silent_knob(tmp_path: Path) -> None:
     )
     # One pair per agent: the knob takes every b call (the modes and sizes are covered above on
     # the scripted agent); this checks the reference agent carries it, with its real ASR.
-    # The silence the caller lives through includes the agent's own compute: the silent agent
-    # still transcribes each prompt, which on a busy machine takes many seconds a turn, so the
-    # patience to hang up is long enough that two prompts and the request for a human still
-    # come first (at the default 45 s, three slow turns used it up before the request).
+    # The silence the caller lives through includes the agent's own compute (measured, then put
+    # on the virtual clock): the silent agent still transcribes each prompt, and the twin each
+    # caller turn, which on a busy machine takes many seconds a turn. The caller's patience is
+    # long enough that the twin answers every turn before a prompt (at 8 s, the twin's slow turns
+    # at load 30 drew prompts that derailed its b call) and that two prompts and the request for a
+    # human come before the hang-up (at the default 45 s, three slow turns used it up first).
+    # Silence on the virtual clock costs no wall time. A session may take 120 s to open (the
+    # default 10 s, on the wall clock, ended the twin's b call as connect_failed at load 20).
     text = _campaign(
         "ns-ref",
         agents,
         "voices: 1\nreplicates: 1\nconcurrency: 4\npacing: accelerated\n"
-        "patience: {prompt_after_s: 8, prompts_before_human: 2, hang_up_after_s: 100}\n",
+        "patience: {prompt_after_s: 40, prompts_before_human: 2, hang_up_after_s: 240}\n"
+        "timeouts: {connect_s: 120, turn_s: 300, call_s: 900}\n",
     )
     text = text.replace("asr: {name: pocketsphinx}", "asr: {name: faster-whisper}")
     res, records, reader = _run(tmp_path, "reference", text)
