@@ -37,12 +37,17 @@ replicate analyses are simulated from its tables as ``voice_audit.analysis.pipel
 
 Criteria: A/A rejection rate within alpha +- 2 points; planted coverage >= 90 % and sign >= 90 %.
 
-The figures below were recorded on the earlier campaigns, voiced by eSpeak variants (male_adult's
-three for the A/A campaign; female_adult vs female_older for the planted one); they have not yet been
-re-recorded on the recorded speakers. The CI-size calibration on the recorded speakers
-(tests/integration/test_calibration_pipeline.py, scripted agent, 99 A/A pairs and 42 planted pairs
-per agent over three speaker clusters, recorded 2026-12-06) gave A/A rejection 0.040 over 900 tests,
-family-wise 0.019, and covered the planted +0.5 and +1 Auth.
+Recorded speakers (2026-12-06, ``--out /tmp/h36/bench/runs --aa-only --replicates 150
+--no-audio``, beside other jobs, load 20-35 on 2 cores; calls 309 s, replicates 339 s, 670 s in
+all). A/A (90 pairs, 3 speakers per cell, intervals over the 3 speaker clusters, CR2 t on 2 df):
+again only burden_time_to_resolution_s differs within pairs; rejection 0.044 over those 450 tests
+(0.040 outage_support, 0.060 plan_correction, 0.033 refund), family-wise 0.007; every estimable
+test 0.002 of 11526. The CI-size calibration (tests/integration/test_calibration_pipeline.py,
+scripted agent, same three speakers, 99 A/A pairs, 42 planted pairs per agent) gave 0.040 over 900
+tests, family-wise 0.019, and covered the planted +0.5 and +1 Auth. The figures below were
+recorded on the earlier campaigns, voiced by eSpeak variants (male_adult's three for the A/A
+campaign; female_adult vs female_older for the planted one); the planted rows have not yet been
+re-recorded on the recorded speakers.
 
 Recorded 2026-11-30 (``--out runs/calibration_pipeline4 --reuse --replicates 300
 --model-replicates 200``: the earlier calls re-analysed with the sign-flip interval, now the
