@@ -37,7 +37,7 @@ replicate analyses are simulated from its tables as ``voice_audit.analysis.pipel
 
 Criteria: A/A rejection rate within alpha +- 2 points; planted coverage >= 90 % and sign >= 90 %.
 
-Recorded speakers (2026-12-06, ``--out /tmp/h36/bench/runs --aa-only --replicates 150
+Recorded speakers (2026-12-06, ``--out DIR --aa-only --replicates 150
 --no-audio``, beside other jobs, load 20-35 on 2 cores; calls 309 s, replicates 339 s, 670 s in
 all). A/A (90 pairs, 3 speakers per cell, intervals over the 3 speaker clusters, CR2 t on 2 df):
 again only burden_time_to_resolution_s differs within pairs; rejection 0.044 over those 450 tests
