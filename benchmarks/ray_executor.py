@@ -1,6 +1,7 @@
 """The local executor against Ray on one node and on several, for one accelerated campaign.
 
 Run: .venv/bin/python benchmarks/ray_executor.py [--calls 1000] [--nodes 3]
+     .venv/bin/python benchmarks/ray_executor.py --equivalence [--calls 200] [--nodes 2]
 
 Each variant runs the same campaign (the scripted agent, espeak voices, accelerated pacing) with
 the `voice-audit run` command as its driver: the local executor with 2 worker processes; Ray with
@@ -19,6 +20,12 @@ and record, as a Ray driver writes them) into a fresh folder, timed: the ceiling
 driver can take per second.
 On a loaded 2-core machine the several-node cluster runs more processes on the same two cores:
 its figures measure the executor's overhead, not a speed-up.
+
+--equivalence runs the campaign on the local executor (2 workers) and on Ray (`--nodes` worker
+nodes of 1 CPU, head without CPUs), prints each run's wall and CPU time, and compares the two
+folders episode by episode: ids, headers, outcomes (timing dropped), event types, event contents
+(timing and call ids dropped) and each episode's files. It exits 1 on any difference, naming the
+first few, and 0 when the runs match call for call.
 """
 
 from __future__ import annotations
@@ -133,12 +140,97 @@ def rewrite_rate(run_dir: Path, dest: Path) -> tuple[float, float]:
     return len(received) / dt, folder_bytes(dest) / dt / 1e6
 
 
+def episode_content(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """Per episode, what must not depend on the executor (as the Ray integration tests compare it)."""
+    import json
+
+    from voice_audit.harness.runlog import RunReader, episode_dir
+    from voice_audit.harness.runtime.executors import events_content_sha256
+
+    reader = RunReader(run_dir)
+    ids = [
+        json.loads(x)["header"]["episode_id"] for x in (run_dir / "episodes.jsonl").read_bytes().splitlines()
+    ]
+    if len(ids) != len(set(ids)):
+        raise SystemExit(f"{run_dir}: an episode is recorded twice")
+    out: dict[str, dict[str, Any]] = {}
+    for rec in reader.records():
+        eid = rec.header.episode_id
+        events = reader.events(eid)
+        folder = episode_dir(run_dir, eid)
+        out[eid] = {
+            "header": rec.header.model_dump(mode="json", exclude={"run_id"}),
+            "outcome": rec.outcome.model_dump(mode="json", exclude={"duration_ms", "events_sha256"}),
+            "event_types": [e.type for e in events],
+            "content_sha256": events_content_sha256(events),
+            "files": sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()),
+        }
+    return out
+
+
+def equivalence(calls_wanted: int, nodes: int) -> int:
+    """The local executor and Ray on `nodes` worker nodes, compared call for call; the exit code."""
+    from ray.cluster_utils import Cluster
+
+    replicates = max(1, -(-calls_wanted // 6))  # at least the calls asked for
+    calls = replicates * 6
+    work = Path(tempfile.mkdtemp(prefix="bench-ray-eq-"))
+    (work / "c.yaml").write_text(
+        CAMPAIGN.format(replicates=replicates).replace("concurrency: 8", "concurrency: 4")
+    )
+    common = ["--quiet", "--no-stimulus-check"]
+    print(f"{calls} accelerated calls; machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
+    try:
+        local = run_driver(
+            ["run", str(work / "c.yaml"), "--out", str(work), "--run-id", "local", "--workers", "2", *common]
+        )
+        cluster = Cluster(
+            initialize_head=True,
+            head_node_args={"num_cpus": 0, "node_ip_address": "127.0.0.1", "include_dashboard": False},
+        )
+        try:
+            for _ in range(nodes):
+                cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1")
+            cluster.wait_for_nodes()
+            args = ["run", str(work / "c.yaml"), "--out", str(work), "--run-id", "ray"]
+            ray_res = run_driver([*args, "--executor", "ray", "--address", cluster.address, *common])
+        finally:
+            cluster.shutdown()
+        print(f"{'variant':<28}{'wall s':>8}{'CPU s':>8}")
+        print(f"{'local, 2 workers':<28}{local['wall_s']:>8.1f}{local['cpu_s']:>8.1f}")
+        print(f"{f'Ray, {nodes} nodes x 1 CPU':<28}{ray_res['wall_s']:>8.1f}{ray_res['cpu_s']:>8.1f}")
+        a, b = episode_content(work / "local"), episode_content(work / "ray")
+        diffs = [
+            f"episode {e}: only in the {'local' if e in a else 'Ray'} run" for e in sorted(set(a) ^ set(b))
+        ]
+        for eid in sorted(set(a) & set(b)):
+            for key in a[eid]:
+                if a[eid][key] != b[eid][key]:
+                    diffs.append(f"episode {eid}: {key} differs")
+        if len(a) != calls:
+            diffs.insert(0, f"the local run recorded {len(a)} of {calls} calls")
+        if diffs:
+            print(f"DIFFERENT: {len(diffs)} difference(s): " + "; ".join(diffs[:5]))
+            return 1
+        print(f"SAME: {calls} episodes match call for call (ids, outcomes, event contents, files)")
+        return 0
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=1000, help="calls per variant (rounded to a multiple of 6)")
     ap.add_argument("--nodes", type=int, default=3, help="worker nodes of the several-node cluster")
+    ap.add_argument(
+        "--equivalence",
+        action="store_true",
+        help="compare the local executor and Ray call for call; exit 1 on a difference",
+    )
     opts = ap.parse_args()
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    if opts.equivalence:
+        sys.exit(equivalence(opts.calls, opts.nodes))
     from ray.cluster_utils import Cluster
 
     replicates = max(1, round(opts.calls / 6))  # 3 voices x 2 sides per replicate

@@ -41,7 +41,7 @@ from voice_audit.harness.runlog import (
 from voice_audit.harness.runtime.callid import run_salt
 from voice_audit.harness.runtime.executor_base import Executor
 from voice_audit.harness.runtime.raydesk import ActorBarrier, Desk
-from voice_audit.harness.runtime.rayshard import RemoteShard, ray_shard
+from voice_audit.harness.runtime.rayshard import RemoteShard, code_identity, ray_shard
 from voice_audit.harness.runtime.shard import Message, OnMessage, ShardJob
 from voice_audit.scenarios import ConfigError, MissingBackendError
 
@@ -58,6 +58,22 @@ CAPACITY_CHECK_S = 5.0
 
 class _NoCapacity(Exception):
     """No live node can take the shards still waiting to be placed."""
+
+
+class _NodeUnfit(Exception):
+    """A node cannot run the driver's shards at all (no voice-audit, or another one): end the run."""
+
+
+def _unfit(exc: BaseException, node: str | None) -> str | None:
+    """The one line for a task that failed because its node has no voice-audit to run it."""
+    text = str(exc)
+    if "No module named 'voice_audit" not in text:
+        return None
+    where = f"node {node[:12]}" if node else "a node of the cluster"
+    return (
+        f"{where} has no voice-audit installed (No module named 'voice_audit'): install the "
+        "driver's voice-audit on every node, or pass it in the job's runtime_env"
+    )
 
 
 @dataclass
@@ -170,7 +186,10 @@ class RayExecutor(Executor):
             remote_of, loaded_ref = await loop.run_in_executor(None, self._send_run, jobs[0])
         except OSError as exc:
             raise storage_error(run_dir, exc) from None
-        stats: dict[str, Any] = {"nodes": {}, "placed_again": [], "duplicates_dropped": 0}
+        stats: dict[str, Any] = {
+            "nodes": {}, "placed_again": [], "duplicates_dropped": 0, "usage_lines": 0, "usage_repeats_dropped": 0,
+        }  # fmt: skip
+        ledgered: set[tuple[int, int, int]] = set()  # (shard, placement, offset in its node's ledger)
         self._stats = stats
         try:
             desk = await loop.run_in_executor(None, self._open_desk, len(jobs))
@@ -214,9 +233,8 @@ class RayExecutor(Executor):
                     if lost["shard"] == shard and lost["placement"] == number:
                         lost["placed_on"] = node
             elif kind == "episode":
-                _, eid, status, failure, outcome, record_json, files, usage, shard, number = msg
+                _, eid, status, failure, outcome, record_json, files, shard, number = msg
                 try:
-                    append_usage_lines(run_dir, usage)  # calls placed, whoever's record is kept
                     if eid in delivered:  # a lost node's late post and its replacement's: never twice
                         stats["duplicates_dropped"] += 1
                         return
@@ -229,10 +247,25 @@ class RayExecutor(Executor):
                     stats["nodes"].setdefault(node, {"shards": 0, "episodes": 0})["episodes"] += 1
                 on_message(("record", status, failure, outcome, record_json))
             elif kind == "usage":
+                # Each attempt's line as its node wrote it, whoever's record is kept (a lost node's
+                # attempts were placed too); keyed by where it was written, so never appended twice.
+                _, lines, shard, number, offset = msg
+                fresh: list[bytes] = []
+                for line in lines.splitlines(keepends=True):
+                    key = (shard, number, offset)
+                    offset += len(line)
+                    if key in ledgered:
+                        stats["usage_repeats_dropped"] += 1
+                        continue
+                    ledgered.add(key)
+                    fresh.append(line)
                 try:
-                    append_usage_lines(run_dir, msg[1])
+                    append_usage_lines(run_dir, b"".join(fresh))
                 except OSError as exc:
                     raise storage_error(run_dir, exc) from None
+                stats["usage_lines"] += len(fresh)
+            elif kind == "fatal":
+                raise _NodeUnfit(msg[1])
             elif kind == "error":
                 _, text, shard, number = msg
                 p = current.get(shard)
@@ -291,6 +324,9 @@ class RayExecutor(Executor):
                         continue
                     except Exception as exc:  # the task's node or worker died before it finished
                         why = _one_line(exc)
+                        unfit = _unfit(exc, p.node)
+                        if unfit is not None:
+                            raise _NodeUnfit(unfit) from None
                     await drain()  # whatever it posted before dying is in
                     left = tuple(e for e in p.job.episode_ids if e not in delivered)
                     with contextlib.suppress(Exception):
@@ -315,7 +351,7 @@ class RayExecutor(Executor):
             await drain()
         except RunFolderError:
             raise
-        except _NoCapacity as exc:
+        except (_NoCapacity, _NodeUnfit) as exc:
             errors.append(str(exc))
         except Exception as exc:  # the cluster itself failed under the driver
             errors.append(f"ray: {_one_line(exc)}")
@@ -351,8 +387,10 @@ class RayExecutor(Executor):
         salt = call_id_salt(run_dir).read_bytes()
         loaded_ref = self._ray.put(loaded)
 
+        identity = code_identity()
+
         def remote_of(sent: ShardJob, shard: int, number: int) -> RemoteShard:
-            return RemoteShard(sent, shard, number, manifest, salt)
+            return RemoteShard(sent, shard, number, manifest, salt, identity)
 
         return remote_of, loaded_ref
 

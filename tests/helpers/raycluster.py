@@ -35,9 +35,17 @@ def namespaces_available() -> bool:
 
 @contextmanager
 def ray_cluster(worker_cpus: Sequence[int], head_cpus: int = 0) -> Iterator[Any]:
-    """Head (`head_cpus`) plus one worker node per entry of `worker_cpus`, all on 127.0.0.1."""
+    """Head (`head_cpus`) plus one worker node per entry of `worker_cpus`, all on 127.0.0.1.
+
+    The nodes' processes can import the test helpers (agents the tests' campaigns name), as a real
+    cluster's nodes would have the campaign's adapter modules installed."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     from ray.cluster_utils import Cluster
+
+    repo = str(Path(__file__).resolve().parents[2])
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if repo not in paths:
+        os.environ["PYTHONPATH"] = os.pathsep.join([*paths, repo])
 
     cluster = Cluster(
         initialize_head=True,
@@ -81,9 +89,9 @@ class PrivateDriver:
     def run(self, *args: str, timeout: float = 120, **kw: Any) -> subprocess.CompletedProcess[str]:
         return subprocess.run(self.command(*args), capture_output=True, text=True, timeout=timeout, **kw)
 
-    def start(self, *args: str) -> subprocess.Popen[str]:
+    def start(self, *args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
         return subprocess.Popen(
-            self.command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            self.command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
         )
 
     def write(self, path: Path, text: str) -> None:
