@@ -11,8 +11,10 @@ driver places that shard's unfinished episodes again, pairs together and in plan
 plan positions are the plan's), on another live node, with the lost shard's share of the agents'
 limits, so calls in flight and calls per minute hold across the cluster as across local workers.
 A task that failed by itself (an error it reported) is not placed again: `--resume` reruns its
-calls once the cause is fixed. A driver killed mid-run takes its tasks and desk with it (Ray ends a
-dead driver's job); the run folder it leaves is resumed like any other.
+calls once the cause is fixed, and a node that cannot run the driver's voice-audit at all ends the
+run at once. A driver killed mid-run takes its tasks and desk with it (Ray ends a dead driver's
+job); the run folder it leaves is resumed like any other. A lost head node (the cluster's GCS)
+ends the run with one line saying so: Ray keeps no cluster without it.
 """
 
 from __future__ import annotations
@@ -354,7 +356,7 @@ class RayExecutor(Executor):
         except (_NoCapacity, _NodeUnfit) as exc:
             errors.append(str(exc))
         except Exception as exc:  # the cluster itself failed under the driver
-            errors.append(f"ray: {_one_line(exc)}")
+            errors.append(self._cluster_failure(exc))
         finally:
             for ref in placements:
                 with contextlib.suppress(Exception):
@@ -373,6 +375,19 @@ class RayExecutor(Executor):
         if missing and not errors:
             errors.append(f"{missing} calls were never delivered by their shards")
         return errors
+
+    def _cluster_failure(self, exc: BaseException) -> str:
+        """One line for the cluster failing under the driver: its head lost, or Ray's own error."""
+        try:
+            gcs = self._ray.get_runtime_context().gcs_address
+        except Exception:
+            gcs = self.address
+        if gcs and not _answers(gcs):
+            return (
+                f"lost the Ray cluster's head at {gcs} (its GCS no longer answers; a cluster without GCS "
+                "fault tolerance ends with it); every call delivered before is written"
+            )
+        return f"ray: {_one_line(exc)}"
 
     def _send_run(self, job: ShardJob) -> tuple[Any, Any]:
         """What every task gets besides its shard: the campaign (as planned here), run.json, the salt."""
@@ -448,6 +463,18 @@ def _one_line(exc: BaseException) -> str:
 
 def _say(message: str) -> None:
     print(f"voice-audit: {message}", file=sys.stderr, flush=True)
+
+
+def _answers(address: str, timeout_s: float = 3.0) -> bool:
+    """Whether anything listens at `address` (host:port); an address of another form counts as answering."""
+    host, _, port = address.split("://", 1)[-1].rpartition(":")
+    if not host or not port.isdigit():
+        return True
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError:
+        return False
+    return True
 
 
 def _check_reachable(address: str, timeout_s: float = 5.0) -> None:

@@ -1,0 +1,58 @@
+"""A Ray run whose cluster loses its head node (the GCS) mid-run: the driver ends with exit code 2
+and one line naming the lost head and the resume command, no traceback; what it wrote reads clean,
+and a resume on a new cluster completes the run with no episode lost or written twice."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.raycluster import VOICE_AUDIT, episode_content, ray_cluster
+from tests.integration.test_ray_cluster import CAMPAIGN, FLAGS, RUN_TIMEOUT_S
+
+pytest.importorskip("ray")
+pytestmark = pytest.mark.cpu_bound
+
+REPLICATES = 12
+CALLS = 72
+
+
+def _run(address: str, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [VOICE_AUDIT, "run", *args, "--executor", "ray", "--address", address, *FLAGS],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def test_a_lost_head_ends_the_run_in_one_line_and_a_resume_completes_it(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text(CAMPAIGN.replace("replicates: 4", f"replicates: {REPLICATES}"))
+    run = tmp_path / "r"
+    episodes = run / "episodes.jsonl"
+    with ray_cluster([1, 1]) as cluster:
+        proc = _run(cluster.address, str(tmp_path / "c.yaml"), "--out", str(tmp_path), "--run-id", "r")
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        while proc.poll() is None and time.monotonic() < deadline:
+            if episodes.exists() and len(episodes.read_bytes().splitlines()) >= 6:
+                break
+            time.sleep(0.2)
+        assert proc.poll() is None, proc.communicate()[1]
+        cluster.remove_node(cluster.head_node, allow_graceful=False)
+        _, err = proc.communicate(timeout=RUN_TIMEOUT_S)
+    assert proc.returncode == 2, err
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("voice-audit: error: ") and "lost the Ray cluster's head at" in last, err
+    assert last.endswith(f"resume with: voice-audit run --resume {run}")
+    done = episode_content(run)  # reads clean, nothing twice, no unrecorded folder left
+    assert 6 <= len(done) < CALLS
+
+    with ray_cluster([1, 1]) as cluster:
+        resumed = _run(cluster.address, "--resume", str(run))
+        out, err = resumed.communicate(timeout=RUN_TIMEOUT_S)
+    assert resumed.returncode == 0, err
+    assert f"{len(done)} already finished (resumed), {CALLS - len(done)} run now" in out
+    after = episode_content(run)
+    assert len(after) == CALLS and all(after[e] == c for e, c in done.items())
