@@ -24,6 +24,7 @@ import contextlib
 import dataclasses
 import functools
 import os
+import re
 import socket
 import sys
 import time
@@ -67,11 +68,18 @@ class _NodeUnfit(Exception):
 
 
 def _unfit(exc: BaseException, node: str | None) -> str | None:
-    """The one line for a task that failed because its node has no voice-audit to run it."""
+    """The one line for a task that failed because its node has no voice-audit to run it (such a
+    task never said where it ran: the error's worker address names the node)."""
     text = str(exc)
     if "No module named 'voice_audit" not in text:
         return None
-    where = f"node {node[:12]}" if node else "a node of the cluster"
+    worker = re.search(r"\(pid=(\d+), ip=([^),\s]+)", text)  # Ray's header: "ray::f() (pid=.., ip=..)"
+    if node:
+        where = f"node {node[:12]}"
+    elif worker is not None:
+        where = f"the node at {worker[2]} (worker pid {worker[1]})"
+    else:
+        where = "a node of the cluster"
     return (
         f"{where} has no voice-audit installed (No module named 'voice_audit'): install the "
         "driver's voice-audit on every node, or pass it in the job's runtime_env"

@@ -98,3 +98,8 @@ def test_a_node_without_voice_audit_is_named_in_one_line() -> None:
     assert line is not None and line.startswith("node ab12cd34ef56 has no voice-audit installed")
     assert "\n" not in line and "runtime_env" in line
     assert _unfit(RuntimeError("the node died"), "n") is None
+    unplaced = RuntimeError(
+        "ray::ray_shard() (pid=4242, ip=10.0.0.7)\nModuleNotFoundError: No module named 'voice_audit'"
+    )
+    named = _unfit(unplaced, None)
+    assert named is not None and named.startswith("the node at 10.0.0.7 (worker pid 4242) has no voice-audit")

@@ -1,0 +1,94 @@
+"""A Ray cluster with one node whose voice-audit is not the driver's (a copy of the package with one
+module edited, first on that node's path): the run ends at once, before any call is placed again,
+with one line naming the node and the fix, instead of retrying the node's shard."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.raycluster import VOICE_AUDIT, ray_cluster
+from tests.integration.test_ray_cluster import CAMPAIGN, FLAGS, RUN_TIMEOUT_S
+from voice_audit.harness.runtime.rayshard import code_identity
+
+pytest.importorskip("ray")
+pytestmark = pytest.mark.cpu_bound
+
+PACKAGES = ("agents", "analysis", "harness", "personas", "scenarios")
+
+
+def _edited_copy(dest: Path) -> Path:
+    """voice_audit copied from this checkout, with one module's source changed (a comment)."""
+    import voice_audit.harness
+
+    root = Path(voice_audit.harness.__file__).resolve().parents[1]
+    pkg = dest / "voice_audit"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    for name in PACKAGES:
+        shutil.copytree(root / name, pkg / name, ignore=shutil.ignore_patterns("__pycache__"))
+    with (pkg / "harness" / "runtime" / "shard.py").open("a") as fh:
+        fh.write("# edited on this node only\n")
+    return dest
+
+
+def test_a_node_with_other_voice_audit_code_ends_the_run_at_once(tmp_path: Path) -> None:
+    (tmp_path / "c.yaml").write_text(CAMPAIGN)
+    other = _edited_copy(tmp_path / "node-site")
+    with ray_cluster([1]) as cluster:
+        env = {"PYTHONPATH": os.pathsep.join([str(other), os.environ.get("PYTHONPATH", "")])}
+        odd = cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1", env_vars=env)
+        cluster.wait_for_nodes()
+        done = subprocess.run(
+            [VOICE_AUDIT, "run", str(tmp_path / "c.yaml"), "--out", str(tmp_path), "--run-id", "r",
+             "--executor", "ray", "--address", cluster.address, *FLAGS],
+            capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+        )  # fmt: skip
+    err = done.stderr
+    assert done.returncode == 2, err
+    assert "Traceback" not in err and "placed again" not in err
+    last = err.strip().splitlines()[-1]
+    version = code_identity()[0]
+    assert f"node {odd.node_id[:12]} (" in last, err
+    assert f"runs voice-audit {version} with other code" in last
+    assert "install the driver's voice-audit on every node" in last and "runtime_env" in last
+    assert last.endswith(f"resume with: voice-audit run --resume {tmp_path / 'r'}")
+
+
+HIDE_VOICE_AUDIT = """\
+import sys
+
+sys.meta_path[:] = [f for f in sys.meta_path if "__editable__" not in str(getattr(f, "__module__", ""))]
+sys.path_hooks[:] = [h for h in sys.path_hooks if "__editable__" not in str(getattr(h, "__module__", ""))]
+"""
+"""A sitecustomize that unhooks this checkout's editable install: voice_audit cannot be imported."""
+
+
+def test_a_node_without_voice_audit_ends_the_run_at_once(tmp_path: Path) -> None:
+    """The node's Python cannot import voice_audit (its editable install unhooked at start-up)."""
+    (tmp_path / "c.yaml").write_text(CAMPAIGN)
+    bare = tmp_path / "node-site"
+    bare.mkdir()
+    (bare / "sitecustomize.py").write_text(HIDE_VOICE_AUDIT)
+    with ray_cluster([1]) as cluster:
+        env = {"PYTHONPATH": os.pathsep.join([str(bare), os.environ.get("PYTHONPATH", "")])}
+        cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1", env_vars=env)
+        cluster.wait_for_nodes()
+        done = subprocess.run(
+            [VOICE_AUDIT, "run", str(tmp_path / "c.yaml"), "--out", str(tmp_path), "--run-id", "r",
+             "--executor", "ray", "--address", cluster.address, *FLAGS],
+            capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+        )  # fmt: skip
+    err = done.stderr
+    assert done.returncode == 2, err
+    assert "Traceback" not in err and "placed again" not in err
+    last = err.strip().splitlines()[-1]
+    # the task died before it could say where it ran: the node is named by its address
+    assert re.search(r"the node at 127\.0\.0\.1 \(worker pid \d+\) has no voice-audit installed", last)
+    assert "runtime_env" in last and "runtime_env" in last, err
+    assert last.endswith(f"resume with: voice-audit run --resume {tmp_path / 'r'}")
