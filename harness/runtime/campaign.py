@@ -311,5 +311,5 @@ class CampaignRunner:
         if errors:
             raise RunFolderError(
                 f"{self.run_dir}: {len(errors)} shard(s) failed on the {executor.name} executor ({'; '.join(errors)}); "
-                f"resume with: voice-audit run --resume {self.run_dir}"
+                f"resume with: voice-audit run --resume {self.run_dir}{executor.resume_options()}"
             )

@@ -37,6 +37,10 @@ class Executor(ABC):
     async def stop(self) -> None:  # noqa: B027 - optional hook
         """Release what `start` acquired; must be safe to call after a failed start."""
 
+    def resume_options(self) -> str:
+        """The `run` options that place the rest of a run on this executor again (in a resume hint)."""
+        return ""
+
     @abstractmethod
     def slots(self) -> int:
         """How many shards to cut the work into (the caller caps it at the number of pairs)."""

@@ -80,6 +80,9 @@ class LocalProcessExecutor(Executor):
     def slots(self) -> int:
         return self.workers
 
+    def resume_options(self) -> str:
+        return f" --workers {self.workers}"
+
     async def run(self, jobs: list[ShardJob], on_message: OnMessage, lock_fd: int | None = None) -> list[str]:
         """Each worker reports on its own channel (a worker killed mid-message cannot jam the
         others), holds the run folder's lock with the driver (`lock_fd`), and dies with the driver."""

@@ -128,6 +128,11 @@ class RayExecutor(Executor):
         self._ray: Any = None
         self._stats: dict[str, Any] = {}
 
+    def resume_options(self) -> str:
+        address = f" --address {self.address}" if self.address else ""
+        tasks = f" --workers {self.tasks}" if self.tasks else ""
+        return f" --executor ray{address}{tasks}"
+
     async def start(self) -> None:
         self._ray = import_ray(loopback=self.address is None or _is_loopback(self.address))
         ray = self._ray

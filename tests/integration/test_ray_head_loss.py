@@ -32,7 +32,8 @@ def test_a_lost_head_ends_the_run_in_one_line_and_a_resume_completes_it(tmp_path
     run = tmp_path / "r"
     episodes = run / "episodes.jsonl"
     with ray_cluster([1, 1]) as cluster:
-        proc = _run(cluster.address, str(tmp_path / "c.yaml"), "--out", str(tmp_path), "--run-id", "r")
+        address = cluster.address
+        proc = _run(address, str(tmp_path / "c.yaml"), "--out", str(tmp_path), "--run-id", "r")
         deadline = time.monotonic() + RUN_TIMEOUT_S
         while proc.poll() is None and time.monotonic() < deadline:
             if episodes.exists() and len(episodes.read_bytes().splitlines()) >= 6:
@@ -45,7 +46,7 @@ def test_a_lost_head_ends_the_run_in_one_line_and_a_resume_completes_it(tmp_path
     assert "Traceback" not in err
     last = err.strip().splitlines()[-1]
     assert last.startswith("voice-audit: error: ") and "lost the Ray cluster's head at" in last, err
-    assert last.endswith(f"resume with: voice-audit run --resume {run}")
+    assert last.endswith(f"resume with: voice-audit run --resume {run} --executor ray --address {address}")
     done = episode_content(run)  # reads clean, nothing twice, no unrecorded folder left
     assert 6 <= len(done) < CALLS
 

@@ -41,6 +41,7 @@ def test_a_node_with_other_voice_audit_code_ends_the_run_at_once(tmp_path: Path)
     (tmp_path / "c.yaml").write_text(CAMPAIGN)
     other = _edited_copy(tmp_path / "node-site")
     with ray_cluster([1]) as cluster:
+        address = cluster.address
         env = {"PYTHONPATH": os.pathsep.join([str(other), os.environ.get("PYTHONPATH", "")])}
         odd = cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1", env_vars=env)
         cluster.wait_for_nodes()
@@ -57,7 +58,9 @@ def test_a_node_with_other_voice_audit_code_ends_the_run_at_once(tmp_path: Path)
     assert f"node {odd.node_id[:12]} (" in last, err
     assert f"runs voice-audit {version} with other code" in last
     assert "install the driver's voice-audit on every node" in last and "runtime_env" in last
-    assert last.endswith(f"resume with: voice-audit run --resume {tmp_path / 'r'}")
+    assert last.endswith(
+        f"resume with: voice-audit run --resume {tmp_path / 'r'} --executor ray --address {address}"
+    )
 
 
 HIDE_VOICE_AUDIT = """\
@@ -76,6 +79,7 @@ def test_a_node_without_voice_audit_ends_the_run_at_once(tmp_path: Path) -> None
     bare.mkdir()
     (bare / "sitecustomize.py").write_text(HIDE_VOICE_AUDIT)
     with ray_cluster([1]) as cluster:
+        address = cluster.address
         env = {"PYTHONPATH": os.pathsep.join([str(bare), os.environ.get("PYTHONPATH", "")])}
         cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1", env_vars=env)
         cluster.wait_for_nodes()
@@ -91,4 +95,6 @@ def test_a_node_without_voice_audit_ends_the_run_at_once(tmp_path: Path) -> None
     # the task died before it could say where it ran: the node is named by its address
     assert re.search(r"the node at 127\.0\.0\.1 \(worker pid \d+\) has no voice-audit installed", last)
     assert "runtime_env" in last and "runtime_env" in last, err
-    assert last.endswith(f"resume with: voice-audit run --resume {tmp_path / 'r'}")
+    assert last.endswith(
+        f"resume with: voice-audit run --resume {tmp_path / 'r'} --executor ray --address {address}"
+    )
