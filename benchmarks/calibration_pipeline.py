@@ -44,10 +44,17 @@ again only burden_time_to_resolution_s differs within pairs; rejection 0.044 ove
 (0.040 outage_support, 0.060 plan_correction, 0.033 refund), family-wise 0.007; every estimable
 test 0.002 of 11526. The CI-size calibration (tests/integration/test_calibration_pipeline.py,
 scripted agent, same three speakers, 99 A/A pairs, 42 planted pairs per agent) gave 0.040 over 900
-tests, family-wise 0.019, and covered the planted +0.5 and +1 Auth. The figures below were
-recorded on the earlier campaigns, voiced by eSpeak variants (male_adult's three for the A/A
-campaign; female_adult vs female_older for the planted one); the planted rows have not yet been
-re-recorded on the recorded speakers.
+tests, family-wise 0.019, and covered the planted +0.5 and +1 Auth. Planted (the same day,
+``--out DIR --reuse --replicates 150 --no-audio``: the A/A calls above reused, the planted
+campaign's 810 calls in 428 s, 1157 s in all), 45 slots each, all nine ok: extra_verification
+p=0.5 fired on 20/45 (D = 0.444), coverage 0.900 of 0.5 and 0.953 of the source's own D, sign
+1.00; the seven deterministic knobs (tool call, fabricated policy, Repair, affect amplification,
+refusal to escalate, repair loop, refused service: +1; hold: Esc +5 s) had D identical on every
+slot, coverage 1.00, sign 1.00, and replicate intervals 0.62 wide (0.92 s for Esc), no longer
+points. The direct column is on the target for every knob but the hold (its cell carries the
+twin's three planted repairs' waiting too: 12.7 s). The figures below were recorded on the
+earlier campaigns, voiced by eSpeak variants (male_adult's three for the A/A campaign;
+female_adult vs female_older for the planted one).
 
 Recorded 2026-11-30 (``--out runs/calibration_pipeline4 --reuse --replicates 300
 --model-replicates 200``: the earlier calls re-analysed with the sign-flip interval, now the
