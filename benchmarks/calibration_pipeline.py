@@ -51,8 +51,8 @@ p=0.5 fired on 20/45 (D = 0.444), coverage 0.900 of 0.5 and 0.953 of the source'
 1.00; the seven deterministic knobs (tool call, fabricated policy, Repair, affect amplification,
 refusal to escalate, repair loop, refused service: +1; hold: Esc +5 s) had D identical on every
 slot, coverage 1.00, sign 1.00, and replicate intervals 0.62 wide (0.92 s for Esc), no longer
-points. The direct column is on the target for every knob but the hold (its cell carries the
-twin's three planted repairs' waiting too: 12.7 s). The figures below were recorded on the
+points. The direct column is on the target for every knob but the hold (that agent's three
+planted repairs delay its handoff too: 12.7 s, which only the twin removes). The figures below were recorded on the
 earlier campaigns, voiced by eSpeak variants (male_adult's three for the A/A campaign;
 female_adult vs female_older for the planted one).
 
