@@ -104,7 +104,7 @@ test: install system-deps
 	  { $(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy \
 	    && NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet && lap "lint, typecheck, docs" \
 	    && $(BIN)/python -m pytest -q -n 4 --dist worksteal -m "not serial and not cpu_bound" \
-	    && lap "parallel lane"; } || { kill -TERM -- -$$cpu 2>/dev/null; wait $$cpu; exit 1; }; \
+	    && lap "parallel lane"; } || { kill -TERM -$$cpu 2>/dev/null; wait $$cpu; exit 1; }; \
 	  ps -e -o pid=,sid= | awk -v s=$$cpu '$$2 == s {print $$1}' | xargs -r renice -n 19 -p >/dev/null 2>&1; \
 	  rt=""; [ "$$(nice -n -5 nice 2>/dev/null)" = -5 ] && rt="nice -n -5"; \
 	  echo "serial lane$${rt:+ at nice -5}, with the cpu_bound lane beside it at nice 19"; \
