@@ -98,5 +98,8 @@ def test_limits_hold_across_worker_processes(tmp_path: Path) -> None:
     # 60 a minute for the run as a whole: the workers take turns on one grid of admissions a second
     # apart (four workers each pacing alone would start calls a quarter of a second apart); the
     # session request follows its admission after a setup of a few ms, except for each worker's
-    # first call (the first two starts: gaps 0 and 1 hold that first connection)
-    assert min(gaps[2:]) > 0.9, gaps
+    # first call (the first two starts: gaps 0 and 1 hold that first connection). The agent sees a
+    # start when the session request arrives, a setup after its admission; on a busy machine one
+    # setup can run late by most of a slot, so one close gap may fall short. Workers pacing alone
+    # would put every close gap near 0.25 s.
+    assert sorted(gaps[2:])[1] > 0.9, gaps

@@ -44,8 +44,12 @@ def test_a_lost_head_ends_the_run_in_one_line_and_a_resume_completes_it(tmp_path
         _, err = proc.communicate(timeout=RUN_TIMEOUT_S)
     assert proc.returncode == 2, err
     assert "Traceback" not in err
-    last = err.strip().splitlines()[-1]
-    assert last.startswith("voice-audit: error: ") and "lost the Ray cluster's head at" in last, err
+    # Ray's own threads may still log the lost actor's error after ours: the run's error is the one
+    # line of its own, whichever line it is
+    errors = [line for line in err.splitlines() if line.startswith("voice-audit: error: ")]
+    assert len(errors) == 1, err
+    last = errors[0]
+    assert "lost the Ray cluster's head at" in last, err
     assert last.endswith(f"resume with: voice-audit run --resume {run} --executor ray --address {address}")
     done = episode_content(run)  # reads clean, nothing twice, no unrecorded folder left
     assert 6 <= len(done) < CALLS

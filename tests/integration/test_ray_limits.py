@@ -85,7 +85,10 @@ def test_limits_hold_across_nodes(tmp_path: Path, executor: RayExecutor) -> None
     assert most == 2  # four shards on two nodes, never more than the vendor's two calls in flight
     starts = sorted(t for k, t in log if k == "start")
     gaps = [b - a for a, b in itertools.pairwise(starts)]
-    assert len(starts) == 16 and min(gaps[2:]) > 0.9, gaps  # 60 a minute for the run as a whole
+    # 60 a minute for the run as a whole: admissions on one grid a second apart. The agent sees a
+    # start a setup after its admission, and on a busy machine one setup can run late by most of a
+    # slot, so one gap may fall short; shards pacing alone would put every close gap far below 0.9 s.
+    assert len(starts) == 16 and sorted(gaps[2:])[1] > 0.9, gaps
 
 
 def test_no_shard_calls_before_every_shard_on_every_node_is_warm(
