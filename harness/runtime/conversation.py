@@ -82,6 +82,7 @@ class Conversation:
         self.readers = readers
         self.measure_asr = measure_asr
         self.patience = CallerPatience(patience if patience is not None else Patience())
+        self._silence_due_ms = 0
         self.repair_patience = RepairLoopPatience(patience if patience is not None else Patience())
         self.interruption = (
             Say("interruption", INTERRUPTION_LINE[interruptions.reason])
@@ -114,7 +115,11 @@ class Conversation:
         return tr.text
 
     async def _next_turn(self, transport: Transport) -> AgentTurn:
-        quiet, left = self.patience.wait_ms(self.log.now())
+        start = self.log.now()
+        quiet, left = self.patience.wait_ms(start)
+        # A silent turn is due at start + quiet. The caller decides as of then, not as of when a
+        # busy event loop got round to it, so its prompts do not depend on the harness's load.
+        self._silence_due_ms = start + quiet
         turn = await transport.next_turn(quiet, left)
         if not turn.silent:
             now = self.log.now()
@@ -163,8 +168,9 @@ class Conversation:
             if turn.silent:
                 now = log.now()
                 log.emit("agent_silence", turn=log.turn, silence_ms=self.patience.silence_at(now))
-                if self.policy.has_spoken or self.patience.exhausted(now):
-                    pd = self._patience(now)
+                due = min(now, self._silence_due_ms)
+                if self.policy.has_spoken or self.patience.exhausted(due):
+                    pd = self._patience(due)
                     if pd.action == "hang_up":  # once its own last line has played out
                         log.emit(
                             "non_service",

@@ -54,6 +54,9 @@ MAX_PLACEMENTS = 3
 """How often one shard's calls are placed in all (the first time and again after lost nodes)."""
 CALL_TIMEOUT_S = 30.0
 """Longest the driver waits on its own desk or on the cluster's state before calling it lost."""
+DESK_START_S = 180.0
+"""Longest the driver waits for its desk actor to start: a new worker process, which Ray itself
+allows 60 s to register and which a loaded node can take longer than a call to start."""
 NO_CAPACITY_S = 120.0
 """How long shards may wait to be placed while no live node has a CPU for them, before the run ends."""
 CAPACITY_CHECK_S = 5.0
@@ -437,7 +440,7 @@ class RayExecutor(Executor):
             )
             .remote(parties)
         )
-        ray.get(desk.ready.remote(), timeout=CALL_TIMEOUT_S)
+        ray.get(desk.ready.remote(), timeout=DESK_START_S)
         return desk
 
     def _elsewhere(self, avoid: str) -> Any:

@@ -122,3 +122,30 @@ async def test_agent_hanging_up_after_serving_is_not_non_service(tmp_path: Path)
     assert reason.startswith("agent hung up")
     assert not [e for e in events if e.type == "non_service"]
     assert judge_outcome(events, "billing")[0] == "refund_issued"
+
+
+class _LateTransport(_Transport):
+    """A busy event loop: every silent turn reaches the caller `late_ms` after it was due."""
+
+    late_ms = 6000
+
+    async def next_turn(self, quiet_ms: int, give_up_ms: int) -> AgentTurn:
+        turn = await super().next_turn(quiet_ms, give_up_ms)
+        if turn.silent:
+            self.log.clock.advance(self.late_ms)
+        return turn
+
+
+async def test_the_callers_patience_does_not_depend_on_how_late_the_loop_wakes(tmp_path: Path) -> None:
+    patience = Patience(prompt_after_s=1, prompts_before_human=2, hang_up_after_s=3)
+    log = CallLog(EventLog(tmp_path / "events.jsonl"), VirtualClock(), CallRecorder(), CONDITION, {})
+    transport = _LateTransport(log, ["Hello, how can I help you today?"])
+    conversation = Conversation(log, CallerPolicy(REFUND), _Voice(), None, patience)  # type: ignore[arg-type]
+    reason = await conversation.run(transport)
+    log.flush()
+    assert reason.startswith("caller hung up: agent_unresponsive")
+    actions = [(e.action, e.silence_ms) for e in log.events if e.type == "caller_patience"]
+    # Each silence is decided as of when it was due: 1 s after the caller's line, the first prompt
+    # (not a hang-up because the wake came 6 s late); then the rest of the patience has run out.
+    assert actions[0] == ("prompt", 1000)
+    assert actions[-1][0] == "hang_up"
