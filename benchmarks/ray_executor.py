@@ -43,22 +43,10 @@ from typing import Any
 
 import psutil
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for tests.helpers
+from tests.helpers.raycampaign import scripted_campaign
+
 VOICE_AUDIT = str(Path(sys.executable).with_name("voice-audit"))
-CAMPAIGN = """\
-name: bench
-seed: 5
-scenarios: [refund_duplicate_charge]
-agents: [{{name: s, adapter: "voice_audit.agents.fakes.scripted:scripted"}}]
-pairs:
-  - contrast: [accent]
-    base: {{voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}}
-    a: {{accent: us_general}}
-    b: {{accent: l2_spanish}}
-voices: 3
-replicates: {replicates}
-concurrency: 8
-tts: {{name: espeak}}
-"""
 
 
 def tree_cpu_s() -> float:
@@ -142,30 +130,15 @@ def rewrite_rate(run_dir: Path, dest: Path) -> tuple[float, float]:
 
 def episode_content(run_dir: Path) -> dict[str, dict[str, Any]]:
     """Per episode, what must not depend on the executor (as the Ray integration tests compare it)."""
-    import json
+    from voice_audit.harness.runlog import run_content
 
-    from voice_audit.harness.runlog import RunReader, episode_dir
-    from voice_audit.harness.runtime.executors import events_content_sha256
-
-    reader = RunReader(run_dir)
-    ids = [
-        json.loads(x)["header"]["episode_id"] for x in (run_dir / "episodes.jsonl").read_bytes().splitlines()
-    ]
-    if len(ids) != len(set(ids)):
-        raise SystemExit(f"{run_dir}: an episode is recorded twice")
-    out: dict[str, dict[str, Any]] = {}
-    for rec in reader.records():
-        eid = rec.header.episode_id
-        events = reader.events(eid)
-        folder = episode_dir(run_dir, eid)
-        out[eid] = {
-            "header": rec.header.model_dump(mode="json", exclude={"run_id"}),
-            "outcome": rec.outcome.model_dump(mode="json", exclude={"duration_ms", "events_sha256"}),
-            "event_types": [e.type for e in events],
-            "content_sha256": events_content_sha256(events),
-            "files": sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()),
-        }
-    return out
+    content = run_content(run_dir)
+    if not content.clean():
+        raise SystemExit(
+            f"{run_dir}: recorded twice {content.recorded_twice}, unreadable {content.problems}, "
+            f"unrecorded folders {content.unrecorded_folders}"
+        )
+    return content.episodes
 
 
 def equivalence(calls_wanted: int, nodes: int) -> int:
@@ -176,7 +149,7 @@ def equivalence(calls_wanted: int, nodes: int) -> int:
     calls = replicates * 6
     work = Path(tempfile.mkdtemp(prefix="bench-ray-eq-"))
     (work / "c.yaml").write_text(
-        CAMPAIGN.format(replicates=replicates).replace("concurrency: 8", "concurrency: 4")
+        scripted_campaign(name="bench", seed=5, replicates=replicates, concurrency=4)
     )
     common = ["--quiet", "--no-stimulus-check"]
     print(f"{calls} accelerated calls; machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
@@ -236,7 +209,9 @@ def main() -> None:
     replicates = max(1, round(opts.calls / 6))  # 3 voices x 2 sides per replicate
     calls = replicates * 6
     work = Path(tempfile.mkdtemp(prefix="bench-ray-"))
-    (work / "c.yaml").write_text(CAMPAIGN.format(replicates=replicates))
+    (work / "c.yaml").write_text(
+        scripted_campaign(name="bench", seed=5, replicates=replicates, concurrency=8)
+    )
     common = ["--quiet", "--no-stimulus-check"]
     print(
         f"{calls} accelerated calls per variant; machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"

@@ -17,6 +17,7 @@ from voice_audit.harness.runlog.compat import (
     upgrade_events,
     upgrade_record,
 )
+from voice_audit.harness.runlog.content import RunContent, events_content_sha256, run_content
 from voice_audit.harness.runlog.events import LogRead, read_events, read_log
 from voice_audit.harness.runlog.layout import (
     ANALYSIS_JSON,
@@ -126,6 +127,7 @@ __all__ = [
     "USAGE_JSONL",
     "LogRead",
     "ReadProblems",
+    "RunContent",
     "RunFolderError",
     "RunReader",
     "RunWriter",
@@ -148,6 +150,7 @@ __all__ = [
     "episode_dir",
     "episodes_dir",
     "episodes_jsonl",
+    "events_content_sha256",
     "events_file",
     "events_jsonl",
     "events_ref",
@@ -160,6 +163,7 @@ __all__ = [
     "read_log",
     "read_usage",
     "record_row",
+    "run_content",
     "run_json",
     "run_of",
     "spoken_turns",

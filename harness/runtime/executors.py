@@ -11,14 +11,10 @@ listed in shard.py).
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import multiprocessing.connection
-from collections.abc import Iterable
 from multiprocessing.connection import Connection
 from typing import Any
 
-from voice_audit.harness.model.events import EVENT_ADAPTER, Event
 from voice_audit.harness.procs import Child, fork_server
 from voice_audit.harness.runtime.executor_base import Executor
 from voice_audit.harness.runtime.rayexec import RayExecutor, import_ray
@@ -30,31 +26,11 @@ __all__ = [
     "Executor",
     "LocalProcessExecutor",
     "RayExecutor",
-    "events_content_sha256",
     "import_ray",
     "make_executor",
 ]
 
 EXECUTORS: tuple[str, ...] = ("local", "ray")
-# Fields that measure time rather than content: the virtual clock advances by measured agent
-# compute, so they drift by a few ms between two runs of the same campaign on any executor.
-TIMING_FIELDS: frozenset[str] = frozenset({"t_ms"})
-# Fields that name a call to the agent: unique per run by design, so two runs never share them.
-RUN_IDENTITY_FIELDS: frozenset[str] = frozenset({"call_id"})
-
-
-def events_content_sha256(events: Iterable[Event]) -> str:
-    """Hash of what happened in a call, with timing fields and the run's call ids dropped.
-
-    `events_sha256` in the episode record covers the exact bytes written, timing included; this
-    one is what must match between executors (and between reruns) for the same seeds.
-    """
-    dropped = TIMING_FIELDS | RUN_IDENTITY_FIELDS
-    h = hashlib.sha256()
-    for ev in events:
-        data = {k: v for k, v in EVENT_ADAPTER.dump_python(ev, mode="json").items() if k not in dropped}
-        h.update(json.dumps(data, sort_keys=True, separators=(",", ":")).encode() + b"\n")
-    return h.hexdigest()
 
 
 class LocalProcessExecutor(Executor):

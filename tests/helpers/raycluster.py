@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from voice_audit.harness.runlog import run_content
+
 VOICE_AUDIT = str(Path(sys.executable).with_name("voice-audit"))
 HEALTH = {
     "health_check_initial_delay_ms": 0,
@@ -125,34 +127,10 @@ def wait_for_lines(
 
 
 def episode_content(run_dir: Path) -> dict[str, dict[str, Any]]:
-    """Per episode, everything that must not depend on where or when it ran, and the files it has.
-
-    Asserts the folder reads clean (every record's events hash matches its file) and holds no
-    episode twice."""
-    import json
-
-    from voice_audit.harness.runlog import RunReader, episode_dir
-    from voice_audit.harness.runtime.executors import events_content_sha256
-
-    reader = RunReader(run_dir)
-    ids = [
-        json.loads(line)["header"]["episode_id"]
-        for line in (run_dir / "episodes.jsonl").read_bytes().splitlines()
-    ]
-    assert len(ids) == len(set(ids)), "an episode was recorded twice"
-    out: dict[str, dict[str, Any]] = {}
-    for rec in reader.records():
-        eid = rec.header.episode_id
-        events = reader.events(eid)
-        folder = episode_dir(run_dir, eid)
-        out[eid] = {
-            "header": rec.header.model_dump(mode="json", exclude={"run_id"}),
-            "outcome": rec.outcome.model_dump(mode="json", exclude={"duration_ms", "events_sha256"}),
-            "event_types": [e.type for e in events],
-            "content_sha256": events_content_sha256(events),
-            "files": sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()),
-        }
-    assert not reader.problems.items, reader.problems.items
-    leftovers = [p.name for p in (run_dir / "episodes").iterdir() if p.name not in out]
-    assert not leftovers, f"folders of unrecorded episodes: {leftovers}"
-    return out
+    """Per episode, everything that must not depend on where or when it ran, and the files it has
+    (`run_content`); asserts the folder reads clean and holds no episode twice."""
+    content = run_content(run_dir)
+    assert not content.recorded_twice, f"episodes recorded twice: {content.recorded_twice}"
+    assert not content.problems, content.problems
+    assert not content.unrecorded_folders, f"folders of unrecorded episodes: {content.unrecorded_folders}"
+    return content.episodes

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.raycampaign import scripted_campaign
 from tests.helpers.raycluster import VOICE_AUDIT, episode_content, ray_cluster
-from tests.integration.test_ray_cluster import CAMPAIGN, FLAGS, RUN_TIMEOUT_S
+from tests.integration.test_ray_cluster import FLAGS, RUN_TIMEOUT_S
 
 pytest.importorskip("ray")
 pytestmark = pytest.mark.cpu_bound
@@ -28,7 +29,7 @@ def _run(address: str, *args: str) -> subprocess.Popen[str]:
 
 
 def test_a_lost_head_ends_the_run_in_one_line_and_a_resume_completes_it(tmp_path: Path) -> None:
-    (tmp_path / "c.yaml").write_text(CAMPAIGN.replace("replicates: 4", f"replicates: {REPLICATES}"))
+    (tmp_path / "c.yaml").write_text(scripted_campaign(name="rc", seed=17, replicates=REPLICATES))
     run = tmp_path / "r"
     episodes = run / "episodes.jsonl"
     with ray_cluster([1, 1]) as cluster:

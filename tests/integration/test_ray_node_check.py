@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,30 +38,37 @@ def _edited_copy(dest: Path) -> Path:
     return dest
 
 
-def test_a_node_with_other_voice_audit_code_ends_the_run_at_once(tmp_path: Path) -> None:
+def _run_with_a_node(tmp_path: Path, node_path: Path) -> tuple[Any, str]:
+    """The campaign on a cluster of one sound node and one whose Python path starts with
+    `node_path`; asserts the run ended at once in one line, and returns the odd node and that line."""
     (tmp_path / "c.yaml").write_text(CAMPAIGN)
-    other = _edited_copy(tmp_path / "node-site")
     with ray_cluster([1]) as cluster:
         address = cluster.address
-        env = {"PYTHONPATH": os.pathsep.join([str(other), os.environ.get("PYTHONPATH", "")])}
+        env = {"PYTHONPATH": os.pathsep.join([str(node_path), os.environ.get("PYTHONPATH", "")])}
         odd = cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1", env_vars=env)
         cluster.wait_for_nodes()
         done = subprocess.run(
             [VOICE_AUDIT, "run", str(tmp_path / "c.yaml"), "--out", str(tmp_path), "--run-id", "r",
-             "--executor", "ray", "--address", cluster.address, *FLAGS],
+             "--executor", "ray", "--address", address, *FLAGS],
             capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
         )  # fmt: skip
     err = done.stderr
     assert done.returncode == 2, err
     assert "Traceback" not in err and "placed again" not in err
     last = err.strip().splitlines()[-1]
-    version = code_identity()[0]
-    assert f"node {odd.node_id[:12]} (" in last, err
-    assert f"runs voice-audit {version} with other code" in last
-    assert "install the driver's voice-audit on every node" in last and "runtime_env" in last
+    assert "runtime_env" in last, err
     assert last.endswith(
         f"resume with: voice-audit run --resume {tmp_path / 'r'} --executor ray --address {address}"
     )
+    return odd, last
+
+
+def test_a_node_with_other_voice_audit_code_ends_the_run_at_once(tmp_path: Path) -> None:
+    odd, last = _run_with_a_node(tmp_path, _edited_copy(tmp_path / "node-site"))
+    version = code_identity()[0]
+    assert f"node {odd.node_id[:12]} (" in last, last
+    assert f"runs voice-audit {version} with other code" in last
+    assert "install the driver's voice-audit on every node" in last
 
 
 HIDE_VOICE_AUDIT = """\
@@ -74,27 +82,9 @@ sys.path_hooks[:] = [h for h in sys.path_hooks if "__editable__" not in str(geta
 
 def test_a_node_without_voice_audit_ends_the_run_at_once(tmp_path: Path) -> None:
     """The node's Python cannot import voice_audit (its editable install unhooked at start-up)."""
-    (tmp_path / "c.yaml").write_text(CAMPAIGN)
     bare = tmp_path / "node-site"
     bare.mkdir()
     (bare / "sitecustomize.py").write_text(HIDE_VOICE_AUDIT)
-    with ray_cluster([1]) as cluster:
-        address = cluster.address
-        env = {"PYTHONPATH": os.pathsep.join([str(bare), os.environ.get("PYTHONPATH", "")])}
-        cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1", env_vars=env)
-        cluster.wait_for_nodes()
-        done = subprocess.run(
-            [VOICE_AUDIT, "run", str(tmp_path / "c.yaml"), "--out", str(tmp_path), "--run-id", "r",
-             "--executor", "ray", "--address", cluster.address, *FLAGS],
-            capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
-        )  # fmt: skip
-    err = done.stderr
-    assert done.returncode == 2, err
-    assert "Traceback" not in err and "placed again" not in err
-    last = err.strip().splitlines()[-1]
+    _, last = _run_with_a_node(tmp_path, bare)
     # the task died before it could say where it ran: the node is named by its address
     assert re.search(r"the node at 127\.0\.0\.1 \(worker pid \d+\) has no voice-audit installed", last)
-    assert "runtime_env" in last and "runtime_env" in last, err
-    assert last.endswith(
-        f"resume with: voice-audit run --resume {tmp_path / 'r'} --executor ray --address {address}"
-    )

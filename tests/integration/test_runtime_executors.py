@@ -7,7 +7,6 @@ starting it costs about 5-8 s on a 2-core machine.
 from __future__ import annotations
 
 import asyncio
-import json
 import socket
 import sys
 from collections.abc import Iterator
@@ -16,33 +15,19 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.raycampaign import scripted_campaign
 from voice_audit.harness.planning import LoadedCampaign, load_campaign
-from voice_audit.harness.runlog import RunReader
+from voice_audit.harness.runlog import RunReader, run_content
 from voice_audit.harness.runtime import CampaignRunner, RunSummary
 from voice_audit.harness.runtime.executors import (
     Executor,
     RayExecutor,
-    events_content_sha256,
     import_ray,
     make_executor,
 )
 from voice_audit.scenarios import ConfigError, MissingBackendError
 
-CAMPAIGN = """\
-name: rx
-seed: 11
-scenarios: [refund_duplicate_charge]
-agents: [{name: s, adapter: "voice_audit.agents.fakes.scripted:scripted"}]
-pairs:
-  - contrast: [accent]
-    base: {voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}
-    a: {accent: us_general}
-    b: {accent: l2_spanish}
-voices: 3
-replicates: 2
-concurrency: 4
-tts: {name: espeak}
-"""
+CAMPAIGN = scripted_campaign(name="rx", seed=11, replicates=2)
 
 
 def test_missing_ray_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -117,22 +102,9 @@ def _run(
 
 def _content(run_dir: Path) -> dict[str, dict[str, Any]]:
     """Per episode: everything that must not depend on where or when it ran."""
-    reader = RunReader(run_dir)
-    lines = (run_dir / "episodes.jsonl").read_bytes().splitlines()
-    ids = [json.loads(line)["header"]["episode_id"] for line in lines]
-    assert len(ids) == len(set(ids)), "an episode was recorded twice"
-    out: dict[str, dict[str, Any]] = {}
-    for rec in reader.records():
-        eid = rec.header.episode_id
-        events = reader.events(eid)
-        out[eid] = {
-            "header": rec.header.model_dump(mode="json", exclude={"run_id"}),
-            "outcome": rec.outcome.model_dump(mode="json", exclude={"duration_ms", "events_sha256"}),
-            "event_types": [e.type for e in events],
-            "content_sha256": events_content_sha256(events),
-        }
-    assert not reader.problems.items
-    return out
+    content = run_content(run_dir)
+    assert content.clean(), (content.recorded_twice, content.problems, content.unrecorded_folders)
+    return content.episodes
 
 
 def test_local_and_ray_runs_hold_the_same_episodes_and_resume(
