@@ -1,5 +1,6 @@
 """Episode metrics, one small module per family, each computed from the event log alone."""
 
+from voice_audit.analysis.metrics._episodes import voice_id
 from voice_audit.analysis.metrics.catalogue import CATALOGUE, QUALITY_LABELS, MetricSpec
 from voice_audit.analysis.metrics.extract import extract_metrics
 from voice_audit.analysis.metrics.ingest import Ingested, Problem, ingest
@@ -15,4 +16,5 @@ __all__ = [
     "extract_metrics",
     "from_events",
     "ingest",
+    "voice_id",
 ]

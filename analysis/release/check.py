@@ -10,7 +10,9 @@ smallest effect of interest for the metric. Evidence the gates do not back (the 
 disposition.json is `diagnostics_only`) cannot decide a release unless the policy says
 `diagnostic: allowed`; without it, and with fewer distinct pairs than the policy's minimum, the rule
 is not evaluable. A run the budget stopped, or with missing pairs, is named in every verdict and
-in the check's summary.
+in the check's summary. A change rule's verdict names the compared cell's speakers per side; a cell
+with fewer speaker clusters than the analysis plan's minimum has no interval ("no interval: N
+speakers", as in the run's own deltas) and is not evaluable, with the reason in its notes.
 """
 
 from __future__ import annotations
@@ -59,6 +61,8 @@ class Verdict(Frozen):
     ci_high: float | None = None
     n_pairs: int | None = None
     n_speakers: int | None = None
+    speakers_a: int | None = None
+    speakers_b: int | None = None
     lowest: float | None = None
     highest: float | None = None
     tolerance_from: Literal["policy", "plan"] = "policy"
@@ -92,7 +96,10 @@ class Verdict(Frozen):
             ci = f"[{_f(self.ci_low)}, {_f(self.ci_high)}]"
         else:
             ci = self.no_interval or "no interval"
-        speakers = f", {self.n_speakers} speakers" if self.n_speakers is not None else ""
+        n = self.n_speakers
+        speakers = f", {n} speaker{'s' if n != 1 else ''}" if n is not None else ""
+        if self.speakers_a is not None and self.speakers_b is not None:
+            speakers += f" (a {self.speakers_a}, b {self.speakers_b})"
         return f"{_f(self.estimate)} {ci}, n={self.n_pairs}{speakers}"
 
     def needed_text(self) -> str:
@@ -201,6 +208,7 @@ class Found(Frozen):
     gated: bool
     why_not_gated: tuple[str, ...] = ()
     n_pairs: int = 0
+    speakers: tuple[int, int] | None = None
     cell_notes: tuple[str, ...] = ()
 
 
@@ -258,6 +266,8 @@ def _judge(
         ci_high=hi,
         n_pairs=found.n_pairs,
         n_speakers=int(n_units) if n_units is not None else None,
+        speakers_a=found.speakers[0] if found.speakers else None,
+        speakers_b=found.speakers[1] if found.speakers else None,
         lowest=lowest,
         highest=highest,
         tolerance_from="plan" if from_plan else "policy",
@@ -434,8 +444,14 @@ def check_changes(
             if not ok:
                 gated = False
                 why += [f"{side} run: {r}" for r in reasons]
+        spk = cell.get("speakers") or {}
         return Found(
-            estimate=est, gated=gated, why_not_gated=tuple(why), n_pairs=int(est.get("n_pairs") or 0)
+            estimate=est,
+            gated=gated,
+            why_not_gated=tuple(why),
+            n_pairs=int(est.get("n_pairs") or 0),
+            speakers=_fewer_speakers(spk),
+            cell_notes=tuple(str(n) for n in spk.get("notes", [])),
         )
 
     return _evaluate(
@@ -449,6 +465,16 @@ def check_changes(
         diagnostic,
         run_notes,
     )
+
+
+def _fewer_speakers(speakers: dict[str, Any]) -> tuple[int, int] | None:
+    """Distinct speakers of condition a and of b in a compared cell, each the fewer of the two runs'
+    (what the change rests on); None for a comparison that does not count them."""
+    try:
+        a, b = (min(int(speakers[side]["old"]), int(speakers[side]["new"])) for side in ("a", "b"))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return a, b
 
 
 def _cell_notes(cell: dict[str, Any]) -> tuple[str, ...]:

@@ -118,10 +118,24 @@ def compare_cmd(
         f"compared {doc['old']['run_id']} (old) with {doc['new']['run_id']} (new): {len(doc['cells'])} cell(s), "
         f"{n} matched pairs; changes are new - old of a - b ({doc['interval']} interval, alpha {doc['alpha']:g})"
     )
+    for cell in doc["cells"]:
+        spk = cell.get("speakers")
+        if not spk or not cell["n_matched"]:
+            continue
+        verdict = (
+            "intervals over speaker clusters"
+            if spk["enough"]
+            else f"fewer than {spk['min_speakers']}: no interval, not evidence about the contrast"
+        )
+        typer.echo(
+            f"  speakers a {spk['a']['new']} (old {spk['a']['old']}), b {spk['b']['new']} (old {spk['b']['old']}), "
+            f"{spk['clusters']} cluster(s), {verdict} | {cell['label']}"
+        )
     for row in largest_changes(doc):
         typer.echo(
             f"  {row['family']}/{row['metric']} gap change {row['estimate']:+.4g} "
-            f"[{row['ci_low']:.4g}, {row['ci_high']:.4g}] n={row['n_pairs']} | {short_label(row['cell'])}"
+            f"[{row['ci_low']:.4g}, {row['ci_high']:.4g}] n={row['n_pairs']}, {row.get('n_clusters')} speaker "
+            f"cluster(s) | {short_label(row['cell'])}"
         )
     for note in doc["notes"]:
         typer.echo(f"  note: {note}")

@@ -17,6 +17,18 @@ bound nothing (a constant gap below 0 is neither a spread nor a count), those ar
 and b of both runs (`level_contrast_interval`): without them a deterministic widening of a burden
 gap never had an interval, however many pairs.
 
+Speakers are the unit of evidence (docs/method/index.md section 8), here as in the run's own deltas:
+every interval is clustered by speaker with the analysis's own clustering
+(`voice_audit.analysis.stats.voice_clusters` inside `paired_mean_delta(cluster_by_voice=True)`: the
+CR2 interval over the speaker clusters when there are fewer clusters than pairs). A matched pair is
+voiced by up to four voices, a and b in each run; matched pairs sharing any of them, on either side
+and in either run, are one cluster. A voice is the speaker the episode records, or in records that
+name none (before episode schema 4) the realisation, condition and voice index, as analyze takes it
+(`voice_audit.analysis.metrics.voice_id`). A cell with fewer voice clusters than the analysis plan's
+`min_voices_paired_disparity` (3 in the bundled plan) keeps its estimates without an interval ("no
+interval: N speakers", analyze's rule), says so with its speakers per side, and so decides no
+release check either way.
+
 Only pairs included in both runs' deltas enter. The seed method's cross-model gap per subgroup
 (`voice_audit.analysis.subgroups_run.gaps_against`, matched on caller_id) goes into the same document.
 """
@@ -31,10 +43,12 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
-from voice_audit.analysis.deltas import CELL_KEYS, cell_label
+from voice_audit.analysis.deltas import CELL_KEYS, cell_label, speakers_text
+from voice_audit.analysis.metrics import voice_id
 from voice_audit.analysis.metrics.catalogue import CATALOGUE
+from voice_audit.analysis.plan import DEFAULT_PLAN, load_plan
 from voice_audit.analysis.release.documents import COMPARISON_JSON, read_json, short_label
-from voice_audit.analysis.stats import PairedValues, adjust_p_values, paired_mean_delta
+from voice_audit.analysis.stats import PairedValues, adjust_p_values, paired_mean_delta, voice_clusters
 from voice_audit.harness.runlog import (
     DELTAS_JSON,
     DISPOSITION_JSON,
@@ -47,7 +61,7 @@ from voice_audit.harness.runlog import (
 from voice_audit.scenarios import ConfigError
 
 SCHEMA = "voice-audit/comparison"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: intervals clustered by speaker, speakers per side in every cell
 MATCH_KEYS: tuple[str, ...] = (
     "scenario_id",
     "contrast",
@@ -90,6 +104,7 @@ class RunTables:
         voice = metrics.loc[metrics["side"] == "a", ["pair_id", "voice_index"]].drop_duplicates("pair_id")
         self.pairs = pairs[pairs["included"].astype(bool)].merge(voice, on="pair_id", how="left")
         self.metrics = metrics
+        self.voices = pair_voices(metrics)
         self.families: dict[str, list[str]] = {}
         for cell in self.deltas.get("cells", []):
             for e in cell.get("estimates", []):
@@ -121,6 +136,120 @@ class RunTables:
         return None
 
 
+def pair_voices(metrics: pd.DataFrame) -> pd.DataFrame:
+    """Per pair_id: who voiced side a and side b (`voice_a`, `voice_b`: the recorded speaker, else the
+    realisation, `voice_audit.analysis.metrics.voice_id`, as analyze clusters them) and whether the
+    record named the speaker (`named_a`, `named_b`). A metrics table written before voice_id existed
+    gets the realisation from its condition key and voice index."""
+    m = metrics.drop_duplicates(["pair_id", "side"], keep="last")
+    speaker = m["speaker"] if "speaker" in m.columns else pd.Series(None, index=m.index, dtype=object)
+    named = speaker.notna() & (speaker.astype(str) != "")
+    fallback = pd.Series(
+        [
+            voice_id(str(k), int(i), str(sp) if ok else None)
+            for k, i, sp, ok in zip(m["condition_key"], m["voice_index"], speaker, named, strict=True)
+        ],
+        index=m.index,
+        dtype=object,
+    )
+    voice = m["voice_id"].where(m["voice_id"].notna(), fallback) if "voice_id" in m.columns else fallback
+    frame = pd.DataFrame(
+        {"pair_id": m["pair_id"], "side": m["side"], "voice": voice.astype(str), "named": named}
+    )
+    wide = frame.pivot(index="pair_id", columns="side", values=["voice", "named"])
+    out = pd.DataFrame(index=wide.index)
+    for side in ("a", "b"):
+        out[f"voice_{side}"] = wide[("voice", side)] if ("voice", side) in wide.columns else None
+        out[f"named_{side}"] = (
+            wide[("named", side)].fillna(False).astype(bool) if ("named", side) in wide.columns else False
+        )
+    return out
+
+
+def min_speakers(*runs: RunTables) -> tuple[int, list[str]]:
+    """The analysis plan's minimum of distinct voices (speaker clusters) a cell needs before its delta
+    can be a claim (`claims.min_voices_paired_disparity` of the bundled plan, the one analyze applies
+    unless told otherwise), and a note for each run analysed with another plan."""
+    plan = load_plan(DEFAULT_PLAN)
+    need = plan.claims.min_voices_paired_disparity
+    notes = [
+        f"run {run.run_id} was analysed with another plan (sha256 {str(sha)[:12]}); the speaker clusters a cell "
+        f"needs are the bundled plan's {need}"
+        for run in runs
+        if (sha := run.deltas.get("plan_sha256")) not in (None, plan.sha256)
+    ]
+    return need, notes
+
+
+def speaker_clusters(old: RunTables, new: RunTables, matched: pd.DataFrame) -> np.ndarray:
+    """Cluster label of each matched pair (row of `matched`): the connected components, by
+    `voice_clusters`, of the voices each matched pair links (a and b of the new pair, a and b of the
+    old one): pairs sharing a speaker, on either side and in either run, are one cluster. In a
+    campaign whose voice index names the same speaker in both runs this is analyze's clustering of
+    either run's pairs."""
+    vn = new.voices.reindex(pd.Index(matched["pair_id_new"]))
+    vo = old.voices.reindex(pd.Index(matched["pair_id_old"]))
+    n = len(matched)
+    an, bn = vn["voice_a"].astype(str).tolist(), vn["voice_b"].astype(str).tolist()
+    ao, bo = vo["voice_a"].astype(str).tolist(), vo["voice_b"].astype(str).tolist()
+    # links: new a - new b (these n come first, so the first n labels are the pairs'), old a - old b,
+    # and each side's voice in the new run with the same side's in the old run
+    labels = voice_clusters([*an, *ao, *an, *bn], [*bn, *bo, *ao, *bo])
+    return labels[:n]
+
+
+def cell_speakers(
+    old: RunTables, new: RunTables, matched: pd.DataFrame, clusters: np.ndarray, need: int
+) -> dict[str, Any]:
+    """Distinct speakers per side and run among a cell's matched pairs, the speaker clusters the
+    intervals rest on, and what they support (the analysis's rule: `need` clusters before a delta can
+    be a claim)."""
+    vn = new.voices.reindex(pd.Index(matched["pair_id_new"]))
+    vo = old.voices.reindex(pd.Index(matched["pair_id_old"]))
+    per_side = {
+        side: {run: int(v[f"voice_{side}"].nunique()) for run, v in (("old", vo), ("new", vn))}
+        for side in ("a", "b")
+    }
+    named = {run: _named(v) for run, v in (("old", vo), ("new", vn))}
+    g = len(set(clusters.tolist()))
+    notes: list[str] = []
+    if len(matched) and g < need:
+        # analyze's rule and words (voice_audit.analysis.disposition, voice_audit.analysis.deltas)
+        notes.append(
+            f"speakers per side: a {per_side['a']['new']} (old run {per_side['a']['old']}), b {per_side['b']['new']} "
+            f"(old run {per_side['b']['old']}), in {g} speaker cluster(s): {g} distinct voice(s) < {need} needed "
+            "for a paired-disparity claim: replicates of one voice are not independent evidence about its "
+            f"condition; the changes are shown without an interval ({speakers_text(g)}) and count as evidence "
+            "neither for nor against the contrast"
+        )
+    notes += [unnamed_note(run, how) for run, how in named.items() if len(matched) and how != "all"]
+    return {
+        "a": per_side["a"],
+        "b": per_side["b"],
+        "clusters": g,
+        "min_speakers": need,
+        "enough": g >= need,
+        "named": named,
+        "notes": notes,
+    }
+
+
+def _named(voices: pd.DataFrame) -> Literal["all", "some", "none"]:
+    """Whether the records of these pairs name their speakers: on every call, some, or none."""
+    flags = pd.concat([voices["named_a"], voices["named_b"]]).fillna(False).astype(bool)
+    return "all" if flags.all() else "some" if flags.any() else "none"
+
+
+def unnamed_note(run: str, how: str) -> str:
+    """The limitation of records that do not say who voiced the caller."""
+    which = "some of its calls" if how == "some" else "its calls"
+    return (
+        f"the {run} run's records do not name the speaker of {which} (episode schema before 4): those voices are "
+        "counted by realisation (condition and voice index), as analyze does, so one person rendered as two "
+        "realisations counts as two speakers and the speaker counts may overstate the evidence"
+    )
+
+
 def _agent_pairs(old: RunTables, new: RunTables) -> list[tuple[str, str]]:
     a_old, a_new = old.agents(), new.agents()
     if len(a_old) == 1 and len(a_new) == 1:
@@ -144,40 +273,72 @@ def change_estimate(
     alpha: float,
     interval: Interval,
     levels: Sequence[tuple[int, np.ndarray]] | None = None,
+    clusters: np.ndarray | None = None,
+    need: int = 1,
 ) -> dict[str, Any]:
     """Mean of new - old over matched rows with both values, with the paired interval of `interval`.
     `levels` (sign, per-row values) say what new - old is made of when both are gaps (for the
-    fallback without spread, `paired_mean_delta`)."""
+    fallback without spread, `paired_mean_delta`). `clusters` (a speaker-cluster label per row,
+    `speaker_clusters`) makes the interval the analysis's voice-clustered one; with fewer than `need`
+    clusters among the rows kept, the estimate stands without an interval ("no interval: N speakers")."""
     keep = ~(np.isnan(values_new) | np.isnan(values_old))
     table = pd.DataFrame({"a": values_new[keep], "b": values_old[keep]}, index=index[keep])
+    if clusters is not None:
+        # the cluster label is both voices of the row: paired_mean_delta's own voice clustering then
+        # finds exactly these clusters
+        label = [f"speakers#{c}" for c in np.asarray(clusters)[keep]]
+        table = table.assign(voice_a=label, voice_b=label)
     drops = {"a value missing in one of the runs": int((~keep).sum())} if (~keep).any() else {}
     est = paired_mean_delta(
         PairedValues(metric=metric, table=table, drops=drops),
         family=family,
         alpha=alpha,
         interval=interval,
+        cluster_by_voice=clusters is not None,
         levels=None if levels is None else [(sign, values[keep]) for sign, values in levels],
     )
-    method = est.method.replace("paired mean delta", "mean over matched pairs of new - old")
+    method = est.method.replace("paired mean delta", "mean over matched pairs of new - old").replace(
+        "voice cluster(s)", "speaker cluster(s)"
+    )
+    lo, hi, p = est.ci_low, est.ci_high, est.p_value
+    notes = list(est.notes)
+    no_interval = None
+    g = est.n_clusters
+    if g is not None and g < need and est.estimate is not None:
+        no_interval = speakers_text(g)
+        lo = hi = p = None
+        notes.append(
+            f"{no_interval} (the analysis plan needs {need} per cell): the estimate speaks for these speakers' "
+            "calls; an interval over replicates of so few speakers would describe the replicates, not the condition"
+        )
     return {
         "estimate": est.estimate,
-        "ci_low": est.ci_low,
-        "ci_high": est.ci_high,
-        "p_value": est.p_value,
+        "ci_low": lo,
+        "ci_high": hi,
+        "p_value": p,
         "n_pairs": est.n_pairs,
         "n_dropped": est.n_dropped,
+        "n_clusters": g,
+        "no_interval": no_interval,
         "alpha": alpha,
         "method": method,
-        "notes": list(est.notes),
+        "notes": notes,
         "new": est.mean_a,
         "old": est.mean_b,
     }
 
 
 def compare_cell(
-    old: RunTables, new: RunTables, matched: pd.DataFrame, alpha: float, interval: Interval
+    old: RunTables,
+    new: RunTables,
+    matched: pd.DataFrame,
+    alpha: float,
+    interval: Interval,
+    clusters: np.ndarray | None = None,
+    need: int = 1,
 ) -> list[dict[str, Any]]:
-    """Changes of every plan metric of both runs, by family; `matched` has pair_id_old / pair_id_new."""
+    """Changes of every plan metric of both runs, by family; `matched` has pair_id_old / pair_id_new,
+    `clusters` its speaker clusters (`speaker_clusters`), `need` the clusters an interval needs."""
     idx_old = pd.Index(matched["pair_id_old"])
     idx_new = pd.Index(matched["pair_id_new"])
     keys = pd.Index(matched["pair_id_new"].astype(str) + "~" + matched["pair_id_old"].astype(str))
@@ -197,7 +358,16 @@ def compare_cell(
             gap_levels = [(1, va_n), (-1, vb_n), (-1, va_o), (1, vb_o)]
             for of, (vn, vo) in rows.items():
                 block = change_estimate(
-                    vn, vo, keys, metric, family, alpha, interval, gap_levels if of == "gap" else None
+                    vn,
+                    vo,
+                    keys,
+                    metric,
+                    family,
+                    alpha,
+                    interval,
+                    gap_levels if of == "gap" else None,
+                    clusters=clusters,
+                    need=need,
                 )
                 out.append(
                     {
@@ -301,11 +471,15 @@ def compare_runs(
     interval: Interval = "signflip",
     alpha: float | None = None,
     subgroups: bool = True,
+    speakers: int | None = None,
 ) -> dict[str, Any]:
-    """The comparison document (see the module docstring); nothing is written."""
+    """The comparison document (see the module docstring); nothing is written. `speakers`: the speaker
+    clusters a cell needs for its intervals (default: the bundled analysis plan's minimum)."""
     old, new = RunTables(Path(old_dir)), RunTables(Path(new_dir))
     a = alpha if alpha is not None else new.alpha
-    notes: list[str] = []
+    need, notes = min_speakers(old, new)
+    if speakers is not None:
+        need, notes = speakers, []
     if old.manifest.get("campaign", {}).get("name") != new.manifest.get("campaign", {}).get("name"):
         notes.append(
             "the two runs come from campaigns with different names; calls are matched on the plan's keys all the same"
@@ -326,6 +500,8 @@ def compare_runs(
             continue
         for key, sub in joined.groupby(list(MATCH_KEYS[:4]), sort=True, dropna=False):
             both = sub[sub["_merge"] == "both"]
+            clusters = speaker_clusters(old, new, both)
+            spk = cell_speakers(old, new, both, clusters, need)
             cell = {"agent": agent_new, **dict(zip(MATCH_KEYS[:4], map(str, key), strict=True))}
             old_cell = {**cell, "agent": agent_old}
             block: dict[str, Any] = {
@@ -337,9 +513,20 @@ def compare_runs(
                 "n_only_new": int((sub["_merge"] == "left_only").sum()),
                 "disposition_old": old.disposition_cell(old_cell),
                 "disposition_new": new.disposition_cell(cell),
-                "changes": compare_cell(old, new, both, a, interval) if len(both) else [],
+                "speakers": spk,
+                "changes": compare_cell(old, new, both, a, interval, clusters, need) if len(both) else [],
             }
             cells.append(block)
+    for run in ("old", "new"):
+        how = {c["speakers"]["named"][run] for c in cells if c["n_matched"]}
+        if how - {"all"}:
+            notes.append(unnamed_note(run, "none" if how == {"none"} else "some"))
+    short = [c for c in cells if c["n_matched"] and not c["speakers"]["enough"]]
+    if short:
+        notes.append(
+            f"{len(short)} of {len(cells)} compared cell(s) rest on fewer than {need} speaker clusters: their "
+            "changes are shown without an interval and count as evidence neither for nor against the contrast"
+        )
     gaps, gap_notes = (
         subgroup_gaps(old.dir, new.dir) if subgroups else ([], ["cross-model subgroup gap not computed"])
     )
@@ -365,6 +552,8 @@ def compare_runs(
                 "level_b": "per matched call of condition b: new - old",
             },
             "interval": interval,
+            "interval_clusters": "speaker",
+            "min_speakers": need,
             "alpha": a,
             "cells": cells,
             "subgroup_gaps": gaps,
