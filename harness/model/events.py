@@ -72,6 +72,12 @@ class CallStarted(_Event):
         description="Id the agent side gave the session (Realtime session id, HTTP/WS `session_id`, Twilio streamSid); None when it gave none.",
         examples=["MZ18ad3ab5a668481ce02b83e7395059f0", "sess_8f2c"],
     )
+    admitted_at: float | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="When the harness admitted the call under the agent's declared limits (`max_concurrent_calls`, `calls_per_minute`), in seconds since the Unix epoch: the wall clock of the run's grid of start times, the same on every worker and node. Absent when the agent declares no limits.",
+        examples=[1796548226.8975],
+    )
 
 
 class FactsProvisioned(_Event):

@@ -181,6 +181,8 @@ class EpisodeRunner:
         self.policy = CallerPolicy(ctx.scenario, reader=self.readers.policy_reader if self.readers else None)
         self.session: AgentSession | None = None
         self.rate_limited: RateLimited | None = None
+        self.admitted_at: float | None = None
+        """When the agent's gate admitted this attempt (wall clock); None: the agent declares no limits."""
 
     # -- the whole episode -----------------------------------------------------------
     async def run(self) -> EpisodeRecord:
@@ -228,7 +230,8 @@ class EpisodeRunner:
         if ctx.gate is None:
             record = await self._attempt()
         else:
-            async with ctx.gate.slot(ctx.ticket):
+            async with ctx.gate.slot(ctx.ticket) as admitted:
+                self.admitted_at = admitted if ctx.gate.limited else None
                 record = await self._attempt()
                 if record.outcome.failure_kind == "rate_limited" and limited < MAX_RATE_LIMITED_ATTEMPTS - 1:
                     await ctx.gate.hold_place(ctx.ticket)
@@ -351,6 +354,7 @@ class EpisodeRunner:
             protocol=caps.protocol,
             call_id=call.call_id,
             agent_session_id=agent_session,
+            admitted_at=self.admitted_at,
         )
         sent = disclose(call.facts, call.disclosure)
         log.emit(

@@ -29,6 +29,9 @@ MAX_RATE_LIMITED_ATTEMPTS = 8
 BACKOFF_S = 1.0
 """First wait after a rate limit that named no Retry-After; doubled per attempt, up to `MAX_BACKOFF_S`."""
 MAX_BACKOFF_S = 30.0
+SLOT_WINDOW = 0.05
+"""A split run's grid: a slot admits a call only this fraction of the vendor's spacing after it
+opens, and slots are longer than the spacing by as much (see `AgentShare`)."""
 
 
 def backoff_s(retry_after_s: float | None, attempt: int) -> float:
@@ -43,9 +46,11 @@ def backoff_s(retry_after_s: float | None, attempt: int) -> float:
 class AgentShare:
     """One worker's part of an agent's limits when a run is split over `n` workers: the shares of
     the calls in flight add up to the vendor's limit, and the workers take turns on one grid of
-    start times (wall clock from `epoch`, one slot per 60/calls_per_minute s, worker k owning
-    slots k, k+n, ...), so no two starts anywhere are closer than the vendor's spacing, however
-    late a worker process comes up."""
+    start times (wall clock from `epoch`, worker k owning slots k, k+n, ...). A slot admits a call
+    only within its first `SLOT_WINDOW` of the vendor's spacing, and slots are that much longer
+    than the spacing, so no two admissions anywhere are closer than the vendor's spacing, however
+    late a worker process comes up, a call in flight ends or an event loop wakes (a worker that
+    misses a slot's window takes its next slot)."""
 
     agent: str
     max_concurrent: int | None
@@ -94,8 +99,12 @@ class AgentGate:
         self.max_concurrent = max_concurrent
         spacing = 60.0 / calls_per_minute if calls_per_minute else 0.0
         self.spacing_s = spacing * (share.workers if share is not None else 1)
-        # This worker's slots on the run's grid (wall clock): epoch + offset + j * spacing_s.
-        self._grid = (share.epoch + share.slot * spacing) if share is not None and spacing else None
+        # This worker's slots on the run's grid (wall clock): epoch + (slot + j * workers) * period,
+        # each open for `_window` s.
+        period = spacing * (1 + SLOT_WINDOW)
+        self._window = spacing * SLOT_WINDOW
+        self._period = period * (share.workers if share is not None else 1)
+        self._grid = (share.epoch + share.slot * period) if share is not None and spacing else None
         self._cond = asyncio.Condition()
         self._waiting: list[int] = []
         self._active = 0
@@ -109,10 +118,18 @@ class AgentGate:
         concurrent = share.max_concurrent if share is not None else spec.max_concurrent_calls
         return cls(concurrent, spec.calls_per_minute, share)
 
+    @property
+    def limited(self) -> bool:
+        """Whether the agent declared limits: only then is a call's admission worth recording."""
+        return self.max_concurrent is not None or self.spacing_s > 0
+
     def _free(self) -> bool:
         return self.max_concurrent is None or self._active < self.max_concurrent
 
-    async def acquire(self, ticket: int) -> None:
+    async def acquire(self, ticket: int) -> float:
+        """Wait for `ticket`'s turn; returns its admission time on the wall clock (`time.time()`,
+        the clock of the run's grid), which the call records: what the gate did is checked on its
+        own admissions, not on when the agent saw a request a connection setup later."""
         loop = asyncio.get_running_loop()
         t0 = loop.time()
         async with self._cond:
@@ -120,10 +137,8 @@ class AgentGate:
                 heapq.heappush(self._waiting, ticket)
             try:
                 while True:
-                    now = loop.time()
-                    ready_at = self._on_grid(
-                        max(self._paused_until, self._next_start), loop.time(), time.time()
-                    )
+                    now, admitted = loop.time(), time.time()
+                    ready_at = self._on_grid(max(self._paused_until, self._next_start), now, admitted)
                     if self._waiting[0] == ticket and self._free() and now >= ready_at:
                         break
                     try:
@@ -133,7 +148,7 @@ class AgentGate:
                         pass
                 heapq.heappop(self._waiting)
                 self._active += 1
-                self._next_start = loop.time() + self.spacing_s
+                self._next_start = now + self.spacing_s
             except BaseException:
                 if ticket in self._waiting:
                     self._waiting.remove(ticket)
@@ -142,16 +157,20 @@ class AgentGate:
             finally:
                 self._cond.notify_all()
         self.waited_s += loop.time() - t0
+        return admitted
 
     def _on_grid(self, ready_at: float, now: float, wall_now: float) -> float:
         """`ready_at` (loop time; `now` in loop time is `wall_now` on the wall clock), moved up to
-        this worker's next slot on the run's grid."""
+        the opening of this worker's next slot on the run's grid whose window is still open at
+        `now`: a call that became free to start after its slot's window closed (its worker came up
+        late, a call in flight ended, the loop woke late) waits for the worker's next slot rather
+        than starting off the grid, closer than the vendor's spacing to another worker's start."""
         if self._grid is None:
             return ready_at
         to_wall = wall_now - now
-        behind = ready_at + to_wall - self._grid
-        slots = max(0, math.ceil(behind / self.spacing_s - 1e-9))
-        return self._grid + slots * self.spacing_s - to_wall
+        earliest = max(ready_at + to_wall, wall_now - self._window)
+        slots = max(0, math.ceil((earliest - self._grid) / self._period - 1e-9))
+        return self._grid + slots * self._period - to_wall
 
     async def release(self) -> None:
         async with self._cond:
@@ -180,10 +199,11 @@ class AgentGate:
             self._cond.notify_all()
 
     @asynccontextmanager
-    async def slot(self, ticket: int) -> AsyncIterator[None]:
-        await self.acquire(ticket)
+    async def slot(self, ticket: int) -> AsyncIterator[float]:
+        """Hold a place while the call runs; yields its admission time (`acquire`)."""
+        admitted = await self.acquire(ticket)
         try:
-            yield
+            yield admitted
         finally:
             await self.release()
 
