@@ -43,6 +43,8 @@ from typing import Any
 
 import psutil
 
+from voice_audit.harness.runtime.capacity import node_resources
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for tests.helpers
 from tests.helpers.raycampaign import scripted_campaign
 
@@ -163,7 +165,7 @@ def equivalence(calls_wanted: int, nodes: int) -> int:
         )
         try:
             for _ in range(nodes):
-                cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1")
+                cluster.add_node(num_cpus=1, resources=node_resources(1), node_ip_address="127.0.0.1")
             cluster.wait_for_nodes()
             args = ["run", str(work / "c.yaml"), "--out", str(work), "--run-id", "ray"]
             ray_res = run_driver([*args, "--executor", "ray", "--address", cluster.address, *common])
@@ -233,7 +235,7 @@ def main() -> None:
         )
         try:
             for cpus in node_cpus:
-                cluster.add_node(num_cpus=cpus, node_ip_address="127.0.0.1")
+                cluster.add_node(num_cpus=cpus, resources=node_resources(cpus), node_ip_address="127.0.0.1")
             cluster.wait_for_nodes()
             time.sleep(2)  # let the fresh nodes settle before measuring
             rid = f"ray{len(node_cpus)}"

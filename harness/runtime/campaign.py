@@ -40,6 +40,7 @@ from voice_audit.harness.runlog import (
     usage_jsonl,
 )
 from voice_audit.harness.runtime.budget import BudgetGuard
+from voice_audit.harness.runtime.capacity import campaign_demand, local_processes, shard_units
 from voice_audit.harness.runtime.executors import Executor, LocalProcessExecutor
 from voice_audit.harness.runtime.inprocess import (
     DEFAULT_CACHE,
@@ -134,14 +135,17 @@ class CampaignRunner:
     ) -> RunSummary:
         """Run every unfinished episode: in this process, or split by pair over an executor.
 
-        `workers > 1` without an executor means that many local worker processes.
+        Without an executor: `workers` local worker processes, raised until no process holds
+        more calls than the campaign's transports allow (`capacity`); one means this process.
         """
         loop_t0 = asyncio.get_running_loop().time()
         check_recordings(self.loaded)  # recorded voices: refuse missing lines before any call
         if self.check_agents:
             await self._check_agents()
-        if executor is None and workers > 1:
-            executor = LocalProcessExecutor(workers)
+        if executor is None:  # as many processes as asked for, and as the transports need
+            workers = local_processes(campaign_demand(self.loaded.campaign, self.concurrency), workers)
+            if workers > 1:
+                executor = LocalProcessExecutor(workers)
         try:
             if executor is not None:
                 summary = await self._run_on(executor, resume)
@@ -250,11 +254,14 @@ class CampaignRunner:
         async with executor:
             agents = list(self.loaded.campaign.agents)
             epoch = time.time()
-            n = max_workers_for(agents, min(executor.slots(), len(pairs)))
+            demand = campaign_demand(self.loaded.campaign, self.concurrency)
+            n = max_workers_for(agents, min(executor.slots(demand), len(pairs)))
             shards: list[list[str]] = [[] for _ in range(n)]
             for i, pair in enumerate(pairs):
                 shards[i % n].extend(e.episode_id for e in pair)
-            per_shard = max(1, -(-(self.concurrency or self.loaded.campaign.concurrency) // n))
+            per_shard = max(1, -(-demand.concurrency // n))
+            if demand.calls_per_process:  # fewer shards than the table needs (few pairs, vendor limits)
+                per_shard = min(per_shard, demand.calls_per_process)
             # Every shard warms up, then waits for the others: no first call shares the cores with
             # another worker still starting (`warmup`).
             barrier = str(barrier_folder(self.run_dir.resolve(), f"{epoch:.6f}"))
@@ -270,6 +277,7 @@ class CampaignRunner:
                     records_to_driver=executor.records_to_driver,
                     agent_shares=agent_shares(agents, n, k, epoch),
                     start_barrier=StartBarrier(barrier, n, k, stagger_s=START_STAGGER_S),
+                    realtime_units=shard_units(demand, min(per_shard, len(ids))),
                 )
                 for k, ids in enumerate(shards)
             ]

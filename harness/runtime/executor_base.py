@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
+from voice_audit.harness.runtime.capacity import Demand
 from voice_audit.harness.runtime.shard import OnMessage, ShardJob
 
 __all__ = ["Executor"]
@@ -42,8 +43,9 @@ class Executor(ABC):
         return ""
 
     @abstractmethod
-    def slots(self) -> int:
-        """How many shards to cut the work into (the caller caps it at the number of pairs)."""
+    def slots(self, demand: Demand | None = None) -> int:
+        """How many shards to cut the work into (the caller caps it at the number of pairs): with
+        the campaign's `demand`, enough that no shard holds more calls than its transports allow."""
 
     @abstractmethod
     async def run(self, jobs: list[ShardJob], on_message: OnMessage, lock_fd: int | None = None) -> list[str]:

@@ -16,6 +16,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from voice_audit.harness.procs import Child, fork_server
+from voice_audit.harness.runtime.capacity import Demand, local_processes
 from voice_audit.harness.runtime.executor_base import Executor
 from voice_audit.harness.runtime.rayexec import RayExecutor, import_ray
 from voice_audit.harness.runtime.shard import OnMessage, ShardJob, run_shard
@@ -53,8 +54,9 @@ class LocalProcessExecutor(Executor):
     async def start(self) -> None:
         await asyncio.to_thread(fork_server().preload, _PRELOAD)
 
-    def slots(self) -> int:
-        return self.workers
+    def slots(self, demand: Demand | None = None) -> int:
+        """The `--workers` asked for, raised until no process holds more calls than the table allows."""
+        return self.workers if demand is None else local_processes(demand, self.workers)
 
     def resume_options(self) -> str:
         return f" --workers {self.workers}"

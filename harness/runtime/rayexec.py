@@ -42,6 +42,13 @@ from voice_audit.harness.runlog import (
     write_episode_files,
 )
 from voice_audit.harness.runtime.callid import run_salt
+from voice_audit.harness.runtime.capacity import (
+    REALTIME_CALLS,
+    Demand,
+    declares_capacity,
+    node_resources,
+    ray_shards,
+)
 from voice_audit.harness.runtime.executor_base import Executor
 from voice_audit.harness.runtime.raydesk import ActorBarrier, Desk
 from voice_audit.harness.runtime.rayshard import RemoteShard, code_identity, ray_shard
@@ -150,11 +157,13 @@ class RayExecutor(Executor):
             return
         if self.address is None:
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+            # every shard at once: per-shard concurrency assumes they all run together
+            cpus = self.num_cpus or max(os.cpu_count() or 1, int((self.tasks or 0) * self.cpus_per_task))
             ctx = ray.init(
                 address="local",
-                # every shard at once: per-shard concurrency assumes they all run together
-                num_cpus=self.num_cpus
-                or max(os.cpu_count() or 1, int((self.tasks or 0) * self.cpus_per_task)),
+                num_cpus=cpus,
+                # the real-time capacity of the CPUs it may use (not of the slots added for shards)
+                resources=node_resources(min(cpus, os.cpu_count() or 1)),
                 include_dashboard=False,
                 log_to_driver=False,
                 configure_logging=False,
@@ -183,13 +192,12 @@ class RayExecutor(Executor):
             self._ray.shutdown()
             self._owned = False
 
-    def slots(self) -> int:
-        """One shard per task slot of the nodes alive now: a node the cluster still counts but that
-        has died (Ray drops it only after its health checks fail) gets no shard to wait for."""
-        if self.tasks:
-            return self.tasks
-        cpus = _alive_cpus(self._ray) if self._ray is not None else 1.0
-        return max(1, int(cpus // self.cpus_per_task))
+    def slots(self, demand: Demand | None = None) -> int:
+        """One shard per task slot of the nodes alive now (a node the cluster still counts but that
+        has died, which Ray drops only after its health checks fail, gets no shard to wait for), or
+        `--workers`; more when the campaign's transports need them (`capacity.ray_shards`)."""
+        nodes = _alive_resources(self._ray) if self._ray is not None else [{"CPU": 1.0}]
+        return ray_shards(demand, nodes, self.cpus_per_task, self.tasks)
 
     def run_stats(self) -> dict[str, Any]:
         return {"ray": self._stats} if self._stats else {}
@@ -214,6 +222,7 @@ class RayExecutor(Executor):
         except Exception as exc:
             return [f"the driver's desk did not start on this node: {_one_line(exc)}"]
         task = ray.remote(ray_shard)
+        by_capacity = self._placement(jobs, stats)
         placements: dict[Any, _Placement] = {}
         current: dict[int, _Placement] = {}
         nodes_of: dict[tuple[int, int], str] = {}  # (shard, placement) -> node it ran on
@@ -228,9 +237,11 @@ class RayExecutor(Executor):
                     timeout_s=barrier.timeout_s, stagger_s=barrier.stagger_s, desk=desk,
                 )  # fmt: skip
             sent = dataclasses.replace(job, start_barrier=barrier)
-            strategy = "SPREAD" if avoid is None else self._elsewhere(avoid)
+            units = job.realtime_units if by_capacity else 0
+            strategy = "SPREAD" if avoid is None else self._elsewhere(avoid, units)
             ref = task.options(
                 num_cpus=self.cpus_per_task,
+                resources={REALTIME_CALLS: units} if units else {},
                 max_retries=0,
                 retry_exceptions=False,
                 scheduling_strategy=strategy,
@@ -311,13 +322,15 @@ class RayExecutor(Executor):
                 return
             last_check = now
             waiting = [p for p in placements.values() if p.node is None]
-            if not waiting or _alive_cpus(ray) >= self.cpus_per_task:
+            units = max((p.job.realtime_units for p in waiting), default=0) if by_capacity else 0
+            if not waiting or self._fitting(_alive_resources(ray), units):
                 starved_since = None
                 return
             starved_since = starved_since or now
             if now - starved_since >= NO_CAPACITY_S:
+                room = f"a CPU and {units} {REALTIME_CALLS}" if units else "a CPU"
                 raise _NoCapacity(
-                    f"no live node of the cluster has a CPU for {len(waiting)} shard(s) "
+                    f"no live node of the cluster has {room} for {len(waiting)} shard(s) "
                     f"after {NO_CAPACITY_S:g} s; their calls are unfinished"
                 )
 
@@ -443,16 +456,40 @@ class RayExecutor(Executor):
         ray.get(desk.ready.remote(), timeout=DESK_START_S)
         return desk
 
-    def _elsewhere(self, avoid: str) -> Any:
+    def _fitting(self, nodes: list[dict[str, float]], units: int) -> list[dict[str, float]]:
+        """The nodes (their resources) that could ever take a task of this run asking for `units`."""
+        return [
+            n for n in nodes
+            if n.get("CPU", 0) >= self.cpus_per_task and n.get(REALTIME_CALLS, 0) >= units
+        ]  # fmt: skip
+
+    def _placement(self, jobs: list[ShardJob], stats: dict[str, Any]) -> bool:
+        """Whether shards request the nodes' `realtime_calls` (every live node with CPUs declares
+        it), recorded in the run's stats; a cluster where some node does not is placed by CPU."""
+        wanted = [j.realtime_units for j in jobs]
+        if not any(wanted):
+            stats["placement"] = {"by": "CPU"}
+            return False
+        nodes = _alive_resources(self._ray)
+        if declares_capacity(nodes):
+            declared = sorted(n.get(REALTIME_CALLS, 0) for n in nodes if n.get("CPU", 0) > 0)
+            stats["placement"] = {"by": REALTIME_CALLS, "requested": wanted, "declared": declared}
+            return True
+        stats["placement"] = {"by": "CPU", "undeclared": True}
+        _say(
+            f"not every node declares the {REALTIME_CALLS} resource: the shards are placed by CPU alone, "
+            "and a node may take more real-time calls than it holds in time (see ray start --resources)"
+        )
+        return False
+
+    def _elsewhere(self, avoid: str, units: int = 0) -> Any:
         """A live node other than `avoid` with room for a task, preferred (not required) for a shard
         placed again; the cluster's own choice when there is none."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         try:
-            nodes = [
-                n for n in self._ray.nodes()
-                if n.get("Alive") and n["NodeID"] != avoid and n["Resources"].get("CPU", 0) >= self.cpus_per_task
-            ]  # fmt: skip
+            alive = [n for n in self._ray.nodes() if n.get("Alive") and n["NodeID"] != avoid]
+            nodes = [n for n in alive if self._fitting([n["Resources"]], units)]
         except Exception:
             nodes = []
         if not nodes:
@@ -461,11 +498,12 @@ class RayExecutor(Executor):
         return NodeAffinitySchedulingStrategy(node_id=best["NodeID"], soft=True, _spill_on_unavailable=True)
 
 
-def _alive_cpus(ray: Any) -> float:
+def _alive_resources(ray: Any) -> list[dict[str, float]]:
+    """Each live node's total resources (CPU, `realtime_calls`, ...)."""
     try:
-        return float(sum(n["Resources"].get("CPU", 0) for n in ray.nodes() if n.get("Alive")))
+        return [dict(n["Resources"]) for n in ray.nodes() if n.get("Alive")]
     except Exception:
-        return float(ray.cluster_resources().get("CPU", 1))
+        return [dict(ray.cluster_resources())]
 
 
 def _one_line(exc: BaseException) -> str:

@@ -54,6 +54,9 @@ class ShardJob:
     """This shard's part of each agent's limits (calls in flight, calls per minute)."""
     start_barrier: StartBarrier | None = None
     """Where this shard waits, warmed up, until every shard of the run is (`warmup`)."""
+    realtime_units: int = 0
+    """The node capacity this shard's real-time calls in flight take (`capacity.shard_units`): what
+    it requests of a Ray node's `realtime_calls`; 0 when it has none (placed by CPU alone)."""
 
 
 def run_shard(job: ShardJob, report: OnMessage) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from voice_audit.harness.runlog import run_content
+from voice_audit.harness.runtime.capacity import node_resources
 
 VOICE_AUDIT = str(Path(sys.executable).with_name("voice-audit"))
 HEALTH = {
@@ -37,7 +38,8 @@ def namespaces_available() -> bool:
 
 @contextmanager
 def ray_cluster(worker_cpus: Sequence[int], head_cpus: int = 0) -> Iterator[Any]:
-    """Head (`head_cpus`) plus one worker node per entry of `worker_cpus`, all on 127.0.0.1.
+    """Head (`head_cpus`) plus one worker node per entry of `worker_cpus`, all on 127.0.0.1, each
+    declaring its real-time capacity (`realtime_calls`) from its CPUs as `ray start` is told to.
 
     The nodes' processes can import the test helpers (agents the tests' campaigns name), as a real
     cluster's nodes would have the campaign's adapter modules installed."""
@@ -53,6 +55,7 @@ def ray_cluster(worker_cpus: Sequence[int], head_cpus: int = 0) -> Iterator[Any]
         initialize_head=True,
         head_node_args={
             "num_cpus": head_cpus,
+            "resources": node_resources(head_cpus),
             "node_ip_address": "127.0.0.1",
             "include_dashboard": False,
             "_system_config": HEALTH,
@@ -60,7 +63,7 @@ def ray_cluster(worker_cpus: Sequence[int], head_cpus: int = 0) -> Iterator[Any]
     )
     try:
         for cpus in worker_cpus:
-            cluster.add_node(num_cpus=cpus, node_ip_address="127.0.0.1")
+            cluster.add_node(num_cpus=cpus, resources=node_resources(cpus), node_ip_address="127.0.0.1")
         cluster.wait_for_nodes()
         yield cluster
     finally:

@@ -7,6 +7,7 @@ starting it costs about 5-8 s on a 2-core machine.
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import sys
 from collections.abc import Iterator
@@ -16,9 +17,12 @@ from typing import Any
 import pytest
 
 from tests.helpers.raycampaign import scripted_campaign
+from voice_audit.agents.fakes import ScriptedAgent
+from voice_audit.agents.serve import start_server
 from voice_audit.harness.planning import LoadedCampaign, load_campaign
 from voice_audit.harness.runlog import RunReader, run_content
 from voice_audit.harness.runtime import CampaignRunner, RunSummary
+from voice_audit.harness.runtime.capacity import REALTIME_CALLS, node_resources
 from voice_audit.harness.runtime.executors import (
     Executor,
     RayExecutor,
@@ -72,6 +76,11 @@ def ray_executor() -> Iterator[RayExecutor]:
             "Ray must listen on loopback only"
         )
         assert gcs.startswith("127.0.0.1:")
+        # the instance declares this machine's real-time capacity, as `ray start --resources` does
+        assert (
+            ray.cluster_resources()[REALTIME_CALLS]
+            == node_resources(min(2, os.cpu_count() or 1))[REALTIME_CALLS]
+        )
         yield executor
     finally:
         asyncio.run(executor.__aexit__(None, None, None))
@@ -117,6 +126,7 @@ def test_local_and_ray_runs_hold_the_same_episodes_and_resume(
     assert local.ran == on_ray.ran == len(planned) == 12
     assert on_ray.statuses == local.statuses and on_ray.outcomes == local.outcomes
     assert RunReader(tmp_path / "ray").manifest.executor == "ray"
+    assert on_ray.stats["ray"]["placement"] == {"by": "CPU"}  # accelerated calls: no real-time capacity asked
 
     want = _content(tmp_path / "local")
     assert set(want) == planned
@@ -137,3 +147,44 @@ def test_local_and_ray_runs_hold_the_same_episodes_and_resume(
 def test_an_open_session_to_another_cluster_is_not_silently_reused(ray_executor: RayExecutor) -> None:
     with pytest.raises(ConfigError, match="already connected"):
         asyncio.run(RayExecutor("10.255.255.1:6379").start())
+
+
+REALTIME = """\
+name: rt
+seed: 9
+scenarios: [refund_duplicate_charge]
+agents: [{{name: ws, adapter: ws, url: "{url}"}}]
+pairs:
+  - contrast: [accent]
+    base: {{voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}}
+    a: {{accent: us_general}}
+    b: {{accent: gb_southern}}
+voices: 1
+replicates: 2
+concurrency: 4
+pacing: realtime
+tts: {{name: espeak}}
+"""
+
+
+@pytest.mark.serial
+def test_realtime_shards_request_the_nodes_capacity(tmp_path: Path, ray_executor: RayExecutor) -> None:
+    """Each shard asks Ray for its real-time calls in flight (`realtime_calls`), and Ray places it."""
+
+    async def go() -> RunSummary:
+        async with start_server(ScriptedAgent(audio_ms=300), "ws") as handle:
+            (tmp_path / "c.yaml").write_text(REALTIME.format(url=handle.url))
+            runner = CampaignRunner(
+                load_campaign(tmp_path / "c.yaml"),
+                tmp_path / "run",
+                cache_dir=tmp_path / "cache",
+                progress=False,
+            )
+            return await runner.run(executor=ray_executor)
+
+    summary = asyncio.run(go())
+    assert summary.statuses == {"completed": 4}, (summary.statuses, summary.failures)
+    placement = summary.stats["ray"]["placement"]
+    # two shards (one per CPU) of two WebSocket calls each, a unit per call, on a node declaring 100 per CPU
+    assert placement["by"] == REALTIME_CALLS and placement["requested"] == [2, 2]
+    assert placement["declared"] == [node_resources(min(2, os.cpu_count() or 1))[REALTIME_CALLS]]
