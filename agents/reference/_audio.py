@@ -5,20 +5,21 @@ transcribes a caller turn. Engines are shared per process and per configuration 
 a campaign loads the Whisper model once however many calls and adapters it runs.
 
 The compute a reference agent reports (`TurnEnd.compute_ms`, which advances the accelerated
-virtual clock) is its engine work: recognition plus synthesis, each content's cost measured the
-first time this process computed it and replayed whenever it comes back. Engines and their caches
-are a harness economy shared by every agent in the process: charging only the agent that happened
-to compute something first would make latency depend on the plan order (a knob agent would look
-faster than its twin by the twin's recognition time), and charging raw wall time would add the
-shared machine's scheduling delays, which belong to the test rig, not to the agent. A recorded
-prompt (the hold announcement) costs nothing.
+virtual clock) is its engine work, priced from the content alone at each engine's nominal speed
+(`ASR_COST`, `TTS_MS_PER_AUDIO_S`: figures measured on the project's reference machine, two cores,
+as `LLMConfig`'s token costs are for a local model): recognition by utterance, audio and words
+decoded (a Whisper decode that loops on repeated words costs what the loop costs), synthesis by the
+seconds of speech produced. A measured wall time would add the machine's load, the other calls
+queued on a shared engine and whether a cache was warm, none of which is the agent's; an
+accelerated call's timing must be the same whoever ran it, beside whatever. The same content costs
+the same for every agent and every call, so no knob agent looks faster than its twin for coming
+later. A recorded prompt (the hold announcement) costs nothing.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -33,16 +34,34 @@ AGENT_VOICE = SpeechParams(voice="en-us", rate_wpm=165, pitch=50, pitch_range=50
 OUTPUT_RATE = 16000
 LINE_GAP_MS = 200
 
+ASR_COST: dict[str, tuple[float, float, float]] = {
+    "faster-whisper": (250.0, 0.0, 35.0),
+    "whisper": (500.0, 0.0, 70.0),
+    "pocketsphinx": (0.0, 760.0, 0.0),
+}
+"""Recognition per backend: (ms per utterance, ms per second of audio, ms per word decoded). Whisper
+encodes a padded window whatever the utterance's length and decodes word by word (tiny.en about
+0.6 s for a ten-word turn; base twice that); PocketSphinx searches the audio frame by frame."""
+DEFAULT_ASR_COST = ASR_COST["faster-whisper"]
+TTS_MS_PER_AUDIO_S: dict[str, float] = {"espeak": 3.0, "flite": 5.0, "piper": 230.0}
+"""Synthesis per backend: ms per second of speech produced (eSpeak NG in process, Flite, Piper)."""
+DEFAULT_TTS_MS_PER_AUDIO_S = 100.0
+"""An engine without a figure of its own: a neural voice's order of magnitude."""
+
 _lock = threading.Lock()
 _synths: dict[str, SpeechSynthesizer] = {}
 _ears: dict[str, SpeechRecognizer] = {}
-_first_cost_ms: dict[str, float] = {}
 
 
-def _cost(key: str, spent_ms: float) -> float:
-    """What this content costs: what it cost the first time (see the module docstring)."""
-    with _lock:
-        return _first_cost_ms.setdefault(key, spent_ms)
+def recognition_ms(transcript: Transcript, audio_s: float) -> float:
+    """The nominal compute of recognising `audio_s` seconds into `transcript` (module docstring)."""
+    per_utterance, per_second, per_word = ASR_COST.get(transcript.backend, DEFAULT_ASR_COST)
+    return per_utterance + per_second * audio_s + per_word * len(transcript.text.split())
+
+
+def synthesis_ms(backend: str, audio_s: float) -> float:
+    """The nominal compute of synthesising `audio_s` seconds of speech (module docstring)."""
+    return TTS_MS_PER_AUDIO_S.get(backend, DEFAULT_TTS_MS_PER_AUDIO_S) * audio_s
 
 
 def _key(*parts: Any) -> str:
@@ -88,11 +107,9 @@ class AgentMouth:
         return ms
 
     async def _line(self, text: str, *, charge: bool = True) -> np.ndarray:
-        t0 = time.perf_counter()
         syn = await self.synth.speak(text, None, self.voice)
         if charge:
-            key = "tts:" + (syn.cache_key or _key(text, self.voice))
-            self.engine_ms += _cost(key, (time.perf_counter() - t0) * 1000.0)
+            self.engine_ms += synthesis_ms(syn.backend, len(syn.pcm) / syn.sample_rate)
         pcm, _ = resample(syn.pcm, syn.sample_rate, self.rate)
         return np.asarray(pcm, dtype=np.int16)
 
@@ -131,7 +148,5 @@ class AgentEar:
     ) -> tuple[Transcript, float]:
         """The transcript and its compute in ms (see the module docstring); `prompt` biases the
         recogniser where its backend supports it."""
-        t0 = time.perf_counter()
         transcript = await self.recognizer.transcribe(pcm, sample_rate, prompt=prompt)
-        spent = (time.perf_counter() - t0) * 1000.0
-        return transcript, _cost("asr:" + self.recognizer.key(pcm, sample_rate, prompt), spent)
+        return transcript, recognition_ms(transcript, len(pcm) / sample_rate)
