@@ -46,7 +46,7 @@ import psutil
 from voice_audit.harness.runtime.capacity import node_resources
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository root, for tests.helpers
-from tests.helpers.raycampaign import scripted_campaign
+from tests.helpers.raycampaign import campaign_yaml
 
 VOICE_AUDIT = str(Path(sys.executable).with_name("voice-audit"))
 
@@ -150,9 +150,7 @@ def equivalence(calls_wanted: int, nodes: int) -> int:
     replicates = max(1, -(-calls_wanted // 6))  # at least the calls asked for
     calls = replicates * 6
     work = Path(tempfile.mkdtemp(prefix="bench-ray-eq-"))
-    (work / "c.yaml").write_text(
-        scripted_campaign(name="bench", seed=5, replicates=replicates, concurrency=4)
-    )
+    (work / "c.yaml").write_text(campaign_yaml(name="bench", seed=5, replicates=replicates, concurrency=4))
     common = ["--quiet", "--no-stimulus-check"]
     print(f"{calls} accelerated calls; machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")
     try:
@@ -211,9 +209,7 @@ def main() -> None:
     replicates = max(1, round(opts.calls / 6))  # 3 voices x 2 sides per replicate
     calls = replicates * 6
     work = Path(tempfile.mkdtemp(prefix="bench-ray-"))
-    (work / "c.yaml").write_text(
-        scripted_campaign(name="bench", seed=5, replicates=replicates, concurrency=8)
-    )
+    (work / "c.yaml").write_text(campaign_yaml(name="bench", seed=5, replicates=replicates, concurrency=8))
     common = ["--quiet", "--no-stimulus-check"]
     print(
         f"{calls} accelerated calls per variant; machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}"

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.raycampaign import scripted_campaign
+from tests.helpers.raycampaign import campaign_yaml
 from tests.helpers.raycluster import (
     VOICE_AUDIT,
     PrivateDriver,
@@ -41,7 +41,7 @@ pytestmark = [
     pytest.mark.skipif(not namespaces_available(), reason="needs root for a private mount namespace"),
 ]
 
-CAMPAIGN = scripted_campaign(name="rc", seed=17, replicates=4)
+CAMPAIGN = campaign_yaml(name="rc", seed=17, replicates=4)
 CALLS = 24
 BIG_REPLICATES = 34
 BIG_CALLS = 204
@@ -50,10 +50,10 @@ RUN_TIMEOUT_S = 400.0
 """A run of 24 accelerated calls takes 20-40 s here, one of 204 about 10-60 s (see
 benchmarks/ray_executor.py --equivalence); generous for a loaded 2-core machine."""
 TRAPPED = (
-    scripted_campaign(
+    campaign_yaml(
         name="rc",
         seed=17,
-        agent='"tests.helpers.trap_agent:trapped", options: {trap: "TRAP", release: "RELEASE"}',
+        agents='{name: s, adapter: "tests.helpers.trap_agent:trapped", options: {trap: "TRAP", release: "RELEASE"}}',
     )
     + "retries: 1\ntimeouts: {connect_s: 600}\n"
 )
@@ -125,7 +125,7 @@ def _result(driver: PrivateDriver, tmp_path: Path) -> dict[str, dict[str, Any]]:
 def test_two_hundred_calls_on_the_cluster_match_the_local_executor(
     cluster: Any, driver: PrivateDriver, tmp_path: Path
 ) -> None:
-    big = scripted_campaign(name="rc", seed=17, replicates=BIG_REPLICATES)
+    big = campaign_yaml(name="rc", seed=17, replicates=BIG_REPLICATES)
     (tmp_path / "local").mkdir()
     reference = _local_run(tmp_path / "local", big, BIG_CALLS)
     driver.write(driver.root / "c.yaml", big)

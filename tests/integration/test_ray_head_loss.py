@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.raycampaign import scripted_campaign
+from tests.helpers.raycampaign import campaign_yaml
 from tests.helpers.raycluster import VOICE_AUDIT, episode_content, ray_cluster
 from tests.integration.test_ray_cluster import FLAGS, RUN_TIMEOUT_S
 
@@ -29,7 +29,7 @@ def _run(address: str, *args: str) -> subprocess.Popen[str]:
 
 
 def test_a_lost_head_ends_the_run_in_one_line_and_a_resume_completes_it(tmp_path: Path) -> None:
-    (tmp_path / "c.yaml").write_text(scripted_campaign(name="rc", seed=17, replicates=REPLICATES))
+    (tmp_path / "c.yaml").write_text(campaign_yaml(name="rc", seed=17, replicates=REPLICATES))
     run = tmp_path / "r"
     episodes = run / "episodes.jsonl"
     with ray_cluster([1, 1]) as cluster:

@@ -16,9 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.raycampaign import scripted_campaign
-from voice_audit.agents.fakes import ScriptedAgent
-from voice_audit.agents.serve import start_server
+from tests.helpers.raycampaign import campaign_yaml, run_realtime_ws
 from voice_audit.harness.planning import LoadedCampaign, load_campaign
 from voice_audit.harness.runlog import RunReader, run_content
 from voice_audit.harness.runtime import CampaignRunner, RunSummary
@@ -31,7 +29,7 @@ from voice_audit.harness.runtime.executors import (
 )
 from voice_audit.scenarios import ConfigError, MissingBackendError
 
-CAMPAIGN = scripted_campaign(name="rx", seed=11, replicates=2)
+CAMPAIGN = campaign_yaml(name="rx", seed=11, replicates=2)
 
 
 def test_missing_ray_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -149,40 +147,12 @@ def test_an_open_session_to_another_cluster_is_not_silently_reused(ray_executor:
         asyncio.run(RayExecutor("10.255.255.1:6379").start())
 
 
-REALTIME = """\
-name: rt
-seed: 9
-scenarios: [refund_duplicate_charge]
-agents: [{{name: ws, adapter: ws, url: "{url}"}}]
-pairs:
-  - contrast: [accent]
-    base: {{voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}}
-    a: {{accent: us_general}}
-    b: {{accent: gb_southern}}
-voices: 1
-replicates: 2
-concurrency: 4
-pacing: realtime
-tts: {{name: espeak}}
-"""
-
-
 @pytest.mark.serial
 def test_realtime_shards_request_the_nodes_capacity(tmp_path: Path, ray_executor: RayExecutor) -> None:
     """Each shard asks Ray for its real-time calls in flight (`realtime_calls`), and Ray places it."""
-
-    async def go() -> RunSummary:
-        async with start_server(ScriptedAgent(audio_ms=300), "ws") as handle:
-            (tmp_path / "c.yaml").write_text(REALTIME.format(url=handle.url))
-            runner = CampaignRunner(
-                load_campaign(tmp_path / "c.yaml"),
-                tmp_path / "run",
-                cache_dir=tmp_path / "cache",
-                progress=False,
-            )
-            return await runner.run(executor=ray_executor)
-
-    summary = asyncio.run(go())
+    summary = run_realtime_ws(
+        tmp_path, ray_executor, name="rt", seed=9, accent_b="gb_southern", voices=1, replicates=2
+    )
     assert summary.statuses == {"completed": 4}, (summary.statuses, summary.failures)
     placement = summary.stats["ray"]["placement"]
     # two shards (one per CPU) of two WebSocket calls each, a unit per call, on a node declaring 100 per CPU

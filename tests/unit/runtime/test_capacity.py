@@ -7,6 +7,7 @@ import math
 import pytest
 import yaml
 
+from tests.helpers.raycampaign import SCRIPTED, campaign_yaml, ws_agent
 from voice_audit.harness.model.campaign import Campaign
 from voice_audit.harness.runtime.capacity import (
     CAPACITY,
@@ -21,28 +22,13 @@ from voice_audit.harness.runtime.capacity import (
     transport_of,
 )
 
-CAMPAIGN = """\
-name: cap
-seed: 1
-scenarios: [refund_duplicate_charge]
-agents: [{agents}]
-pairs:
-  - contrast: [accent]
-    base: {{voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}}
-    a: {{accent: us_general}}
-    b: {{accent: gb_southern}}
-concurrency: {concurrency}
-pacing: {pacing}
-tts: {{name: espeak}}
-"""
-WS = '{name: w, adapter: ws, url: "ws://127.0.0.1:1/"}'
+WS = ws_agent("ws://127.0.0.1:1/")
 SIP = '{name: p, adapter: sip, url: "sip:agent@127.0.0.1"}'
 WEBRTC = '{name: r, adapter: webrtc, url: "http://127.0.0.1:1/"}'
-SCRIPTED = '{name: s, adapter: "voice_audit.agents.fakes.scripted:scripted"}'
 
 
 def _campaign(*agents: str, concurrency: int, pacing: str = "realtime") -> Campaign:
-    text = CAMPAIGN.format(agents=", ".join(agents), concurrency=concurrency, pacing=pacing)
+    text = campaign_yaml(agents=", ".join(agents), concurrency=concurrency, pacing=pacing)
     return Campaign.model_validate(yaml.safe_load(text))
 
 
