@@ -10,6 +10,8 @@ A task whose node dies (or whose worker process is killed) loses the calls it ha
 driver places that shard's unfinished episodes again, pairs together and in plan order (seeds and
 plan positions are the plan's), on another live node, with the lost shard's share of the agents'
 limits, so calls in flight and calls per minute hold across the cluster as across local workers.
+A shard of real-time calls requests its weight in the nodes' `realtime_calls` resource
+(`capacity`), so Ray fills each node to its declared capacity and no further.
 A task that failed by itself (an error it reported) is not placed again: `--resume` reruns its
 calls once the cause is fixed, and a node that cannot run the driver's voice-audit at all ends the
 run at once. A driver killed mid-run takes its tasks and desk with it (Ray ends a dead driver's
