@@ -198,7 +198,7 @@ class StreamingCall:
             barge_at = self._barge_point()
             if barge_at is not None:
                 if now >= barge_at:
-                    return await self._barge_in(now)
+                    return await self._barge_in(barge_at)
                 wake_ms = min(wake_ms, barge_at)
             if now >= wake_ms:
                 if await self._settled():
@@ -268,12 +268,17 @@ class StreamingCall:
             at = pb.turn_start + round(plan.at_fraction * (pb.end_ms - pb.turn_start))
         return at if at < pb.end_ms else None  # the agent will have stopped by then: nothing to interrupt
 
-    async def _barge_in(self, now: int) -> AgentTurn:
-        """Talk over the agent: log it, tell the session, hand the caller its interruption turn."""
+    async def _barge_in(self, at: int) -> AgentTurn:
+        """Talk over the agent: log it, tell the session, hand the caller its interruption turn.
+
+        The caller cuts in at `at`, the planned point on the agent's playback, not when a busy
+        event loop woke up to act on it: what the agent is told it played (a Realtime truncation)
+        and where the recording measures its yield from are the same on both sides of a pair,
+        whatever the harness's load."""
         plan, pb = self.interruptions, self.log.playback
         assert plan is not None and pb.turn_start is not None
-        played = now - pb.turn_start
-        self._barge, self._barge_cleared = (pb.turn, now), False
+        played = at - pb.turn_start
+        self._barge, self._barge_cleared = (pb.turn, at), False
         self.log.emit("barge_in", by="caller", turn=pb.turn, played_ms=played, reason=plan.reason)
         await self.session.barge_in(played)
         return AgentTurn(had_audio=True, barged=True)

@@ -62,9 +62,9 @@ def test_barge_in_on_an_agent_that_talks_on(tmp_path: Path) -> None:
         events = reader.events(rec.header.episode_id)
         barges = [e for e in events if e.type == "barge_in" and e.by == "caller"]
         assert [b.turn for b in barges] == [1, 2]
-        assert all(
-            b.reason == "correction" and b.played_ms is not None and 500 <= b.played_ms < 700 for b in barges
-        )
+        # the caller cuts in at the planned 500 ms of the agent's turn on its playback, however late
+        # the event loop woke to act on it
+        assert all(b.reason == "correction" and b.played_ms == 500 for b in barges), barges
         points[rec.header.side] = [b.turn for b in barges]
         for b in barges:
             after = events[events.index(b) :]
@@ -73,7 +73,7 @@ def test_barge_in_on_an_agent_that_talks_on(tmp_path: Path) -> None:
             yielded = next(e for e in after if e.type == "agent_yield")
             # the scripted agent never stops: the rest of its tone (and the next line's) played on
             assert not yielded.cleared and yielded.stop_latency_ms is not None
-            assert yielded.stop_latency_ms >= TONE_MS - 700
+            assert yielded.stop_latency_ms >= TONE_MS - 500 - 100  # the tone's rest, to a few frames
             assert 0 < yielded.overlap_ms <= yielded.stop_latency_ms
             end = next(e for e in after if e.type == "agent_speech_end" and e.turn == b.turn)
             assert end.interrupted
