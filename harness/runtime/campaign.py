@@ -223,7 +223,8 @@ class CampaignRunner:
                 "a campaign with a budget runs in one process: its pairs are admitted one by one against what "
                 "has been spent",
                 path=self.loaded.path,
-                fix="run without --workers/--executor, or remove the budget",
+                fix="run without --workers/--executor and with no more calls in flight than one process "
+                "holds (concurrency 4 for SIP), or remove the budget",
             )
         adapters, _ = await build_adapters(
             self.loaded, self.adapter_factory
