@@ -50,6 +50,15 @@ def test_each_worker_starts_only_on_its_own_slots_of_the_runs_grid() -> None:
     assert gate._on_grid(40.0, 60.0, 1010.0) == pytest.approx(64.7)
 
 
+def test_a_fast_limit_keeps_a_window_a_late_loop_can_hit() -> None:
+    # 600 a minute over 2 workers: 0.1 s apart, each slot open 50 ms (not 5 ms), 0.15 s long
+    fast = AgentSpec(name="f", adapter="http", url="http://127.0.0.1:1", calls_per_minute=600)
+    share = agent_shares([fast], 2, 1, epoch=1000.0)[0]
+    gate = AgentGate.for_agent(fast, share)
+    assert gate._on_grid(0.0, 1000.19, 1000.19) == pytest.approx(1000.15)  # 40 ms late: admitted
+    assert gate._on_grid(0.0, 1000.21, 1000.21) == pytest.approx(1000.45)  # 60 ms: its next slot
+
+
 def test_admissions_across_workers_keep_the_vendors_spacing_however_late_they_wake() -> None:
     """Each worker's calls become free to start at random moments (calls in flight ending) and its
     loop wakes late by up to half a second: whatever the lateness, the admissions of all workers
