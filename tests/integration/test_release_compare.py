@@ -2,15 +2,17 @@
 three recorded US speakers as callers, Flite slt, kal16 and rms, each in both conditions, the
 agent's own recogniser over a noisy telephone line): the old version as is, the new one with a
 planted effect on condition b only (one extra identity challenge for the loyalty wording, exactly
-+1 Auth wherever it fires). The widening of the a - b gap is found with the planted
-size inside its interval, the levels say it was b that moved, the cross-model subgroup gap sees the
-same callers served worse, and `check` fails the release on a changes rule.
++1 Auth wherever it fires). The widening of the a - b gap is found at its planted size, inside its
+interval, the levels say it was b that moved, the cross-model subgroup gap sees the same callers
+served worse, and `check` does not pass the release on a changes rule.
 
-The planted change is deterministic: every matched pair shows the same -1, so the interval is not
-a point but the spread of the four levels (a and b of both runs, unpaired), which only the noisy
-line's occasional extra challenge gives. Three speakers x 6 replicates (18 matched pairs) let that
-interval lie clearly beyond the rule's 0.5 (with 12 pairs it ended at -0.505, a hair beyond; the
-earlier 6 pairs of eSpeak voices at -0.14)."""
+The speakers are the unit of evidence: the intervals are clustered by the speaker each call records,
+three clusters however many replicates. The planted change is deterministic: every matched pair
+shows the same -1, so the interval is the spread of the four levels (a and b of both runs, unpaired)
+over the three speakers, t on 2 degrees of freedom: [-2.43, +0.43] on these runs. Counted per pair
+(18 matched pairs as if 18 speakers) it lay wholly beyond the rule's -0.5 and the check said
+exceeded; over three speakers it reaches across the tolerance, so the check is inconclusive (exit 4,
+which fails a release under the default policy) and neither shows the excess nor parity."""
 
 from __future__ import annotations
 
@@ -90,12 +92,18 @@ def test_the_planted_widening_is_found_with_its_size_inside_the_interval(
     doc = compare_runs(old, new)
     (cell,) = doc["cells"]
     assert cell["n_matched"] == 18 and cell["n_only_old"] == cell["n_only_new"] == 0
+    speakers = cell["speakers"]
+    assert speakers["a"] == speakers["b"] == {"old": 3, "new": 3} and speakers["clusters"] == 3
+    assert speakers["enough"] and speakers["named"] == {"old": "all", "new": "all"}
     gap = _change(doc, "burden_auth", "gap")
     planted = -1.0  # b gets one more challenge: a - b falls by 1
-    assert gap["n_pairs"] == 18
-    assert gap["ci_low"] <= planted <= gap["ci_high"] and gap["ci_high"] < 0, gap
+    assert gap["n_pairs"] == 18 and gap["n_clusters"] == 3 and "speaker cluster" in gap["method"]
+    assert gap["estimate"] == pytest.approx(planted)
+    assert gap["ci_low"] <= planted <= gap["ci_high"] and gap["ci_low"] < -0.5, gap
     level_b, level_a = _change(doc, "burden_auth", "level_b"), _change(doc, "burden_auth", "level_a")
-    assert level_b["ci_low"] <= 1.0 <= level_b["ci_high"] and level_b["ci_low"] > 0, level_b
+    assert level_b["estimate"] == pytest.approx(1.0) and level_b["ci_low"] <= 1.0 <= level_b["ci_high"], (
+        level_b
+    )
     assert level_a["estimate"] == 0.0  # condition a's calls are untouched
     gaps = {m["metric"]: m for g in doc["subgroup_gaps"] for m in g["metrics"]}
     auth = gaps["burden_auth"]
@@ -106,5 +114,9 @@ def test_the_planted_widening_is_found_with_its_size_inside_the_interval(
     policy.write_text(POLICY)
     result = check_run(new, load_policy(policy), out.parent)
     (v,) = result.verdicts
-    assert v.status == "exceeded" and v.lowest == -0.5 and v.highest is None
-    assert result.exit_code == 1
+    assert v.lowest == -0.5 and v.highest is None
+    assert (v.n_speakers, v.speakers_a, v.speakers_b) == (3, 3, 3)
+    # three speakers: exceeded only if the whole interval lies beyond -0.5, else inconclusive
+    hi = gap["ci_high"]
+    assert v.status == ("exceeded" if hi < -0.5 else "inconclusive"), v.line()
+    assert result.exit_code == (1 if hi < -0.5 else 4)
