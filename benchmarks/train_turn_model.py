@@ -4,15 +4,18 @@ they generalise before they are written.
 Run: ``.venv/bin/python benchmarks/train_turn_model.py [--out PATH] [--cache FILE]``
 (needs ``pip install 'voice-audit[reader-model]'``).
 
-Only files whose ``split:`` is ``dev`` are read; the held-out files are never opened. Per safety act
-(`denial`, `repair_request`) a logistic regression over the encoder's features
-(`voice_audit.analysis.metrics.turn_model`) is fitted on every development turn; its threshold is
-the lowest probability at which the out-of-fold readings (5 folds) call at most a target share of
-the other development turns that act (`SETTINGS`: regularisation and target per act, chosen by
-fitting on all development files but one batch and reading that batch). Before writing, it prints two estimates of what the heads do on
-phrasing they were not fitted on: the out-of-fold figures, and per development batch file the
-figures of heads fitted on the other files (the rules beside them, read by the rule reader, which
-was tuned on some of those files: an upper bound for the rules there).
+Only files whose ``split:`` is ``dev`` are read; the held-out files' turns are never loaded. Per
+safety act (`denial`, `repair_request`) a logistic regression over the encoder's features
+(`voice_audit.analysis.metrics.turn_model`) is fitted on every development turn. Its generalisation
+is estimated by grouped cross-validation: each development batch (a file, or one of the numbered
+batches of ``dev.yaml``) is read by heads fitted on all the other batches, so every figure is of
+phrasing by a batch the heads never saw, as a new agent's would be. The threshold is the lowest
+probability at which these out-of-batch readings call at most a target share of the other
+development turns that act (`SETTINGS`: regularisation and target per act, chosen by this grouped
+cross-validation). Before writing, it prints per batch and pooled the heads' recall and
+false-positive rate alone and joined with the rules (the rule reader was tuned on ``dev.yaml`` and
+``dev_safety.yaml``, so there the joined figure is an upper bound; the ``dev_model*`` batches were
+never used for the rules).
 """
 
 from __future__ import annotations
@@ -22,13 +25,14 @@ import hashlib
 import importlib.util
 import json
 import pickle
+import re
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold
 
 from voice_audit.analysis.metrics import turn_model
 from voice_audit.harness.caller import RuleReader
@@ -41,9 +45,12 @@ sys.modules["observer_bench"] = bench
 _spec.loader.exec_module(bench)
 
 
-SETTINGS: dict[str, tuple[float, float]] = {"denial": (4.0, 0.025), "repair_request": (1.0, 0.01)}
+SETTINGS: dict[str, tuple[float, float]] = {"denial": (16.0, 0.03), "repair_request": (16.0, 0.02)}
 """Per act: the heads' inverse regularisation C and the out-of-fold false-positive rate its
 threshold is set to."""
+
+
+BATCH_MARK = re.compile(r"#\s*-+\s*\w+ development batch")
 
 
 def fit(x: np.ndarray, y: np.ndarray, c: float) -> LogisticRegression:
@@ -55,6 +62,30 @@ def threshold_for(p_neg: np.ndarray, fpr: float) -> float:
     ranked = np.sort(p_neg)[::-1]
     k = int(np.floor(fpr * len(ranked)))
     return float(min(0.99, max(0.5, ranked[k] + 1e-6))) if len(ranked) > k else 0.5
+
+
+def batches(turns: list[Any]) -> np.ndarray:
+    """Each turn's development batch: its file, and in ``dev.yaml`` the numbered batch (a
+    ``# --- <n>th development batch`` comment starts one) it was written in."""
+    starts: dict[str, list[int]] = {}
+    for name in {t.file for t in turns}:
+        lines = (bench.CORPUS / name).read_text(encoding="utf-8").splitlines()
+        starts[name] = [i + 1 for i, ln in enumerate(lines) if BATCH_MARK.search(ln)]
+    return np.array(
+        [
+            f"{t.file}#{1 + sum(s < t.line for s in starts[t.file])}" if starts[t.file] else t.file
+            for t in turns
+        ]
+    )
+
+
+def out_of_batch(x: np.ndarray, y: np.ndarray, groups: np.ndarray, c: float) -> np.ndarray:
+    """Each turn's probability from heads fitted on every other batch."""
+    p = np.zeros(len(y))
+    for g in sorted(set(groups)):
+        held = groups == g
+        p[held] = fit(x[~held], y[~held], c).predict_proba(x[held])[:, 1]
+    return p
 
 
 def _fig(hit: np.ndarray, y: np.ndarray) -> str:
@@ -89,24 +120,26 @@ def main(argv: list[str] | None = None) -> int:
     scenarios = {k: library.get_locked(v) for k, v in bench.SCENARIO_IDS.items()}
     rules = RuleReader()
     rule_read = [rules.read(t.text, scenarios[t.scenario]) for t in turns]
-    names = np.array([t.file for t in turns])
+    groups = batches(turns)
+    print(f"{len(set(groups))} development batches: {', '.join(sorted(set(groups)))}")
     heads: dict[str, dict[str, object]] = {}
     for act in turn_model.ACTS:
         c, fpr = SETTINGS[act]
         y = np.array([act in t.acts for t in turns])
-        oof = np.zeros(len(y))
-        for tr, te in StratifiedKFold(5, shuffle=True, random_state=0).split(x, y):
-            oof[te] = fit(x[tr], y[tr], c).predict_proba(x[te])[:, 1]
-        thr = threshold_for(oof[~y], fpr)
+        oob = out_of_batch(x, y, groups, c)
+        thr = threshold_for(oob[~y], fpr)
         clf = fit(x, y, c)
         rule = np.array([r.has(act) for r in rule_read])
-        print(f"== {act}: C {c}, threshold {thr:.3f} (out-of-fold FPR <= {fpr:.1%})")
-        print(f"  out of fold, model alone     {_fig(oof >= thr, y)}")
-        for name in sorted(set(names)):
-            held = names == name
-            p = fit(x[~held], y[~held], c).predict_proba(x[held])[:, 1] >= thr
-            print(f"  {name:18s} model alone {_fig(p, y[held])}")
-            print(f"  {'':18s} rules+model {_fig(p | rule[held], y[held])}")
+        done = np.array([r.has("confirmation") for r in rule_read]) & (act == "denial")
+        alone = oob >= thr
+        joined = rule | (alone & ~done)  # as `turn_model.combine` joins them
+        print(f"== {act}: C {c}, threshold {thr:.3f} (out-of-batch FPR <= {fpr:.1%})")
+        print(f"  {'all batches':18s} model alone {_fig(alone, y)}")
+        print(f"  {'':18s} rules+model {_fig(joined, y)}")
+        for name in sorted(set(groups)):
+            held = groups == name
+            print(f"  {name:18s} model alone {_fig(alone[held], y[held])}")
+            print(f"  {'':18s} rules+model {_fig(joined[held], y[held])}")
         heads[act] = {
             "c": c,
             "target_fpr": fpr,
