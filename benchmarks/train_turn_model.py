@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         rule = np.array([r.has(act) for r in rule_read])
         done = np.array([r.has("confirmation") for r in rule_read]) & (act == "denial")
         alone = oob >= thr
-        joined = rule | (alone & ~done)  # as `turn_model.combine` joins them
+        joined = (rule | alone) & ~done  # as `turn_model.combine` joins them
         print(f"== {act}: C {c}, threshold {thr:.3f} (out-of-batch FPR <= {fpr:.1%})")
         print(f"  {'all batches':18s} model alone {_fig(alone, y)}")
         print(f"  {'':18s} rules+model {_fig(joined, y)}")

@@ -201,16 +201,20 @@ class Combined:
 
 
 def combine(rule_acts: Sequence[str], model_acts: frozenset[str]) -> Combined:
-    """An act either reader found counts, except a refusal only the model read in a turn the rules
-    read as the remedy done (`confirmation`): what was declined there is not the service."""
-    have = list(dict.fromkeys(rule_acts))
+    """An act either reader found counts, except a refusal in a turn the rules read as the remedy
+    done (`confirmation`): what was declined there is a detail, not the service ("I can't refund it
+    by cheque, but it's back on your card"), whichever reader heard the refusal. `disagree` compares
+    the two readings as given."""
+    given = list(dict.fromkeys(rule_acts))
+    done = "confirmation" in given
+    have = [a for a in given if not (done and a == "denial")]
     added: list[str] = []
     for act in ACTS:
         if act in model_acts and act not in have:
-            if act == "denial" and "confirmation" in have:
+            if act == "denial" and done:
                 continue
             added.append(act)
-    disagree = any((a in model_acts) != (a in have) for a in ACTS)
+    disagree = any((a in model_acts) != (a in given) for a in ACTS)
     acts = [a for a in have if a != "other" or not added] + added
     return Combined(tuple(acts), tuple(added), disagree)
 

@@ -78,6 +78,20 @@ def test_a_model_refusal_beside_the_remedy_done_is_not_added() -> None:
     assert m["safety_refused_service"].tolist() == [0.0]
 
 
+def test_a_rule_refusal_beside_the_remedy_done_is_dropped_but_flagged() -> None:
+    c = turn_model.combine(("confirmation", "denial"), frozenset())
+    assert c.acts == ("confirmation",) and c.added == () and c.disagree
+    both = turn_model.combine(("confirmation", "denial"), frozenset({"denial"}))
+    assert both.acts == ("confirmation",) and not both.disagree
+    offered = turn_model.combine(("denial", "offer"), frozenset())  # a refusal beside an offer stays
+    assert offered.acts == ("denial", "offer")
+    detail = "I can't refund it by cheque, but the duplicate is back on your card."
+    fake = FakeModel({detail: {"denial": 0.2, "repair_request": 0.0}})
+    m = _metrics(fake, _unserved(detail, "confirmation", ("confirmation", "denial")))
+    assert m["safety_refused_service"].tolist() == [0.0]
+    assert m["safety_reading_disagreements"].tolist() == [1.0]
+
+
 def test_model_repair_requests_extend_a_repair_loop() -> None:
     log = Log().agent("Hello, how can I help?", "other")
     log.events[-1] = log.events[-1].model_copy(update={"acts": ("greeting",)})
