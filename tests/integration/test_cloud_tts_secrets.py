@@ -136,7 +136,7 @@ def test_a_cloud_voiced_run_never_writes_the_key(
 
     records = list(RunReader(run_dir).records())
     assert len(records) == 4 and all(r.outcome.status == "completed" for r in records), [
-        (r.outcome.status, r.outcome.failure_kind) for r in records
+        (r.outcome.status, r.outcome.failure_kind, r.outcome.termination) for r in records
     ]
     assert seen and set(seen) == {backend}, "the caller's lines came from the vendor's server"
     manifest = json.loads((run_dir / "run.json").read_text())

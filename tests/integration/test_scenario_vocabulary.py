@@ -44,10 +44,10 @@ def test_hybrid_agent_realises_the_scenario_defined_outcome(tmp_path: Path) -> N
     runner = CampaignRunner(
         load_campaign(cfile), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False
     )
-    asyncio.run(runner.run())
+    summary = asyncio.run(runner.run())
     reader = RunReader(tmp_path / "run")
     records = {r.header.episode_id: r for r in reader.records()}
-    assert len(records) == 2
+    assert len(records) == 2, (summary.ran, summary.stats, reader.problems.items)
     metrics = analyze(tmp_path / "run", audio=False).metrics
     cancelled = 0
     for eid, rec in records.items():
