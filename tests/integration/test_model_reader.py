@@ -192,19 +192,27 @@ tts: {{name: espeak}}
 """
 
 
+@pytest.fixture(scope="module")
+def run_server(weights: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """One server (its URL and key) for both runs below: a server start and its evaluation of the
+    reader's prompt cost as much CPU as a run, and neither run asserts on the server's state."""
+    key = "sk-" + secrets.token_hex(16)
+    with llama_server(weights, key, tmp_path_factory.mktemp("server") / "server.log") as url:
+        asyncio.run(wait_ready(url, timeout_s=120, api_key=key))
+        yield url, key
+
+
 @pytest.mark.parametrize("acting", ["rules", "model"])
 def test_a_run_logs_both_readings_per_turn_and_never_the_key(
-    weights: Path, tmp_path: Path, acting: str
+    run_server: tuple[str, str], tmp_path: Path, acting: str
 ) -> None:
-    key = "sk-" + secrets.token_hex(16)
-    with llama_server(weights, key, tmp_path / "server.log") as url:
-        asyncio.run(wait_ready(url, timeout_s=120, api_key=key))
-        (tmp_path / "c.yaml").write_text(RUN_CAMPAIGN.format(url=url, env=KEY_ENV, acting=acting))
-        exe = Path(sys.executable).with_name("voice-audit")
-        done = subprocess.run(
-            [str(exe), "run", str(tmp_path / "c.yaml"), "--out", str(tmp_path), "--run-id", "r", "--quiet", "--no-stimulus-check"],
-            capture_output=True, text=True, timeout=1200, env={**os.environ, KEY_ENV: key},
-        )  # fmt: skip
+    url, key = run_server
+    (tmp_path / "c.yaml").write_text(RUN_CAMPAIGN.format(url=url, env=KEY_ENV, acting=acting))
+    exe = Path(sys.executable).with_name("voice-audit")
+    done = subprocess.run(
+        [str(exe), "run", str(tmp_path / "c.yaml"), "--out", str(tmp_path), "--run-id", "r", "--quiet", "--no-stimulus-check"],
+        capture_output=True, text=True, timeout=1200, env={**os.environ, KEY_ENV: key},
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert key not in done.stdout + done.stderr
     run = tmp_path / "r"
