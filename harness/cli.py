@@ -200,7 +200,8 @@ def run_cmd(
         typer.Option(
             min=1,
             help="shards to split the calls into, by pair: local worker processes, or Ray tasks "
-            "(with --executor ray the default is one task per CPU of the cluster)",
+            "(with --executor ray the default is one task per CPU of the cluster); raised until "
+            "no shard holds more calls than its transport allows (SIP: 4)",
         ),
     ] = 1,
     executor: Annotated[

@@ -13,7 +13,7 @@ with light ones, so each transport declares two figures (`CAPACITY`), measured o
 
 Local runs use the first: a campaign's `concurrency` is cut into enough worker processes that none
 holds more than its transports allow (`local_processes`). Ray uses both: every node declares a
-custom resource, `realtime_calls`, of `UNITS_PER_CPU` per CPU (one unit is one WebSocket call's
+custom resource, `realtime_calls`, of `UNITS_PER_CPU` per CPU (one unit is two WebSocket calls'
 share of a CPU), and each shard asks for its calls in flight times its transport's weight, so Ray
 fills a node to its capacity and no further (`node_resources`, `shard_units`, `ray_shards`).
 Turn-based and in-process agents on an accelerated clock are paced by CPU, not by a media clock:
@@ -46,8 +46,8 @@ __all__ = [
 REALTIME_CALLS = "realtime_calls"
 """The Ray resource a node declares and a shard of real-time calls requests."""
 UNITS_PER_CPU = 100
-"""`realtime_calls` a node declares per CPU: the WebSocket calls one CPU holds, so one unit is one
-WebSocket call and a heavier transport's call takes several."""
+"""`realtime_calls` a node declares per CPU: one unit is two WebSocket calls (200 a CPU), and a
+heavier transport's call takes several (`TransportCapacity.units_per_call`)."""
 
 
 @dataclass(frozen=True)
@@ -69,23 +69,24 @@ class TransportCapacity:
 
 
 _WS_SOURCE = (
-    "per CPU: 200 concurrent calls held on a 2-core node at p99 send lateness 2.5 ms "
-    "(benchmarks/capacity.py --mode campaign); per process: the event loop's 18-20 us of CPU per "
-    "20 ms frame bounds one process at 1 s / (50 frames x 20 us) = 1,000 calls"
+    "benchmarks/capacity.py --mode campaign on a 2-core node, the agent's process on the same node: "
+    "400 concurrent calls at frame-pump p99 3.3 ms, 700 at 55 ms (both processes near a core each, "
+    "gen-2 collector pauses up to 117 ms); per process: the largest level one process held; per CPU: "
+    "400 calls on 2 CPUs"
 )
 CAPACITY: tuple[TransportCapacity, ...] = (
-    TransportCapacity("websocket", ("ws",), 1000, 100, _WS_SOURCE),
+    TransportCapacity("websocket", ("ws",), 400, 200, _WS_SOURCE),
     TransportCapacity(
-        "twilio", ("twilio",), 1000, 100, "not measured apart: the WebSocket frame pump and client, as ws"
+        "twilio", ("twilio",), 400, 200, "not measured apart: the WebSocket frame pump and client, as ws"
     ),
     TransportCapacity(
-        "realtime", ("realtime",), 1000, 100, "not measured apart: the WebSocket frame pump and client, as ws"
+        "realtime", ("realtime",), 400, 200, "not measured apart: the WebSocket frame pump and client, as ws"
     ),
     TransportCapacity(
         "gemini-live",
         ("gemini-live",),
-        1000,
-        100,
+        400,
+        200,
         "not measured apart: the WebSocket frame pump and client, as ws",
     ),
     TransportCapacity(
@@ -94,15 +95,17 @@ CAPACITY: tuple[TransportCapacity, ...] = (
         4,
         26,
         "per process: the pjsua2-python wheel's build cap (PJSUA_MAX_CALLS = 4, sip_stack MAX_CALLS); "
-        "per CPU: 13 processes of 4 calls (52) held on 2 cores at RTP p99 3 ms (warmup.START_STAGGER_S)",
+        "per CPU: 13 processes of 4 calls (52) held on 2 cores at RTP p99 6.2 ms on the wire, 72 at 109 ms "
+        "(benchmarks/capacity.py --mode sip)",
     ),
     TransportCapacity(
         "webrtc",
         ("webrtc",),
-        20,
-        20,
-        "about 4 % of a core per call at 16 calls (Opus, SRTP, ICE in aiortc; docs/adapters/webrtc.md): "
-        "some twenty calls per core, and one process's loop holds about one core",
+        12,
+        12,
+        "benchmarks/webrtc.py on a 2-core node, the agent's process on the same node: 12 calls at "
+        "frame-pump p99 4.8 ms, 16 at 24.5 ms (the harness's one loop near a core: 5.5 % of a core a "
+        "call for Opus, SRTP and ICE in aiortc)",
     ),
     TransportCapacity(
         "turn-based",

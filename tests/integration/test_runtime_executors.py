@@ -155,6 +155,7 @@ def test_realtime_shards_request_the_nodes_capacity(tmp_path: Path, ray_executor
     )
     assert summary.statuses == {"completed": 4}, (summary.statuses, summary.failures)
     placement = summary.stats["ray"]["placement"]
-    # two shards (one per CPU) of two WebSocket calls each, a unit per call, on a node declaring 100 per CPU
-    assert placement["by"] == REALTIME_CALLS and placement["requested"] == [2, 2]
+    # two shards (one per CPU) of two WebSocket calls each, a unit per two calls, on a node
+    # declaring 100 per CPU
+    assert placement["by"] == REALTIME_CALLS and placement["requested"] == [1, 1]
     assert placement["declared"] == [node_resources(min(2, os.cpu_count() or 1))[REALTIME_CALLS]]

@@ -37,7 +37,7 @@ def _nodes(*cpus: int) -> list[dict[str, float]]:
 
 
 def test_every_transport_names_its_figures_and_where_they_come_from() -> None:
-    assert transport_of("ws").calls_per_cpu == 100 and transport_of("ws").calls_per_process == 1000
+    assert transport_of("ws").calls_per_cpu == 200 and transport_of("ws").calls_per_process == 400
     assert transport_of("sip").calls_per_process == 4
     assert transport_of("http").calls_per_cpu is None
     assert transport_of("voice_audit.agents.fakes.scripted:scripted").transport == "in-process"
@@ -61,8 +61,9 @@ def test_sip_calls_are_cut_into_processes_of_four_whatever_workers_were_asked_fo
 
 
 def test_websocket_calls_stay_in_one_process_up_to_its_loop_ceiling() -> None:
-    assert local_processes(campaign_demand(_campaign(WS, concurrency=200)), 1) == 1
-    assert local_processes(campaign_demand(_campaign(WS, concurrency=1500)), 1) == 2
+    assert local_processes(campaign_demand(_campaign(WS, concurrency=400)), 1) == 1
+    assert local_processes(campaign_demand(_campaign(WS, concurrency=401)), 1) == 2
+    assert local_processes(campaign_demand(_campaign(WS, concurrency=1500)), 1) == 4
     assert (
         local_processes(campaign_demand(_campaign(SCRIPTED, concurrency=4000, pacing="accelerated")), 1) == 1
     )
@@ -84,7 +85,7 @@ def test_a_node_declares_its_capacity_from_its_cpus() -> None:
 
 def test_a_shard_requests_its_calls_in_flight_by_weight_and_accelerated_calls_request_nothing() -> None:
     ws = campaign_demand(_campaign(WS, concurrency=200))
-    assert shard_units(ws, 100) == 100
+    assert shard_units(ws, 100) == 50  # two WebSocket calls a unit
     sip = campaign_demand(_campaign(SIP, concurrency=52))
     assert shard_units(sip, 4) == round(4 * UNITS_PER_CPU / 26) == 15
     assert shard_units(sip, 1) == 4 and shard_units(sip, 0) == 0
@@ -98,10 +99,14 @@ def test_ray_cuts_enough_shards_that_each_fits_the_largest_node() -> None:
     nodes = _nodes(0, 2, 2)
     assert ray_shards(None, nodes, 1.0, None) == 4  # one per CPU
     assert ray_shards(None, nodes, 1.0, 3) == 3  # --workers
-    # 1,000 WebSocket calls on nodes of 200: five shards of 200, never one a node cannot hold
+    # 1,000 WebSocket calls on two nodes of 400 calls (200 units): four shards of 250 (one per
+    # CPU; 400 a process at most), never one a node cannot hold
     ws = campaign_demand(_campaign(WS, concurrency=1000))
     n = ray_shards(ws, nodes, 1.0, None)
-    assert n == 5 and shard_units(ws, math.ceil(1000 / n)) <= 200
+    assert n == 4 and shard_units(ws, math.ceil(1000 / n)) <= 200
+    # 2,000 on the same nodes: each shard at most 400 calls, the per-process ceiling
+    ws2k = campaign_demand(_campaign(WS, concurrency=2000))
+    assert ray_shards(ws2k, nodes, 1.0, None) == 5
     assert ray_shards(campaign_demand(_campaign(WS, concurrency=100)), nodes, 1.0, None) == 4
     # SIP: four calls a shard, whatever the CPUs
     assert ray_shards(campaign_demand(_campaign(SIP, concurrency=40)), nodes, 1.0, 2) == 10
