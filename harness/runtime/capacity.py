@@ -70,7 +70,8 @@ class TransportCapacity:
 
 _WS_SOURCE = (
     "benchmarks/capacity.py --mode campaign on a 2-core node, the agent's process on the same node: "
-    "400 concurrent calls at frame-pump p99 3.3 ms, 700 at 55 ms (both processes near a core each, "
+    "400 concurrent calls at frame-pump p99 3.3-9.4 ms in three runs, 12.8 ms in a fourth (the edge), "
+    "300 at 2.9-5.4 ms, 700 at 55 ms (both processes near a core each, "
     "gen-2 collector pauses up to 117 ms); per process: the largest level one process held; per CPU: "
     "400 calls on 2 CPUs"
 )
