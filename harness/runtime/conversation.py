@@ -42,6 +42,9 @@ class AgentTurn:
     had_audio: bool = False
     barged: bool = False
     """The caller is to barge in now; the agent's turn goes on (its rest comes in the next turn)."""
+    due_ms: int | None = None
+    """For a silent turn: when the transport's quiet deadline fell (call clock), which a busy
+    event loop may have acted on later; None: the silence ended when the turn came back."""
 
     @property
     def silent(self) -> bool:
@@ -82,7 +85,6 @@ class Conversation:
         self.readers = readers
         self.measure_asr = measure_asr
         self.patience = CallerPatience(patience if patience is not None else Patience())
-        self._silence_due_ms = 0
         self.repair_patience = RepairLoopPatience(patience if patience is not None else Patience())
         self.interruption = (
             Say("interruption", INTERRUPTION_LINE[interruptions.reason])
@@ -115,11 +117,7 @@ class Conversation:
         return tr.text
 
     async def _next_turn(self, transport: Transport) -> AgentTurn:
-        start = self.log.now()
-        quiet, left = self.patience.wait_ms(start)
-        # A silent turn is due at start + quiet. The caller decides as of then, not as of when a
-        # busy event loop got round to it, so its prompts do not depend on the harness's load.
-        self._silence_due_ms = start + quiet
+        quiet, left = self.patience.wait_ms(self.log.now())
         turn = await transport.next_turn(quiet, left)
         if not turn.silent:
             now = self.log.now()
@@ -168,7 +166,10 @@ class Conversation:
             if turn.silent:
                 now = log.now()
                 log.emit("agent_silence", turn=log.turn, silence_ms=self.patience.silence_at(now))
-                due = min(now, self._silence_due_ms)
+                # The caller decides as of when the silence was due (a streaming turn's quiet
+                # deadline), not when a busy event loop got round to it: its prompts do not
+                # depend on the harness's load.
+                due = now if turn.due_ms is None else min(now, turn.due_ms)
                 if self.policy.has_spoken or self.patience.exhausted(due):
                     pd = self._patience(due)
                     if pd.action == "hang_up":  # once its own last line has played out

@@ -229,7 +229,13 @@ class StreamingCall:
         self.quiet_since = quiet_from if silent else None
         interrupted = self._yielded()
         pcm = self.log.playback.finish_turn(interrupted=interrupted)
-        turn = AgentTurn(text=self.turn_text, pcm16k=pcm, hung_up=self.hung_up, had_audio=had_audio)
+        turn = AgentTurn(
+            text=self.turn_text,
+            pcm16k=pcm,
+            hung_up=self.hung_up,
+            had_audio=had_audio,
+            due_ms=start + quiet_ms if silent else None,
+        )
         self.turn_text = []
         return turn
 

@@ -132,6 +132,7 @@ class _LateTransport(_Transport):
     async def next_turn(self, quiet_ms: int, give_up_ms: int) -> AgentTurn:
         turn = await super().next_turn(quiet_ms, give_up_ms)
         if turn.silent:
+            turn.due_ms = self.log.now()  # the quiet deadline, as a streaming transport reports it
             self.log.clock.advance(self.late_ms)
         return turn
 
