@@ -103,9 +103,13 @@ def _ray_run(driver: PrivateDriver, cluster: Any, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
-def _start(driver: PrivateDriver, cluster: Any, env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+def _start(
+    driver: PrivateDriver, cluster: Any, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
     return driver.start(
-        *_ray_run(driver, cluster, str(driver.root / "c.yaml"), "--out", str(driver.root), "--run-id", "r"),
+        *_ray_run(
+            driver, cluster, str(driver.root / "c.yaml"), "--out", str(driver.root), "--run-id", "r", *extra
+        ),
         env=env,
     )
 
@@ -138,7 +142,10 @@ def test_two_hundred_calls_on_the_cluster_match_the_local_executor(
 def test_a_worker_node_removed_mid_run_loses_and_duplicates_nothing(
     cluster: Any, driver: PrivateDriver, local_reference: dict[str, dict[str, Any]], tmp_path: Path
 ) -> None:
-    proc = _start(driver, cluster)
+    # Six shards of four calls on two one-CPU nodes: each node has a shard running or waiting
+    # until the run's last calls, so the node removed has calls in flight (with one shard per
+    # node, the node removed could already have delivered its whole shard).
+    proc = _start(driver, cluster, "--workers", "6")
     seen = wait_for_lines(driver, driver.root / "r" / "episodes.jsonl", 4, proc, RUN_TIMEOUT_S)
     assert 4 <= seen < CALLS - 4, "the run must still be going when its node is removed"
     cluster.remove_node(next(iter(cluster.worker_nodes)), allow_graceful=False)
