@@ -18,13 +18,12 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.raycampaign import run_realtime_ws
 from tests.helpers.raycluster import ray_cluster
 from tests.helpers.warm_agent import read_trace
 from tests.integration.test_ratelimit_split import CAMPAIGN as LIMITED
 from tests.integration.test_ratelimit_split import _serve, admissions, check_limits
 from tests.integration.test_warmup_split import CAMPAIGN as WARMING
-from voice_audit.agents.fakes import ScriptedAgent
-from voice_audit.agents.serve import start_server
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner, RunSummary
@@ -108,39 +107,12 @@ def test_no_shard_calls_before_every_shard_on_every_node_is_warm(
     assert "warm_up_errors" not in summary.stats
 
 
-REALTIME = """\
-name: rt-ray
-seed: 9
-scenarios: [refund_duplicate_charge]
-agents: [{{name: ws, adapter: ws, url: "{url}"}}]
-pairs:
-  - contrast: [accent]
-    base: {{voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}}
-    a: {{accent: us_general}}
-    b: {{accent: gb_southern}}
-voices: 2
-replicates: 1
-concurrency: 4
-pacing: realtime
-tts: {{name: espeak}}
-"""
-
-
 def test_a_realtime_websocket_campaign_warms_up_and_runs_across_nodes(
     tmp_path: Path, executor: RayExecutor
 ) -> None:
-    async def go() -> RunSummary:
-        async with start_server(ScriptedAgent(audio_ms=300), "ws") as handle:
-            (tmp_path / "c.yaml").write_text(REALTIME.format(url=handle.url))
-            runner = CampaignRunner(
-                load_campaign(tmp_path / "c.yaml"),
-                tmp_path / "run",
-                cache_dir=tmp_path / "cache",
-                progress=False,
-            )
-            return await runner.run(executor=executor)
-
-    summary = asyncio.run(go())
+    summary = run_realtime_ws(
+        tmp_path, executor, name="rt-ray", seed=9, accent_b="gb_southern", voices=2, replicates=1
+    )
     assert summary.statuses == {"completed": 4}, (summary.statuses, summary.failures)
     assert summary.outcomes == {"refund_issued": 4}
     assert len(_nodes(summary)) == 2  # two shards of one pair each, one per node
