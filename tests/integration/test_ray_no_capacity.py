@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.raycampaign import campaign_yaml
 from tests.helpers.raycluster import ray_cluster
-from tests.integration.test_ray_cluster import CALLS, CAMPAIGN
+from tests.integration.test_ray_cluster import CALLS
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.runlog import RunFolderError, RunReader
 from voice_audit.harness.runtime import CampaignRunner, rayexec
@@ -20,12 +21,22 @@ from voice_audit.harness.runtime import CampaignRunner, rayexec
 ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.cpu_bound
 
+ALLOWED = 4
+"""Calls the node completes before the rest of its shard waits at the gate (so it dies with calls
+undelivered however fast or slow the machine is)."""
+
+
+def _campaign(release: Path) -> str:
+    gate = f'{{name: s, adapter: "tests.helpers.trap_agent:gated", options: {{allow: {ALLOWED}, release: "{release}"}}}}'
+    return campaign_yaml(name="rc", seed=17, replicates=4, agents=gate) + "timeouts: {connect_s: 600}\n"
+
 
 def test_a_run_with_no_live_node_left_ends_in_one_line_and_resumes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(rayexec, "NO_CAPACITY_S", 5.0)
-    (tmp_path / "c.yaml").write_text(CAMPAIGN)
+    release = tmp_path / "release"
+    (tmp_path / "c.yaml").write_text(_campaign(release))
     episodes = tmp_path / "run" / "episodes.jsonl"
     with ray_cluster([1]) as cluster:
         removed = threading.Event()
@@ -49,8 +60,9 @@ def test_a_run_with_no_live_node_left_ends_in_one_line_and_resumes(
             lost = runner.stats["ray"]["placed_again"]
             assert len(lost) == 1 and lost[0]["placed_on"] is None
             done = {r.header.episode_id for r in RunReader(tmp_path / "run").records()}
-            assert 3 <= len(done) < CALLS
+            assert 3 <= len(done) <= ALLOWED
 
+            release.touch()
             cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1")
             again = CampaignRunner(load_campaign(tmp_path / "c.yaml"), tmp_path / "run", progress=False)
             summary = asyncio.run(again.run(resume=True, executor=rayexec.RayExecutor(cluster.address)))
