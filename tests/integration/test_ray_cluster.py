@@ -57,6 +57,14 @@ TRAPPED = (
     )
     + "retries: 1\ntimeouts: {connect_s: 600}\n"
 )
+GATED = (
+    campaign_yaml(
+        name="rc",
+        seed=17,
+        agents='{name: s, adapter: "tests.helpers.trap_agent:gated", options: {allow: 2, release: "RELEASE"}}',
+    )
+    + "timeouts: {connect_s: 600}\n"
+)
 FLAGS = ("--quiet", "--no-stimulus-check")
 
 
@@ -140,20 +148,29 @@ def test_two_hundred_calls_on_the_cluster_match_the_local_executor(
 
 
 def test_a_worker_node_removed_mid_run_loses_and_duplicates_nothing(
-    cluster: Any, driver: PrivateDriver, local_reference: dict[str, dict[str, Any]], tmp_path: Path
+    cluster: Any, driver: PrivateDriver, tmp_path: Path
 ) -> None:
-    # Six shards of four calls on two one-CPU nodes: each node has a shard running or waiting
-    # until the run's last calls, so the node removed has calls in flight (with one shard per
-    # node, the node removed could already have delivered its whole shard).
-    proc = _start(driver, cluster, "--workers", "6")
+    # Six shards of four calls on two one-CPU nodes. Each shard's first two calls run; the rest
+    # wait at the gate until the test opens it, so when the first four episodes are in, each node
+    # has a shard with calls undelivered, however fast or slow the machine (without the gate a
+    # node could deliver its whole share before it was removed, and nothing would be lost).
+    release = tmp_path / "release"
+    campaign = GATED.replace("RELEASE", str(release))
+    release.touch()
+    (tmp_path / "local").mkdir()
+    reference = _local_run(tmp_path / "local", campaign, CALLS)
+    release.unlink()
+    driver.write(driver.root / "c.yaml", campaign)
+    proc = _start(driver, cluster, "--workers", "6", env={**os.environ, "PYTHONPATH": str(Path.cwd())})
     seen = wait_for_lines(driver, driver.root / "r" / "episodes.jsonl", 4, proc, RUN_TIMEOUT_S)
     assert 4 <= seen < CALLS - 4, "the run must still be going when its node is removed"
     cluster.remove_node(next(iter(cluster.worker_nodes)), allow_graceful=False)
     cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1")  # the replacement capacity
+    release.touch()
     out, err = _finish(proc)
     assert f"completed {CALLS}" in out
     assert "lost on node" in err and "placed again" in err
-    assert _result(driver, tmp_path) == local_reference
+    assert _result(driver, tmp_path) == reference
 
 
 def test_a_driver_killed_mid_run_resumes_at_once_to_the_same_run(
