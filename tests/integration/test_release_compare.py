@@ -7,12 +7,13 @@ interval, the levels say it was b that moved, the cross-model subgroup gap sees 
 served worse, and `check` does not pass the release on a changes rule.
 
 The speakers are the unit of evidence: the intervals are clustered by the speaker each call records,
-three clusters however many replicates. The planted change is deterministic: every matched pair
-shows the same -1, so the interval is the spread of the four levels (a and b of both runs, unpaired)
-over the three speakers, t on 2 degrees of freedom: [-2.43, +0.43] on these runs. Counted per pair
-(18 matched pairs as if 18 speakers) it lay wholly beyond the rule's -0.5 and the check said
-exceeded; over three speakers it reaches across the tolerance, so the check is inconclusive (exit 4,
-which fails a release under the default policy) and neither shows the excess nor parity."""
+three clusters however many replicates (so two replicates, six matched pairs, carry the same
+evidence as more). The planted change is deterministic: every matched pair shows the same -1, so
+the interval is the spread of the four levels (a and b of both runs, unpaired) over the three
+speakers, t on 2 degrees of freedom. Counted per pair (as if each pair were its own speaker) it
+lay wholly beyond the rule's -0.5 and the check said exceeded; over three speakers it may reach
+across the tolerance, so the check is exceeded only if the whole interval lies beyond it and
+otherwise inconclusive (exit 4, which fails a release under the default policy)."""
 
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ pacing: accelerated
 tts: {{name: flite, options: {{voices: {{"en-us+klatt2": slt, "en-us+klatt4": kal16, "en-us+m7": rms}}}}}}
 channel: {{telephone: true, snr_db: 30, packet_loss: 0.01}}
 """
-REPLICATES = 6
+REPLICATES = 2
 PLANTED = ", knobs: {extra_verification: {target: {axis: wording, levels: [loyalty]}, p: 1.0, extra: 1}}"
 
 POLICY = """\
@@ -91,13 +92,13 @@ def test_the_planted_widening_is_found_with_its_size_inside_the_interval(
     old, new = runs
     doc = compare_runs(old, new)
     (cell,) = doc["cells"]
-    assert cell["n_matched"] == 18 and cell["n_only_old"] == cell["n_only_new"] == 0
+    assert cell["n_matched"] == 3 * REPLICATES and cell["n_only_old"] == cell["n_only_new"] == 0
     speakers = cell["speakers"]
     assert speakers["a"] == speakers["b"] == {"old": 3, "new": 3} and speakers["clusters"] == 3
     assert speakers["enough"] and speakers["named"] == {"old": "all", "new": "all"}
     gap = _change(doc, "burden_auth", "gap")
     planted = -1.0  # b gets one more challenge: a - b falls by 1
-    assert gap["n_pairs"] == 18 and gap["n_clusters"] == 3 and "speaker cluster" in gap["method"]
+    assert gap["n_pairs"] == 3 * REPLICATES and gap["n_clusters"] == 3 and "speaker cluster" in gap["method"]
     assert gap["estimate"] == pytest.approx(planted)
     assert gap["ci_low"] <= planted <= gap["ci_high"] and gap["ci_low"] < -0.5, gap
     level_b, level_a = _change(doc, "burden_auth", "level_b"), _change(doc, "burden_auth", "level_a")
