@@ -289,7 +289,8 @@ def analyze_ingested(
             pairs.drop(columns=["claim", "supported_families", "claim_drivers"]), inst, report, the_plan
         )
     summary = summarise(ing, metrics, pairs, problems, the_plan, report)
-    metrics = metrics.assign(plan_sha256=the_plan.sha256)
+    # one column at a time above leaves the frame in many blocks: consolidate once before adding more
+    metrics = metrics.copy().assign(plan_sha256=the_plan.sha256)
     pairs = pairs.assign(plan_sha256=the_plan.sha256, convention=CONVENTION)
     if write:
         with timer.stage("write"):
