@@ -111,6 +111,12 @@ def time_scale(pcm: np.ndarray, factor: float) -> np.ndarray | None:
     return np.clip(np.rint(y * 32768.0), -32768, 32767).astype(np.int16)
 
 
+def warm_time_scale() -> None:
+    """Import librosa and load (or, on a fresh install, compile) the numba kernels of its phase
+    vocoder before the first call: compiled inside a call, they cost tens of seconds of CPU."""
+    time_scale(np.zeros(4000, dtype=np.int16), 1.1)
+
+
 def record(persona: SpeechParams, sent: SpeechParams, cal: Calibration, how: str) -> dict[str, Any]:
     """What rate matching did to one line, for its synthesis parameters."""
     return {
@@ -130,4 +136,5 @@ __all__ = [
     "RateMatcher",
     "record",
     "time_scale",
+    "warm_time_scale",
 ]

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from voice_audit.harness.audio.cache import ContentCache, content_key, synthesis_cache
-from voice_audit.harness.audio.rate_match import RateMatcher, record, time_scale
+from voice_audit.harness.audio.rate_match import RateMatcher, record, time_scale, warm_time_scale
 from voice_audit.harness.audio.registry import create_tts
 from voice_audit.harness.audio.tts_pool import (
     SynthesisTimeout,
@@ -118,7 +118,13 @@ class SpeechSynthesizer:
         out = await self._speak_cached(text, ssml, sent)
         how = "rate control"
         if not cal.follows_rate:
-            scaled = None if abs(cal.factor - 1.0) < 0.01 else time_scale(np.asarray(out.pcm), cal.factor)
+            # off the event loop: the phase vocoder takes tens of ms a line (the calls in flight keep
+            # their media clocks), and its kernels' first compilation tens of seconds
+            scaled = (
+                None
+                if abs(cal.factor - 1.0) < 0.01
+                else await asyncio.to_thread(time_scale, np.asarray(out.pcm), cal.factor)
+            )
             how = "unchanged (within 1%)" if abs(cal.factor - 1.0) < 0.01 else "time-scale modification"
             if scaled is None and how != "unchanged (within 1%)":
                 how = "not matched: the backend has no rate control and librosa is not installed"
@@ -175,6 +181,11 @@ class SpeechSynthesizer:
             ) from None
         self._warm_in_process = True
         return result
+
+    async def warm_rate_matching(self) -> None:
+        """Ready the time-scale modification rate matching may apply (see `warm_time_scale`)."""
+        if self.match_rate:
+            await asyncio.to_thread(warm_time_scale)
 
     async def warm_up(self, params: SpeechParams | None = None) -> None:
         """Start the workers and their engines before timing-sensitive work."""

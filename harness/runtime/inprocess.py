@@ -189,6 +189,8 @@ class InProcessCalls:
             )
             if self.asr is not None:
                 await _warm_up(self.asr)
+            for synth in self.synths:
+                await synth.warm_rate_matching()
             self.readers = ReaderSet(c.reader) if c.reader.model is not None else None
             # The adapters' start-up (a SIP stack) and the call path's first use, before any call.
             problems = await prepare_process(self.adapters)

@@ -113,6 +113,11 @@ def test_a_cloud_voiced_run_never_writes_the_key(
     old_level = root.level
     root.addHandler(handler)
     root.setLevel(logging.DEBUG)
+    # numba logs every statement of a kernel it compiles at DEBUG (librosa's, compiled once on a
+    # fresh install): compiler trace that cannot hold the key and only slows the compilation
+    numba = logging.getLogger("numba")
+    old_numba = numba.level
+    numba.setLevel(logging.WARNING)
 
     async def run() -> tuple[Path, list[str]]:
         async with vendor(key) as (url, seen):
@@ -132,6 +137,7 @@ def test_a_cloud_voiced_run_never_writes_the_key(
     finally:
         root.removeHandler(handler)
         root.setLevel(old_level)
+        numba.setLevel(old_numba)
         handler.close()
 
     records = list(RunReader(run_dir).records())
