@@ -7,7 +7,9 @@ Run: ``.venv/bin/python benchmarks/train_turn_model.py [--out PATH] [--cache FIL
 Only files whose ``split:`` is ``dev`` are read; the held-out files' turns are never loaded. Per
 safety act (`denial`, `repair_request`) a logistic regression over the encoder's features
 (`voice_audit.analysis.metrics.turn_model`) is fitted on every development turn. Its generalisation
-is estimated by grouped cross-validation: each development batch (a file, or one of the numbered
+is estimated by grouped cross-validation (with a second head per act over the turn's word and
+letter n-grams, `voice_audit.analysis.metrics.turn_ngrams`, its vocabulary built on the training
+batches only, whose probability is mixed in with weight `MIX`): each development batch (a file, or one of the numbered
 batches of ``dev.yaml``) is read by heads fitted on all the other batches, so every figure is of
 phrasing by a batch the heads never saw, as a new agent's would be. The threshold is the lowest
 probability at which these out-of-batch readings call at most a target share of the other
@@ -32,9 +34,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.sparse import csr_matrix
 from sklearn.linear_model import LogisticRegression
 
-from voice_audit.analysis.metrics import turn_model
+from voice_audit.analysis.metrics import turn_model, turn_ngrams
 from voice_audit.harness.caller import RuleReader
 from voice_audit.scenarios import ScenarioLibrary
 
@@ -48,6 +51,14 @@ _spec.loader.exec_module(bench)
 SETTINGS: dict[str, tuple[float, float]] = {"denial": (16.0, 0.04), "repair_request": (16.0, 0.02)}
 """Per act: the heads' inverse regularisation C and the out-of-fold false-positive rate its
 threshold is set to."""
+
+
+NGRAM_C = 8.0
+"""The n-gram head's inverse regularisation."""
+NGRAM_MIN_DF = 2
+"""A term is kept if at least this many training turns hold it."""
+MIX = 0.5
+"""The n-gram head's weight in each act's probability (the encoder head's is 1 - MIX)."""
 
 
 BATCH_MARK = re.compile(r"#\s*-+\s*\w+ development batch")
@@ -88,6 +99,34 @@ def out_of_batch(x: np.ndarray, y: np.ndarray, groups: np.ndarray, c: float) -> 
     return p
 
 
+def ngram_matrix(texts: list[str], index: dict[str, int], idf: np.ndarray) -> csr_matrix:
+    data, cols, ptr = [], [], [0]
+    for c, v in turn_ngrams.rows(texts, index, idf):
+        cols.extend(c.tolist())
+        data.extend(v.tolist())
+        ptr.append(len(cols))
+    return csr_matrix((data, cols, ptr), shape=(len(texts), len(index)))
+
+
+def ngram_fit(texts: list[str], y: np.ndarray) -> tuple[list[str], np.ndarray, LogisticRegression]:
+    kept, idf = turn_ngrams.vocabulary(texts, NGRAM_MIN_DF)
+    index = {t: i for i, t in enumerate(kept)}
+    return kept, idf, fit(ngram_matrix(texts, index, idf), y, NGRAM_C)
+
+
+def out_of_batch_ngrams(texts: list[str], y: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Each turn's n-gram head probability, vocabulary and head fitted on every other batch."""
+    p = np.zeros(len(y))
+    for g in sorted(set(groups)):
+        held = groups == g
+        train = [t for t, h in zip(texts, held, strict=True) if not h]
+        kept, idf, clf = ngram_fit(train, y[~held])
+        index = {t: i for i, t in enumerate(kept)}
+        test = [t for t, h in zip(texts, held, strict=True) if h]
+        p[held] = clf.predict_proba(ngram_matrix(test, index, idf))[:, 1]
+    return p
+
+
 def _fig(hit: np.ndarray, y: np.ndarray) -> str:
     pos, neg = int(y.sum()), int((~y).sum())
     return (
@@ -123,17 +162,28 @@ def main(argv: list[str] | None = None) -> int:
     groups = batches(turns)
     print(f"{len(set(groups))} development batches: {', '.join(sorted(set(groups)))}")
     heads: dict[str, dict[str, object]] = {}
+    texts = [t.text for t in turns]
+    gram_heads: dict[str, dict[str, object]] = {}
+    kept: list[str] = []
+    idf = np.zeros(0)
     for act in turn_model.ACTS:
         c, fpr = SETTINGS[act]
         y = np.array([act in t.acts for t in turns])
-        oob = out_of_batch(x, y, groups, c)
+        encoder_oob = out_of_batch(x, y, groups, c)
+        oob = (1.0 - MIX) * encoder_oob + MIX * out_of_batch_ngrams(texts, y, groups)
         thr = threshold_for(oob[~y], fpr)
         clf = fit(x, y, c)
+        kept, idf, gram = ngram_fit(texts, y)
+        gram_heads[act] = {
+            "b": round(float(gram.intercept_[0]), 6),
+            "w": [round(float(v), 6) for v in gram.coef_[0]],
+        }
+        print(f"== {act}: encoder head alone {_fig(encoder_oob >= threshold_for(encoder_oob[~y], fpr), y)}")
         rule = np.array([r.has(act) for r in rule_read])
         done = np.array([r.has("confirmation") for r in rule_read]) & (act == "denial")
         alone = oob >= thr
         joined = (rule | alone) & ~done  # as `turn_model.combine` joins them
-        print(f"== {act}: C {c}, threshold {thr:.3f} (out-of-batch FPR <= {fpr:.1%})")
+        print(f"== {act}: C {c}, n-gram mix {MIX}, threshold {thr:.3f} (out-of-batch FPR <= {fpr:.1%})")
         print(f"  {'all batches':18s} model alone {_fig(alone, y)}")
         print(f"  {'':18s} rules+model {_fig(joined, y)}")
         for name in sorted(set(groups)):
@@ -155,6 +205,14 @@ def main(argv: list[str] | None = None) -> int:
         "trained_on": [p.name for p in files],
         "corpus_sha256": corpus,
         "heads": heads,
+        "ngrams": {
+            "mix": MIX,
+            "c": NGRAM_C,
+            "min_df": NGRAM_MIN_DF,
+            "terms": kept,
+            "idf": [round(float(v), 6) for v in idf],
+            "heads": gram_heads,
+        },
     }
     tmp = args.out.with_suffix(".tmp")
     tmp.write_text(json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")

