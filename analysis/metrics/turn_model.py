@@ -100,8 +100,7 @@ class Heads:
     sha256: str
     meta: dict[str, Any]
     ngrams: NgramHeads | None = None
-    """The n-gram head (`turn_ngrams`), whose probability is mixed in with weight `mix`."""
-    mix: float = 0.0
+    """The n-gram head (`turn_ngrams`), whose probability is mixed in with its weight `mix`."""
 
     @classmethod
     def load(cls, path: Path = HEADS) -> Heads:
@@ -116,7 +115,6 @@ class Heads:
                 sha256=hashlib.sha256(raw).hexdigest(),
                 meta={k: v for k, v in data.items() if k not in ("heads", "ngrams")},
                 ngrams=NgramHeads.from_json(data["ngrams"], ACTS) if "ngrams" in data else None,
-                mix=float(data["ngrams"]["mix"]) if "ngrams" in data else 0.0,
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise TurnModelError(
@@ -186,12 +184,12 @@ class TurnModel:
             self.encode_s += time.perf_counter() - w
             self.encode_cpu_s += time.process_time() - c
             self.turns_encoded += len(todo)
-            heads = self.heads
-            grams = heads.ngrams.probabilities(list(todo.values())) if heads.ngrams is not None else None
+            heads, ngrams = self.heads, self.heads.ngrams
+            grams = ngrams.probabilities(list(todo.values())) if ngrams is not None else None
             for j, k in enumerate(todo):
                 p = {a: float(1.0 / (1.0 + np.exp(-(x[j] @ heads.weights[a] + heads.bias[a])))) for a in ACTS}
-                if grams is not None:
-                    p = {a: (1.0 - heads.mix) * p[a] + heads.mix * grams[j][a] for a in ACTS}
+                if ngrams is not None and grams is not None:
+                    p = {a: (1.0 - ngrams.mix) * p[a] + ngrams.mix * grams[j][a] for a in ACTS}
                 self._cache[k] = p
         empty = dict.fromkeys(ACTS, 0.0)
         return [self._cache.get(k, empty) for k in keys]

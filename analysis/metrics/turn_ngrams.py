@@ -71,12 +71,14 @@ def rows(
 
 @dataclass(frozen=True)
 class NgramHeads:
-    """The vocabulary, its weights and a linear head per act."""
+    """The vocabulary, its weights, a linear head per act and the head's weight `mix` beside the
+    encoder head's (1 - mix)."""
 
     index: dict[str, int]
     idf: np.ndarray
     weights: dict[str, np.ndarray]
     bias: dict[str, float]
+    mix: float
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], acts: Sequence[str]) -> NgramHeads:
@@ -85,6 +87,7 @@ class NgramHeads:
             idf=np.asarray(data["idf"], dtype=np.float64),
             weights={a: np.asarray(data["heads"][a]["w"], dtype=np.float64) for a in acts},
             bias={a: float(data["heads"][a]["b"]) for a in acts},
+            mix=float(data["mix"]),
         )
 
     def probabilities(self, texts: Sequence[str]) -> list[dict[str, float]]:

@@ -118,18 +118,17 @@ class SpeechSynthesizer:
         out = await self._speak_cached(text, ssml, sent)
         how = "rate control"
         if not cal.follows_rate:
-            # off the event loop: the phase vocoder takes tens of ms a line (the calls in flight keep
-            # their media clocks), and its kernels' first compilation tens of seconds
-            scaled = (
-                None
-                if abs(cal.factor - 1.0) < 0.01
-                else await asyncio.to_thread(time_scale, np.asarray(out.pcm), cal.factor)
-            )
-            how = "unchanged (within 1%)" if abs(cal.factor - 1.0) < 0.01 else "time-scale modification"
-            if scaled is None and how != "unchanged (within 1%)":
-                how = "not matched: the backend has no rate control and librosa is not installed"
-            elif scaled is not None:
-                out = out.model_copy(update={"pcm": scaled})
+            if abs(cal.factor - 1.0) < 0.01:
+                how = "unchanged (within 1%)"
+            else:
+                # off the event loop: the phase vocoder takes tens of ms a line (the calls in flight
+                # keep their media clocks), and its kernels' first compilation tens of seconds
+                scaled = await asyncio.to_thread(time_scale, np.asarray(out.pcm), cal.factor)
+                if scaled is None:
+                    how = "not matched: the backend has no rate control and librosa is not installed"
+                else:
+                    how = "time-scale modification"
+                    out = out.model_copy(update={"pcm": scaled})
         return out.model_copy(update={"params": {**out.params, "rate_match": record(params, sent, cal, how)}})
 
     async def _speak_pcm(self, text: str, params: SpeechParams) -> tuple[np.ndarray, int]:

@@ -41,10 +41,11 @@ def test_the_head_reads_the_weighted_row() -> None:
     kept, idf = vocabulary(["no refund", "refund done"], min_df=1)
     w = np.array([2.0 if t == "w:no" else 0.0 for t in kept])
     heads = NgramHeads.from_json(
-        {"terms": kept, "idf": idf.tolist(), "heads": {"denial": {"w": w.tolist(), "b": -1.0}}}, ["denial"]
+        {"terms": kept, "idf": idf.tolist(), "mix": 0.5, "heads": {"denial": {"w": w.tolist(), "b": -1.0}}},
+        ["denial"],
     )
     ((cols, vals),) = rows(["no refund"], heads.index, heads.idf)
     expected = 1 / (1 + math.exp(-(vals @ w[cols] - 1.0)))
     (p,) = heads.probabilities(["no refund"])
-    assert p["denial"] == pytest.approx(expected) and expected > 1 / (1 + math.exp(1.0))
+    assert p["denial"] == pytest.approx(expected) and expected > 1 / (1 + math.exp(1.0)) and heads.mix == 0.5
     assert heads.probabilities(["refund done"])[0]["denial"] == pytest.approx(1 / (1 + math.exp(1.0)))
