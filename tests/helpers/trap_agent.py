@@ -15,71 +15,50 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
-from voice_audit.harness.adapter import AgentSession, CallInfo
+from tests.helpers.scripted_wrapper import ScriptedWrapper
+from voice_audit.harness.adapter import CallInfo
 from voice_audit.harness.model.campaign import AgentSpec
-from voice_audit.harness.registry import AGENT_GROUP, load_object
 
 OWN_OPTIONS = ("trap", "release", "allow")
 
 
-def _scripted(spec: AgentSpec) -> Any:
-    inner_opts = {k: v for k, v in dict(spec.options).items() if k not in OWN_OPTIONS}
-    return load_object("scripted", AGENT_GROUP)(
-        spec.model_copy(update={"adapter": "scripted", "options": inner_opts})
-    )
+async def _until(path: Path) -> None:
+    while not path.exists():
+        await asyncio.sleep(0.1)
 
 
-class TrapAdapter:
+class TrapAdapter(ScriptedWrapper):
     def __init__(self, spec: AgentSpec) -> None:
-        opts = dict(spec.options)
-        self.trap = Path(str(opts["trap"]))
-        self.release = Path(str(opts["release"]))
-        self.inner: Any = _scripted(spec)
-        self.name = spec.name
-        self.capabilities = self.inner.capabilities
+        super().__init__(spec, OWN_OPTIONS)
+        self.trap = Path(str(spec.options["trap"]))
+        self.release = Path(str(spec.options["release"]))
         self.failed: set[str] = set()
 
-    async def connect(self, call: CallInfo) -> AgentSession:
+    async def before_connect(self, call: CallInfo) -> None:
         if self.trap.exists() and not self.release.exists():
             key = call.facts_sha256
             if key not in self.failed:
                 self.failed.add(key)
                 raise ConnectionError("the trap refused the call")
-            while not self.release.exists():
-                await asyncio.sleep(0.1)
-        session: AgentSession = await self.inner.connect(call)
-        return session
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
+            await _until(self.release)
 
 
 def trapped(spec: AgentSpec) -> TrapAdapter:
     return TrapAdapter(spec)
 
 
-class GateAdapter:
+class GateAdapter(ScriptedWrapper):
     def __init__(self, spec: AgentSpec) -> None:
-        opts = dict(spec.options)
-        self.left = int(opts["allow"])
-        self.release = Path(str(opts["release"]))
-        self.inner: Any = _scripted(spec)
-        self.name = spec.name
-        self.capabilities = self.inner.capabilities
+        super().__init__(spec, OWN_OPTIONS)
+        self.left = int(spec.options["allow"])
+        self.release = Path(str(spec.options["release"]))
 
-    async def connect(self, call: CallInfo) -> AgentSession:
+    async def before_connect(self, call: CallInfo) -> None:
         if self.left > 0:
             self.left -= 1
         else:
-            while not self.release.exists():
-                await asyncio.sleep(0.1)
-        session: AgentSession = await self.inner.connect(call)
-        return session
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
+            await _until(self.release)
 
 
 def gated(spec: AgentSpec) -> GateAdapter:

@@ -12,27 +12,21 @@ import asyncio
 import os
 import time
 from pathlib import Path
-from typing import Any
 
-from voice_audit.harness.adapter import AgentError, AgentSession, CallInfo
+from tests.helpers.scripted_wrapper import ScriptedWrapper
+from voice_audit.harness.adapter import AgentError, CallInfo
 from voice_audit.harness.model.campaign import AgentSpec
-from voice_audit.harness.registry import AGENT_GROUP, load_object
 
 OWN_OPTIONS = ("trace", "prepare_s", "fail_prepare")
 
 
-class WarmingAdapter:
+class WarmingAdapter(ScriptedWrapper):
     def __init__(self, spec: AgentSpec) -> None:
+        super().__init__(spec, OWN_OPTIONS)
         opts = dict(spec.options)
         self.trace = Path(str(opts["trace"]))
         self.prepare_s = float(opts.get("prepare_s", 0.0))
         self.fail = bool(opts.get("fail_prepare", False))
-        inner_opts = {k: v for k, v in opts.items() if k not in OWN_OPTIONS}
-        self.inner: Any = load_object("scripted", AGENT_GROUP)(
-            spec.model_copy(update={"adapter": "scripted", "options": inner_opts})
-        )
-        self.name = spec.name
-        self.capabilities = self.inner.capabilities
 
     def _note(self, line: str) -> None:
         with self.trace.open("a") as f:
@@ -45,13 +39,8 @@ class WarmingAdapter:
             raise AgentError("harness_error", "the warm-up broke")
         self._note(f"prepare {os.getpid()} {start:.6f} {time.time():.6f}")
 
-    async def connect(self, call: CallInfo) -> AgentSession:
+    async def before_connect(self, call: CallInfo) -> None:
         self._note(f"connect {os.getpid()} {time.time():.6f}")
-        session: AgentSession = await self.inner.connect(call)
-        return session
-
-    async def aclose(self) -> None:
-        await self.inner.aclose()
 
 
 def warming(spec: AgentSpec) -> WarmingAdapter:
