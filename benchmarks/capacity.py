@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/capacity.py [--mode campaign|transport|sip]
         [--levels 100 200 400 700 1000] [--rounds 2] [--seconds 15]
         [--tree new=/work/main --tree old=/tmp/cap_old,loop=uvloop,workers=2] [--workers 1]
-        [--loop asyncio|uvloop] [--json out.json]
+        [--loop asyncio|uvloop] [--pin] [--per-process N] [--json out.json]
 
 Modes, each level N in a fresh process:
 - campaign: one harness process (or `--workers` of them) places N concurrent real-time calls over
@@ -21,6 +21,13 @@ send lateness p50 / p99, CPU% of the harness and of the agent process (100 = one
 system over the wall time), CPU per frame sent (the whole harness, and its event-loop thread
 alone: the serial part, which bounds one process at 1 s / (50 x loop us) calls per core), the
 cyclic garbage collector's runs, gen-2 runs, total and longest pause, and the load average.
+
+`--pin` (or `pin=1` in a tree) gives the agent's process the last CPU and the harness (this process
+and the worker processes it starts) the others, so the harness's ceiling is measured on CPUs of
+its own, as on a node whose agent is deployed elsewhere (a vendor's endpoint): CPU% is then each
+side's CPUs' busy time (`/proc/stat`), which counts worker processes too. `--per-process N` (or
+`per_process=N`) lets one harness process hold N calls instead of the capacity table's figure,
+to measure what that figure should be.
 
 The ceiling of a tree is the largest level with p99 <= 10 ms and no failed call; the marginal
 loop cost per frame (a least-squares slope of loop CPU over frames across levels) takes each
@@ -95,6 +102,23 @@ class GcWatch:
             self.max_s = max(self.max_s, pause)
 
 
+AGENT_CPUS: set[int] = set()
+"""CPUs the agent's process is pinned to (empty: not pinned)."""
+
+
+def _pin(pid: int, cpus: set[int]) -> None:
+    if cpus:
+        os.sched_setaffinity(pid, cpus)
+
+
+def _busy_s(cpus: set[int]) -> float:
+    """Busy CPU seconds of `cpus` since boot (every process on them, worker processes included)."""
+    import psutil
+
+    per = psutil.cpu_times(percpu=True)
+    return float(sum(t.user + t.nice + t.system + t.irq + t.softirq for i, t in enumerate(per) if i in cpus))
+
+
 def _serve(port: int) -> subprocess.Popen[str]:
     server = subprocess.Popen(
         [
@@ -117,6 +141,7 @@ def _serve(port: int) -> subprocess.Popen[str]:
         stderr=subprocess.DEVNULL,
         text=True,
     )
+    _pin(server.pid, AGENT_CPUS)
     assert server.stdout is not None
     server.stdout.readline()  # the server prints its address once it listens
     return server
@@ -136,6 +161,7 @@ async def _level(calls: int, tmp: Path, workers: int) -> dict[str, Any]:
     from voice_audit.harness.planning import load_campaign
     from voice_audit.harness.runlog import RunReader
     from voice_audit.harness.runtime import CampaignRunner
+    from voice_audit.harness.runtime.capacity import campaign_demand, local_processes
 
     port = _free_port()
     server = _serve(port)
@@ -150,21 +176,29 @@ async def _level(calls: int, tmp: Path, workers: int) -> dict[str, Any]:
 
         await CampaignRunner(campaign(2, "warm"), tmp / "warm", cache_dir=tmp / "cache", progress=False).run()
         loaded = campaign(calls, "level")
+        processes = local_processes(campaign_demand(loaded.campaign, calls), workers)
         watch = GcWatch()
         gc.callbacks.append(watch)
         load = os.getloadavg()[0]
+        mine = set(os.sched_getaffinity(0))
+        busy0 = _busy_s(mine) if AGENT_CPUS else 0.0
         agent0, own0, loop0, t0 = _cpu_s(server.pid), os.times(), time.thread_time(), time.perf_counter()
         runner = CampaignRunner(loaded, tmp / "level", cache_dir=tmp / "cache", progress=False)
         summary = await runner.run(workers=workers)
         wall = time.perf_counter() - t0
         own1, loop1, agent1 = os.times(), time.thread_time(), _cpu_s(server.pid)
+        busy1 = _busy_s(mine) if AGENT_CPUS else 0.0
         gc.callbacks.remove(watch)
     finally:
         server.terminate()
         server.wait(timeout=30)
     # User + system of this process; worker processes (children of the fork server) are not
-    # counted, so with workers the harness's CPU is not reported.
-    own = sum(own1[:2]) - sum(own0[:2]) if workers == 1 else float("nan")
+    # counted, so with workers the harness's CPU is not reported, unless the harness has CPUs of
+    # its own (`--pin`): then it is their busy time, whatever process spent it.
+    single = processes == 1
+    own = sum(own1[:2]) - sum(own0[:2]) if single else float("nan")
+    if AGENT_CPUS:
+        own = busy1 - busy0
     samples = [x for p in runner.stats.get("pump", []) for x in p.lateness_ms] + runner.stats.get(
         "pump_lateness_ms", []
     )
@@ -179,7 +213,7 @@ async def _level(calls: int, tmp: Path, workers: int) -> dict[str, Any]:
     # process stretches its calls' wall time, not their frames). The event loop's own share is
     # the serial part: one process holds at most 1 s / (50 x loop us per frame) calls per core.
     n = max(1, len(samples))
-    loop_us = 1e6 * (loop1 - loop0) / n if workers == 1 else float("nan")
+    loop_us = 1e6 * (loop1 - loop0) / n if single else float("nan")
     return {
         "calls": planned,
         "completed": completed,
@@ -191,7 +225,8 @@ async def _level(calls: int, tmp: Path, workers: int) -> dict[str, Any]:
         "agent_cpu_pct": round(100 * (agent1 - agent0) / wall),
         "cpu_us_per_frame": round(1e6 * own / n, 1),
         "loop_us_per_frame": round(loop_us, 1),
-        "loop_cpu_s": round(loop1 - loop0, 2) if workers == 1 else float("nan"),
+        "loop_cpu_s": round(loop1 - loop0, 2) if single else float("nan"),
+        "processes": processes,
         "calls_per_loop_core": round(1e6 / (50 * loop_us)) if loop_us == loop_us else "-",
         "gc_gen2": watch.count[2],
         "gc_runs": sum(watch.count),
@@ -395,7 +430,26 @@ async def _send_path(calls: int, blocks: int = 20) -> dict[str, Any]:
     }
 
 
+def _lift_cap(calls: int) -> None:
+    """Let one harness process hold `calls` WebSocket calls (the capacity table's figure is what
+    this benchmark measures, so it must not cut a level into processes first)."""
+    import dataclasses
+
+    from voice_audit.harness.runtime import capacity
+
+    capacity.CAPACITY = tuple(
+        dataclasses.replace(e, calls_per_process=calls) if "ws" in e.adapters else e
+        for e in capacity.CAPACITY
+    )
+
+
 def _child(args: argparse.Namespace) -> None:
+    if args.pin:
+        cpus = sorted(os.sched_getaffinity(0))
+        AGENT_CPUS.add(cpus[-1])
+        _pin(0, set(cpus[:-1]))
+    if args.per_process:
+        _lift_cap(args.per_process)
     if args.loop == "uvloop":
         import uvloop
 
@@ -428,6 +482,8 @@ def _tree_env(path: Path) -> dict[str, str]:
 
 def _run_one(tree: Path, opts: dict[str, str], calls: int, args: argparse.Namespace) -> dict[str, Any]:
     workers, loop = opts.get("workers", str(args.workers)), opts.get("loop", args.loop)
+    pin = opts.get("pin", "1" if args.pin else "0") == "1"
+    per_process = opts.get("per_process", str(args.per_process))
     cmd = [
         sys.executable,
         __file__,
@@ -440,7 +496,7 @@ def _run_one(tree: Path, opts: dict[str, str], calls: int, args: argparse.Namesp
         "--mode",
         args.mode,
     ]
-    cmd += ["--seconds", str(args.seconds)]
+    cmd += ["--seconds", str(args.seconds), "--per-process", per_process] + (["--pin"] if pin else [])
     proc = subprocess.run(cmd, env=_tree_env(tree), capture_output=True, text=True, timeout=args.timeout)
     for line in proc.stdout.splitlines():
         if line.startswith("ROW "):
@@ -451,7 +507,7 @@ def _run_one(tree: Path, opts: dict[str, str], calls: int, args: argparse.Namesp
 
 
 def _variant(spec: str) -> tuple[str, Path, dict[str, str]]:
-    """NAME=PATH[,loop=uvloop][,workers=2]"""
+    """NAME=PATH[,loop=uvloop][,workers=2][,pin=1][,per_process=N]"""
     name, rest = spec.split("=", 1)
     path, *opts = rest.split(",")
     return name, Path(path), dict(o.split("=", 1) for o in opts)
@@ -488,6 +544,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         "failed",
         "p50_ms",
         "p99_ms",
+        "processes",
         "harness_cpu_pct",
         "agent_cpu_pct",
         "cpu_us_per_frame",
@@ -523,6 +580,14 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=1, help="harness processes per level")
     ap.add_argument(
         "--loop", choices=["asyncio", "uvloop"], default="asyncio", help="the harness's event loop"
+    )
+    ap.add_argument(
+        "--pin",
+        action="store_true",
+        help="the agent's process on the last CPU, the harness on the others (its CPU is then theirs)",
+    )
+    ap.add_argument(
+        "--per-process", type=int, default=0, help="calls one harness process may hold (default: the table's)"
     )
     ap.add_argument("--timeout", type=float, default=900, help="seconds one level may take")
     ap.add_argument("--stop-after", type=int, default=2, help="levels over the limit before a tree stops")
@@ -574,7 +639,8 @@ def main() -> None:
                     over[(rnd, name)] = over.get((rnd, name), 0) + 1
     print(f"\nuptime: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
     print(
-        f"{os.cpu_count()} cores; mode {args.mode}; default harness loop {args.loop}, {args.workers} harness process(es)\n"
+        f"{os.cpu_count()} cores; mode {args.mode}; default harness loop {args.loop}, {args.workers} harness process(es)"
+        f"{'; agent pinned to the last CPU, harness to the others' if args.pin else ''}\n"
     )
     print(table(rows) + "\n")
     print(
