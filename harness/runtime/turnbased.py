@@ -3,6 +3,12 @@
 They run on either clock. In accelerated pacing the virtual clock advances by audio durations,
 the caller's fixed reaction time (`CALLER_GAP_MS`) and the agent's own measured compute, so a
 call takes milliseconds of wall time but its log reads like a real call.
+
+The caller's patience with a busy agent is judged on the same clock as its silence: in real time
+the wall time the agent takes, in accelerated pacing the compute it reports. A wall-clock patience
+there would let the harness's load decide (an agent whose turns queue behind other calls' work on
+a busy machine would be left as silent and the call end `agent_unresponsive`); the wall clock only
+guards a stuck agent, through the turn deadline (`timeouts.turn_s`), as a failure, not an outcome.
 """
 
 from __future__ import annotations
@@ -82,7 +88,7 @@ class TurnBasedCall:
         arrived: list[tuple[float, AgentEvent]] = []
         compute_ms: float | None = None
         self.deadline.start(self.turn_s, f"agent gave no complete turn within {self.turn_s:g} s")
-        patience = asyncio.timeout(give_up_ms / 1000)
+        patience = asyncio.timeout(None if clock.virtual else give_up_ms / 1000)
         try:
             async with patience:
                 while True:
@@ -108,6 +114,11 @@ class TurnBasedCall:
         wall_ms = (time.perf_counter() - wall0) * 1000.0
         compute = wall_ms if compute_ms is None else compute_ms
         self.stats["agent_compute_ms"] = self.stats.get("agent_compute_ms", 0.0) + compute
+        if clock.virtual and compute > give_up_ms:
+            # The agent's own work outlasted the caller's patience: the caller stopped waiting
+            # at `give_up_ms`, before anything of this turn reached it.
+            self._stalled = True
+            return await self._gave_up(t0, give_up_ms)
         if clock.virtual:
             clock.advance(compute)
         for offset, ev in arrived:
@@ -154,7 +165,7 @@ class TurnBasedCall:
         log.utterance_ended(t + spoken.duration_ms, spoken)
         log.caller_will_say(spoken, say)
         self.deadline.start(self.turn_s, f"agent took the caller's turn for over {self.turn_s:g} s")
-        patience = asyncio.timeout(self.patience_s)
+        patience = asyncio.timeout(None if clock.virtual else self.patience_s)
         try:  # an HTTP agent answers inside end_turn
             async with patience:
                 await self.session.send_audio(spoken.wire)

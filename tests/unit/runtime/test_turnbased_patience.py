@@ -1,0 +1,72 @@
+"""A turn-based agent's slow turn is judged on the call's own clock, not on the harness's load.
+
+In accelerated pacing the caller waits for a busy agent as long as the compute the agent reports,
+on the virtual clock: a turn that took long in wall time (queued behind other calls' work on a
+busy machine) but reports little compute is heard, and one whose reported compute outlasts the
+caller's patience is left as silent, at the moment the patience ran out. In real time the wall
+time the agent takes is the caller's wait, as it would be on a phone line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from voice_audit.harness.adapter import AgentEvent, TextOut, TurnEnd
+from voice_audit.harness.runtime.calllog import CallLog
+from voice_audit.harness.runtime.clock import EpisodeClock, RealClock, TurnDeadline, VirtualClock
+from voice_audit.harness.runtime.conversation import AgentTurn
+from voice_audit.harness.runtime.eventlog import EventLog
+from voice_audit.harness.runtime.recorder import CallRecorder
+from voice_audit.harness.runtime.turnbased import TurnBasedCall
+from voice_audit.personas import CallerCondition
+
+CONDITION = CallerCondition(
+    accent="us_general", voice_profile="male_adult", affect="calm", disfluency="none", wording="plain"
+)
+WALL_S = 0.3
+"""Wall time the agent's turn takes: six times the caller's patience in the tests below."""
+GIVE_UP_MS = 50
+
+
+async def _slow_turn(compute_ms: float | None) -> AsyncIterator[AgentEvent]:
+    await asyncio.sleep(WALL_S)  # the turn waits its turn on a busy machine
+    yield TextOut("Your refund has been issued.")
+    yield TurnEnd(compute_ms=compute_ms)
+
+
+async def _turn(tmp_path: Path, clock: EpisodeClock, compute_ms: float | None) -> tuple[AgentTurn, int]:
+    log = CallLog(EventLog(tmp_path / "events.jsonl"), clock, CallRecorder(), CONDITION, {})
+    async with asyncio.timeout(None) as call:
+        deadline = TurnDeadline(call)
+        transport = TurnBasedCall(
+            log,
+            None,  # type: ignore[arg-type]  # next_turn reads only the events
+            _slow_turn(compute_ms),
+            deadline,
+            60.0,
+            {},
+            GIVE_UP_MS / 1000,
+        )
+        turn = await transport.next_turn(GIVE_UP_MS, GIVE_UP_MS)
+        deadline.close()
+    return turn, log.now()
+
+
+async def test_accelerated_a_turn_slow_in_wall_time_but_light_in_compute_is_heard(tmp_path: Path) -> None:
+    turn, now = await _turn(tmp_path, VirtualClock(), compute_ms=10.0)
+    assert not turn.silent and turn.text == ["Your refund has been issued."]
+    assert now == 10  # the clock moved by the agent's compute, not by the wall time
+
+
+async def test_accelerated_a_turn_whose_compute_outlasts_the_patience_is_silent(tmp_path: Path) -> None:
+    turn, now = await _turn(tmp_path, VirtualClock(), compute_ms=GIVE_UP_MS + 40.0)
+    assert turn.silent
+    assert now == GIVE_UP_MS  # the caller stopped waiting when its patience ran out
+
+
+async def test_real_time_the_wall_time_is_the_callers_wait(tmp_path: Path) -> None:
+    turn, now = await _turn(tmp_path, RealClock(), compute_ms=10.0)
+    assert turn.silent
+    assert now < WALL_S * 1000  # it gave up before the agent answered
