@@ -7,8 +7,10 @@ call takes milliseconds of wall time but its log reads like a real call.
 The caller's patience with a busy agent is judged on the same clock as its silence: in real time
 the wall time the agent takes, in accelerated pacing the compute it reports. A wall-clock patience
 there would let the harness's load decide (an agent whose turns queue behind other calls' work on
-a busy machine would be left as silent and the call end `agent_unresponsive`); the wall clock only
-guards a stuck agent, through the turn deadline (`timeouts.turn_s`), as a failure, not an outcome.
+a busy machine would be left as silent and the call end `agent_unresponsive`). A stuck agent is
+still the agent's failure, an outcome: in accelerated pacing the caller leaves it as silent once
+the turn has taken `timeouts.turn_s` less the patience margin of wall time (`_wall_patience_s`), which the
+campaign's own check keeps above the patience and below the harness's turn timeout.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from voice_audit.harness.adapter import (
     TurnEnd,
 )
 from voice_audit.harness.caller.policy import Say
+from voice_audit.harness.model.campaign import PATIENCE_MARGIN_S
 from voice_audit.harness.runtime.calllog import CallFailed, CallLog
 from voice_audit.harness.runtime.clock import TurnDeadline
 from voice_audit.harness.runtime.conversation import AgentTurn
@@ -75,6 +78,13 @@ class TurnBasedCall:
         self.patience_s = patience_s
         self._stalled = False
 
+    def _wall_patience_s(self, patience_s: float) -> float:
+        """Wall seconds the caller waits for a busy agent: its patience in real time; in accelerated
+        pacing only a stuck agent's guard, the patience itself being on the call's clock."""
+        if not self.log.clock.virtual:
+            return patience_s
+        return max(patience_s, self.turn_s - PATIENCE_MARGIN_S)
+
     async def next_turn(self, quiet_ms: int, give_up_ms: int) -> AgentTurn:
         """Collect one response of the agent and place it on the clock. An empty response is the
         caller waiting `quiet_ms` in silence; an agent still busy after `give_up_ms` (or one that
@@ -88,7 +98,7 @@ class TurnBasedCall:
         arrived: list[tuple[float, AgentEvent]] = []
         compute_ms: float | None = None
         self.deadline.start(self.turn_s, f"agent gave no complete turn within {self.turn_s:g} s")
-        patience = asyncio.timeout(None if clock.virtual else give_up_ms / 1000)
+        patience = asyncio.timeout(self._wall_patience_s(give_up_ms / 1000))
         try:
             async with patience:
                 while True:
@@ -165,7 +175,7 @@ class TurnBasedCall:
         log.utterance_ended(t + spoken.duration_ms, spoken)
         log.caller_will_say(spoken, say)
         self.deadline.start(self.turn_s, f"agent took the caller's turn for over {self.turn_s:g} s")
-        patience = asyncio.timeout(None if clock.virtual else self.patience_s)
+        patience = asyncio.timeout(self._wall_patience_s(self.patience_s))
         try:  # an HTTP agent answers inside end_turn
             async with patience:
                 await self.session.send_audio(spoken.wire)

@@ -3,7 +3,9 @@
 In accelerated pacing the caller waits for a busy agent as long as the compute the agent reports,
 on the virtual clock: a turn that took long in wall time (queued behind other calls' work on a
 busy machine) but reports little compute is heard, and one whose reported compute outlasts the
-caller's patience is left as silent, at the moment the patience ran out. In real time the wall
+caller's patience is left as silent, at the moment the patience ran out; a stuck agent (its turn
+never ends) is still left as silent, an outcome, once the turn has taken `timeouts.turn_s` less
+the patience margin of wall time, before the harness's own turn timeout. In real time the wall
 time the agent takes is the caller's wait, as it would be on a phone line.
 """
 
@@ -14,6 +16,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 from voice_audit.harness.adapter import AgentEvent, TextOut, TurnEnd
+from voice_audit.harness.model.campaign import PATIENCE_MARGIN_S
 from voice_audit.harness.runtime.calllog import CallLog
 from voice_audit.harness.runtime.clock import EpisodeClock, RealClock, TurnDeadline, VirtualClock
 from voice_audit.harness.runtime.conversation import AgentTurn
@@ -36,16 +39,27 @@ async def _slow_turn(compute_ms: float | None) -> AsyncIterator[AgentEvent]:
     yield TurnEnd(compute_ms=compute_ms)
 
 
-async def _turn(tmp_path: Path, clock: EpisodeClock, compute_ms: float | None) -> tuple[AgentTurn, int]:
+async def _stuck_turn() -> AsyncIterator[AgentEvent]:
+    await asyncio.Event().wait()  # never answers
+    yield TurnEnd(compute_ms=0.0)
+
+
+async def _turn(
+    tmp_path: Path,
+    clock: EpisodeClock,
+    compute_ms: float | None,
+    turn_s: float = 60.0,
+    events: AsyncIterator[AgentEvent] | None = None,
+) -> tuple[AgentTurn, int]:
     log = CallLog(EventLog(tmp_path / "events.jsonl"), clock, CallRecorder(), CONDITION, {})
     async with asyncio.timeout(None) as call:
         deadline = TurnDeadline(call)
         transport = TurnBasedCall(
             log,
             None,  # type: ignore[arg-type]  # next_turn reads only the events
-            _slow_turn(compute_ms),
+            events or _slow_turn(compute_ms),
             deadline,
-            60.0,
+            turn_s,
             {},
             GIVE_UP_MS / 1000,
         )
@@ -70,3 +84,10 @@ async def test_real_time_the_wall_time_is_the_callers_wait(tmp_path: Path) -> No
     turn, now = await _turn(tmp_path, RealClock(), compute_ms=10.0)
     assert turn.silent
     assert now < WALL_S * 1000  # it gave up before the agent answered
+
+
+async def test_accelerated_a_stuck_agent_is_left_as_silent_before_the_turn_timeout(tmp_path: Path) -> None:
+    turn_s = PATIENCE_MARGIN_S + WALL_S  # the guard: WALL_S of wall time
+    turn, now = await _turn(tmp_path, VirtualClock(), None, turn_s, _stuck_turn())
+    assert turn.silent  # an outcome of the agent's (the caller's patience), not a turn timeout
+    assert now == GIVE_UP_MS
