@@ -24,8 +24,9 @@ cyclic garbage collector's runs, gen-2 runs, total and longest pause, and the lo
 
 `--pin` (or `pin=1` in a tree) gives the agent's process the last CPU and the harness (this process
 and the worker processes it starts) the others, so the harness's ceiling is measured on CPUs of
-its own, as on a node whose agent is deployed elsewhere (a vendor's endpoint): CPU% is then each
-side's CPUs' busy time (`/proc/stat`), which counts worker processes too. `--per-process N` (or
+its own, as on a node whose agent is deployed elsewhere (a vendor's endpoint); with several
+harness processes their CPU% is then the harness CPUs' busy time (`/proc/stat`: worker processes
+included, and anything else the machine runs there). `--per-process N` (or
 `per_process=N`) lets one harness process hold N calls instead of the capacity table's figure,
 to measure what that figure should be.
 
@@ -197,7 +198,7 @@ async def _level(calls: int, tmp: Path, workers: int) -> dict[str, Any]:
     # its own (`--pin`): then it is their busy time, whatever process spent it.
     single = processes == 1
     own = sum(own1[:2]) - sum(own0[:2]) if single else float("nan")
-    if AGENT_CPUS:
+    if AGENT_CPUS and not single:
         own = busy1 - busy0
     samples = [x for p in runner.stats.get("pump", []) for x in p.lateness_ms] + runner.stats.get(
         "pump_lateness_ms", []
