@@ -43,7 +43,7 @@ pairs:
     a: {{accent: us_general}}
     b: {{accent: gb_rp}}
 voices: 1
-concurrency: 4
+concurrency: 2
 pacing: realtime
 channel: {{telephone: false}}
 patience: {{prompt_after_s: 60, hang_up_after_s: 240}}
@@ -56,6 +56,10 @@ tts: {{name: espeak}}
 # answer within 8 s, no RTP for 10 s, "are you still there?" after 8 s of silence) would end or
 # derail a call whose agent is merely slow.
 GUARDS = "answer_timeout_s: 120, rtp_timeout_s: 120"
+# Two calls in flight, not four: with four (both phone calls and both tone calls) beside the other
+# real-time tests of the serial lane, the served cascaded agent's endpointing twice took late RTP
+# frames on a starved machine for the end of the caller's turn and answered over it, so the caller
+# heard no words and asked for a human: the load decided the outcome, which is not what is compared.
 
 
 def _serve(name: str, port: int, *options: str) -> subprocess.Popen[str]:
