@@ -20,7 +20,8 @@ Reported per level: calls completed and failed (with the failure kinds), the 20 
 send lateness p50 / p99, CPU% of the harness and of the agent process (100 = one core, user +
 system over the wall time), CPU per frame sent (the whole harness, and its event-loop thread
 alone: the serial part, which bounds one process at 1 s / (50 x loop us) calls per core), the
-cyclic garbage collector's runs, gen-2 runs, total and longest pause, and the load average.
+cyclic garbage collector's runs, gen-2 runs, total and longest pause, the harness's peak RSS (MB)
+and the load average.
 
 `--pin` (or `pin=1` in a tree) gives the agent's process the last CPU and the harness (this process
 and the worker processes it starts) the others, so the harness's ceiling is measured on CPUs of
@@ -47,6 +48,7 @@ import contextlib
 import gc
 import json
 import os
+import resource
 import socket
 import subprocess
 import sys
@@ -148,6 +150,11 @@ def _serve(port: int) -> subprocess.Popen[str]:
     return server
 
 
+def _rss_mb() -> int:
+    """Peak resident memory of this process (the harness's, with one harness process)."""
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+
+
 def _cpu_s(pid: int) -> float:
     import psutil
 
@@ -233,6 +240,7 @@ async def _level(calls: int, tmp: Path, workers: int) -> dict[str, Any]:
         "gc_runs": sum(watch.count),
         "gc_max_ms": round(1000 * watch.max_s, 1),
         "gc_pause_ms": round(1000 * watch.pause_s),
+        "rss_mb": _rss_mb(),
         "failures": ", ".join(f"{k} x{v}" for k, v in sorted(kinds.items())) or "-",
         "wall_s": round(wall, 1),
         "load": round(load, 1),
@@ -297,7 +305,7 @@ async def _transport_level(calls: int, tmp: Path, seconds: float) -> dict[str, A
             tasks.append(asyncio.create_task(pump.run()))
         await asyncio.sleep(2.0)  # every pump on the clock
         for p in pumps:
-            p.stats.lateness_ms.clear()
+            del p.stats.lateness_ms[:]  # a list or an array of doubles
         gc.callbacks.append(watch)
         load = os.getloadavg()[0]
         sink0, own0, loop0, t0 = _cpu_s(sink.pid), os.times(), time.thread_time(), time.perf_counter()
@@ -555,6 +563,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         "gc_gen2",
         "gc_pause_ms",
         "gc_max_ms",
+        "rss_mb",
         "failures",
         "wall_s",
         "load",

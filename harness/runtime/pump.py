@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+from array import array
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -37,10 +38,18 @@ class QueuedUtterance:
     start_ms: int | None = None
 
 
-@dataclass
+def _samples() -> array[float]:
+    return array("d")
+
+
+@dataclass(slots=True)
 class PumpStats:
+    """`lateness_ms` is a flat array of doubles, not a list of float objects: a campaign keeps
+    every frame's lateness, and a list would be one object per frame for the cyclic collector to
+    walk on every full pass (and 32 bytes a frame instead of 8)."""
+
     frames: int = 0
-    lateness_ms: list[float] = field(default_factory=list)
+    lateness_ms: array[float] = field(default_factory=_samples)
 
 
 @dataclass
