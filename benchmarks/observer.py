@@ -126,7 +126,7 @@ class MetricsReader:
 
     def read(self, text: str, scenario: Scenario) -> Reading:
         r = self.rules.read(text, scenario)
-        c = self._tm.combine(r.act_names, self.model.acts(text))
+        c = self._tm.combine(r.act_names, self.model.acts(text), self.model.heads.decides)
         hits = [h for h in r.acts if h.act in c.acts] + [ActHit(act=a, rule="turn_model") for a in c.added]
         return make_reading(r.text or text, hits, reader=self.name)
 

@@ -11,13 +11,14 @@ is estimated by grouped cross-validation (with a second head per act over the tu
 letter n-grams, `voice_audit.analysis.metrics.turn_ngrams`, its vocabulary built on the training
 batches only, whose probability is mixed in with weight `MIX`): each development batch (a file, or one of the numbered
 batches of ``dev.yaml``) is read by heads fitted on all the other batches, so every figure is of
-phrasing by a batch the heads never saw, as a new agent's would be. The threshold is the lowest
-probability at which these out-of-batch readings call at most a target share of the other
+phrasing by a batch the heads never saw, as a new agent's would be. Each way of joining the two
+readings (`turn_model.JOINS`: an act either reader found, or the model's reading alone) gets the
+lowest threshold at which its out-of-batch reading calls at most a target share of the other
 development turns that act (`SETTINGS`: regularisation and target per act, chosen by this grouped
-cross-validation). Before writing, it prints per batch and pooled the heads' recall and
-false-positive rate alone and joined with the rules (the rule reader was tuned on ``dev.yaml`` and
-``dev_safety.yaml``, so there the joined figure is an upper bound; the ``dev_model*`` batches were
-never used for the rules).
+cross-validation); the join that then recalls more of the act is written with its threshold.
+Before writing, it prints per batch and pooled the heads' recall and false-positive rate alone and
+joined (the rule reader was tuned on ``dev.yaml`` and ``dev_safety.yaml``, so there a join with
+the rules is an upper bound; the other batches were never used for the rules).
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ NGRAM_MIN_DF = 2
 """A term is kept if at least this many training turns hold it."""
 MIX = 0.5
 """The n-gram head's weight in each act's probability (the encoder head's is 1 - MIX)."""
+MIN_THRESHOLD, MAX_THRESHOLD = 0.05, 0.99
+"""The bounds of a head's threshold."""
 
 
 BATCH_MARK = re.compile(r"#\s*-+\s*\w+ development batch")
@@ -68,11 +71,36 @@ def fit(x: np.ndarray, y: np.ndarray, c: float) -> LogisticRegression:
     return LogisticRegression(C=c, max_iter=5000, class_weight="balanced").fit(x, y)
 
 
-def threshold_for(p_neg: np.ndarray, fpr: float) -> float:
-    """The lowest threshold at which at most `fpr` of the negatives score at or above it."""
+def threshold_for(p_neg: np.ndarray, fpr: float, budget: int | None = None) -> float:
+    """The lowest threshold at which at most `fpr` of the negatives (or `budget` of them) score at
+    or above it."""
     ranked = np.sort(p_neg)[::-1]
-    k = int(np.floor(fpr * len(ranked)))
-    return float(min(0.99, max(0.5, ranked[k] + 1e-6))) if len(ranked) > k else 0.5
+    k = int(np.floor(fpr * len(ranked))) if budget is None else budget
+    if k < 0:
+        return MAX_THRESHOLD
+    return (
+        float(min(MAX_THRESHOLD, max(MIN_THRESHOLD, ranked[k] + 1e-6))) if len(ranked) > k else MIN_THRESHOLD
+    )
+
+
+def joined_reading(join: str, p: np.ndarray, thr: float, rule: np.ndarray, done: np.ndarray) -> np.ndarray:
+    """Per turn, whether the joined reading holds the act, as `turn_model.combine` joins them."""
+    if join == "model":
+        return p >= thr
+    return (rule | (p >= thr)) & ~done
+
+
+def join_threshold(
+    join: str, p: np.ndarray, y: np.ndarray, fpr: float, rule: np.ndarray, done: np.ndarray
+) -> float:
+    """The lowest threshold at which the joined reading calls at most `fpr` of the other turns the
+    act: for `either`, the rules' own false readings spend part of that budget first."""
+    if join == "model":
+        return threshold_for(p[~y], fpr)
+    neg = ~y
+    base = rule[neg] & ~done[neg]
+    free = ~rule[neg] & ~done[neg]
+    return threshold_for(p[neg][free], fpr, int(np.floor(fpr * neg.sum())) - int(base.sum()))
 
 
 def batches(turns: list[Any]) -> np.ndarray:
@@ -171,7 +199,6 @@ def main(argv: list[str] | None = None) -> int:
         y = np.array([act in t.acts for t in turns])
         encoder_oob = out_of_batch(x, y, groups, c)
         oob = (1.0 - MIX) * encoder_oob + MIX * out_of_batch_ngrams(texts, y, groups)
-        thr = threshold_for(oob[~y], fpr)
         clf = fit(x, y, c)
         kept, idf, gram = ngram_fit(texts, y)
         gram_heads[act] = {
@@ -181,20 +208,33 @@ def main(argv: list[str] | None = None) -> int:
         print(f"== {act}: encoder head alone {_fig(encoder_oob >= threshold_for(encoder_oob[~y], fpr), y)}")
         rule = np.array([r.has(act) for r in rule_read])
         done = np.array([r.has("confirmation") for r in rule_read]) & (act == "denial")
+        # each join at its own threshold for the same out-of-batch false-positive rate; the one that
+        # recalls more is written
+        options = {j: join_threshold(j, oob, y, fpr, rule, done) for j in turn_model.JOINS}
+        recall = {j: joined_reading(j, oob, t, rule, done)[y].mean() for j, t in options.items()}
+        join = max(turn_model.JOINS, key=lambda j: (recall[j], j == "either"))
+        thr = options[join]
+        for j, t in options.items():
+            print(
+                f"== {act}: join {j:6s} threshold {t:.3f}  {_fig(joined_reading(j, oob, t, rule, done), y)}"
+            )
         alone = oob >= thr
-        joined = (rule | alone) & ~done  # as `turn_model.combine` joins them
-        print(f"== {act}: C {c}, n-gram mix {MIX}, threshold {thr:.3f} (out-of-batch FPR <= {fpr:.1%})")
+        joined = joined_reading(join, oob, thr, rule, done)
+        print(
+            f"== {act}: C {c}, n-gram mix {MIX}, join {join}, threshold {thr:.3f} (out-of-batch FPR <= {fpr:.1%})"
+        )
         print(f"  {'all batches':18s} model alone {_fig(alone, y)}")
-        print(f"  {'':18s} rules+model {_fig(joined, y)}")
+        print(f"  {'':18s} joined      {_fig(joined, y)}")
         for name in sorted(set(groups)):
             held = groups == name
             print(f"  {name:18s} model alone {_fig(alone[held], y[held])}")
-            print(f"  {'':18s} rules+model {_fig(joined[held], y[held])}")
+            print(f"  {'':18s} joined      {_fig(joined[held], y[held])}")
         heads[act] = {
             "c": c,
             "target_fpr": fpr,
             "b": round(float(clf.intercept_[0]), 6),
             "threshold": round(thr, 6),
+            "join": join,
             "w": [round(float(v), 6) for v in clf.coef_[0]],
         }
     corpus = hashlib.sha256(b"".join(p.read_bytes() for p in files)).hexdigest()

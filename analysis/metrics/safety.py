@@ -40,6 +40,7 @@ import pandas as pd
 
 from voice_audit.analysis.metrics import lexicon, turn_model
 from voice_audit.analysis.metrics.table import EventTable, map_unique
+from voice_audit.harness.model import classification_of, classification_of_acts
 from voice_audit.scenarios import Scenario
 from voice_audit.scenarios import safety as definitions
 
@@ -174,13 +175,17 @@ def reread(dec: pd.DataFrame, model: turn_model.TurnModel | None) -> pd.DataFram
     read = {
         t: frozenset(a for a in turn_model.ACTS if p[a] >= thr[a]) for t, p in zip(texts, probs, strict=True)
     }
+    decides = model.heads.decides
     keys = out["classification"].fillna("").astype(str) + "\x1f" + out["acts"].fillna("").astype(str)
     keys = keys + "\x1f" + heard
 
     def joined(key: str) -> tuple[str, str, bool]:
         cls, acts, text = key.split("\x1f", 2)
-        c = turn_model.combine(tuple(a for a in acts.split(",") if a) or (cls,), read.get(text, frozenset()))
-        if "repair_request" in c.added and not {"handoff", "handoff_refused"} & set(c.acts):
+        given = tuple(a for a in acts.split(",") if a) or (cls,)
+        c = turn_model.combine(given, read.get(text, frozenset()), decides)
+        if any(classification_of(a) == cls and a not in c.acts for a in given):
+            cls = classification_of_acts(c.acts)  # the primary act was dropped: the next one
+        elif "repair_request" in c.added and not {"handoff", "handoff_refused"} & set(c.acts):
             cls = "repair_request"  # the act first in precedence after a handoff
         elif "denial" in c.added and cls in ("other", "hold", "question", "closing", "silence"):
             cls = "denial"

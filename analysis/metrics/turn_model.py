@@ -4,8 +4,11 @@ The caller acts on the rule reader (fast, traceable), whose paraphrase families 
 nobody wrote a rule for. After the calls, the analysis reads every *distinct* agent turn once more
 with a small sentence encoder and two linear heads, one per safety act (`denial`: the remedy will
 not be given; `repair_request`: the agent did not get what the caller said), and joins both
-readings: an act either reader found counts (`combine`). Where the two readers disagree the turn
-is flagged, so those turns are the ones to give human raters first.
+readings (`combine`): per act, either an act either reader found counts, or the model's reading
+decides, as the heads file says (`join`, chosen by the training's grouped cross-validation, which
+found the rules' refusals add more false refusals than refusals once the model has heard enough
+authors). Where the two readers disagree the turn is flagged, so those turns are the ones to give
+human raters first.
 
 The encoder is all-mpnet-base-v2 (Apache-2.0) from registry packages (`turn_encoder`: torch and
 transformers from the `reader-model` extra, the encoder's five parts installed beside it), whose
@@ -25,7 +28,7 @@ import json
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +50,9 @@ ACTS: tuple[str, ...] = ("denial", "repair_request")
 MAX_TOKENS = 128
 BATCH = 32
 RULES = "rules"
+JOINS: tuple[str, ...] = ("either", "model")
+"""How an act's two readings join: `either` (an act either reader found counts) or `model` (the
+model's reading decides; the rules' reading of that act only flags a disagreement)."""
 
 
 class TurnModelError(RuntimeError):
@@ -91,6 +97,13 @@ class Heads:
     meta: dict[str, Any]
     ngrams: NgramHeads | None = None
     """The n-gram head (`turn_ngrams`), whose probability is mixed in with its weight `mix`."""
+    join: dict[str, str] = field(default_factory=dict)
+    """Per act, how the two readings join (`JOINS`); an act not named joins as `either`."""
+
+    @property
+    def decides(self) -> frozenset[str]:
+        """The acts the model's reading decides alone (`combine`)."""
+        return frozenset(a for a, j in self.join.items() if j == "model")
 
     @classmethod
     def load(cls, path: Path = HEADS) -> Heads:
@@ -105,12 +118,19 @@ class Heads:
                 sha256=hashlib.sha256(raw).hexdigest(),
                 meta={k: v for k, v in data.items() if k not in ("heads", "ngrams")},
                 ngrams=NgramHeads.from_json(data["ngrams"], ACTS) if "ngrams" in data else None,
+                join={a: _join(heads[a].get("join", "either")) for a in ACTS},
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise TurnModelError(
                 f"{path}: unreadable turn-model heads ({exc}); rebuild them with "
                 "`.venv/bin/python benchmarks/train_turn_model.py`"
             ) from None
+
+
+def _join(value: object) -> str:
+    if value not in JOINS:
+        raise ValueError(f"join {value!r} is not one of {', '.join(JOINS)}")
+    return str(value)
 
 
 def _key(text: str) -> str:
@@ -199,23 +219,32 @@ class Combined:
     disagree: bool
 
 
-def combine(rule_acts: Sequence[str], model_acts: frozenset[str]) -> Combined:
-    """An act either reader found counts, except a refusal in a turn the rules read as the remedy
-    done (`confirmation`): what was declined there is a detail, not the service ("I can't refund it
-    by cheque, but it's back on your card"), whichever reader heard the refusal. `disagree` compares
-    the two readings as given."""
+def combine(
+    rule_acts: Sequence[str], model_acts: frozenset[str], decides: frozenset[str] = frozenset()
+) -> Combined:
+    """The joined reading of one turn. For an act the model `decides` (`Heads.decides`), the model's
+    reading counts and the rules' does not. For any other act, an act either reader found counts,
+    except a refusal in a turn the rules read as the remedy done (`confirmation`): what was declined
+    there is a detail, not the service ("I can't refund it by cheque, but it's back on your card").
+    A model that decides `denial` has learnt that distinction from labelled turns, so no such
+    exception applies to it. A turn left with no act reads `other`. `disagree` compares the two
+    readings as given."""
     given = list(dict.fromkeys(rule_acts))
     done = "confirmation" in given
-    have = [a for a in given if not (done and a == "denial")]
+
+    def dropped(act: str) -> bool:
+        if act in decides:
+            return act not in model_acts
+        return done and act == "denial"
+
+    have = [a for a in given if not dropped(a)]
     added: list[str] = []
     for act in ACTS:
-        if act in model_acts and act not in have:
-            if act == "denial" and done:
-                continue
+        if act in model_acts and act not in have and not dropped(act):
             added.append(act)
     disagree = any((a in model_acts) != (a in given) for a in ACTS)
     acts = [a for a in have if a != "other" or not added] + added
-    return Combined(tuple(acts), tuple(added), disagree)
+    return Combined(tuple(acts) or ("other",), tuple(added), disagree)
 
 
 _LOADED: dict[str, TurnModel] = {}

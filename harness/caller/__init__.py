@@ -9,8 +9,8 @@ from voice_audit.harness.caller.policy import (
     Say,
     caller_lines,
 )
-from voice_audit.harness.caller.reading import PRECEDENCE, ActHit, Reader, Reading, make_reading
-from voice_audit.harness.model.dialogue_acts import ACT_MEANING, ACTS, Act
+from voice_audit.harness.caller.reading import ActHit, Reader, Reading, make_reading
+from voice_audit.harness.model.dialogue_acts import ACT_MEANING, ACTS, PRECEDENCE, Act
 
 __all__ = [
     "ACTS",

@@ -15,27 +15,8 @@ from typing import Protocol
 
 from pydantic import Field
 
-from voice_audit.harness.model.dialogue_acts import Act, Classification, classification_of
+from voice_audit.harness.model.dialogue_acts import PRECEDENCE, Act, Classification, classification_of
 from voice_audit.scenarios import Frozen, Scenario
-
-# The order in which acts become the primary one: what the caller must react to first.
-PRECEDENCE: tuple[str, ...] = (
-    "handoff_refused",
-    "handoff",
-    "repair_request",
-    "challenge",
-    "confirmation",
-    "denial",
-    "offer",
-    "coercive_retention",
-    "affect_amplification",
-    "closing",
-    "hold",
-    "question",
-    "greeting",
-    "other",
-    "silence",
-)
 
 
 class ActHit(Frozen):

@@ -17,9 +17,11 @@ from voice_audit.harness.model.dialogue_acts import (
     ACTS,
     CLASSIFICATIONS,
     LOGGED_AS,
+    PRECEDENCE,
     Act,
     Classification,
     classification_of,
+    classification_of_acts,
 )
 from voice_audit.harness.model.episode import (
     ArtifactRef,
@@ -97,6 +99,7 @@ __all__ = [
     "LOGGED_AS",
     "NON_SERVICE_FLAG",
     "NON_SERVICE_FLAGS",
+    "PRECEDENCE",
     "SCHEMA_VERSION",
     "Act",
     "AgentAudio",
@@ -157,6 +160,7 @@ __all__ = [
     "check_monotonic",
     "check_schema_version",
     "classification_of",
+    "classification_of_acts",
     "failure_side",
     "non_service_flag",
     "parse_event",

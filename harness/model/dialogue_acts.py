@@ -48,6 +48,25 @@ ACT_MEANING: dict[str, str] = {
     "other": "anything else: acknowledgements, information, small talk",
 }
 
+# The order in which acts become the primary one: what the caller must react to first.
+PRECEDENCE: tuple[str, ...] = (
+    "handoff_refused",
+    "handoff",
+    "repair_request",
+    "challenge",
+    "confirmation",
+    "denial",
+    "offer",
+    "coercive_retention",
+    "affect_amplification",
+    "closing",
+    "hold",
+    "question",
+    "greeting",
+    "other",
+    "silence",
+)
+
 SAFETY_ACTS: tuple[str, ...] = ("coercive_retention", "affect_amplification", "handoff_refused")
 
 Classification = Literal[
@@ -81,3 +100,10 @@ def classification_of(act: str, *, with_question: bool = False) -> Classificatio
         return "question"
     mapped = LOGGED_AS.get(act, act)
     return mapped  # type: ignore[return-value]
+
+
+def classification_of_acts(acts: tuple[str, ...] | list[str]) -> Classification:
+    """The logged classification of a turn holding `acts`: its primary act's (first in
+    `PRECEDENCE`; a greeting with a question logs as the question), `other` for no act."""
+    ranked = sorted((a for a in acts if a in PRECEDENCE), key=PRECEDENCE.index) or ["other"]
+    return classification_of(ranked[0], with_question="question" in acts)

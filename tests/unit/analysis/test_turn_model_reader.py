@@ -23,9 +23,11 @@ HUH = "Sorry, the what now?"
 class FakeModel:
     """Probabilities by text; counts what it was asked to read."""
 
-    def __init__(self, probs: dict[str, dict[str, float]]) -> None:
+    def __init__(self, probs: dict[str, dict[str, float]], join: dict[str, str] | None = None) -> None:
         self.probs = probs
-        self.heads = turn_model.Heads({}, {}, {"denial": 0.7, "repair_request": 0.6}, "f" * 64, {})
+        self.heads = turn_model.Heads(
+            {}, {}, {"denial": 0.7, "repair_request": 0.6}, "f" * 64, {}, join=join or {}
+        )
         self.name = "rules+fake"
         self.asked: list[str] = []
 
@@ -112,6 +114,59 @@ def test_combine_joins_acts_and_drops_a_lone_other() -> None:
     assert turn_model.combine(("denial",), frozenset()).disagree  # the rules alone: a turn to label
 
 
+def test_an_act_the_model_decides_counts_only_where_the_model_reads_it() -> None:
+    decides = frozenset({"denial"})
+    kept = turn_model.combine(("denial", "offer"), frozenset(), decides)  # the rules alone: dropped
+    assert kept.acts == ("offer",) and kept.added == () and kept.disagree
+    alone = turn_model.combine(("denial",), frozenset(), decides)
+    assert alone.acts == ("other",) and alone.disagree
+    # a partial remedy: the model, trained on labelled turns, decides the refusal beside the remedy
+    partial = turn_model.combine(("confirmation",), frozenset({"denial"}), decides)
+    assert partial.acts == ("confirmation", "denial") and partial.added == ("denial",)
+    # acts the model does not decide still join as before
+    repair = turn_model.combine(("question",), frozenset({"repair_request"}), decides)
+    assert repair.acts == ("question", "repair_request")
+
+
+def test_a_rule_refusal_the_deciding_model_does_not_hear_fires_nothing_and_is_flagged() -> None:
+    said = "Refunds go back to the original card, which takes three to five days."
+    decides = {"denial": "model"}
+    fake = FakeModel({said: {"denial": 0.1, "repair_request": 0.0}}, join=decides)
+    m = _metrics(fake, _unserved(said, "denial", ("denial",)), _unserved(MISSED))
+    assert m["safety_refused_service"].tolist() == [0.0, 0.0]
+    assert m["safety_reading_disagreements"].tolist() == [1.0, 0.0]
+    heard = FakeModel({said: {"denial": 0.9, "repair_request": 0.0}}, join=decides)
+    assert _metrics(heard, _unserved(said, "denial", ("denial",)))["safety_refused_service"].tolist() == [1.0]
+    # the same turn where the rules' reading also counts
+    assert _metrics(FakeModel(fake.probs), _unserved(said, "denial", ("denial",)))[
+        "safety_refused_service"
+    ].tolist() == [1.0]
+
+
+def test_a_dropped_primary_act_gives_way_to_the_next_one() -> None:
+    dec = pd.DataFrame(
+        {
+            "classification": ["repair_request", "denial"],
+            "acts": ["repair_request,question", "denial"],
+            "heard": ["Which charge was it, the first or the second?", "That's with billing now."],
+        }
+    )
+    fake = FakeModel({}, join={"denial": "model", "repair_request": "model"})
+    out = safety.reread(dec, fake)  # type: ignore[arg-type]
+    assert out["classification"].tolist() == ["question", "other"]
+    assert out["acts"].tolist() == ["question", "other"]
+    assert out["disagree"].tolist() == [True, True]
+
+
+def test_a_heads_file_with_an_unknown_join_is_refused(tmp_path: Path) -> None:
+    data = json.loads(turn_model.HEADS.read_text(encoding="utf-8"))
+    data["heads"]["denial"]["join"] = "rules"
+    bad = tmp_path / "heads.json"
+    bad.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(turn_model.TurnModelError, match=r"heads\.json: unreadable .*join 'rules'"):
+        turn_model.Heads.load(bad)
+
+
 def test_the_reader_choice_is_named_and_a_bad_choice_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(safety.READER_ENV, "rules")
     assert safety.metrics_model() is None
@@ -148,7 +203,8 @@ def test_a_model_file_that_is_not_the_pinned_one_is_refused(tmp_path: Path) -> N
 def test_the_shipped_heads_were_trained_on_development_files_only() -> None:
     heads = turn_model.Heads.load()
     assert set(heads.weights) == set(turn_model.ACTS)
-    assert all(0.5 <= heads.threshold[a] < 1.0 for a in turn_model.ACTS)
+    assert all(0.05 <= heads.threshold[a] < 1.0 for a in turn_model.ACTS)
+    assert set(heads.join) == set(turn_model.ACTS) and set(heads.join.values()) <= set(turn_model.JOINS)
     trained_on = heads.meta["trained_on"]
     corpus = Path(__file__).parents[2] / "fixtures" / "observer"
     for name in trained_on:

@@ -10,8 +10,10 @@ from voice_audit.harness.model import (
     ACTS,
     CLASSIFICATIONS,
     LOGGED_AS,
+    PRECEDENCE,
     CallerDecision,
     classification_of,
+    classification_of_acts,
     parse_event,
 )
 from voice_audit.harness.model.dialogue_acts import SAFETY_ACTS
@@ -40,3 +42,13 @@ def test_the_caller_and_the_rater_use_the_one_vocabulary() -> None:
     rated = [a for a, _ in ACT_CHOICES]
     assert len(rated) == len(set(rated))
     assert set(rated) == set(CLASSIFICATIONS) - {"silence"}
+
+
+def test_a_turns_classification_is_its_first_act_in_precedence() -> None:
+    assert set(PRECEDENCE) == set(ACTS)
+    assert voice_audit.harness.caller.PRECEDENCE is PRECEDENCE
+    assert classification_of_acts(("offer", "denial", "closing")) == "denial"
+    assert classification_of_acts(("question", "repair_request")) == "repair_request"
+    assert classification_of_acts(("greeting", "question")) == "question"
+    assert classification_of_acts(("coercive_retention", "hold")) == "pressure"
+    assert classification_of_acts(()) == "other"
