@@ -162,6 +162,9 @@ class FramePump:
                     self._busy = False
         finally:
             self._stopped = True
+            # The error's traceback holds this pump (the tick's frame): dropped here, the pump, its
+            # session and its call are freed when the call ends, not left to a full collection.
+            self._error = None
             clock.remove(self._tick)
 
     async def _send_pending(self, item: _Pending, loop: asyncio.AbstractEventLoop) -> None:

@@ -7,12 +7,32 @@ import asyncio
 import gc
 import weakref
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from voice_audit.harness.adapter import AgentError, AudioFormat
+from voice_audit.harness.runtime.calllog import CallLog
+from voice_audit.harness.runtime.clock import RealClock
+from voice_audit.harness.runtime.eventlog import EventLog
 from voice_audit.harness.runtime.frameclock import FULL_GC_EVERY, FrameClock
-from voice_audit.harness.runtime.pump import PumpStats
+from voice_audit.harness.runtime.pump import FramePump, PumpStats
+from voice_audit.harness.runtime.recorder import CallRecorder
+from voice_audit.personas import CallerCondition
+
+
+class _Over:
+    """A session the agent has already ended: every send raises, as a closed WebSocket's does."""
+
+    def send_audio_nowait(self, chunk: bytes) -> bool:
+        raise AgentError("disconnect", "session is over (resolved)")
+
+    async def send_audio(self, chunk: bytes) -> None:
+        raise AgentError("disconnect", "session is over (resolved)")
+
+    async def mark_played(self, name: str) -> None:
+        pass
 
 
 class _Node:
@@ -82,3 +102,36 @@ def test_frame_lateness_is_kept_where_the_collector_does_not_walk_it() -> None:
     assert not any(isinstance(r, float) for r in gc.get_referents(stats.lateness_ms))
     assert list(stats.lateness_ms) == samples
     assert [x for s in [stats, PumpStats()] for x in s.lateness_ms] == samples
+
+
+async def test_a_pump_whose_send_failed_is_freed_without_a_collection(
+    tmp_path: Path, full_passes: list[int]
+) -> None:
+    clock = FrameClock.of()
+
+    def other(deadline: float) -> None:
+        """Another call streaming, so the clock's own pass when the last call leaves stays out."""
+
+    clock.add(other)
+    try:
+        condition = CallerCondition(
+            accent="us_general",
+            voice_profile="female_adult",
+            affect="calm",
+            disfluency="none",
+            wording="plain",
+        )
+        log = CallLog(EventLog(tmp_path / "events.jsonl"), RealClock(), CallRecorder(), condition, {})
+        pump = FramePump(log, _Over(), AudioFormat("pcm16", 16000))  # type: ignore[arg-type]
+        gone = weakref.ref(pump)
+        try:
+            await pump.run()
+        except AgentError:
+            pass
+        else:
+            pytest.fail("the pump outlived a failed send")
+        del pump
+        assert gone() is None, "the failed send's error keeps the pump (and its call) in a cycle"
+        assert full_passes == []
+    finally:
+        clock.remove(other)
