@@ -21,6 +21,10 @@ from voice_audit.harness.runtime.pump import FramePump, PumpStats
 from voice_audit.harness.runtime.recorder import CallRecorder
 from voice_audit.personas import CallerCondition
 
+CONDITION = CallerCondition(
+    accent="us_general", voice_profile="female_adult", affect="calm", disfluency="none", wording="plain"
+)
+
 
 class _Over:
     """A session the agent has already ended: every send raises, as a closed WebSocket's does."""
