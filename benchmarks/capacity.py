@@ -20,8 +20,9 @@ Reported per level: calls completed and failed (with the failure kinds), the 20 
 send lateness p50 / p99, CPU% of the harness and of the agent process (100 = one core, user +
 system over the wall time), CPU per frame sent (the whole harness, and its event-loop thread
 alone: the serial part, which bounds one process at 1 s / (50 x loop us) calls per core), the
-cyclic garbage collector's runs, gen-2 runs, total and longest pause, the harness's peak RSS (MB)
-and the load average.
+cyclic garbage collector's runs, gen-2 runs, total and longest pause, the harness's resident memory
+growth over the level (MB: what the calls left behind, with one harness process) and the load
+average.
 
 `--pin` (or `pin=1` in a tree) gives the agent's process the last CPU and the harness (this process
 and the worker processes it starts) the others, so the harness's ceiling is measured on CPUs of
@@ -48,7 +49,6 @@ import contextlib
 import gc
 import json
 import os
-import resource
 import socket
 import subprocess
 import sys
@@ -150,9 +150,11 @@ def _serve(port: int) -> subprocess.Popen[str]:
     return server
 
 
-def _rss_mb() -> int:
-    """Peak resident memory of this process (the harness's, with one harness process)."""
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+def _rss_mb() -> float:
+    """Resident memory of this process now (the harness's, with one harness process)."""
+    import psutil
+
+    return float(psutil.Process().memory_info().rss / 2**20)
 
 
 def _cpu_s(pid: int) -> float:
@@ -188,6 +190,7 @@ async def _level(calls: int, tmp: Path, workers: int) -> dict[str, Any]:
         watch = GcWatch()
         gc.callbacks.append(watch)
         load = os.getloadavg()[0]
+        rss0 = _rss_mb()
         mine = set(os.sched_getaffinity(0))
         busy0 = _busy_s(mine) if AGENT_CPUS else 0.0
         agent0, own0, loop0, t0 = _cpu_s(server.pid), os.times(), time.thread_time(), time.perf_counter()
@@ -196,6 +199,7 @@ async def _level(calls: int, tmp: Path, workers: int) -> dict[str, Any]:
         wall = time.perf_counter() - t0
         own1, loop1, agent1 = os.times(), time.thread_time(), _cpu_s(server.pid)
         busy1 = _busy_s(mine) if AGENT_CPUS else 0.0
+        rss1 = _rss_mb()
         gc.callbacks.remove(watch)
     finally:
         server.terminate()
@@ -240,7 +244,7 @@ async def _level(calls: int, tmp: Path, workers: int) -> dict[str, Any]:
         "gc_runs": sum(watch.count),
         "gc_max_ms": round(1000 * watch.max_s, 1),
         "gc_pause_ms": round(1000 * watch.pause_s),
-        "rss_mb": _rss_mb(),
+        "rss_growth_mb": round(rss1 - rss0),
         "failures": ", ".join(f"{k} x{v}" for k, v in sorted(kinds.items())) or "-",
         "wall_s": round(wall, 1),
         "load": round(load, 1),
@@ -563,7 +567,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         "gc_gen2",
         "gc_pause_ms",
         "gc_max_ms",
-        "rss_mb",
+        "rss_growth_mb",
         "failures",
         "wall_s",
         "load",
