@@ -60,8 +60,11 @@ NGRAM_MIN_DF = 2
 """A term is kept if at least this many training turns hold it."""
 MIX = 0.5
 """The n-gram head's weight in each act's probability (the encoder head's is 1 - MIX)."""
-MIN_THRESHOLD, MAX_THRESHOLD = 0.05, 0.99
-"""The bounds of a head's threshold."""
+MIN_THRESHOLD, MAX_THRESHOLD = 0.5, 0.99
+"""The bounds of a head's threshold. The heads are fitted with balanced class weights, so below 0.5
+a head would call an act it leans against: a repair-request threshold of 0.245 (the 2% target's,
+with the floor at 0.05) read "What is your name?" as a repair request, on a turn unlike the
+corpus's but common in calls."""
 
 
 BATCH_MARK = re.compile(r"#\s*-+\s*\w+ development batch")
