@@ -20,9 +20,9 @@ Reported per level: calls completed and failed (with the failure kinds), the 20 
 send lateness p50 / p99, CPU% of the harness and of the agent process (100 = one core, user +
 system over the wall time), CPU per frame sent (the whole harness, and its event-loop thread
 alone: the serial part, which bounds one process at 1 s / (50 x loop us) calls per core), the
-cyclic garbage collector's runs, gen-2 runs, total and longest pause, the harness's resident memory
-growth over the level (MB: what the calls left behind, with one harness process) and the load
-average.
+cyclic garbage collector's runs, gen-2 runs, total and longest pause (and the longest of gen 0
+and 1), the harness's resident memory growth over the level (MB: what the calls left behind,
+with one harness process) and the load average.
 
 `--pin` (or `pin=1` in a tree) gives the agent's process the last CPU and the harness (this process
 and the worker processes it starts) the others, so the harness's ceiling is measured on CPUs of
@@ -93,6 +93,8 @@ class GcWatch:
         self.count = [0, 0, 0]
         self.pause_s = 0.0
         self.max_s = 0.0
+        self.young_max_s = 0.0
+        """Longest pause of the two young generations (a full pass may run when no call streams)."""
         self._t0 = 0.0
 
     def __call__(self, phase: str, info: dict[str, int]) -> None:
@@ -103,6 +105,8 @@ class GcWatch:
             pause = time.perf_counter() - self._t0
             self.pause_s += pause
             self.max_s = max(self.max_s, pause)
+            if info["generation"] < 2:
+                self.young_max_s = max(self.young_max_s, pause)
 
 
 AGENT_CPUS: set[int] = set()
@@ -243,6 +247,7 @@ async def _level(calls: int, tmp: Path, workers: int) -> dict[str, Any]:
         "gc_gen2": watch.count[2],
         "gc_runs": sum(watch.count),
         "gc_max_ms": round(1000 * watch.max_s, 1),
+        "gc_young_max_ms": round(1000 * watch.young_max_s, 1),
         "gc_pause_ms": round(1000 * watch.pause_s),
         "rss_growth_mb": round(rss1 - rss0),
         "failures": ", ".join(f"{k} x{v}" for k, v in sorted(kinds.items())) or "-",
@@ -567,6 +572,7 @@ def table(rows: list[dict[str, Any]]) -> str:
         "gc_gen2",
         "gc_pause_ms",
         "gc_max_ms",
+        "gc_young_max_ms",
         "rss_growth_mb",
         "failures",
         "wall_s",
