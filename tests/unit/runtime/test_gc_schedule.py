@@ -118,14 +118,7 @@ async def test_a_pump_whose_send_failed_is_freed_without_a_collection(
 
     clock.add(other)
     try:
-        condition = CallerCondition(
-            accent="us_general",
-            voice_profile="female_adult",
-            affect="calm",
-            disfluency="none",
-            wording="plain",
-        )
-        log = CallLog(EventLog(tmp_path / "events.jsonl"), RealClock(), CallRecorder(), condition, {})
+        log = CallLog(EventLog(tmp_path / "events.jsonl"), RealClock(), CallRecorder(), CONDITION, {})
         pump = FramePump(log, _Over(), AudioFormat("pcm16", 16000))  # type: ignore[arg-type]
         gone = weakref.ref(pump)
         try:
