@@ -214,15 +214,12 @@ def main(argv: list[str] | None = None) -> int:
         # each join at its own threshold for the same out-of-batch false-positive rate; the one that
         # recalls more is written
         options = {j: join_threshold(j, oob, y, fpr, rule, done) for j in turn_model.JOINS}
-        recall = {j: joined_reading(j, oob, t, rule, done)[y].mean() for j, t in options.items()}
-        join = max(turn_model.JOINS, key=lambda j: (recall[j], j == "either"))
-        thr = options[join]
+        readings = {j: joined_reading(j, oob, t, rule, done) for j, t in options.items()}
         for j, t in options.items():
-            print(
-                f"== {act}: join {j:6s} threshold {t:.3f}  {_fig(joined_reading(j, oob, t, rule, done), y)}"
-            )
+            print(f"== {act}: join {j:6s} threshold {t:.3f}  {_fig(readings[j], y)}")
+        join = max(turn_model.JOINS, key=lambda j: (readings[j][y].mean(), j == "either"))
+        thr, joined = options[join], readings[join]
         alone = oob >= thr
-        joined = joined_reading(join, oob, thr, rule, done)
         print(
             f"== {act}: C {c}, n-gram mix {MIX}, join {join}, threshold {thr:.3f} (out-of-batch FPR <= {fpr:.1%})"
         )
