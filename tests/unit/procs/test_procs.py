@@ -27,11 +27,12 @@ T = "tests.helpers.procs_targets"
 
 def _running(pid: int) -> bool:
     """Not yet a zombie. The main thread of a killed process turns zombie before its other threads
-    (the lifeline's) have exited and its descriptors are closed."""
+    (the lifeline's) have exited and its descriptors are closed. A process reaped between opening
+    and reading its stat file reads as ESRCH."""
     try:
         state = Path(f"/proc/{pid}/stat").read_text().split()[2]
         return state not in ("Z", "X") or len(list(Path(f"/proc/{pid}/task").iterdir())) > 1
-    except FileNotFoundError:
+    except (FileNotFoundError, ProcessLookupError):
         return False
 
 
