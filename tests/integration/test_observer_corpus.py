@@ -15,6 +15,8 @@ from voice_audit.scenarios import CALLER_FACTS
 
 ROOT = Path(__file__).parents[2]
 CORPUS = ROOT / "tests" / "fixtures" / "observer"
+# libyaml's safe loader where PyYAML has it: the same objects for a sixth of the CPU
+SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 SCENARIO_KEYS = ("refund", "outage", "plan", "unlock", "dispute", "cancel")
 
 
@@ -22,7 +24,7 @@ def _turns(split: str) -> list[dict[str, Any]]:
     """Every turn of every corpus file whose `split:` key names `split`."""
     turns: list[dict[str, Any]] = []
     for path in sorted(CORPUS.glob("*.yaml")):
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = yaml.load(path.read_text(encoding="utf-8"), Loader=SAFE_LOADER)
         if data["split"] == split:
             turns += list(data["turns"])
     return turns
@@ -84,7 +86,9 @@ def test_every_corpus_file_of_a_split_is_read_and_named_in_the_table() -> None:
         check=True,
     ).stdout
     dev_files = [
-        p.name for p in sorted(CORPUS.glob("*.yaml")) if yaml.safe_load(p.read_text())["split"] == "dev"
+        p.name
+        for p in sorted(CORPUS.glob("*.yaml"))
+        if yaml.load(p.read_text(encoding="utf-8"), Loader=SAFE_LOADER)["split"] == "dev"
     ]
     assert len(dev_files) >= 2
     for name in dev_files:
