@@ -111,6 +111,13 @@ class _Placement:
     """The error the shard itself reported, if any (such a shard is not placed again)."""
 
 
+LOCAL_START_TIMEOUT = "timed out during startup"
+"""What Ray says when a local node's raylet misses the fixed 30 s it is given to register with the GCS
+(`ray._private.node`). Measured: `make test` beside a CPU-bound job (load 10 on two cores) hit it.
+A second `ray.init` in the same process would leave the first attempt's processes running until the
+process exits (Ray's reaper ends them then), so the run ends in one line instead."""
+
+
 class RayExecutor(Executor):
     """Shards as Ray tasks: on a cluster at `address`, or on a local instance started for this run.
 
@@ -161,15 +168,25 @@ class RayExecutor(Executor):
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
             # every shard at once: per-shard concurrency assumes they all run together
             cpus = self.num_cpus or max(os.cpu_count() or 1, int((self.tasks or 0) * self.cpus_per_task))
-            ctx = ray.init(
-                address="local",
-                num_cpus=cpus,
-                # the real-time capacity of the CPUs it may use (not of the slots added for shards)
-                resources=node_resources(min(cpus, os.cpu_count() or 1)),
-                include_dashboard=False,
-                log_to_driver=False,
-                configure_logging=False,
-            )
+            try:
+                ctx = ray.init(
+                    address="local",
+                    num_cpus=cpus,
+                    # the real-time capacity of the CPUs it may use (not of the slots added for shards)
+                    resources=node_resources(min(cpus, os.cpu_count() or 1)),
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    configure_logging=False,
+                )
+            except Exception as exc:  # Ray raises a bare Exception when its node misses its start-up window
+                if LOCAL_START_TIMEOUT not in str(exc):
+                    raise
+                raise ConfigError(
+                    "the local Ray instance did not start: its raylet did not register within the 30 s "
+                    "Ray allows (a heavily loaded machine)",
+                    fix="run again when the machine is less busy, or start Ray yourself "
+                    "(ray start --head --node-ip-address 127.0.0.1) and pass --address",
+                ) from None
             self._owned = True
             ip = ctx.address_info.get("node_ip_address")
             if ip not in ("127.0.0.1", "::1", "localhost"):
