@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LOG_ENV = "VOICE_AUDIT_TEST_CPU_LOG"
 
 
 def summarise(log: Path, top: int) -> None:
@@ -53,21 +51,24 @@ def summarise(log: Path, top: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--log", type=Path, default=Path("test-cpu.jsonl"), help="the per-test log (appended to)")
+    ap.add_argument(
+        "--log", type=Path, default=Path("test-cpu.jsonl"), help="the per-test log (started afresh by a run)"
+    )
     ap.add_argument("--top", type=int, default=30, help="rows per table")
     ap.add_argument("--summarise-only", action="store_true", help="read --log; run nothing")
     args, pytest_args = ap.parse_known_args()
     if not args.summarise_only:
-        env = {**os.environ, LOG_ENV: str(args.log.resolve())}
+        args.log.unlink(missing_ok=True)  # one run's tests only: every worker appends to it
         cmd = [
             sys.executable,
             "-m",
             "pytest",
             "-p",
             "tests.helpers.cpu_profile",
+            f"--cpu-log={args.log.resolve()}",
             *[a for a in pytest_args if a != "--"],
         ]
-        subprocess.run(cmd, cwd=ROOT, env=env, check=False)
+        subprocess.run(cmd, cwd=ROOT, check=False)
     summarise(args.log, args.top)
 
 

@@ -1,19 +1,20 @@
 """A pytest plugin that logs each test's CPU time, so the suite's cost can be read by test rather
-than by wall time (which a loaded lane inflates): `pytest -p tests.helpers.cpu_profile` with
-`VOICE_AUDIT_TEST_CPU_LOG=<file>` appends one JSON line per test (its own process's CPU, the CPU of
-the children it reaped, and its wall time). `benchmarks/test_cpu.py` runs and summarises it."""
+than by wall time (which a loaded lane inflates): `pytest -p tests.helpers.cpu_profile
+--cpu-log FILE` appends one JSON line per test (its own process's CPU, the CPU of the children it
+reaped, and its wall time), from every xdist worker. `benchmarks/test_cpu.py` runs and summarises it."""
 
 from __future__ import annotations
 
 import json
-import os
 import resource
 import time
 from collections.abc import Generator
 
 import pytest
 
-LOG_ENV = "VOICE_AUDIT_TEST_CPU_LOG"
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--cpu-log", default=None, help="append each test's CPU time to this JSON-lines file")
 
 
 def _cpu() -> tuple[float, float]:
@@ -25,7 +26,7 @@ def _cpu() -> tuple[float, float]:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Generator[None]:
     """Setup, call and teardown together: a module fixture's cost lands on its first test."""
-    path = os.environ.get(LOG_ENV)
+    path = item.config.getoption("cpu_log")
     own0, reaped0 = _cpu()
     wall0 = time.monotonic()
     yield
