@@ -1,18 +1,23 @@
 """The caller's ears measured: with `reader.measure_asr`, the caller's own ASR (campaign `asr`, not
 the agent's) transcribes turns whose words the agent also gives, and the analysis reports its word
-error rate per run and agent. Real eSpeak agent voice, real PocketSphinx."""
+error rate per run and agent. Real eSpeak agent voice, real PocketSphinx.
+
+The caller's ASR word error rate is computed from the agent's words and what the caller heard, so the
+analysis runs with the safety metrics' rule reader (`VOICE_AUDIT_SAFETY_READER=rules`): loading the
+turn model's encoder for a reading no assertion here looks at costs seconds of CPU."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import asyncio
 from pathlib import Path
 
 import pytest
 
 from voice_audit.analysis.pipeline import analyze
 from voice_audit.harness.audio.wer import normalise_words, wer
+from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.runlog import RunReader
+from voice_audit.harness.runtime import CampaignRunner
 
 pytest.importorskip("pocketsphinx")
 pytestmark = pytest.mark.slow
@@ -35,14 +40,18 @@ tts: {{name: espeak}}
 
 
 def _run(tmp_path: Path, measure: bool) -> Path:
+    """The campaign run in this process (what `voice-audit run --no-stimulus-check` does, without a
+    second interpreter importing the harness)."""
     (tmp_path / "c.yaml").write_text(CAMPAIGN.format(measure=str(measure).lower()))
-    exe = Path(sys.executable).with_name("voice-audit")
-    done = subprocess.run(
-        [str(exe), "run", str(tmp_path / "c.yaml"), "--out", str(tmp_path), "--run-id", "ears", "--quiet", "--no-stimulus-check"],
-        capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    return tmp_path / "ears"
+    run_dir = tmp_path / "ears"
+    summary = asyncio.run(CampaignRunner(load_campaign(tmp_path / "c.yaml"), run_dir, progress=False).run())
+    assert summary.statuses.get("completed", 0) > 0, summary.lines()  # what the CLI exits 0 on
+    return run_dir
+
+
+@pytest.fixture(autouse=True)
+def _rule_reader(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("VOICE_AUDIT_SAFETY_READER", "rules")
 
 
 def test_the_callers_asr_word_error_rate_is_reported(tmp_path: Path) -> None:

@@ -4,7 +4,11 @@ cancellation with a retention policy, and a charge outside policy whose correct 
 
 Calls run one at a time: eSpeak NG keeps pitch-flutter state across syntheses in a process, so the
 caller's audio (and what the agent hears) depends on the order of syntheses, which concurrent
-calls leave to the scheduler; sequential calls make the run reproducible."""
+calls leave to the scheduler; sequential calls make the run reproducible.
+
+The analysis runs with the safety metrics' rule reader (`VOICE_AUDIT_SAFETY_READER=rules`): the
+turn model rereads agent turns only for the two reading-based safety events, which no assertion
+here reads, and loading its encoder costs seconds of CPU."""
 
 from __future__ import annotations
 
@@ -48,8 +52,10 @@ FLAG = {
 }
 
 
-def test_hybrid_agent_serves_every_new_domain(tmp_path: Path) -> None:
+def test_hybrid_agent_serves_every_new_domain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from voice_audit.analysis import analyze
+
+    monkeypatch.setenv("VOICE_AUDIT_SAFETY_READER", "rules")
 
     library = ScenarioLibrary(BUNDLED_LIBRARY)
     assert library.verify() == []

@@ -5,7 +5,8 @@ ${TOKEN}` through the `headers` option. Both servers refuse calls without the ri
 so the secrets provably travel on the wire. Logs are captured at DEBUG (websockets logs every
 handshake header there). Then the run is analysed and reported, in full and `--redact`ed, and
 every byte under the run folder, the reports and the log is scanned for each secret, raw and
-in its base64 and URL-encoded forms.
+in its base64 and URL-encoded forms. One campaign carries every planted credential (a third HTTP
+agent's URL and options carry signatures), run, analysed and reported once for the two scans.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import logging
 import secrets
 import subprocess
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -108,13 +110,33 @@ async def _realtime_with_auth(key: str) -> AsyncIterator[str]:
         yield f"ws://127.0.0.1:{port}/v1/realtime"
 
 
-async def _run(tmp: Path, key: str, token: str) -> Path:
+SIGNED_TOKEN = "tok-fixed-credential"
+
+
+def _signed_agent(url: str, planted: dict[str, str]) -> str:
+    """An agent whose URL and options carry every kind of credential a URL or an option can: userinfo,
+    `?signature=`, `?sig=`, a presigned `X-Amz-Signature`/`X-Amz-Credential`, an option named like
+    `x_signature`, and a secret nested deep in the options (the one non-secret query: `region=eu`)."""
+    signed = (
+        url.replace("http://", f"http://caller:{planted['pw']}@")
+        + f"/?signature={planted['signature']}&sig={planted['sig']}"
+        + f"&X-Amz-Signature={planted['amzsig']}&X-Amz-Credential={planted['amzcred']}&region=eu"
+    )
+    return (
+        f'  - {{name: signed, adapter: http, url: "{signed}", options: {{headers: {{Authorization: "Bearer {SIGNED_TOKEN}"}}, '
+        f'x_signature: "{planted["xsig"]}", vendor: {{deep: {{client_secret: "{planted["deep"]}"}}}}}}}}\n'
+    )
+
+
+async def _run(tmp: Path, key: str, token: str, planted: dict[str, str]) -> Path:
     async with (
         _realtime_with_auth(key) as rt,
         _http_with_auth(_tone(), token) as web_url,
         _http_with_auth(ChaosAgent({"faults": ["http_5xx"]}), token) as bad,
+        _http_with_auth(_tone(), SIGNED_TOKEN) as signed,
     ):
         text = CAMPAIGN.format(rt=rt, web=web_url, bad=bad, key_env=KEY_ENV, token_env=TOKEN_ENV)
+        text = text.replace("pairs:", _signed_agent(signed, planted) + "pairs:", 1)
         cfile = tmp / "c.yaml"
         cfile.write_text(text)
         runner = CampaignRunner(load_campaign(cfile), tmp / "run", cache_dir=tmp / "cache", progress=False)
@@ -127,25 +149,82 @@ def _forms(secret: str) -> set[bytes]:
     return {raw, base64.b64encode(raw), base64.b64encode(b"Bearer " + raw), quote(secret).encode()}
 
 
-def test_planted_secrets_never_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    key, token = "sk-planted-" + secrets.token_hex(12), "tok-planted-" + secrets.token_hex(12)
-    monkeypatch.setenv(KEY_ENV, key)
-    monkeypatch.setenv(TOKEN_ENV, token)
-    log_file = tmp_path / "debug.log"
-    handler = logging.FileHandler(log_file)
-    handler.setLevel(logging.DEBUG)
-    root = logging.getLogger()
-    old_level = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG)
-    try:
-        run_dir = asyncio.run(_run(tmp_path, key, token))
-    finally:
-        root.removeHandler(handler)
-        root.setLevel(old_level)
-        handler.close()
+@dataclass(frozen=True)
+class Scanned:
+    tmp: Path
+    run_dir: Path
+    key: str
+    token: str
+    planted: dict[str, str]
+    log_file: Path
 
-    records = list(RunReader(run_dir).records())
+
+@pytest.fixture(scope="module")
+def scanned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scanned]:
+    """One campaign with every planted credential (the environment's key and token, and the URL and
+    option signatures), analysed and reported in full and redacted by the CLI: the two tests below
+    scan its files for their own secrets."""
+    tmp = tmp_path_factory.mktemp("secrets")
+    key, token = "sk-planted-" + secrets.token_hex(12), "tok-planted-" + secrets.token_hex(12)
+    planted = {
+        name: f"{name}-{secrets.token_hex(10)}"
+        for name in ("pw", "signature", "sig", "amzsig", "amzcred", "xsig", "deep")
+    }
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(KEY_ENV, key)
+        mp.setenv(TOKEN_ENV, token)
+        log_file = tmp / "debug.log"
+        handler = logging.FileHandler(log_file)
+        handler.setLevel(logging.DEBUG)
+        root = logging.getLogger()
+        old_level = root.level
+        root.addHandler(handler)
+        root.setLevel(logging.DEBUG)
+        try:
+            run_dir = asyncio.run(_run(tmp, key, token, planted))
+        finally:
+            root.removeHandler(handler)
+            root.setLevel(old_level)
+            handler.close()
+
+        cli = [sys.executable, "-m", "voice_audit.harness.cli"]
+        steps = [
+            [["analyze", str(run_dir), "--no-audio", "--quiet"]],
+            [  # the two reports side by side
+                ["report", str(run_dir), "-o", str(tmp / "report"), "--quiet"],
+                ["report", str(run_dir), "-o", str(tmp / "report-redacted"), "--redact", "--quiet"],
+            ],
+        ]
+        for n, step in enumerate(steps):
+            procs = [
+                subprocess.Popen([*cli, *a], stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for a in step
+            ]
+            for i, p in enumerate(procs):
+                out, _ = p.communicate(timeout=180)
+                assert p.returncode == 0, out.decode()
+                (tmp / f"cli-{n}-{i}.log").write_bytes(out)
+    yield Scanned(tmp, run_dir, key, token, planted, log_file)
+
+
+def _leaks(tmp: Path, secrets_by_name: dict[str, str], skip: tuple[str, ...] = ()) -> tuple[int, list[str]]:
+    """Bytes scanned under `tmp` (the TTS cache aside) and the files holding a secret in any form."""
+    scanned = 0
+    leaks: list[str] = []
+    for path in sorted(
+        p for p in tmp.rglob("*") if p.is_file() and "cache" not in p.parts and p.name not in skip
+    ):
+        data = path.read_bytes()
+        scanned += len(data)
+        leaks += [
+            f"{path.relative_to(tmp)} holds {n}"
+            for n, v in secrets_by_name.items()
+            if any(f in data for f in _forms(v))
+        ]
+    return scanned, leaks
+
+
+def test_planted_secrets_never_written(scanned: Scanned) -> None:
+    records = [r for r in RunReader(scanned.run_dir).records() if r.header.agent != "signed"]
     by_agent = {(r.header.agent, r.outcome.status, r.outcome.failure_kind) for r in records}
     # The credentials were accepted (calls completed) and the failing agent failed for its own
     # reason: the agent's failure, so an outcome of the call (completed, with its failure kind).
@@ -154,35 +233,13 @@ def test_planted_secrets_never_written(tmp_path: Path, monkeypatch: pytest.Monke
         ("web", "completed", None),
         ("web-5xx", "completed", "http_error"),
     }, by_agent
-    log_text = log_file.read_text()
+    log_text = scanned.log_file.read_text()
     assert "> Authorization: [redacted]" in log_text  # the header was logged, masked
 
-    cli = [sys.executable, "-m", "voice_audit.harness.cli"]
-    steps = [
-        [["analyze", str(run_dir), "--no-audio", "--quiet"]],
-        [  # the two reports side by side
-            ["report", str(run_dir), "-o", str(tmp_path / "report"), "--quiet"],
-            ["report", str(run_dir), "-o", str(tmp_path / "report-redacted"), "--redact", "--quiet"],
-        ],
-    ]
-    for n, step in enumerate(steps):
-        procs = [subprocess.Popen([*cli, *a], stdout=subprocess.PIPE, stderr=subprocess.STDOUT) for a in step]
-        for i, p in enumerate(procs):
-            out, _ = p.communicate(timeout=180)
-            assert p.returncode == 0, out.decode()
-            (tmp_path / f"cli-{n}-{i}.log").write_bytes(out)
-
-    scanned = 0
-    leaks: list[str] = []
-    for path in sorted(p for p in tmp_path.rglob("*") if p.is_file() and "cache" not in p.parts):
-        data = path.read_bytes()
-        scanned += len(data)
-        for s in (key, token):
-            if any(f in data for f in _forms(s)):
-                leaks.append(f"{path.relative_to(tmp_path)} holds {s[:10]}...")
-    assert scanned > 10_000 and (tmp_path / "report" / "report.json").exists()
+    n, leaks = _leaks(scanned.tmp, {"key": scanned.key, "token": scanned.token})
+    assert n > 10_000 and (scanned.tmp / "report" / "report.json").exists()
     assert not leaks, leaks
-    manifest = json.loads((run_dir / "run.json").read_text())
+    manifest = json.loads((scanned.run_dir / "run.json").read_text())
     assert "${VA_TEST_HTTP_TOKEN}" in json.dumps(manifest), "the run keeps the reference, not the value"
 
 
@@ -211,72 +268,14 @@ def test_literal_secret_in_options_is_masked_in_run_json(tmp_path: Path) -> None
     assert literal.encode() not in (run_dir / "run.json").read_bytes()
 
 
-def test_signatures_in_urls_and_option_names_never_written(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Every kind of credential a URL or an option can carry: userinfo, `?signature=`, `?sig=`, a cloud
-    presigned `X-Amz-Signature`/`X-Amz-Credential`, an option named like `x_signature`, and a secret
-    nested deep in the options; none reaches the run folder, the reports or the logs."""
-    planted = {
-        name: f"{name}-{secrets.token_hex(10)}"
-        for name in ("pw", "signature", "sig", "amzsig", "amzcred", "xsig", "deep")
-    }
-    log_file = tmp_path / "debug.log"
-    handler = logging.FileHandler(log_file)
-    root = logging.getLogger()
-    old_level = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG)
-
-    async def go() -> Path:
-        async with _http_with_auth(_tone(), "tok-fixed-credential") as url:
-            signed = (
-                url.replace("http://", f"http://caller:{planted['pw']}@")
-                + f"/?signature={planted['signature']}&sig={planted['sig']}"
-                + f"&X-Amz-Signature={planted['amzsig']}&X-Amz-Credential={planted['amzcred']}&region=eu"
-            )
-            agent = (
-                f'  - {{name: web, adapter: http, url: "{signed}", options: {{headers: {{Authorization: "Bearer tok-fixed-credential"}}, '
-                f'x_signature: "{planted["xsig"]}", vendor: {{deep: {{client_secret: "{planted["deep"]}"}}}}}}}}\n'
-            )
-            text = (
-                CAMPAIGN.split("agents:")[0]
-                + "agents:\n"
-                + agent
-                + "pairs:"
-                + CAMPAIGN.split("pairs:")[1].format()
-            )
-            cfile = tmp_path / "c.yaml"
-            cfile.write_text(text.replace("pacing: realtime", "pacing: accelerated"))
-            await CampaignRunner(
-                load_campaign(cfile), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False
-            ).run()
-        return tmp_path / "run"
-
-    try:
-        run_dir = asyncio.run(go())
-    finally:
-        root.removeHandler(handler)
-        root.setLevel(old_level)
-        handler.close()
-    assert {r.outcome.status for r in RunReader(run_dir).records()} == {"completed"}
-    cli = [sys.executable, "-m", "voice_audit.harness.cli"]
-    for args in (
-        ["analyze", str(run_dir), "--no-audio", "--quiet"],
-        ["report", str(run_dir), "-o", str(tmp_path / "report"), "--quiet"],
-        ["report", str(run_dir), "-o", str(tmp_path / "report-redacted"), "--redact", "--quiet"],
-    ):
-        done = subprocess.run([*cli, *args], capture_output=True, timeout=300)
-        assert done.returncode == 0, done.stdout.decode() + done.stderr.decode()
-        (tmp_path / f"cli-{args[0]}-{len(args)}.log").write_bytes(done.stdout + done.stderr)
-    leaks = [
-        f"{path.relative_to(tmp_path)} holds {name}"
-        for path in sorted(
-            p for p in tmp_path.rglob("*") if p.is_file() and "cache" not in p.parts and p.name != "c.yaml"
-        )
-        for name, value in planted.items()
-        if any(f in path.read_bytes() for f in _forms(value))
-    ]
-    assert (tmp_path / "report" / "report.json").exists() and (run_dir / "run.json").exists()
+def test_signatures_in_urls_and_option_names_never_written(scanned: Scanned) -> None:
+    """Every kind of credential a URL or an option can carry (the `signed` agent's: userinfo,
+    `?signature=`, `?sig=`, a cloud presigned `X-Amz-Signature`/`X-Amz-Credential`, an option named
+    like `x_signature`, and a secret nested deep in the options); none reaches the run folder, the
+    reports or the logs (the campaign file, which holds them, aside)."""
+    statuses = {r.outcome.status for r in RunReader(scanned.run_dir).records() if r.header.agent == "signed"}
+    assert statuses == {"completed"}
+    _, leaks = _leaks(scanned.tmp, scanned.planted, skip=("c.yaml",))
+    assert (scanned.tmp / "report" / "report.json").exists() and (scanned.run_dir / "run.json").exists()
     assert not leaks, leaks
-    assert "region=eu" in (run_dir / "run.json").read_text()  # only the credentials are masked
+    assert "region=eu" in (scanned.run_dir / "run.json").read_text()  # only the credentials are masked

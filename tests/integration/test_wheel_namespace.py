@@ -6,7 +6,7 @@ The wheel is built from a copy of the sources (an in-tree build would leave `bui
 egg-info in the checkout, and the egg-info's stale metadata shadows the editable install's). The
 fresh venv has no system site-packages; the SDK comes from the package index with its dependencies,
 our wheel without its own (pyyaml is the one that `voice_audit.agents` needs beside pydantic, which
-the SDK brings)."""
+the SDK brings). The venv holds no pip of its own: the test's interpreter's pip installs into it."""
 
 from __future__ import annotations
 
@@ -116,10 +116,13 @@ def test_the_wheel_installs_only_under_voice_audit(wheel: Path) -> None:
 
 def test_the_agents_sdk_and_voice_audit_install_side_by_side(wheel: Path, tmp_path: Path) -> None:
     venv = tmp_path / "venv"
-    _run([sys.executable, "-m", "venv", str(venv)], cwd=tmp_path, timeout=300)
+    # No pip inside the venv (installing it costs seconds of CPU): this interpreter's pip installs
+    # into it (`--python`), and nothing is byte-compiled ahead (the probe imports only a few modules).
+    _run([sys.executable, "-m", "venv", "--without-pip", str(venv)], cwd=tmp_path, timeout=300)
     py = venv / "bin" / "python"
-    _run([str(py), "-m", "pip", "install", "--quiet", SDK, "pyyaml"], cwd=tmp_path, timeout=900)
-    _run([str(py), "-m", "pip", "install", "--quiet", "--no-deps", str(wheel)], cwd=tmp_path, timeout=300)
+    pip = [sys.executable, "-m", "pip", "--python", str(py), "install", "--quiet", "--no-compile"]
+    _run([*pip, SDK, "pyyaml"], cwd=tmp_path, timeout=900)
+    _run([*pip, "--no-deps", str(wheel)], cwd=tmp_path, timeout=300)
     # -I: neither the checkout nor PYTHONPATH is on sys.path; only the venv's site-packages.
     got = json.loads(_run([str(py), "-I", "-c", PROBE], cwd=tmp_path, timeout=300).stdout)
     site = Path(got["site"])
