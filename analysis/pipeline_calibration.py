@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -75,6 +76,18 @@ class PairSource:
     @property
     def n_pairs(self) -> int:
         return len(self.pairs)
+
+    @cached_property
+    def cell_rows(self) -> list[np.ndarray]:
+        """Row positions of `pairs` per comparison cell, in sorted cell order (what `resample`
+        draws from; computed once per source, not once per replicate)."""
+        return list(self.pairs.groupby(list(CELL_KEYS), dropna=False, sort=True).indices.values())
+
+    @cached_property
+    def side_rows(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """Side a's and side b's episode rows indexed by pair_id (computed once per source)."""
+        by_pair = self.episodes.set_index(["pair_id", "side"])
+        return by_pair.xs("a", level="side"), by_pair.xs("b", level="side")
 
 
 def replicate_plan(plan: AnalysisPlan, metrics: Iterable[str] | None = None) -> AnalysisPlan:
@@ -116,14 +129,14 @@ def resample(src: PairSource, rng: np.random.Generator, *, swap: bool) -> tuple[
     with replacement and renamed r<k>; with `swap`, the two sides' episode rows exchanged per
     drawn pair with probability 1/2."""
     drawn: list[int] = []
-    for _, idx in src.pairs.groupby(list(CELL_KEYS), dropna=False, sort=True).indices.items():
+    for idx in src.cell_rows:
         drawn.extend(idx[rng.integers(0, len(idx), len(idx))].tolist())
     pairs = src.pairs.iloc[drawn].reset_index(drop=True)
     new_ids = np.array([f"r{k:05d}" for k in range(len(pairs))], dtype=object)
     flip = rng.random(len(pairs)) < 0.5 if swap else np.zeros(len(pairs), dtype=bool)
-    by_pair = src.episodes.set_index(["pair_id", "side"])
-    a = by_pair.xs("a", level="side").reindex(pairs["pair_id"]).reset_index()
-    b = by_pair.xs("b", level="side").reindex(pairs["pair_id"]).reset_index()
+    side_a, side_b = src.side_rows
+    a = side_a.reindex(pairs["pair_id"]).reset_index()
+    b = side_b.reindex(pairs["pair_id"]).reset_index()
     a["pair_id"], b["pair_id"] = new_ids, new_ids
     a["side"] = np.where(flip, "b", "a")
     b["side"] = np.where(flip, "a", "b")

@@ -18,6 +18,10 @@ speaker clusters (CR2, t on 2 df) rather than "no interval: 2 speakers".
   truth is the planted size; for p = 0.5 it is the run's realised share of fired calls). The
   scripted agent ignores the audio, so nothing but the planted line differs between the sides
   (the repair noise stays a null effect there and must be covered at 0).
+
+The runs are analysed with the safety metrics' rule reader (`VOICE_AUDIT_SAFETY_READER=rules`):
+the calibration is of the burden metrics, and the turn model's encoder (loading it and reading
+every agent turn, several seconds of CPU) is `test_turn_model`'s subject.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import pandas as pd
 import pytest
 
 from voice_audit.analysis import pipeline_calibration as pc
+from voice_audit.analysis.metrics import safety
 from voice_audit.analysis.pipeline import AnalysisResult, analyze
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.runlog import CALL_ID_SALT
@@ -104,7 +109,9 @@ def _run(tmp: Path, name: str, text: str) -> AnalysisResult:
     )
     summary = asyncio.run(runner.run())
     assert summary.statuses == {"completed": summary.planned}
-    return analyze(run_dir, audio=False)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(safety.READER_ENV, "rules")  # only burden metrics are calibrated (module docstring)
+        return analyze(run_dir, audio=False)
 
 
 @dataclass(frozen=True)

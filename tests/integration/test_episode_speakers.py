@@ -6,6 +6,11 @@ are one man at two sample rates), each in both conditions, has two speakers: the
 `cmu-slt` (female) and `cmu-kal` (male), the episode frame's voice is that speaker, the deltas rest
 on two voice clusters, not three, and the subgroup attributes call slt's calls female and kal's
 male, whatever the profile's gender-neutral label.
+
+The analysis counts speakers from the episode records, so it runs without its audio pass
+(`--no-audio`: recordings' codec, sync and F0 checks) and with the safety metrics' rule reader
+(`VOICE_AUDIT_SAFETY_READER=rules`): no gate or safety metric is read here, and loading the turn
+model's encoder in the CLI's process alone costs seconds of CPU.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from voice_audit.analysis.metrics.safety import READER_ENV
 from voice_audit.analysis.subgroups_run import episode_attributes
 
 pytestmark = [pytest.mark.slow, pytest.mark.cpu_bound]  # six real Flite calls and an analysis
@@ -45,7 +51,7 @@ def _cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
         capture_output=True,
         text=True,
         timeout=1200,
-        env={**os.environ, "HOME": str(home)},
+        env={**os.environ, "HOME": str(home), READER_ENV: "rules"},  # no safety metric is read here
     )
 
 
@@ -69,7 +75,7 @@ def test_episodes_carry_their_speaker_and_analysis_counts_one_per_person(tmp_pat
         (side, i): PEOPLE[i] for side in "ab" for i in range(3)
     }
 
-    analyze = _cli(home, "analyze", str(run_dir))
+    analyze = _cli(home, "analyze", str(run_dir), "--no-audio")  # speakers come from the records
     assert analyze.returncode == 0, analyze.stdout + analyze.stderr
     frame = pd.read_parquet(run_dir / "metrics.parquet")
     assert set(frame["voice_id"]) == {"cmu-slt", "cmu-kal"}

@@ -13,7 +13,11 @@ the interval is the spread of the four levels (a and b of both runs, unpaired) o
 speakers, t on 2 degrees of freedom. Counted per pair (as if each pair were its own speaker) it
 lay wholly beyond the rule's -0.5 and the check said exceeded; over three speakers it may reach
 across the tolerance, so the check is exceeded only if the whole interval lies beyond it and
-otherwise inconclusive (exit 4, which fails a release under the default policy)."""
+otherwise inconclusive (exit 4, which fails a release under the default policy).
+
+The runs are analysed with the safety metrics' rule reader (`VOICE_AUDIT_SAFETY_READER=rules`):
+nothing here reads a safety metric, and the turn model's encoder (loading it and reading every
+agent turn, several seconds of CPU) is `test_turn_model`'s subject, not this file's."""
 
 from __future__ import annotations
 
@@ -22,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from voice_audit.analysis.metrics import safety
 from voice_audit.analysis.pipeline import analyze
 from voice_audit.analysis.release import check_run, compare_runs, load_policy, write_comparison
 from voice_audit.harness.planning import load_campaign
@@ -70,7 +75,9 @@ def _run(tmp: Path, name: str, knobs: str) -> Path:
         load_campaign(path), run_dir, cache_dir=tmp / "cache", progress=False, tts_pool_size=1
     )
     asyncio.run(runner.run())
-    analyze(run_dir)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv(safety.READER_ENV, "rules")  # no safety metric is read here (module docstring)
+        analyze(run_dir)
     return run_dir
 
 
