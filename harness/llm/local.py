@@ -41,7 +41,10 @@ for the 1.5B model), not the logits."""
 INSTALL_HINT = "pip install 'voice-audit[llm]' (llama-cpp-python, built portable: see the README)"
 
 
-def _load_llama(path: Path, n_ctx: int, n_threads: int, seed: int) -> Any:
+def _load_llama(path: Path, n_ctx: int, n_threads: int, seed: int, batch_threads: int | None = None) -> Any:
+    """`batch_threads` evaluates prompts (llama-cpp-python's default: every core, busy-waiting
+    OpenMP threads that cost CPU on a loaded machine and change no result, which is bit-identical
+    whatever the thread count)."""
     try:
         from llama_cpp import Llama
     except ImportError:
@@ -49,7 +52,10 @@ def _load_llama(path: Path, n_ctx: int, n_threads: int, seed: int) -> Any:
             "llm_model_error", f"the local model backend needs llama-cpp-python: {INSTALL_HINT}"
         ) from None
     try:
-        return Llama(model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, seed=seed, verbose=False)
+        return Llama(
+            model_path=str(path), n_ctx=n_ctx, n_threads=n_threads, n_threads_batch=batch_threads,
+            seed=seed, verbose=False,
+        )  # fmt: skip
     except (ValueError, RuntimeError) as exc:
         raise LLMError("llm_model_error", f"{path}: llama.cpp could not load the model ({exc})") from None
 
@@ -85,6 +91,8 @@ class LocalChatClient:
         self.name = f"local:{model.name if isinstance(model, PackagedModel) else self.path.name}"
         self.n_ctx = n_ctx
         self.n_threads = n_threads or max(1, min(4, os.cpu_count() or 1))
+        self.batch_threads = n_threads
+        """Threads for prompt evaluation too when a count was asked for (one thread means one)."""
         self._llm: Any = None
         self._lock = threading.Lock()
         self._prefixes: OrderedDict[str, _Saved] = OrderedDict()
@@ -95,7 +103,7 @@ class LocalChatClient:
 
     def _model(self, seed: int) -> Any:
         if self._llm is None:
-            self._llm = _load_llama(self.path, self.n_ctx, self.n_threads, seed)
+            self._llm = _load_llama(self.path, self.n_ctx, self.n_threads, seed, self.batch_threads)
             # freed before interpreter teardown: llama.cpp's own finaliser then finds its library
             # functions already gone and prints a traceback at every exit
             atexit.register(_unload_at_exit, weakref.ref(self))

@@ -66,6 +66,7 @@ def llama_server(weights: Path, key: str, log: Path) -> Iterator[str]:
     port = _free_port()
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(weights), "--model_alias", "smollm2",
            "--host", "127.0.0.1", "--port", str(port), "--api_key", key, "--n_threads", "1", "--n_ctx", "2048",
+           "--n_threads_batch", "1",  # prompts on one thread too (the default, every core, busy-waits)
            "--seed", "0", "--verbose", "False"]  # fmt: skip
     with open(log, "ab") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
