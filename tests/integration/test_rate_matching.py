@@ -1,9 +1,22 @@
-"""Rate matching on real voices: Flite's rms (General American) and awb (Scottish English) speak at
-their own paces, about 15% apart; the pilot names that gap as a confound of an accent cell when
-rate matching is off, and names none with it on (the default), which the record says.
+"""The stimulus pilot on real voices, rate matching and the pilot's cache.
 
-The reference recogniser is PocketSphinx (real, fast): the measures in question are acoustic, and
-the word error of the lines is not what this test looks at."""
+Rate matching: Flite's rms (General American) and awb (Scottish English) speak at their own paces,
+about 15% apart; the pilot names that gap as a confound of an accent cell when rate matching is
+off, and names none with it on (the default), which the record says.
+
+The cache: a second pilot of a campaign (what every `voice-audit run` pays before its first call)
+synthesises, recognises and measures nothing: the lines, their transcripts and their acoustic
+measures all come from the cache, and the report is the same. The cold pilot measures each
+distinct line once, however many cells or conditions say it.
+
+One cold pilot with rate matching on serves both tests (the module's `matched` fixture): it is the
+"after" of the first and the cold pilot of the second, so the file pays for two cold pilots, not
+three. The pilot with matching off has a cache of its own, so the cold pilot starts from nothing.
+
+The reference recogniser is PocketSphinx (real, fast): the measures of the rate test are acoustic,
+and the word error of the lines is not what it looks at. Its CPU goes to decoding the lines, so the
+campaign says the library scenario with the fewest words (retention_cancel: 17 lines a side, 127
+words; measured gaps 19% off, 4% on, either side of the 6% threshold)."""
 
 from __future__ import annotations
 
@@ -16,6 +29,7 @@ import pytest
 from voice_audit.harness.audio import SpeechRecognizer
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.stimuli import run_pilot
+from voice_audit.harness.stimuli.pilot import PilotResult
 
 pytestmark = [pytest.mark.slow, pytest.mark.cpu_bound]
 pytest.importorskip("pocketsphinx")
@@ -25,7 +39,7 @@ if shutil.which("flite") is None:
 CAMPAIGN = """\
 name: rate-{name}
 seed: 20261130
-scenarios: [refund_duplicate_charge]
+scenarios: [retention_cancel]
 agents: [{{name: hybrid, adapter: hybrid}}]
 pairs:
   - name: "accent: General American vs Scottish English"
@@ -39,20 +53,28 @@ channel: {{telephone: true, snr_db: 30, packet_loss: 0.01}}
 """
 
 
-def _pilot(tmp_path: Path, name: str, options: str):  # type: ignore[no-untyped-def]
-    path = tmp_path / f"{name}.yaml"
+def _pilot(directory: Path, name: str, options: str) -> PilotResult:
+    """A pilot of the campaign in `directory`, with its synthesis, transcript and measure caches there."""
+    path = directory / f"{name}.yaml"
     path.write_text(CAMPAIGN.format(name=name, options=options), encoding="utf-8")
-    asr = SpeechRecognizer("pocketsphinx")
+    asr = SpeechRecognizer("pocketsphinx", cache_dir=directory / "cache" / "stimuli-asr")
     try:
-        return asyncio.run(
-            run_pilot(load_campaign(path), cache_dir=tmp_path / "cache", recogniser=asr)
-        ).report
+        return asyncio.run(run_pilot(load_campaign(path), cache_dir=directory / "cache", recogniser=asr))
     finally:
         asr.close()
 
 
-def test_the_pilot_names_the_rate_gap_before_matching_and_none_after(tmp_path: Path) -> None:
-    before = _pilot(tmp_path, "off", ", options: {match_rate: false}")
+@pytest.fixture(scope="module")
+def matched(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, PilotResult]:
+    """The cold pilot with rate matching on (the default), and the directory of its caches."""
+    directory = tmp_path_factory.mktemp("matched")
+    return directory, _pilot(directory, "on", "")
+
+
+def test_the_pilot_names_the_rate_gap_before_matching_and_none_after(
+    tmp_path: Path, matched: tuple[Path, PilotResult]
+) -> None:
+    before = _pilot(tmp_path, "off", ", options: {match_rate: false}").report
     (cell,) = before.cells
     rate = [c for c in cell.confounds if c.property == "rate"]
     assert len(rate) == 1, cell.confounds
@@ -60,10 +82,24 @@ def test_the_pilot_names_the_rate_gap_before_matching_and_none_after(tmp_path: P
     assert f"a {cell.a.rate_wps:.2f}, b {cell.b.rate_wps:.2f} words/s" in rate[0].text
     assert before.rate_matching["flite"].startswith("off")
 
-    after = _pilot(tmp_path, "on", "")
+    after = matched[1].report
     (cell,) = after.cells
     assert [c for c in cell.confounds if c.property == "rate"] == []
     assert cell.a.rate_wps is not None and cell.b.rate_wps is not None
     gap = abs(cell.b.rate_wps - cell.a.rate_wps) / ((cell.a.rate_wps + cell.b.rate_wps) / 2)
     assert gap < after.thresholds.max_rate_gap < rate[0].gap
     assert after.rate_matching["flite"].startswith("on")
+
+
+def test_a_second_pilot_takes_lines_transcripts_and_measures_from_the_cache(
+    matched: tuple[Path, PilotResult],
+) -> None:
+    directory, cold = matched
+    distinct = {line.key for line in cold.report.lines}
+    assert cold.synthesized > 0 and cold.measured == len(distinct) > 0
+    assert cold.recognised == len(distinct)
+    assert any((directory / "cache" / "stimuli-measures").rglob("*.json"))
+
+    warm = _pilot(directory, "on", "")
+    assert (warm.synthesized, warm.recognised, warm.measured) == (0, 0, 0)
+    assert warm.report.model_dump() == cold.report.model_dump()
