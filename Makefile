@@ -89,7 +89,7 @@ docs: install
 # others: the lane's session is given nice 10 too (/proc/self/autogroup), or it would take a whole
 # core from the parallel lane (measured: the parallel lane 1,200 s beside it, 444 s alone). They take the core that
 # ruff, mypy and mkdocs leave idle and the moments the parallel lane leaves idle (its tests wait on
-# subprocesses and servers: its CPU time, 865 s, is well under twice its 547 s in a clean run)
+# subprocesses and servers: its CPU time, 727 s, is well under twice its 444 s alone)
 # while taking about 5% from it when it saturates both cores (ending the cpu_bound lane alone,
 # after the serial lane, on one core, made `make test` 20 minutes long). The timing-sensitive `serial`
 # tests come after the parallel lane, and the cpu_bound lane is then reniced to 19 (raising one's own
