@@ -94,7 +94,8 @@ docs: install
 # after the serial lane, on one core, made `make test` 20 minutes long). The timing-sensitive `serial`
 # tests come after the parallel lane, and the cpu_bound lane is then reniced to 19 (raising one's own
 # niceness needs no privilege), so the real-time calls run ahead of it, as a real-time audio system
-# is scheduled ahead of batch work; where lowering niceness is permitted (root, CAP_SYS_NICE) the
+# is scheduled ahead of batch work (and, once the serial lane ends and where lowering niceness is
+# permitted, its session goes back to nice 0, so another job on the machine does not starve it); where lowering niceness is permitted (root, CAP_SYS_NICE) the
 # serial lane also runs at nice -5, ahead of other work on the machine, and elsewhere at the default
 # (its tests must hold beside a CPU-bound job either way). The serial tests mostly wait on the wall
 # clock, so a few files run at once, one file per worker (a file's tests share its module fixtures;
@@ -121,6 +122,7 @@ test: install system-deps
 	  echo "serial lane$${rt:+ at nice -5}, with the cpu_bound lane beside it at nice 19"; \
 	  $$rt $(BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder -m serial \
 	    $(SERIAL_FILES); serial=$$?; lap "serial lane"; \
+	  echo 0 2>/dev/null >/proc/$$cpu/autogroup; \
 	  wait $$cpu; cpu=$$?; lap "cpu_bound lane, after the serial lane"; echo "cpu_bound lane:"; \
 	  cat $(CPU_LANE_LOG); [ $$serial -eq 0 ] && [ $$cpu -eq 0 ]
 
