@@ -11,7 +11,6 @@ import base64
 import contextlib
 import io
 import json
-import logging
 import re
 import secrets
 import shutil
@@ -24,6 +23,7 @@ import numpy as np
 import pytest
 from aiohttp import web
 
+from tests.helpers.debug_log import debug_log
 from voice_audit.harness.audio import create_tts
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.runlog import RunReader
@@ -106,18 +106,6 @@ def test_a_cloud_voiced_run_never_writes_the_key(
 ) -> None:
     key = f"{backend}-planted-" + secrets.token_hex(12)
     monkeypatch.setenv(ENV, key)
-    log_file = tmp_path / "debug.log"
-    handler = logging.FileHandler(log_file)
-    handler.setLevel(logging.DEBUG)
-    root = logging.getLogger()
-    old_level = root.level
-    root.addHandler(handler)
-    root.setLevel(logging.DEBUG)
-    # numba logs every statement of a kernel it compiles at DEBUG (librosa's, compiled once on a
-    # fresh install): compiler trace that cannot hold the key and only slows the compilation
-    numba = logging.getLogger("numba")
-    old_numba = numba.level
-    numba.setLevel(logging.WARNING)
 
     async def run() -> tuple[Path, list[str]]:
         async with vendor(key) as (url, seen):
@@ -132,13 +120,10 @@ def test_a_cloud_voiced_run_never_writes_the_key(
             ).run()
             return run_dir, seen
 
-    try:
+    # numba logs every statement of a kernel it compiles at DEBUG (librosa's, compiled once on a
+    # fresh install): compiler trace that cannot hold the key and only slows the compilation
+    with debug_log(tmp_path / "debug.log", quiet=("numba",)):
         run_dir, seen = asyncio.run(run())
-    finally:
-        root.removeHandler(handler)
-        root.setLevel(old_level)
-        numba.setLevel(old_numba)
-        handler.close()
 
     records = list(RunReader(run_dir).records())
     assert len(records) == 4 and all(r.outcome.status == "completed" for r in records), [

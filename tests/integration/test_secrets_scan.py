@@ -15,7 +15,6 @@ import asyncio
 import base64
 import contextlib
 import json
-import logging
 import secrets
 import subprocess
 import sys
@@ -31,6 +30,7 @@ from websockets.asyncio.server import ServerConnection, serve
 from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
+from tests.helpers.debug_log import debug_log
 from voice_audit.agents.fakes import ChaosAgent, ToneAgent
 from voice_audit.agents.serve import ServeConfig
 from voice_audit.agents.serve.http_server import build_http_app
@@ -173,19 +173,8 @@ def scanned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scanned]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(KEY_ENV, key)
         mp.setenv(TOKEN_ENV, token)
-        log_file = tmp / "debug.log"
-        handler = logging.FileHandler(log_file)
-        handler.setLevel(logging.DEBUG)
-        root = logging.getLogger()
-        old_level = root.level
-        root.addHandler(handler)
-        root.setLevel(logging.DEBUG)
-        try:
+        with debug_log(tmp / "debug.log") as log_file:
             run_dir = asyncio.run(_run(tmp, key, token, planted))
-        finally:
-            root.removeHandler(handler)
-            root.setLevel(old_level)
-            handler.close()
 
         cli = [sys.executable, "-m", "voice_audit.harness.cli"]
         steps = [
