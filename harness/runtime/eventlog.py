@@ -127,9 +127,15 @@ class Stamper:
         self._write(event)
         return event
 
+    def floor(self, t_ms: int) -> int:
+        """The instant an event asked for at `t_ms` gets: never before one already written, so the
+        log stays monotonic. Whatever is placed beside the event (audio in the recording) must use
+        this instant too, or the log and the recording disagree."""
+        return max(self._last, t_ms)
+
     def schedule(self, type_: str, t_ms: int, **fields: Any) -> Event:
         """An event at a future time on the episode clock (e.g. agent audio that will start playing then)."""
-        event = _event(type_, max(self._last, t_ms), fields)
+        event = _event(type_, self.floor(t_ms), fields)
         heapq.heappush(self._pending, (event.t_ms, next(self._seq), event))
         return event
 

@@ -37,9 +37,13 @@ class Playback:
     bytes_in: int = 0
 
     def enqueue(self, audio: AudioOut, now_ms: int) -> int:
-        """Schedule one chunk; returns when it starts playing."""
+        """Schedule one chunk; returns when it starts playing.
+
+        The chunk starts where the log can stamp it: an event written since `now_ms` was read (a
+        barge-in stamped a millisecond later) moves the log's instant, and the recording follows it.
+        """
         pcm = decode_agent_audio(audio)
-        start = max(now_ms, self.end_ms)
+        start = self.stamper.floor(max(now_ms, self.end_ms))
         duration = round(1000 * len(pcm) / 16000)
         if self.turn_start is None:
             self.turn_start = start
