@@ -64,6 +64,24 @@ def distinct_voices(long: pd.DataFrame) -> int | None:
     independent speakers a finding about the contrast rests on."""
     if "voice_id" not in long.columns or long.empty:
         return None
+    side = long["side"].tolist()
+    if set(side) <= {"a", "b"} and not long["pair_id"].isna().any():
+        # The same count without pandas' pivot (a cell's replicates call this thousands of times):
+        # each pair's last a and b voice, pairs with both known; the count of clusters does not
+        # depend on the order of the pairs.
+        last: dict[str, dict[object, object]] = {"a": {}, "b": {}}
+        for pid, s, v in zip(long["pair_id"].tolist(), side, long["voice_id"].tolist(), strict=True):
+            last[s][pid] = v
+        if not last["a"] or not last["b"]:
+            return None
+        links = [
+            (v, last["b"][pid])
+            for pid, v in last["a"].items()
+            if pid in last["b"] and not pd.isna(v) and not pd.isna(last["b"][pid])
+        ]
+        if not links:
+            return None
+        return len(set(voice_clusters([a for a, _ in links], [b for _, b in links]).tolist()))
     sides = long.drop_duplicates(["pair_id", "side"], keep="last").pivot(
         index="pair_id", columns="side", values="voice_id"
     )

@@ -89,6 +89,18 @@ class PairSource:
         by_pair = self.episodes.set_index(["pair_id", "side"])
         return by_pair.xs("a", level="side"), by_pair.xs("b", level="side")
 
+    @cached_property
+    def side_positions(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Row position in `side_rows` of each pair's side a and side b episode, per row of `pairs`
+        (so a replicate takes rows by position instead of reindexing by label); None when a pair
+        lacks a side (then `resample` reindexes, which fills the missing side with NaN)."""
+        side_a, side_b = self.side_rows
+        ids = self.pairs["pair_id"]
+        pos_a, pos_b = side_a.index.get_indexer(ids), side_b.index.get_indexer(ids)
+        if (pos_a < 0).any() or (pos_b < 0).any():
+            return None
+        return pos_a, pos_b
+
 
 def replicate_plan(plan: AnalysisPlan, metrics: Iterable[str] | None = None) -> AnalysisPlan:
     """The run's plan with mixed models off, optionally restricted to `metrics` (families kept)."""
@@ -135,8 +147,14 @@ def resample(src: PairSource, rng: np.random.Generator, *, swap: bool) -> tuple[
     new_ids = np.array([f"r{k:05d}" for k in range(len(pairs))], dtype=object)
     flip = rng.random(len(pairs)) < 0.5 if swap else np.zeros(len(pairs), dtype=bool)
     side_a, side_b = src.side_rows
-    a = side_a.reindex(pairs["pair_id"]).reset_index()
-    b = side_b.reindex(pairs["pair_id"]).reset_index()
+    positions = src.side_positions
+    if positions is None:
+        a = side_a.reindex(pairs["pair_id"]).reset_index()
+        b = side_b.reindex(pairs["pair_id"]).reset_index()
+    else:
+        rows = np.asarray(drawn, dtype=np.intp)
+        a = side_a.take(positions[0][rows]).reset_index()
+        b = side_b.take(positions[1][rows]).reset_index()
     a["pair_id"], b["pair_id"] = new_ids, new_ids
     a["side"] = np.where(flip, "b", "a")
     b["side"] = np.where(flip, "a", "b")

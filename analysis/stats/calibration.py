@@ -74,10 +74,16 @@ def _design(
 
 
 def _long(design: pd.DataFrame, y_a: np.ndarray, y_b: np.ndarray) -> pd.DataFrame:
-    keys = ["pair_id", "scenario_id", "run_batch", "agent"]
-    a = design[keys].assign(side="a", voice_id=design["voice_a"], **{METRIC: y_a.astype(float)})
-    b = design[keys].assign(side="b", voice_id=design["voice_b"], **{METRIC: y_b.astype(float)})
-    return pd.concat([a, b], ignore_index=True)
+    """Side a's rows then side b's: the design's pair columns twice, side, voice and the metric
+    (built from arrays: a calibration makes thousands of these small frames)."""
+    twice = np.tile(np.arange(len(design)), 2)
+    columns: dict[str, object] = {
+        k: design[k].array.take(twice) for k in ("pair_id", "scenario_id", "run_batch", "agent")
+    }
+    columns["side"] = np.repeat(np.array(["a", "b"], dtype=object), len(design))
+    columns["voice_id"] = np.concatenate([design["voice_a"].to_numpy(), design["voice_b"].to_numpy()])
+    columns[METRIC] = np.concatenate([y_a.astype(float), y_b.astype(float)])
+    return pd.DataFrame(columns)
 
 
 def simulate_binary_pairs(
@@ -139,13 +145,16 @@ def simulate_continuous_pairs(
 
 def resample_pairs(frame: pd.DataFrame, n_pairs: int, rng: np.random.Generator) -> pd.DataFrame:
     """Pairs drawn with replacement from ``frame``, a/b swapped at random: an exact A/A null."""
-    groups = frame.groupby("pair_id", sort=True).indices
-    ids = list(groups)
+    codes, ids = pd.factorize(frame["pair_id"], sort=True)  # the pair ids in groupby's order
+    kept = np.flatnonzero(codes >= 0)  # groupby leaves rows without a pair id out
+    order = kept[np.argsort(codes[kept], kind="stable")]  # each pair's rows, in frame order
+    counts = np.bincount(codes[kept], minlength=len(ids))
+    starts = np.cumsum(counts) - counts
     drawn = rng.integers(0, len(ids), n_pairs)
     swap = rng.random(n_pairs) < 0.5
-    rows = [groups[ids[k]] for k in drawn]
-    positions = np.concatenate(rows)
-    sizes = np.array([len(r) for r in rows])
+    sizes = counts[drawn]
+    offsets = np.arange(sizes.sum()) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    positions = order[np.repeat(starts[drawn], sizes) + offsets]
     out = frame.iloc[positions].reset_index(drop=True)
     out["pair_id"] = np.repeat([f"r{i:05d}" for i in range(n_pairs)], sizes)
     flip = np.repeat(swap, sizes)

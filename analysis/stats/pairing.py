@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -53,11 +54,12 @@ class PairedValues:
     def n_dropped(self) -> int:
         return sum(self.drops.values())
 
-    @property
+    @cached_property
     def a(self) -> np.ndarray:
+        """Side a's values (read once: the estimators ask for them several times)."""
         return self.table["a"].to_numpy(dtype=float)
 
-    @property
+    @cached_property
     def b(self) -> np.ndarray:
         return self.table["b"].to_numpy(dtype=float)
 
@@ -75,7 +77,7 @@ def validate_episode_frame(frame: pd.DataFrame, metrics: Sequence[str] = ()) -> 
     missing = [c for c in ("pair_id", "side", *metrics) if c not in frame.columns]
     if missing:
         raise ValueError(f"episode frame lacks column(s) {missing}")
-    _split_sides(frame, [k for k in PAIR_KEYS if k in frame.columns])
+    _sides(frame, [k for k in PAIR_KEYS if k in frame.columns])
 
 
 def _split_sides(frame: pd.DataFrame, columns: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -106,6 +108,60 @@ def _split_sides(frame: pd.DataFrame, columns: Sequence[str]) -> tuple[pd.DataFr
     return a, b
 
 
+@dataclass(frozen=True)
+class _Sides:
+    """Row positions of both sides of every pair present on both, in pair_id order, checked.
+
+    The arrays-and-positions form of `_split_sides` + `join` + `sort_index` (the same rows, the same
+    order, the same errors), built once per frame: a resampled analysis pivots thousands of small
+    frames, and pandas' index machinery cost more than the statistics."""
+
+    frame: pd.DataFrame
+    rows_a: np.ndarray  # positions in `frame` of side a's row of each common pair
+    rows_b: np.ndarray
+    n_partner_missing: int
+
+
+def _sides(frame: pd.DataFrame, keys: Sequence[str]) -> _Sides:
+    """Split and check the sides (see `_Sides`). Anything irregular (a bad side, a duplicate, a key
+    that differs within a pair or is missing, a missing pair_id) goes through `_split_sides`, which
+    raises the error it always raised."""
+    side = frame["side"].to_numpy()
+    is_a = side == "a"
+    is_b = side == "b"
+    codes, uniques = pd.factorize(frame["pair_id"], sort=True)
+    n = len(uniques)
+    if n == 0 or not (is_a | is_b).all() or (codes < 0).any():
+        return _slow_sides(frame, keys)
+    pos = np.arange(len(frame))
+    first_a = np.full(n, -1, dtype=np.intp)
+    first_b = np.full(n, -1, dtype=np.intp)
+    ca, cb = codes[is_a], codes[is_b]
+    first_a[ca] = pos[is_a]
+    first_b[cb] = pos[is_b]
+    if (first_a >= 0).sum() != len(ca) or (first_b >= 0).sum() != len(cb):
+        return _slow_sides(frame, keys)  # more than one episode for a pair and side
+    both = (first_a >= 0) & (first_b >= 0)
+    rows_a, rows_b = first_a[both], first_b[both]
+    for key in keys:
+        col = frame[key].to_numpy(dtype=object)
+        left, right = col[rows_a], col[rows_b]
+        if pd.isna(left).any() or pd.isna(right).any() or (left != right).any():
+            return _slow_sides(frame, keys)  # a key that differs within a pair (or is missing)
+    return _Sides(frame, rows_a, rows_b, int(n - both.sum()))
+
+
+def _slow_sides(frame: pd.DataFrame, keys: Sequence[str]) -> _Sides:
+    """`_Sides` through pandas' join, for pair ids factorize cannot order (missing ids)."""
+    a, b = _split_sides(frame, keys)
+    pos = pd.Series(np.arange(len(frame)), index=frame.index)
+    ia = pd.Series(pos[frame["side"].to_numpy() == "a"].to_numpy(), index=a.index, name="ra")
+    ib = pd.Series(pos[frame["side"].to_numpy() == "b"].to_numpy(), index=b.index, name="rb")
+    both = ia.to_frame().join(ib, how="inner").sort_index()
+    missing = len(a.index.union(b.index)) - len(both)
+    return _Sides(frame, both["ra"].to_numpy(), both["rb"].to_numpy(), int(missing))
+
+
 def pivot_pairs(frame: pd.DataFrame, metric: str) -> PairedValues:
     """Side-by-side a and b values of ``metric`` for every complete pair, with drop counts."""
     missing = [c for c in ("pair_id", "side", metric) if c not in frame.columns]
@@ -113,8 +169,7 @@ def pivot_pairs(frame: pd.DataFrame, metric: str) -> PairedValues:
         raise ValueError(f"episode frame lacks column(s) {missing}")
     keys = [k for k in PAIR_KEYS if k in frame.columns]
     extra = ["voice_id"] if "voice_id" in frame.columns else []
-    a, b = _split_sides(frame, [metric, *keys, *extra])
-    return _pivot(a, b, metric, keys, extra)
+    return _pivot(_sides(frame, keys), metric, keys, extra)
 
 
 def pivot_many(frame: pd.DataFrame, metrics: Sequence[str]) -> dict[str, PairedValues]:
@@ -128,22 +183,31 @@ def pivot_many(frame: pd.DataFrame, metrics: Sequence[str]) -> dict[str, PairedV
             raise ValueError(f"episode frame lacks column(s) {missing}")
     keys = [k for k in PAIR_KEYS if k in frame.columns]
     extra = ["voice_id"] if "voice_id" in frame.columns else []
-    a, b = _split_sides(frame, [*metrics, *keys, *extra])
-    return {m: _pivot(a, b, m, keys, extra) for m in metrics}
+    sides = _sides(frame, keys)
+    return {m: _pivot(sides, m, keys, extra) for m in metrics}
 
 
-def _pivot(a: pd.DataFrame, b: pd.DataFrame, metric: str, keys: list[str], extra: list[str]) -> PairedValues:
-    a = a[[metric, *keys, *extra]].set_axis(["a", *keys, *(["voice_a"] if extra else [])], axis=1)
-    b = b[[metric, *extra]].set_axis(["b", *(["voice_b"] if extra else [])], axis=1)
-    both = a.join(b, how="inner")
-    partner_missing = len(a.index.union(b.index)) - len(both)
-    complete = both["a"].notna().to_numpy() & both["b"].notna().to_numpy()
+def _pivot(sides: _Sides, metric: str, keys: list[str], extra: list[str]) -> PairedValues:
+    frame = sides.frame
+    values = frame[metric]
+    va, vb = values.take(sides.rows_a), values.take(sides.rows_b)
+    complete = va.notna().to_numpy() & vb.notna().to_numpy()
     drops = {
-        "missing partner episode": int(partner_missing),
+        "missing partner episode": sides.n_partner_missing,
         "metric value missing (NaN) on a or b": int((~complete).sum()),
     }
-    table = both.loc[complete].astype({"a": float, "b": float}).sort_index()
-    table = table[["a", "b", *keys, *(["voice_a", "voice_b"] if extra else [])]]
+    ra, rb = sides.rows_a[complete], sides.rows_b[complete]
+    index = pd.Index(frame["pair_id"].take(ra), name="pair_id")
+    columns: dict[str, object] = {
+        "a": va.to_numpy()[complete].astype(float),
+        "b": vb.to_numpy()[complete].astype(float),
+    }
+    for key in keys:
+        columns[key] = frame[key].array.take(ra)
+    if extra:
+        columns["voice_a"] = frame["voice_id"].array.take(ra)
+        columns["voice_b"] = frame["voice_id"].array.take(rb)
+    table = pd.DataFrame(columns, index=index, copy=False)
     result = PairedValues(metric=metric, table=table, drops={k: v for k, v in drops.items() if v})
     if result.n_dropped:
         log.info("metric %s: %d complete pairs, dropped %s", metric, result.n_pairs, result.drops)

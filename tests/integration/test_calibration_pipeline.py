@@ -21,7 +21,10 @@ speaker clusters (CR2, t on 2 df) rather than "no interval: 2 speakers".
 
 The runs are analysed with the safety metrics' rule reader (`VOICE_AUDIT_SAFETY_READER=rules`):
 the calibration is of the burden metrics, and the turn model's encoder (loading it and reading
-every agent turn, several seconds of CPU) is `test_turn_model`'s subject.
+every agent turn, several seconds of CPU) is `test_turn_model`'s subject. They are analysed with the
+default plan's mixed models off: the replicates run the paired estimators only (`replicate_plan`),
+and nothing here reads a model, whose fits (crossed variance components over every episode) were
+most of the two real analyses' CPU; `tests/unit/analysis/test_pipeline_calibration.py` fits them.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ import pytest
 from voice_audit.analysis import pipeline_calibration as pc
 from voice_audit.analysis.metrics import safety
 from voice_audit.analysis.pipeline import AnalysisResult, analyze
+from voice_audit.analysis.plan import load_plan
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.runlog import CALL_ID_SALT
 from voice_audit.harness.runtime import CampaignRunner
@@ -111,7 +115,7 @@ def _run(tmp: Path, name: str, text: str) -> AnalysisResult:
     assert summary.statuses == {"completed": summary.planned}
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(safety.READER_ENV, "rules")  # only burden metrics are calibrated (module docstring)
-        return analyze(run_dir, audio=False)
+        return analyze(run_dir, audio=False, plan=PLAN)
 
 
 @dataclass(frozen=True)
@@ -126,6 +130,11 @@ class Calibration:
     planted_reps: dict[str, Future[pd.DataFrame]]
 
 
+# The default plan without its mixed models (module docstring): the estimates, and the replicate
+# plans made from it, are the default plan's.
+PLAN = load_plan().model_copy(
+    update={"mixed_models": load_plan().mixed_models.model_copy(update={"enabled": False})}
+)
 AA_METRICS = ["burden_repair", "burden_auth"]
 PLANTED_METRICS = ["burden_auth", "burden_repair"]
 PLANTED_AGENTS = {"planted-p1": 1.0, "planted-p05": 0.5}
