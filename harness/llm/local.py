@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
 import hashlib
 import json
 import os
@@ -58,6 +59,61 @@ def _load_llama(path: Path, n_ctx: int, n_threads: int, seed: int, batch_threads
         )  # fmt: skip
     except (ValueError, RuntimeError) as exc:
         raise LLMError("llm_model_error", f"{path}: llama.cpp could not load the model ({exc})") from None
+
+
+class _GrammarLast:
+    """Greedy sampling under a grammar the way llama.cpp's own sampler does it (`common_sampler`):
+    the unconstrained argmax, checked against the grammar alone, and the grammar applied to the
+    whole vocabulary only when it refuses that token. The same token every time (the argmax over
+    the tokens the grammar allows is the overall argmax whenever the grammar allows that, ties to
+    the lowest id either way; measured: the same tokens), for a fraction of the work: checking
+    all 150k tokens of the vocabulary against the grammar cost about 15 ms of CPU a generated token
+    (about a tenth of it, with the 1.5B model on one thread); the grammar refuses the argmax for a
+    few tokens in a hundred."""
+
+    def __init__(self, llm: Any, chain: Any, grammar: Any) -> None:
+        from llama_cpp._internals import LlamaSampler
+
+        self.chain = chain
+        """llama-cpp-python's own chain (no-op penalties, the grammar, greedy): the fallback, kept in step."""
+        self.grammar = LlamaSampler()
+        self.grammar.add_grammar(llm._model, grammar)
+        self.n_vocab = int(llm.n_vocab())
+
+    def sample(self, ctx: Any, idx: int = -1) -> int:
+        import ctypes
+
+        import llama_cpp
+        import numpy as np
+
+        logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(ctx.ctx, idx), shape=(self.n_vocab,))
+        token = int(np.argmax(logits))  # the first of equal maxima, as the greedy sampler picks
+        if np.isfinite(logits[token]):
+            one = llama_cpp.llama_token_data(token, 1.0, 0.0)
+            cur = llama_cpp.llama_token_data_array(ctypes.pointer(one), 1, -1, False)
+            llama_cpp.llama_sampler_apply(self.grammar.sampler, ctypes.byref(cur))
+            if one.logit != float("-inf"):
+                self.chain.accept(token)
+                self.grammar.accept(token)
+                return token
+        token = int(self.chain.sample(ctx, idx))
+        self.grammar.accept(token)
+        return token
+
+
+def _init_sampler(llm: Any, **kw: Any) -> Any:
+    """llama-cpp-python's sampler, with greedy decoding under a grammar sped up (`_GrammarLast`)."""
+    chain = type(llm)._init_sampler(llm, **kw)
+    if (
+        kw.get("grammar") is not None
+        and kw.get("temp") == 0.0
+        and kw.get("logits_processor") is None
+        and kw.get("repeat_penalty", 1.0) == 1.0
+        and kw.get("frequency_penalty", 0.0) == 0.0
+        and kw.get("presence_penalty", 0.0) == 0.0
+    ):
+        return _GrammarLast(llm, chain, kw["grammar"])
+    return chain
 
 
 @dataclass(frozen=True)
@@ -104,6 +160,7 @@ class LocalChatClient:
     def _model(self, seed: int) -> Any:
         if self._llm is None:
             self._llm = _load_llama(self.path, self.n_ctx, self.n_threads, seed, self.batch_threads)
+            self._llm._init_sampler = functools.partial(_init_sampler, self._llm)
             # freed before interpreter teardown: llama.cpp's own finaliser then finds its library
             # functions already gone and prints a traceback at every exit
             atexit.register(_unload_at_exit, weakref.ref(self))

@@ -161,9 +161,9 @@ from voice_audit.agents.reference._policy import Heard, SayStep, StateStep, Tool
 from voice_audit.harness.tools import ToolFixture
 from voice_audit.scenarios import BUNDLED_LIBRARY, load_scenario_file
 
-def policy(name, crm):
+def policy(name, crm, **short):
     facts = load_scenario_file(Path(BUNDLED_LIBRARY) / f"{name}.yaml").facts
-    cfg = LLMConfig(seed=11)
+    cfg = LLMConfig(seed=11, **short)
     p = LLMPolicy(facts, ToolFixture(facts), shared_chat_client(cfg), cfg, crm=crm)
     p.greet()
     return p
@@ -184,7 +184,9 @@ Y = ["Hello, I have a question about my bill.", "My name is Sam Rivera."]
 
 async def main():
     x = policy("refund_duplicate_charge", crm=False)
-    y = policy("refund_duplicate_charge", crm=False) if sys.argv[1] == "interleaved" else None
+    # the other call's answers are never read: one short request per turn still evaluates its own
+    # messages on the shared model and leaves its state in the context and the prefix cache
+    y = policy("refund_duplicate_charge", crm=False, max_steps=1, max_tokens=16) if sys.argv[1] == "interleaved" else None
     steps = []
     for i, text in enumerate(X):
         if y is not None:

@@ -103,42 +103,47 @@ async def _read_all(url: str, key: str, scenario: Scenario) -> list[dict[str, ob
 
 
 async def test_readings_over_http_are_parsed_logged_and_identical_across_processes(
-    scenario: Scenario, weights: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    run_server: tuple[str, str, Path],
+    weights: Path,
+    scenario: Scenario,
+    tmp_path: Path,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    """The first server is the module's (started fresh for this test, the first in the file), the
+    second is a new process given the same requests: the same readings."""
     caplog.set_level(logging.DEBUG)
-    key = "sk-" + secrets.token_hex(16)
-    log = tmp_path / "server.log"
-    with llama_server(weights, key, log) as url:
-        first = await _read_all(url, key, scenario)
-        # the model as the second reader beside the rules: its reading is an event of the log schema
-        client = OpenAIChatClient(url, "smollm2", api_key_env=KEY_ENV, environ={KEY_ENV: key}, structured="json_object",
-                                  timeout_s=300)  # fmt: skip
-        model = ModelReader(client, max_tokens=96)
-        readers = Readers(scenario, RuleReader(), model)
-        turn = await readers.read(TURNS[0])
-        fields = turn.event_fields()
-        assert fields is not None and fields["error"] is None
-        event = parse_event({"t_ms": 5, "type": "caller_reading", "turn": 3, **fields})
-        assert event.type == "caller_reading" and event.reader == "model:openai:smollm2"
-        assert turn.acting == RuleReader().read(TURNS[0], scenario)
-        # a wrong key is refused by the server, and the error names neither key
-        wrong = OpenAIChatClient(url, "smollm2", api_key_env=KEY_ENV, environ={KEY_ENV: "sk-wrong-" + key[3:11]},
-                                 structured="json_object")  # fmt: skip
-        with pytest.raises(ReaderError) as exc:
-            await ModelReader(wrong).aread(TURNS[1], scenario)
-        assert exc.value.kind == "llm_http_error" and "401" in str(exc.value)
-        assert key not in str(exc.value) and key[3:11] not in str(exc.value)
-        await model.close()
-        await wrong.close()
+    url, key, log = run_server
+    first = await _read_all(url, key, scenario)
+    # the model as the second reader beside the rules: its reading is an event of the log schema
+    client = OpenAIChatClient(url, "smollm2", api_key_env=KEY_ENV, environ={KEY_ENV: key}, structured="json_object",
+                              timeout_s=300)  # fmt: skip
+    model = ModelReader(client, max_tokens=96)
+    readers = Readers(scenario, RuleReader(), model)
+    turn = await readers.read(TURNS[0])
+    fields = turn.event_fields()
+    assert fields is not None and fields["error"] is None
+    event = parse_event({"t_ms": 5, "type": "caller_reading", "turn": 3, **fields})
+    assert event.type == "caller_reading" and event.reader == "model:openai:smollm2"
+    assert turn.acting == RuleReader().read(TURNS[0], scenario)
+    # a wrong key is refused by the server, and the error names neither key
+    wrong = OpenAIChatClient(url, "smollm2", api_key_env=KEY_ENV, environ={KEY_ENV: "sk-wrong-" + key[3:11]},
+                             structured="json_object")  # fmt: skip
+    with pytest.raises(ReaderError) as exc:
+        await ModelReader(wrong).aread(TURNS[1], scenario)
+    assert exc.value.kind == "llm_http_error" and "401" in str(exc.value)
+    assert key not in str(exc.value) and key[3:11] not in str(exc.value)
+    await model.close()
+    await wrong.close()
     facts = fact_names(scenario)
     for r in first:
         assert r["acts"] and set(r["acts"]) <= set(ACTS)  # type: ignore[arg-type]
         assert set(r["facts"]) <= set(facts)  # type: ignore[arg-type]
-    with llama_server(weights, key, log) as url:
+    with llama_server(weights, key, tmp_path / "server.log") as url:
         second = await _read_all(url, key, scenario)
     assert second == first
     assert key not in caplog.text and key not in event.model_dump_json()
-    assert key not in log.read_text(errors="replace")
+    for server_log in (log, tmp_path / "server.log"):
+        assert key not in server_log.read_text(errors="replace")
 
 
 def test_in_process_readings_are_identical_across_processes_and_orders(
@@ -194,20 +199,22 @@ tts: {{name: espeak}}
 
 
 @pytest.fixture(scope="module")
-def run_server(weights: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    """One server (its URL and key) for both runs below: a server start and its evaluation of the
-    reader's prompt cost as much CPU as a run, and neither run asserts on the server's state."""
+def run_server(weights: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Path]]:
+    """One server (its URL, key and log) for the file: the first server of the readings test and
+    both runs below. A server start and its evaluation of the reader's prompt cost as much CPU as
+    a run; the runs assert on nothing the earlier requests leave in the server."""
     key = "sk-" + secrets.token_hex(16)
-    with llama_server(weights, key, tmp_path_factory.mktemp("server") / "server.log") as url:
+    log = tmp_path_factory.mktemp("server") / "server.log"
+    with llama_server(weights, key, log) as url:
         asyncio.run(wait_ready(url, timeout_s=120, api_key=key))
-        yield url, key
+        yield url, key, log
 
 
 @pytest.mark.parametrize("acting", ["rules", "model"])
 def test_a_run_logs_both_readings_per_turn_and_never_the_key(
-    run_server: tuple[str, str], tmp_path: Path, acting: str
+    run_server: tuple[str, str, Path], tmp_path: Path, acting: str
 ) -> None:
-    url, key = run_server
+    url, key, _ = run_server
     (tmp_path / "c.yaml").write_text(RUN_CAMPAIGN.format(url=url, env=KEY_ENV, acting=acting))
     exe = Path(sys.executable).with_name("voice-audit")
     done = subprocess.run(
