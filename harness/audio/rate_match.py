@@ -38,6 +38,11 @@ PROBE_WPM = 120
 `MIN_RESPONSE` has no usable rate control."""
 MIN_RESPONSE = 1.15
 MIN_WPM, MAX_WPM = 80, 450
+FOLLOWS_RATE = frozenset({"espeak", "flite"})
+"""Registry engines that apply the rate they are sent to every voice themselves (eSpeak's words per
+minute, Flite's duration stretch): each of their voices calibrates as following it (checked on every
+Flite speaker and on eSpeak's English voices, variants and second-language voices), so a line of
+theirs is never time-scaled and warming the time-scaling for them is wasted (`warm_time_scale`)."""
 CALIBRATION_TEXT = (
     "Hello, I am calling about a charge on my account. I was charged twice for my subscription last "
     "month, and I would like the second payment refunded to my card, please. My name is Jordan Miller "
@@ -130,6 +135,7 @@ def record(persona: SpeechParams, sent: SpeechParams, cal: Calibration, how: str
 
 __all__ = [
     "CALIBRATION_TEXT",
+    "FOLLOWS_RATE",
     "MATCHED_WPS",
     "REFERENCE_WPM",
     "Calibration",

@@ -20,7 +20,13 @@ from typing import Any
 import numpy as np
 
 from voice_audit.harness.audio.cache import ContentCache, content_key, synthesis_cache
-from voice_audit.harness.audio.rate_match import RateMatcher, record, time_scale, warm_time_scale
+from voice_audit.harness.audio.rate_match import (
+    FOLLOWS_RATE,
+    RateMatcher,
+    record,
+    time_scale,
+    warm_time_scale,
+)
 from voice_audit.harness.audio.registry import create_tts
 from voice_audit.harness.audio.tts_pool import (
     SynthesisTimeout,
@@ -181,9 +187,18 @@ class SpeechSynthesizer:
         self._warm_in_process = True
         return result
 
+    @property
+    def may_time_scale(self) -> bool:
+        """Whether rate matching may time-scale a line: it is on, and the engine is not one whose
+        every voice follows its rate control (`FOLLOWS_RATE`; a line of theirs is sent a rate instead)."""
+        return self.match_rate and self._name not in FOLLOWS_RATE
+
     async def warm_rate_matching(self) -> None:
-        """Ready the time-scale modification rate matching may apply (see `warm_time_scale`)."""
-        if self.match_rate:
+        """Ready the time-scale modification rate matching may apply (see `warm_time_scale`): about
+        2 s of CPU in each process, so only where a line may be time-scaled (`may_time_scale`). Were
+        a voice of an engine in `FOLLOWS_RATE` ever to calibrate as not following, its lines would
+        still be time-scaled, the same audio, the kernels loaded by the first."""
+        if self.may_time_scale:
             await asyncio.to_thread(warm_time_scale)
 
     async def warm_up(self, params: SpeechParams | None = None) -> None:

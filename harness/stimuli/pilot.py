@@ -5,7 +5,8 @@ parameters, and passed through the campaign's telephone channel: the audio an ag
 The channel's random draws are seeded by the line's words, so both conditions of a pair meet the
 same noise and frame loss. The reference recogniser reads the line at 16 kHz; its transcripts are
 cached by audio hash, and so are the acoustic measures of each line (rate, F0, loudness, SNR), so a
-second pilot (and the pre-screen of every `run`) costs cache lookups only.
+second pilot (and the pre-screen of every `run`) costs cache lookups only: the recogniser's model is
+not even loaded when every line's transcript is cached (`_Reader`).
 """
 
 from __future__ import annotations
@@ -24,8 +25,10 @@ import numpy as np
 import soundfile as sf
 
 from voice_audit.harness.audio import SpeechRecognizer, SpeechSynthesizer, TelephoneChannel
+from voice_audit.harness.audio.cache import ContentCache, content_key, transcript_cache
 from voice_audit.harness.audio.dsp import pcm_sha256
 from voice_audit.harness.audio.rate_match import MATCHED_WPS, REFERENCE_WPM
+from voice_audit.harness.audio.types import Transcript
 from voice_audit.harness.audio.wer import normalise_words, word_errors
 from voice_audit.harness.caller.lines import VoiceLine, campaign_lines
 from voice_audit.harness.model.campaign import BackendSpec
@@ -152,6 +155,75 @@ class _Renderer:
             s.close()
 
 
+class _Reader:
+    """The reference recogniser, built only when a line's transcript is not in the cache.
+
+    Building it (loading Whisper's model) costs about 0.6 s of CPU, which a pilot whose every line
+    is cached (the pre-screen of a `run` after `stimuli`, a run again) would pay for nothing. So each
+    transcript is also cached under the recogniser's spec (its name and options) and the audio, and
+    the backend and model a spec built are recorded the first time. Without that record (a first
+    pilot, or no cache) it is built at once, as before, so a recogniser that cannot load is refused
+    before any line is rendered. A recogniser passed in is used as it is."""
+
+    def __init__(self, spec: BackendSpec, cache_dir: Path | None, given: SpeechRecognizer | None) -> None:
+        self.spec = spec
+        self._dir = cache_dir / "stimuli-asr" if cache_dir else None
+        self._own = given is None
+        self._asr = given
+        self._cache: ContentCache[Transcript] | None = (
+            transcript_cache(self._dir) if self._dir is not None and given is None else None
+        )
+        if self._cache is None or self._cache.get(self._key()) is None:
+            self.recogniser()
+
+    def _key(self, **audio: str) -> str:
+        """A transcript's key (`audio`: the audio's hash), or the record of what the spec built."""
+        return content_key(stimulus_recogniser=self.spec.name, options=self.spec.options, **audio)
+
+    def recogniser(self) -> SpeechRecognizer:
+        if self._asr is None:
+            self._asr = SpeechRecognizer(self.spec.name, options=self.spec.options, cache_dir=self._dir)
+            if self._cache is not None:
+                b = self._asr.backend
+                self._cache.put(self._key(), Transcript(text="", backend=b.name, model=str(b.model)))
+        return self._asr
+
+    def ready(self, lines: Iterable[np.ndarray]) -> None:
+        """Build the recogniser now (outside the tasks that read) if any of these lines needs it."""
+        if self._asr is None and any(self._cached(pcm) is None for pcm in lines):
+            self.recogniser()
+
+    def _cached(self, pcm16k: np.ndarray) -> Transcript | None:
+        if self._cache is None:
+            return None
+        return self._cache.get(self._key(audio=pcm_sha256(pcm16k, RECORDING_RATE)))
+
+    async def transcribe(self, pcm16k: np.ndarray) -> str:
+        hit = self._cached(pcm16k)
+        if hit is not None:
+            return hit.text
+        out = await self.recogniser().transcribe(pcm16k, RECORDING_RATE)
+        if self._cache is not None:
+            self._cache.put(self._key(audio=pcm_sha256(pcm16k, RECORDING_RATE)), out)
+        return out.text
+
+    @property
+    def recognised(self) -> int:
+        return self._asr.recognised if self._asr is not None else 0
+
+    def identity(self) -> dict[str, str]:
+        """The backend and model that read (or, every line cached, would have read) the lines."""
+        known = self._cache.get(self._key()) if self._asr is None and self._cache is not None else None
+        if known is not None:
+            return {"backend": known.backend, "model": known.model}
+        b = self.recogniser().backend
+        return {"backend": b.name, "model": str(b.model)}
+
+    def close(self) -> None:
+        if self._own and self._asr is not None:
+            self._asr.close()
+
+
 async def run_pilot(
     loaded: LoadedCampaign,
     *,
@@ -164,10 +236,7 @@ async def run_pilot(
     """Render and read every line of every cell; screen each cell under `thresholds`."""
     c = loaded.campaign
     th = thresholds or StimulusThresholds()
-    spec = c.stimulus.recogniser
-    asr = recogniser or SpeechRecognizer(
-        spec.name, options=spec.options, cache_dir=cache_dir / "stimuli-asr" if cache_dir else None
-    )
+    asr = _Reader(c.stimulus.recogniser, cache_dir, recogniser)
     renderer = _Renderer(loaded, cache_dir, pool_size)
     measures = measures_cache(cache_dir / "stimuli-measures" if cache_dir else None)
     # the measures run beside the recogniser, off the event loop, one at a time (Praat is not
@@ -192,7 +261,7 @@ async def run_pilot(
 
     async def transcript(r: _Rendered) -> str:
         async with sem:
-            return (await asr.transcribe(r.pcm16k, RECORDING_RATE)).text
+            return await asr.transcribe(r.pcm16k)
 
     async def hear(r: _Rendered) -> tuple[str, LineMeasures]:
         text, m = await asyncio.gather(transcript(r), measured(r))
@@ -221,16 +290,17 @@ async def run_pilot(
                         if k not in rendered:
                             rendered[k] = tg.create_task(one(line, tts))
                 cell_lines.append((cell, sides))
+        asr.ready(task.result().pcm16k for task in rendered.values())
         async with asyncio.TaskGroup() as tg:
             for task in rendered.values():
                 r = task.result()
                 if r.key not in read:
                     read[r.key] = tg.create_task(hear(r))
+        recogniser_identity = asr.identity()
     finally:
         praat.shutdown(wait=True)
         renderer.close()
-        if recogniser is None:
-            asr.close()
+        asr.close()
     result = PilotResult(
         report=StimulusReport(
             campaign=c.name,
@@ -301,7 +371,7 @@ async def run_pilot(
     result.report = StimulusReport(
         campaign=c.name,
         campaign_sha256=c.sha256,
-        recogniser={"backend": asr.backend.name, "model": str(asr.backend.model)},
+        recogniser=recogniser_identity,
         channel={"telephone": ch.telephone, "snr_db": ch.snr_db, "packet_loss": ch.packet_loss},
         thresholds=th,
         cells=tuple(cells),

@@ -11,6 +11,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
+from tests.helpers.pilot_cache import home_with_session_cache
 from voice_audit.harness.model.usage import AGENT_USAGE
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.runlog import read_usage, usage_jsonl
@@ -39,7 +42,7 @@ tts: {{name: espeak}}
 
 
 def _cli(*args: str, home: Path, **extra_env: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HOME": str(home), **extra_env}  # a private TTS cache
+    env = {**os.environ, "HOME": str(home), **extra_env}  # its own, but for the session's audio caches
     return subprocess.run(
         [sys.executable, "-m", "voice_audit.harness.cli", *args],
         capture_output=True,
@@ -57,7 +60,10 @@ def _whole_pairs(records: list[dict[str, object]]) -> Counter[str]:
     return Counter(str(r["header"]["pair_id"]) for r in records)  # type: ignore[index]
 
 
-def test_max_calls_stops_after_whole_pairs_and_resume_finishes_under_a_raised_budget(tmp_path: Path) -> None:
+def test_max_calls_stops_after_whole_pairs_and_resume_finishes_under_a_raised_budget(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    home_with_session_cache(tmp_path, tmp_path_factory)  # no claim here is about synthesis
     campaign = tmp_path / "c.yaml"
     campaign.write_text(CAMPAIGN.format(max_calls=5))
     loaded = load_campaign(campaign)

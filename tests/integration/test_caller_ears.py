@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.pilot_cache import session_cache
 from voice_audit.analysis.pipeline import analyze
 from voice_audit.harness.audio.wer import normalise_words, wer
 from voice_audit.harness.planning import load_campaign
@@ -39,12 +40,15 @@ tts: {{name: espeak}}
 """
 
 
-def _run(tmp_path: Path, measure: bool) -> Path:
+def _run(tmp_path: Path, cache: Path, measure: bool) -> Path:
     """The campaign run in this process (what `voice-audit run --no-stimulus-check` does, without a
-    second interpreter importing the harness)."""
+    second interpreter importing the harness); its caller's speech cached for the test session (the
+    two tests say the same lines), never in the user's home cache."""
     (tmp_path / "c.yaml").write_text(CAMPAIGN.format(measure=str(measure).lower()))
     run_dir = tmp_path / "ears"
-    summary = asyncio.run(CampaignRunner(load_campaign(tmp_path / "c.yaml"), run_dir, progress=False).run())
+    summary = asyncio.run(
+        CampaignRunner(load_campaign(tmp_path / "c.yaml"), run_dir, cache_dir=cache, progress=False).run()
+    )
     assert summary.statuses.get("completed", 0) > 0, summary.lines()  # what the CLI exits 0 on
     return run_dir
 
@@ -54,8 +58,10 @@ def _rule_reader(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("VOICE_AUDIT_SAFETY_READER", "rules")
 
 
-def test_the_callers_asr_word_error_rate_is_reported(tmp_path: Path) -> None:
-    run = _run(tmp_path, True)
+def test_the_callers_asr_word_error_rate_is_reported(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    run = _run(tmp_path, session_cache(tmp_path_factory), True)
     reader = RunReader(run)
     pairs: list[tuple[str, str]] = []
     for rec in reader.records():
@@ -76,8 +82,10 @@ def test_the_callers_asr_word_error_rate_is_reported(tmp_path: Path) -> None:
     assert ears["by_agent"]["spoken_ref"]["wer"] == pytest.approx(ears["wer"])
 
 
-def test_without_measure_asr_nothing_is_transcribed_twice(tmp_path: Path) -> None:
-    run = _run(tmp_path, False)
+def test_without_measure_asr_nothing_is_transcribed_twice(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    run = _run(tmp_path, session_cache(tmp_path_factory), False)
     reader = RunReader(run)
     for rec in reader.records():
         assert not [e for e in reader.events(rec.header.episode_id) if e.type == "asr_check"]

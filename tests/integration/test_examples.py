@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.cancel_scenario import cancel_library
+from tests.helpers.pilot_cache import session_cache
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner
@@ -38,13 +39,24 @@ tts: {{name: espeak}}
 """
 
 
+@pytest.fixture
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's speech cache: the three tests say the same lines, and no claim here is about
+    synthesis."""
+    return session_cache(tmp_path_factory)
+
+
 @contextlib.asynccontextmanager
 async def _no_server() -> AsyncIterator[str]:
     yield ""
 
 
 async def _run(
-    tmp_path: Path, adapter: str, pacing: str, server: contextlib.AbstractAsyncContextManager[str]
+    tmp_path: Path,
+    cache: Path,
+    adapter: str,
+    pacing: str,
+    server: contextlib.AbstractAsyncContextManager[str],
 ) -> Path:
     lib = cancel_library(tmp_path / "lib")
     async with server as url:
@@ -54,9 +66,7 @@ async def _run(
                 lib=lib.directory, adapter=adapter, url=f', url: "{url}"' if url else "", pacing=pacing
             )
         )
-        runner = CampaignRunner(
-            load_campaign(cfile), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False
-        )
+        runner = CampaignRunner(load_campaign(cfile), tmp_path / "run", cache_dir=cache, progress=False)
         await runner.run()
     return tmp_path / "run"
 
@@ -86,8 +96,8 @@ def _facts_sha(tmp_path: Path) -> str:
     return cancel_library(tmp_path / "sha").get_locked("cancel_subscription").facts_sha256
 
 
-def test_inprocess_example(tmp_path: Path) -> None:
-    run_dir = asyncio.run(_run(tmp_path, "examples.inprocess_agent:make", "accelerated", _no_server()))
+def test_inprocess_example(tmp_path: Path, cache: Path) -> None:
+    run_dir = asyncio.run(_run(tmp_path, cache, "examples.inprocess_agent:make", "accelerated", _no_server()))
     _check(run_dir, "in-process", _facts_sha(tmp_path))
 
 
@@ -109,8 +119,8 @@ async def _http_server() -> AsyncIterator[str]:
         await runner.cleanup()
 
 
-def test_http_example(tmp_path: Path) -> None:
-    run_dir = asyncio.run(_run(tmp_path, "http", "accelerated", _http_server()))
+def test_http_example(tmp_path: Path, cache: Path) -> None:
+    run_dir = asyncio.run(_run(tmp_path, cache, "http", "accelerated", _http_server()))
     _check(run_dir, "http", _facts_sha(tmp_path))
 
 
@@ -127,6 +137,6 @@ async def _ws_server() -> AsyncIterator[str]:
         await server.wait_closed()
 
 
-def test_ws_example(tmp_path: Path) -> None:
-    run_dir = asyncio.run(_run(tmp_path, "ws", "realtime", _ws_server()))
+def test_ws_example(tmp_path: Path, cache: Path) -> None:
+    run_dir = asyncio.run(_run(tmp_path, cache, "ws", "realtime", _ws_server()))
     _check(run_dir, "ws", _facts_sha(tmp_path))

@@ -31,6 +31,7 @@ from websockets.datastructures import Headers
 from websockets.http11 import Request, Response
 
 from tests.helpers.debug_log import debug_log
+from tests.helpers.pilot_cache import session_cache
 from voice_audit.agents.fakes import ChaosAgent, ToneAgent
 from voice_audit.agents.serve import ServeConfig
 from voice_audit.agents.serve.http_server import build_http_app
@@ -128,7 +129,7 @@ def _signed_agent(url: str, planted: dict[str, str]) -> str:
     )
 
 
-async def _run(tmp: Path, key: str, token: str, planted: dict[str, str]) -> Path:
+async def _run(tmp: Path, cache: Path, key: str, token: str, planted: dict[str, str]) -> Path:
     async with (
         _realtime_with_auth(key) as rt,
         _http_with_auth(_tone(), token) as web_url,
@@ -139,7 +140,7 @@ async def _run(tmp: Path, key: str, token: str, planted: dict[str, str]) -> Path
         text = text.replace("pairs:", _signed_agent(signed, planted) + "pairs:", 1)
         cfile = tmp / "c.yaml"
         cfile.write_text(text)
-        runner = CampaignRunner(load_campaign(cfile), tmp / "run", cache_dir=tmp / "cache", progress=False)
+        runner = CampaignRunner(load_campaign(cfile), tmp / "run", cache_dir=cache, progress=False)
         await runner.run()
     return tmp / "run"
 
@@ -174,7 +175,7 @@ def scanned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scanned]:
         mp.setenv(KEY_ENV, key)
         mp.setenv(TOKEN_ENV, token)
         with debug_log(tmp / "debug.log") as log_file:
-            run_dir = asyncio.run(_run(tmp, key, token, planted))
+            run_dir = asyncio.run(_run(tmp, session_cache(tmp_path_factory), key, token, planted))
 
         cli = [sys.executable, "-m", "voice_audit.harness.cli"]
         steps = [
@@ -196,12 +197,11 @@ def scanned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scanned]:
 
 
 def _leaks(tmp: Path, secrets_by_name: dict[str, str], skip: tuple[str, ...] = ()) -> tuple[int, list[str]]:
-    """Bytes scanned under `tmp` (the TTS cache aside) and the files holding a secret in any form."""
+    """Bytes scanned under `tmp` (every file: the TTS cache is the session's, elsewhere) and the files
+    holding a secret in any form."""
     scanned = 0
     leaks: list[str] = []
-    for path in sorted(
-        p for p in tmp.rglob("*") if p.is_file() and "cache" not in p.parts and p.name not in skip
-    ):
+    for path in sorted(p for p in tmp.rglob("*") if p.is_file() and p.name not in skip):
         data = path.read_bytes()
         scanned += len(data)
         leaks += [
@@ -232,7 +232,9 @@ def test_planted_secrets_never_written(scanned: Scanned) -> None:
     assert "${VA_TEST_HTTP_TOKEN}" in json.dumps(manifest), "the run keeps the reference, not the value"
 
 
-def test_literal_secret_in_options_is_masked_in_run_json(tmp_path: Path) -> None:
+def test_literal_secret_in_options_is_masked_in_run_json(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     literal = "lit-" + secrets.token_hex(12)
 
     async def go() -> Path:
@@ -249,7 +251,10 @@ def test_literal_secret_in_options_is_masked_in_run_json(tmp_path: Path) -> None
             cfile = tmp_path / "c.yaml"
             cfile.write_text(text.replace("pacing: realtime", "pacing: accelerated"))
             await CampaignRunner(
-                load_campaign(cfile), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False
+                load_campaign(cfile),
+                tmp_path / "run",
+                cache_dir=session_cache(tmp_path_factory),
+                progress=False,
             ).run()
         return tmp_path / "run"
 
