@@ -182,7 +182,10 @@ class EspeakBackend:
     def __init__(self, use_ssml: bool = True) -> None:
         self.use_ssml = use_ssml
         self.sample_rate = 22050
-        self.version = f"espeakng-loader {metadata.version('espeakng-loader')}"
+        # The version is part of every cache key: text read as text is not the same audio as its SSML.
+        self.version = f"espeakng-loader {metadata.version('espeakng-loader')}" + (
+            "" if use_ssml else "; ssml off"
+        )
 
     def check_voice(self, params: SpeechParams) -> None:
         """Raise UnknownVoiceError before synthesis: eSpeak silently ignores an unknown variant."""

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from voice_audit.harness.audio import asr_names, create_asr, create_tts, tts_names
+from voice_audit.harness.audio.espeak import EspeakBackend
 from voice_audit.scenarios.errors import ConfigError, MissingBackendError
 
 
@@ -56,3 +57,9 @@ def test_module_attr_and_unknown_names() -> None:
         create_asr("voice_audit.harness.audio.asr_whisper:Nothing")
     with pytest.raises(ConfigError, match="cannot import"):
         create_asr("no_such_pkg.mod:X")
+
+
+def test_espeak_text_and_ssml_input_never_share_a_cache_entry() -> None:
+    """The synthesis cache keys on the backend's version: eSpeak reading a line's text and reading
+    its SSML give different audio, so the two settings must not find each other's entries."""
+    assert EspeakBackend(use_ssml=False).version != EspeakBackend(use_ssml=True).version
