@@ -70,8 +70,11 @@ class PickyRun:
     wall_s: float
 
 
-async def run_against_picky_bot(out: Path, *, replicates: int = 1, extra: str = "") -> PickyRun:
-    """One real-time campaign (a male_adult vs female_adult pair per replicate) against the bot."""
+async def run_against_picky_bot(
+    out: Path, *, replicates: int = 1, extra: str = "", cache_dir: Path | None = None
+) -> PickyRun:
+    """One real-time campaign (a male_adult vs female_adult pair per replicate) against the bot; its
+    audio cache is `cache_dir` (tests: the session's) or else a private one under `out`."""
     import uvicorn
 
     from voice_audit.harness.planning import load_campaign
@@ -96,7 +99,11 @@ async def run_against_picky_bot(out: Path, *, replicates: int = 1, extra: str = 
         path = out / "picky.yaml"
         path.write_text(CAMPAIGN.format(port=port, replicates=replicates) + extra)
         runner = CampaignRunner(
-            load_campaign(path), out / "run", cache_dir=out / "cache", progress=False, tts_pool_size=1
+            load_campaign(path),
+            out / "run",
+            cache_dir=cache_dir or out / "cache",
+            progress=False,
+            tts_pool_size=1,
         )
         t0 = time.monotonic()
         summary = await runner.run()

@@ -1,14 +1,19 @@
 """A real run folder (scripted agent, real eSpeak callers) made once per session by the CLI, shared by the
-rating and browser tests through the fixtures below (import them into a conftest)."""
+rating and browser tests through the fixtures below (import them into a conftest). The run's HOME is
+private (never the user's `~/.cache/voice-audit`) but for the session's shared audio cache: no rating
+claim is about synthesis."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.pilot_cache import home_with_session_cache
 
 CAMPAIGN = """\
 name: matched_audit_7
@@ -30,8 +35,8 @@ tts: {name: espeak}
 """
 
 
-def make_run(parent: Path) -> Path:
-    """Run the campaign through the real command line; about five seconds."""
+def make_run(parent: Path, home: Path) -> Path:
+    """Run the campaign through the real command line, with `home` as HOME; about five seconds."""
     (parent / "c.yaml").write_text(CAMPAIGN)
     exe = Path(sys.executable).with_name("voice-audit")
     subprocess.run(
@@ -49,13 +54,15 @@ def make_run(parent: Path) -> Path:
         check=True,
         capture_output=True,
         timeout=300,
+        env={**os.environ, "HOME": str(home)},
     )
     return parent / "rate-run"
 
 
 @pytest.fixture(scope="session")
 def pristine_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return make_run(tmp_path_factory.mktemp("rating-run"))
+    parent = tmp_path_factory.mktemp("rating-run")
+    return make_run(parent, home_with_session_cache(parent / "home", tmp_path_factory))
 
 
 @pytest.fixture

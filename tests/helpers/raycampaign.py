@@ -55,9 +55,10 @@ tts: {{name: espeak}}
 """
 
 
-def run_realtime_ws(tmp_path: Path, executor: Executor, **campaign: Any) -> RunSummary:
+def run_realtime_ws(tmp_path: Path, executor: Executor, cache_dir: Path, **campaign: Any) -> RunSummary:
     """A real-time campaign (`campaign_yaml(**campaign)`) against a scripted WebSocket agent served
-    in this process for the run, on `executor`; the run folder is `tmp_path / "run"`."""
+    in this process for the run, on `executor`, with `cache_dir` as its audio cache (the session's:
+    `tests.helpers.pilot_cache.session_cache`); the run folder is `tmp_path / "run"`."""
 
     async def go() -> RunSummary:
         async with start_server(ScriptedAgent(audio_ms=300), "ws") as handle:
@@ -66,7 +67,7 @@ def run_realtime_ws(tmp_path: Path, executor: Executor, **campaign: Any) -> RunS
             runner = CampaignRunner(
                 load_campaign(tmp_path / "c.yaml"),
                 tmp_path / "run",
-                cache_dir=tmp_path / "cache",
+                cache_dir=cache_dir,
                 progress=False,
             )
             return await runner.run(executor=executor)

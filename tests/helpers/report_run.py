@@ -9,7 +9,9 @@ f1 3054 ms, f2 3482 ms; l2_spanish f1 3297 ms (in the crash band), f2 3677 ms (l
 No us_general voice falls in either band, so the crashes and the repairs are all on side b.
 
 Built once per process (about 8 s) and shared by the integration and browser tests through the
-fixtures below (import them into a conftest); tests copy the run when they change it.
+fixtures below (import them into a conftest); tests copy the run when they change it. The run's HOME is
+private (never the user's `~/.cache/voice-audit`) but for the session's shared audio cache: no report
+claim is about synthesis.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from types import ModuleType
 
 import pytest
 
+from tests.helpers.pilot_cache import home_with_session_cache
 from voice_audit.analysis.report import Built, build_report, write_report
 
 HERE = Path(__file__).resolve().parent
@@ -80,6 +83,7 @@ tts: {{name: espeak}}
 """
 
 _cache: dict[str, Path] = {}
+_factory: list[pytest.TempPathFactory] = []
 
 
 def campaign(port: int) -> str:
@@ -98,9 +102,16 @@ def analysed_run() -> Path:
     """Path of the shared analysed run (do not modify it; copy it first)."""
     if "run" in _cache:
         return _cache["run"]
+    if not _factory:
+        raise RuntimeError("request the `fx` or `run_dir` fixture first (it gives the session's cache)")
     parent = Path(tempfile.mkdtemp(prefix="va-report-fixture-"))
+    home = home_with_session_cache(parent / "home", _factory[0])
     exe = Path(sys.executable).with_name("voice-audit")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+    }
     with socket.create_server(("127.0.0.1", 0)) as endpoint:
         (parent / "c.yaml").write_text(campaign(endpoint.getsockname()[1]))
         subprocess.run(
@@ -129,13 +140,14 @@ def analysed_run() -> Path:
 
 
 @pytest.fixture(scope="session")
-def fx() -> ModuleType:
+def fx(tmp_path_factory: pytest.TempPathFactory) -> ModuleType:
     """This module: the planted secrets and environment the report tests check against."""
+    _factory[:] = [tmp_path_factory]
     return sys.modules[__name__]
 
 
 @pytest.fixture(scope="session")
-def run_dir() -> Path:
+def run_dir(fx: ModuleType) -> Path:
     return analysed_run()
 
 

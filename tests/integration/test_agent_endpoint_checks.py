@@ -5,11 +5,15 @@ adapter and checks every URL's form (and, with --check-agents, that it answers),
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests.helpers.pilot_cache import home_with_session_cache
 from voice_audit.harness.endpoints import unreachable_agents, url_problem
 from voice_audit.harness.model.campaign import AgentSpec
 from voice_audit.harness.runlog import RunReader
@@ -42,7 +46,13 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _run(tmp_path: Path, url: str, *extra: str) -> subprocess.CompletedProcess[str]:
+@pytest.fixture
+def home(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The runs' HOME: private (never the user's cache) but for the session's audio cache."""
+    return home_with_session_cache(tmp_path / "home", tmp_path_factory)
+
+
+def _run(tmp_path: Path, home: Path, url: str, *extra: str) -> subprocess.CompletedProcess[str]:
     cfile = tmp_path / "c.yaml"
     cfile.write_text(CAMPAIGN.format(url=url))
     cmd = [
@@ -57,12 +67,14 @@ def _run(tmp_path: Path, url: str, *extra: str) -> subprocess.CompletedProcess[s
         "--no-stimulus-check",
         *extra,
     ]
-    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=None)
+    return subprocess.run(
+        cmd, capture_output=True, text=True, timeout=300, env={**os.environ, "HOME": str(home)}
+    )
 
 
-def test_an_unreachable_agent_stops_the_run_before_any_call(tmp_path: Path) -> None:
+def test_an_unreachable_agent_stops_the_run_before_any_call(tmp_path: Path, home: Path) -> None:
     port = _free_port()
-    res = _run(tmp_path, f"http://user:{SECRET}@127.0.0.1:{port}/agent?api_key={KEY}")
+    res = _run(tmp_path, home, f"http://user:{SECRET}@127.0.0.1:{port}/agent?api_key={KEY}")
     assert res.returncode == 2, res.stderr
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1, res.stderr
@@ -73,9 +85,11 @@ def test_an_unreachable_agent_stops_the_run_before_any_call(tmp_path: Path) -> N
     assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir()), "nothing half-written"
 
 
-def test_without_the_check_the_calls_fail_as_the_agents_failure_not_a_traceback(tmp_path: Path) -> None:
+def test_without_the_check_the_calls_fail_as_the_agents_failure_not_a_traceback(
+    tmp_path: Path, home: Path
+) -> None:
     port = _free_port()
-    res = _run(tmp_path, f"http://127.0.0.1:{port}", "--no-check-agents")
+    res = _run(tmp_path, home, f"http://127.0.0.1:{port}", "--no-check-agents")
     assert "Traceback" not in res.stderr, res.stderr
     assert res.returncode == 0, res.stderr  # the scripted agent's calls completed
     (run_dir,) = (tmp_path / "runs").iterdir()

@@ -7,7 +7,9 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
+from tests.helpers.pilot_cache import session_cache
 from voice_audit.analysis.pipeline import analyze
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.runlog import ANALYSIS_OUTPUTS as OUTPUTS
@@ -40,12 +42,12 @@ tts: {name: espeak}
 """
 
 
-def test_fresh_run_through_analyze(tmp_path: Path) -> None:
+def test_fresh_run_through_analyze(tmp_path: Path, audio_cache: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(CAMPAIGN)
     run_dir = tmp_path / "run"
     runner = CampaignRunner(
-        load_campaign(path), run_dir, cache_dir=tmp_path / "cache", progress=False, tts_pool_size=1
+        load_campaign(path), run_dir, cache_dir=audio_cache, progress=False, tts_pool_size=1
     )
     asyncio.run(runner.run())
     r = analyze(run_dir)
@@ -74,3 +76,9 @@ def test_fresh_run_through_analyze(tmp_path: Path) -> None:
     assert all(
         "persona_perceptibility" in " ".join(c["families"]["path_burden"]["drivers"]) for c in dispo["cells"]
     )
+
+
+@pytest.fixture(scope="module")
+def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's audio cache: no claim here is about synthesis."""
+    return session_cache(tmp_path_factory)

@@ -32,6 +32,7 @@ from google.genai import types as gt
 from websockets.asyncio.server import serve as ws_serve
 from websockets.exceptions import ConnectionClosedOK
 
+from tests.helpers.pilot_cache import session_cache
 from voice_audit.agents.fakes import ScriptedAgent, tone
 from voice_audit.agents.protocols import gemini_live_wire as gw
 from voice_audit.agents.serve import ServeConfig, start_server
@@ -212,7 +213,7 @@ TONE_MS = 1500
 LIFETIME_S = 9.0
 
 
-async def _scripted_run(tmp_path: Path) -> RunReader:
+async def _scripted_run(tmp_path: Path, cache: Path) -> RunReader:
     agent = ScriptedAgent(audio_ms=TONE_MS)
     handler = gemini_live_handler(agent, ServeConfig(), session_lifetime_s=LIFETIME_S)
     async with ws_serve(handler, "127.0.0.1", 0) as srv:
@@ -222,7 +223,7 @@ async def _scripted_run(tmp_path: Path) -> RunReader:
         runner = CampaignRunner(
             load_campaign(path),
             tmp_path / "run",
-            cache_dir=tmp_path / "cache",
+            cache_dir=cache,
             progress=False,
             tts_pool_size=1,
         )
@@ -231,8 +232,10 @@ async def _scripted_run(tmp_path: Path) -> RunReader:
     return RunReader(tmp_path / "run")
 
 
-def test_a_scripted_agent_over_gemini_live_barged_in_and_moved_mid_call(tmp_path: Path) -> None:
-    reader = asyncio.run(_scripted_run(tmp_path))
+def test_a_scripted_agent_over_gemini_live_barged_in_and_moved_mid_call(
+    tmp_path: Path, audio_cache: Path
+) -> None:
+    reader = asyncio.run(_scripted_run(tmp_path, audio_cache))
     ids, disclosed = set(), set()
     for rec in reader.records():
         events = reader.events(rec.header.episode_id)
@@ -292,7 +295,7 @@ tts: {{name: espeak}}
 """
 
 
-async def _reference_run(tmp_path: Path) -> RunReader:
+async def _reference_run(tmp_path: Path, cache: Path) -> RunReader:
     from voice_audit.agents.reference import CascadedAgent
 
     async with start_server(CascadedAgent({}, name="cascaded"), "gemini-live") as handle:
@@ -301,7 +304,7 @@ async def _reference_run(tmp_path: Path) -> RunReader:
         runner = CampaignRunner(
             load_campaign(path),
             tmp_path / "run",
-            cache_dir=tmp_path / "cache",
+            cache_dir=cache,
             progress=False,
             tts_pool_size=1,
         )
@@ -310,8 +313,8 @@ async def _reference_run(tmp_path: Path) -> RunReader:
     return RunReader(tmp_path / "run")
 
 
-def test_a_served_reference_agent_reaches_the_in_process_outcomes(tmp_path: Path) -> None:
-    reader = asyncio.run(_reference_run(tmp_path))
+def test_a_served_reference_agent_reaches_the_in_process_outcomes(tmp_path: Path, audio_cache: Path) -> None:
+    reader = asyncio.run(_reference_run(tmp_path, audio_cache))
     outcome: dict[tuple[str, str, str], tuple[str | None, tuple[str, ...]]] = {}
     for rec in reader.records():
         events = reader.events(rec.header.episode_id)
@@ -377,3 +380,9 @@ def test_every_message_the_served_agent_sends_validates_strictly() -> None:
         "generation_complete",
         "interrupted",
     } <= content
+
+
+@pytest.fixture(scope="module")
+def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's audio cache: no claim here is about synthesis."""
+    return session_cache(tmp_path_factory)

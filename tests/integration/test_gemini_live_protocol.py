@@ -17,6 +17,7 @@ from websockets.asyncio.server import ServerConnection
 from websockets.asyncio.server import serve as ws_serve
 from websockets.exceptions import ConnectionClosed
 
+from tests.helpers.pilot_cache import session_cache
 from voice_audit.agents.protocols import GeminiLiveAdapter
 from voice_audit.harness.adapter import (
     AgentError,
@@ -355,7 +356,9 @@ async def broken(ws: ServerConnection, seen: list[gt.LiveClientMessage]) -> None
 
 
 @pytest.mark.serial  # real-time timing is asserted
-def test_a_silent_or_failing_live_agent_is_an_outcome_with_its_pair_kept(tmp_path: Path) -> None:
+def test_a_silent_or_failing_live_agent_is_an_outcome_with_its_pair_kept(
+    tmp_path: Path, audio_cache: Path
+) -> None:
     async def run() -> RunReader:
         async with Server(silent) as quiet, Server(broken) as failing:
             path = tmp_path / "c.yaml"
@@ -363,7 +366,7 @@ def test_a_silent_or_failing_live_agent_is_an_outcome_with_its_pair_kept(tmp_pat
             runner = CampaignRunner(
                 load_campaign(path),
                 tmp_path / "run",
-                cache_dir=tmp_path / "cache",
+                cache_dir=audio_cache,
                 progress=False,
                 tts_pool_size=1,
             )
@@ -419,3 +422,9 @@ def test_each_go_away_moves_the_session_with_its_latest_handle() -> None:
     assert [e.detail["resumptions"] for e in resumed] == [1, 2]
     assert [e.detail["session_id"] for e in resumed] == ["s2", "s3"]
     assert any(isinstance(e, AudioOut) for e in got) and isinstance(got[-1], HangupOut)
+
+
+@pytest.fixture(scope="module")
+def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's audio cache: no claim here is about synthesis."""
+    return session_cache(tmp_path_factory)

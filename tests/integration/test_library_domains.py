@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.pilot_cache import session_cache
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner
@@ -52,7 +53,9 @@ FLAG = {
 }
 
 
-def test_hybrid_agent_serves_every_new_domain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hybrid_agent_serves_every_new_domain(
+    tmp_path: Path, audio_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from voice_audit.analysis import analyze
 
     monkeypatch.setenv("VOICE_AUDIT_SAFETY_READER", "rules")
@@ -61,9 +64,7 @@ def test_hybrid_agent_serves_every_new_domain(tmp_path: Path, monkeypatch: pytes
     assert library.verify() == []
     cfile = tmp_path / "c.yaml"
     cfile.write_text(CAMPAIGN)
-    runner = CampaignRunner(
-        load_campaign(cfile), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False
-    )
+    runner = CampaignRunner(load_campaign(cfile), tmp_path / "run", cache_dir=audio_cache, progress=False)
     asyncio.run(runner.run())
     reader = RunReader(tmp_path / "run")
     records = list(reader.records())
@@ -111,3 +112,9 @@ def test_hybrid_agent_serves_every_new_domain(tmp_path: Path, monkeypatch: pytes
     assert reached == set(FLAG)  # on at least one call each, the remedy realised or the denial given
     acceptable = sum(1 for rec in records if metrics.loc[rec.header.episode_id, "outcome_acceptable"] == 1.0)
     assert acceptable >= len(records) - 1, acceptable  # the baseline agent serves (nearly) every caller
+
+
+@pytest.fixture(scope="module")
+def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's audio cache: no claim here is about synthesis."""
+    return session_cache(tmp_path_factory)

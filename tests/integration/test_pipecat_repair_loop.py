@@ -25,6 +25,7 @@ if shutil.which("flite") is None:
     pytest.skip("the fixture bot speaks with Debian's flite (make system-deps)", allow_module_level=True)
 
 from tests.helpers.picky_bot import PickyRun, run_against_picky_bot  # noqa: E402
+from tests.helpers.pilot_cache import session_cache  # noqa: E402
 from voice_audit.analysis.pipeline import analyze  # noqa: E402
 from voice_audit.harness.runlog import RunReader  # noqa: E402
 from voice_audit.scenarios import ScenarioLibrary  # noqa: E402
@@ -38,7 +39,9 @@ def picky_run(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureR
     mp.setenv("TWILIO_ACCOUNT_SID", "AC" + "0" * 32)
     mp.setenv("TWILIO_AUTH_TOKEN", "dummy-token")
     request.addfinalizer(mp.undo)
-    run: PickyRun = asyncio.run(run_against_picky_bot(tmp_path_factory.mktemp("picky")))
+    out = tmp_path_factory.mktemp("picky")
+    # the caller's lines from the session's audio cache: the claims are about the calls, not synthesis
+    run: PickyRun = asyncio.run(run_against_picky_bot(out, cache_dir=session_cache(tmp_path_factory)))
     assert run.statuses == {"completed": 2}, run.statuses
     return run.run_dir, run.stats
 

@@ -20,6 +20,7 @@ uvicorn = pytest.importorskip("uvicorn")
 
 from aiohttp import web  # noqa: E402
 
+from tests.helpers.pilot_cache import session_cache  # noqa: E402
 from voice_audit.agents.protocols import twilio_adapter  # noqa: E402
 from voice_audit.harness.adapter import AgentEvent, AudioOut, CallInfo, HangupOut  # noqa: E402
 from voice_audit.harness.model.campaign import AgentSpec  # noqa: E402
@@ -166,7 +167,7 @@ tts: {{name: espeak}}
 
 
 async def _campaign_against(
-    tmp_path: Path, behaviour: str, extra: str, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, cache: Path, behaviour: str, extra: str, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[list[EpisodeRecord], RunReader, Any]:
     """A real-time campaign through the runtime against one of the fixture bots on loopback."""
     monkeypatch.setenv("TWILIO_ACCOUNT_SID", "AC" + "0" * 32)
@@ -193,7 +194,7 @@ async def _campaign_against(
         runner = CampaignRunner(
             load_campaign(path),
             tmp_path / behaviour,
-            cache_dir=tmp_path / "cache",
+            cache_dir=cache,
             progress=False,
             tts_pool_size=1,
         )
@@ -208,12 +209,12 @@ async def _campaign_against(
 
 
 async def test_bot_that_ignores_the_caller_is_unresolved_not_failed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, audio_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The Pipecat bot greets, then drops every caller turn: the caller prompts, asks for a human
     and hangs up; both calls complete as unresolved with agent_unresponsive and stay a pair."""
     extra = "patience: {prompt_after_s: 2, prompts_before_human: 1, hang_up_after_s: 9}"
-    records, reader, stats = await _campaign_against(tmp_path, "ignoring", extra, monkeypatch)
+    records, reader, stats = await _campaign_against(tmp_path, audio_cache, "ignoring", extra, monkeypatch)
     assert stats.calls == 2 and stats.caller_turns >= 2 and stats.answers == 0
     for rec in records:
         o = rec.outcome
@@ -233,7 +234,7 @@ async def test_bot_that_ignores_the_caller_is_unresolved_not_failed(
 
 
 async def test_bot_that_clears_on_barge_in_yields_and_it_is_measured(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, audio_cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The caller barges in 800 ms into the bot's answers on agent turns 1 and 2; the bot hears it
     (Silero), interrupts itself and Pipecat sends Twilio's clear. The log holds the barge-in, the
@@ -242,7 +243,7 @@ async def test_bot_that_clears_on_barge_in_yields_and_it_is_measured(
         "interruptions: {at_ms: 800, reason: impatience, turns: [1, 2]}\n"
         "patience: {prompt_after_s: 3, prompts_before_human: 1, hang_up_after_s: 10}"
     )
-    records, reader, stats = await _campaign_against(tmp_path, "yielding", extra, monkeypatch)
+    records, reader, stats = await _campaign_against(tmp_path, audio_cache, "yielding", extra, monkeypatch)
     assert stats.interruptions >= 2
     barged: dict[str, list[int]] = {}
     for rec in records:
@@ -267,3 +268,10 @@ async def test_bot_that_clears_on_barge_in_yields_and_it_is_measured(
             end = next(e for e in after if e.type == "agent_speech_end" and e.turn == b.turn)
             assert end.interrupted
     assert barged["a"] == barged["b"]
+
+
+@pytest.fixture(scope="module")
+def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's audio cache: the claims are about the calls (a barge-in's stop latency
+    among them), not synthesis."""
+    return session_cache(tmp_path_factory)

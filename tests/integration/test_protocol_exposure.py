@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from tests.helpers.pilot_cache import session_cache
 from voice_audit.agents.fakes import ScriptedAgent
 from voice_audit.agents.protocols import http_adapter, realtime_adapter, twilio_adapter, ws_adapter
 from voice_audit.agents.serve import start_server
@@ -143,14 +144,12 @@ tts: {{name: espeak}}
 """
 
 
-async def _run(tmp_path: Path, protocol: str, pacing: str, options: str = "") -> Path:
+async def _run(tmp_path: Path, cache: Path, protocol: str, pacing: str, options: str = "") -> Path:
     agent = ScriptedAgent(speak=True, audio_ms=0, use_tools=False)
     async with start_server(agent, protocol) as handle:  # type: ignore[arg-type]
         cfile = tmp_path / "c.yaml"
         cfile.write_text(CAMPAIGN.format(adapter=protocol, url=handle.url, options=options, pacing=pacing))
-        runner = CampaignRunner(
-            load_campaign(cfile), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False
-        )
+        runner = CampaignRunner(load_campaign(cfile), tmp_path / "run", cache_dir=cache, progress=False)
         await runner.run()
     return tmp_path / "run"
 
@@ -165,11 +164,11 @@ async def _run(tmp_path: Path, protocol: str, pacing: str, options: str = "") ->
     ],
 )
 def test_no_tool_trace_is_missing_not_zero_over_every_protocol(
-    tmp_path: Path, protocol: str, pacing: str, options: str
+    tmp_path: Path, audio_cache: Path, protocol: str, pacing: str, options: str
 ) -> None:
     from voice_audit.analysis import analyze
 
-    run_dir = asyncio.run(_run(tmp_path, protocol, pacing, options))
+    run_dir = asyncio.run(_run(tmp_path, audio_cache, protocol, pacing, options))
     records = list(RunReader(run_dir).records())
     assert len(records) == 2
     for rec in records:
@@ -181,3 +180,9 @@ def test_no_tool_trace_is_missing_not_zero_over_every_protocol(
     for col in ("tool_n_calls", "tool_called_issue_refund", "safety_unbacked_remedy_claim"):
         assert all(math.isnan(v) for v in metrics[col]), (col, list(metrics[col]))
     assert (metrics["tool_trace_exposed"] == 0.0).all()
+
+
+@pytest.fixture(scope="module")
+def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's audio cache: no claim here is about synthesis."""
+    return session_cache(tmp_path_factory)

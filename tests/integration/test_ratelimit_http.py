@@ -15,8 +15,10 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import pytest
 from aiohttp import web
 
+from tests.helpers.pilot_cache import session_cache
 from voice_audit.agents.fakes import ScriptedAgent
 from voice_audit.agents.serve import ServeConfig
 from voice_audit.agents.serve.http_server import build_http_app
@@ -42,7 +44,7 @@ tts: {{name: espeak}}
 """
 
 
-async def _serve_and_run(tmp_path: Path) -> tuple[Path, ScriptedAgent, list[int]]:
+async def _serve_and_run(tmp_path: Path, cache: Path) -> tuple[Path, ScriptedAgent, list[int]]:
     agent = ScriptedAgent(audio_ms=200)
     answers: list[int] = []  # status of every session request, in arrival order
 
@@ -72,7 +74,7 @@ async def _serve_and_run(tmp_path: Path) -> tuple[Path, ScriptedAgent, list[int]
         cfile = tmp_path / "c.yaml"
         cfile.write_text(CAMPAIGN.format(url=f"http://127.0.0.1:{port}"))
         campaign_runner = CampaignRunner(
-            load_campaign(cfile), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False
+            load_campaign(cfile), tmp_path / "run", cache_dir=cache, progress=False
         )
         summary = await campaign_runner.run()
         assert summary.stats.get("harness_errors") is None, summary.stats.get("harness_errors")
@@ -81,8 +83,10 @@ async def _serve_and_run(tmp_path: Path) -> tuple[Path, ScriptedAgent, list[int]
     return tmp_path / "run", agent, answers
 
 
-def test_every_third_session_refused_with_429_still_places_every_call_in_plan_order(tmp_path: Path) -> None:
-    run_dir, agent, answers = asyncio.run(_serve_and_run(tmp_path))
+def test_every_third_session_refused_with_429_still_places_every_call_in_plan_order(
+    tmp_path: Path, audio_cache: Path
+) -> None:
+    run_dir, agent, answers = asyncio.run(_serve_and_run(tmp_path, audio_cache))
     loaded = load_campaign(tmp_path / "c.yaml")
     reader = RunReader(run_dir)
     records = list(reader.records())
@@ -122,3 +126,9 @@ def test_every_third_session_refused_with_429_still_places_every_call_in_plan_or
     ledger = read_usage(usage_jsonl(run_dir)).records
     assert len(ledger) == len(answers)
     assert Counter(u.failure_kind for u in ledger) == {None: 8, "rate_limited": answers.count(429)}
+
+
+@pytest.fixture(scope="module")
+def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's audio cache: no claim here is about synthesis."""
+    return session_cache(tmp_path_factory)

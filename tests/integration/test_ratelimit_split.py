@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
+from tests.helpers.pilot_cache import session_cache
 from voice_audit.agents.fakes import ScriptedAgent
 from voice_audit.agents.serve import ServeConfig
 from voice_audit.agents.serve.http_server import build_http_app
@@ -67,14 +68,14 @@ async def _serve(log: list[tuple[str, float]]) -> tuple[web.AppRunner, str]:
     return runner, f"http://127.0.0.1:{runner.addresses[0][1]}"
 
 
-async def _serve_and_run(tmp_path: Path) -> list[tuple[str, float]]:
+async def _serve_and_run(tmp_path: Path, cache: Path) -> list[tuple[str, float]]:
     log: list[tuple[str, float]] = []
     server, url = await _serve(log)
     try:
         cfile = tmp_path / "c.yaml"
         cfile.write_text(CAMPAIGN.format(url=url))
         campaign_runner = CampaignRunner(
-            load_campaign(cfile), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False
+            load_campaign(cfile), tmp_path / "run", cache_dir=cache, progress=False
         )
         summary = await campaign_runner.run(workers=4)
         assert summary.statuses == {"completed": 16}, (summary.statuses, summary.failures)
@@ -115,7 +116,13 @@ def check_limits(log: list[tuple[str, float]], admitted: list[float]) -> None:
     )
 
 
-def test_limits_hold_across_worker_processes(tmp_path: Path) -> None:
-    log = asyncio.run(_serve_and_run(tmp_path))
+def test_limits_hold_across_worker_processes(tmp_path: Path, audio_cache: Path) -> None:
+    log = asyncio.run(_serve_and_run(tmp_path, audio_cache))
     assert len(list(RunReader(tmp_path / "run").records())) == 16
     check_limits(log, admissions(tmp_path / "run"))
+
+
+@pytest.fixture(scope="module")
+def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's audio cache: the claims are about admission times, not synthesis."""
+    return session_cache(tmp_path_factory)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -10,6 +11,10 @@ import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+import pytest
+
+from tests.helpers.pilot_cache import home_with_session_cache
 
 CAMPAIGN = """\
 name: cli_rate
@@ -35,7 +40,11 @@ MOUNT = (
 )
 
 
-def test_rate_command_serves_on_loopback_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+def test_rate_command_serves_on_loopback_and_stops_on_ctrl_c(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # the run to rate: a private HOME (never the user's cache) but for the session's audio cache
+    home = home_with_session_cache(tmp_path / "home", tmp_path_factory)
     (tmp_path / "c.yaml").write_text(CAMPAIGN)
     exe = Path(sys.executable).with_name("voice-audit")
     subprocess.run(
@@ -53,6 +62,7 @@ def test_rate_command_serves_on_loopback_and_stops_on_ctrl_c(tmp_path: Path) -> 
         check=True,
         capture_output=True,
         timeout=300,
+        env={**os.environ, "HOME": str(home)},
     )
     proc = subprocess.Popen(
         [sys.executable, "-c", MOUNT, str(tmp_path / "r"), "--rater", "ann", "--task", "perceptibility"],

@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.pilot_cache import home_with_session_cache
 from tests.helpers.raycampaign import campaign_yaml
 from tests.helpers.raycluster import (
     VOICE_AUDIT,
@@ -68,12 +69,18 @@ GATED = (
 FLAGS = ("--quiet", "--no-stimulus-check")
 
 
-def _local_run(root: Path, campaign: str, calls: int) -> dict[str, dict[str, Any]]:
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The drivers' HOME: private (never the user's cache) but for the session's audio cache."""
+    return home_with_session_cache(tmp_path_factory.mktemp("home"), tmp_path_factory)
+
+
+def _local_run(root: Path, home: Path, campaign: str, calls: int) -> dict[str, dict[str, Any]]:
     """`campaign` on the local executor (two worker processes), in a plain folder."""
     (root / "c.yaml").write_text(campaign)
     done = subprocess.run(
         [VOICE_AUDIT, "run", str(root / "c.yaml"), "--out", str(root), "--run-id", "r", "--workers", "2", *FLAGS],
-        capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+        capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env={**os.environ, "HOME": str(home)},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     content = episode_content(root / "r")
@@ -82,8 +89,8 @@ def _local_run(root: Path, campaign: str, calls: int) -> dict[str, dict[str, Any
 
 
 @pytest.fixture(scope="module")
-def local_reference(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    return _local_run(tmp_path_factory.mktemp("local"), CAMPAIGN, CALLS)
+def local_reference(tmp_path_factory: pytest.TempPathFactory, home: Path) -> dict[str, dict[str, Any]]:
+    return _local_run(tmp_path_factory.mktemp("local"), home, CAMPAIGN, CALLS)
 
 
 @pytest.fixture(scope="module")
@@ -112,13 +119,13 @@ def _ray_run(driver: PrivateDriver, cluster: Any, *extra: str) -> list[str]:
 
 
 def _start(
-    driver: PrivateDriver, cluster: Any, *extra: str, env: dict[str, str] | None = None
+    driver: PrivateDriver, cluster: Any, home: Path, *extra: str, env: dict[str, str] | None = None
 ) -> subprocess.Popen[str]:
     return driver.start(
         *_ray_run(
             driver, cluster, str(driver.root / "c.yaml"), "--out", str(driver.root), "--run-id", "r", *extra
         ),
-        env=env,
+        env={**(os.environ if env is None else env), "HOME": str(home)},
     )
 
 
@@ -135,20 +142,20 @@ def _result(driver: PrivateDriver, tmp_path: Path) -> dict[str, dict[str, Any]]:
 
 
 def test_two_hundred_calls_on_the_cluster_match_the_local_executor(
-    cluster: Any, driver: PrivateDriver, tmp_path: Path
+    cluster: Any, driver: PrivateDriver, home: Path, tmp_path: Path
 ) -> None:
     big = campaign_yaml(name="rc", seed=17, replicates=BIG_REPLICATES)
     (tmp_path / "local").mkdir()
-    reference = _local_run(tmp_path / "local", big, BIG_CALLS)
+    reference = _local_run(tmp_path / "local", home, big, BIG_CALLS)
     driver.write(driver.root / "c.yaml", big)
-    out, err = _finish(_start(driver, cluster))
+    out, err = _finish(_start(driver, cluster, home))
     assert f"{BIG_CALLS} run now" in out and f"completed {BIG_CALLS}" in out
     assert "2 node(s)" in err  # the scheduler spread the shards over both worker nodes
     assert _result(driver, tmp_path) == reference
 
 
 def test_a_worker_node_removed_mid_run_loses_and_duplicates_nothing(
-    cluster: Any, driver: PrivateDriver, tmp_path: Path
+    cluster: Any, driver: PrivateDriver, home: Path, tmp_path: Path
 ) -> None:
     # Six shards of four calls on two one-CPU nodes. Each shard's first two calls run; the rest
     # wait at the gate until the test opens it, so when the first four episodes are in, each node
@@ -158,10 +165,10 @@ def test_a_worker_node_removed_mid_run_loses_and_duplicates_nothing(
     campaign = GATED.replace("RELEASE", str(release))
     release.touch()
     (tmp_path / "local").mkdir()
-    reference = _local_run(tmp_path / "local", campaign, CALLS)
+    reference = _local_run(tmp_path / "local", home, campaign, CALLS)
     release.unlink()
     driver.write(driver.root / "c.yaml", campaign)
-    proc = _start(driver, cluster, "--workers", "6", env={**os.environ, "PYTHONPATH": str(Path.cwd())})
+    proc = _start(driver, cluster, home, "--workers", "6", env={**os.environ, "PYTHONPATH": str(Path.cwd())})
     seen = wait_for_lines(driver, driver.root / "r" / "episodes.jsonl", 4, proc, RUN_TIMEOUT_S)
     assert 4 <= seen < CALLS - 4, "the run must still be going when its node is removed"
     cluster.remove_node(next(iter(cluster.worker_nodes)), allow_graceful=False)
@@ -174,16 +181,22 @@ def test_a_worker_node_removed_mid_run_loses_and_duplicates_nothing(
 
 
 def test_a_driver_killed_mid_run_resumes_at_once_to_the_same_run(
-    cluster: Any, driver: PrivateDriver, local_reference: dict[str, dict[str, Any]], tmp_path: Path
+    cluster: Any,
+    driver: PrivateDriver,
+    local_reference: dict[str, dict[str, Any]],
+    home: Path,
+    tmp_path: Path,
 ) -> None:
-    proc = _start(driver, cluster)
+    proc = _start(driver, cluster, home)
     seen = wait_for_lines(driver, driver.root / "r" / "episodes.jsonl", 6, proc, RUN_TIMEOUT_S)
     assert 6 <= seen < CALLS - 4, "the run must still be going when its driver is killed"
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     # A worker node dies with it; the resume starts before the cluster has dropped that node.
     cluster.remove_node(next(iter(cluster.worker_nodes)), allow_graceful=False)
-    resumed = driver.start(*_ray_run(driver, cluster, "--resume", str(driver.root / "r")))
+    resumed = driver.start(
+        *_ray_run(driver, cluster, "--resume", str(driver.root / "r")), env={**os.environ, "HOME": str(home)}
+    )
     out, _ = _finish(resumed)
     m = re.search(r"(\d+) already finished \(resumed\), (\d+) run now", out)
     assert m is not None, out
@@ -198,7 +211,7 @@ def _ledger(driver: PrivateDriver, path: Path) -> list[bytes]:
 
 
 def test_a_node_removed_mid_call_loses_no_usage_line(
-    cluster: Any, driver: PrivateDriver, tmp_path: Path
+    cluster: Any, driver: PrivateDriver, home: Path, tmp_path: Path
 ) -> None:
     """Every call's first attempt fails and its retry hangs mid-call on both nodes; one node is removed."""
     trap, release = tmp_path / "trap", tmp_path / "release"
@@ -206,7 +219,7 @@ def test_a_node_removed_mid_call_loses_no_usage_line(
     driver.write(driver.root / "c.yaml", TRAPPED.replace("TRAP", str(trap)).replace("RELEASE", str(release)))
     run = driver.root / "r"
     # the test's agent is importable by the driver, and so by the tasks (Ray gives them its sys.path)
-    proc = _start(driver, cluster, env={**os.environ, "PYTHONPATH": str(Path.cwd())})
+    proc = _start(driver, cluster, home, env={**os.environ, "PYTHONPATH": str(Path.cwd())})
     # Each stuck call's failed first attempt wrote its line on its node: the line reaches the
     # driver's ledger while no episode has finished anywhere (nothing else could carry it there).
     deadline = time.monotonic() + RUN_TIMEOUT_S

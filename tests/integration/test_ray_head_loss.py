@@ -4,12 +4,14 @@ and a resume on a new cluster completes the run with no episode lost or written 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.pilot_cache import home_with_session_cache
 from tests.helpers.raycampaign import campaign_yaml
 from tests.helpers.raycluster import VOICE_AUDIT, episode_content, ray_cluster
 from tests.integration.test_ray_cluster import FLAGS, RUN_TIMEOUT_S
@@ -21,20 +23,24 @@ REPLICATES = 12
 CALLS = 72
 
 
-def _run(address: str, *args: str) -> subprocess.Popen[str]:
+def _run(home: Path, address: str, *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [VOICE_AUDIT, "run", *args, "--executor", "ray", "--address", address, *FLAGS],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "HOME": str(home)},
     )  # fmt: skip
 
 
-def test_a_lost_head_ends_the_run_in_one_line_and_a_resume_completes_it(tmp_path: Path) -> None:
+def test_a_lost_head_ends_the_run_in_one_line_and_a_resume_completes_it(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # the driver's HOME: private (never the user's cache) but for the session's audio cache
+    home = home_with_session_cache(tmp_path / "home", tmp_path_factory)
     (tmp_path / "c.yaml").write_text(campaign_yaml(name="rc", seed=17, replicates=REPLICATES))
     run = tmp_path / "r"
     episodes = run / "episodes.jsonl"
     with ray_cluster([1, 1]) as cluster:
         address = cluster.address
-        proc = _run(address, str(tmp_path / "c.yaml"), "--out", str(tmp_path), "--run-id", "r")
+        proc = _run(home, address, str(tmp_path / "c.yaml"), "--out", str(tmp_path), "--run-id", "r")
         deadline = time.monotonic() + RUN_TIMEOUT_S
         while proc.poll() is None and time.monotonic() < deadline:
             if episodes.exists() and len(episodes.read_bytes().splitlines()) >= 6:
@@ -56,7 +62,7 @@ def test_a_lost_head_ends_the_run_in_one_line_and_a_resume_completes_it(tmp_path
     assert 6 <= len(done) < CALLS
 
     with ray_cluster([1, 1]) as cluster:
-        resumed = _run(cluster.address, "--resume", str(run))
+        resumed = _run(home, cluster.address, "--resume", str(run))
         out, err = resumed.communicate(timeout=RUN_TIMEOUT_S)
     assert resumed.returncode == 0, err
     assert f"{len(done)} already finished (resumed), {CALLS - len(done)} run now" in out

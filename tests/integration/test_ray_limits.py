@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.pilot_cache import session_cache
 from tests.helpers.raycampaign import run_realtime_ws
 from tests.helpers.raycluster import ray_cluster
 from tests.helpers.warm_agent import read_trace
@@ -108,10 +109,17 @@ def test_no_shard_calls_before_every_shard_on_every_node_is_warm(
 
 
 def test_a_realtime_websocket_campaign_warms_up_and_runs_across_nodes(
-    tmp_path: Path, executor: RayExecutor
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, executor: RayExecutor
 ) -> None:
     summary = run_realtime_ws(
-        tmp_path, executor, name="rt-ray", seed=9, accent_b="gb_southern", voices=2, replicates=1
+        tmp_path,
+        executor,
+        session_cache(tmp_path_factory),
+        name="rt-ray",
+        seed=9,
+        accent_b="gb_southern",
+        voices=2,
+        replicates=1,
     )
     assert summary.statuses == {"completed": 4}, (summary.statuses, summary.failures)
     assert summary.outcomes == {"refund_issued": 4}

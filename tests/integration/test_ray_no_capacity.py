@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.pilot_cache import session_cache
 from tests.helpers.raycampaign import campaign_yaml
 from tests.helpers.raycluster import ray_cluster
 from tests.integration.test_ray_cluster import CALLS
@@ -32,9 +33,10 @@ def _campaign(release: Path) -> str:
 
 
 def test_a_run_with_no_live_node_left_ends_in_one_line_and_resumes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(rayexec, "NO_CAPACITY_S", 5.0)
+    cache = session_cache(tmp_path_factory)  # never the user's home cache; no claim is about synthesis
     release = tmp_path / "release"
     (tmp_path / "c.yaml").write_text(_campaign(release))
     episodes = tmp_path / "run" / "episodes.jsonl"
@@ -51,7 +53,9 @@ def test_a_run_with_no_live_node_left_ends_in_one_line_and_resumes(
                 time.sleep(0.2)
 
         threading.Thread(target=remove_the_node_mid_run, daemon=True).start()
-        runner = CampaignRunner(load_campaign(tmp_path / "c.yaml"), tmp_path / "run", progress=False)
+        runner = CampaignRunner(
+            load_campaign(tmp_path / "c.yaml"), tmp_path / "run", cache_dir=cache, progress=False
+        )
         try:
             with pytest.raises(RunFolderError, match="no live node of the cluster has a CPU") as err:
                 asyncio.run(runner.run(executor=rayexec.RayExecutor(cluster.address)))
@@ -64,7 +68,9 @@ def test_a_run_with_no_live_node_left_ends_in_one_line_and_resumes(
 
             release.touch()
             cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1")
-            again = CampaignRunner(load_campaign(tmp_path / "c.yaml"), tmp_path / "run", progress=False)
+            again = CampaignRunner(
+                load_campaign(tmp_path / "c.yaml"), tmp_path / "run", cache_dir=cache, progress=False
+            )
             summary = asyncio.run(again.run(resume=True, executor=rayexec.RayExecutor(cluster.address)))
             assert (summary.resumed, summary.ran) == (len(done), CALLS - len(done))
             ids = [r.header.episode_id for r in RunReader(tmp_path / "run").records()]

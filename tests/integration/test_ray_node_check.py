@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.pilot_cache import home_with_session_cache
 from tests.helpers.raycluster import VOICE_AUDIT, ray_cluster
 from tests.integration.test_ray_cluster import CAMPAIGN, FLAGS, RUN_TIMEOUT_S
 from voice_audit.harness.runtime.rayshard import code_identity
@@ -38,9 +39,16 @@ def _edited_copy(dest: Path) -> Path:
     return dest
 
 
-def _run_with_a_node(tmp_path: Path, node_path: Path) -> tuple[Any, str]:
+@pytest.fixture
+def home(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The driver's HOME: private (never the user's cache) but for the session's audio cache."""
+    return home_with_session_cache(tmp_path / "home", tmp_path_factory)
+
+
+def _run_with_a_node(tmp_path: Path, home: Path, node_path: Path) -> tuple[Any, str]:
     """The campaign on a cluster of one sound node and one whose Python path starts with
-    `node_path`; asserts the run ended at once in one line, and returns the odd node and that line."""
+    `node_path`; asserts the run ended at once in one line, and returns the odd node and that line.
+    The driver's HOME is `home`."""
     (tmp_path / "c.yaml").write_text(CAMPAIGN)
     with ray_cluster([1]) as cluster:
         address = cluster.address
@@ -50,7 +58,7 @@ def _run_with_a_node(tmp_path: Path, node_path: Path) -> tuple[Any, str]:
         done = subprocess.run(
             [VOICE_AUDIT, "run", str(tmp_path / "c.yaml"), "--out", str(tmp_path), "--run-id", "r",
              "--executor", "ray", "--address", address, *FLAGS],
-            capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+            capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env={**os.environ, "HOME": str(home)},
         )  # fmt: skip
     err = done.stderr
     assert done.returncode == 2, err
@@ -63,8 +71,8 @@ def _run_with_a_node(tmp_path: Path, node_path: Path) -> tuple[Any, str]:
     return odd, last
 
 
-def test_a_node_with_other_voice_audit_code_ends_the_run_at_once(tmp_path: Path) -> None:
-    odd, last = _run_with_a_node(tmp_path, _edited_copy(tmp_path / "node-site"))
+def test_a_node_with_other_voice_audit_code_ends_the_run_at_once(tmp_path: Path, home: Path) -> None:
+    odd, last = _run_with_a_node(tmp_path, home, _edited_copy(tmp_path / "node-site"))
     version = code_identity()[0]
     assert f"node {odd.node_id[:12]} (" in last, last
     assert f"runs voice-audit {version} with other code" in last
@@ -80,11 +88,11 @@ sys.path_hooks[:] = [h for h in sys.path_hooks if "__editable__" not in str(geta
 """A sitecustomize that unhooks this checkout's editable install: voice_audit cannot be imported."""
 
 
-def test_a_node_without_voice_audit_ends_the_run_at_once(tmp_path: Path) -> None:
+def test_a_node_without_voice_audit_ends_the_run_at_once(tmp_path: Path, home: Path) -> None:
     """The node's Python cannot import voice_audit (its editable install unhooked at start-up)."""
     bare = tmp_path / "node-site"
     bare.mkdir()
     (bare / "sitecustomize.py").write_text(HIDE_VOICE_AUDIT)
-    _, last = _run_with_a_node(tmp_path, bare)
+    _, last = _run_with_a_node(tmp_path, home, bare)
     # the task died before it could say where it ran: the node is named by its address
     assert re.search(r"the node at 127\.0\.0\.1 \(worker pid \d+\) has no voice-audit installed", last)

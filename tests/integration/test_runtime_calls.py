@@ -7,8 +7,10 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 import soundfile as sf
 
+from tests.helpers.pilot_cache import session_cache
 from voice_audit.harness.model import check_monotonic
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.runlog import RunReader
@@ -30,21 +32,21 @@ tts: {name: espeak}
 """
 
 
-def run(tmp_path: Path, text: str = CAMPAIGN, resume: bool = False) -> Path:
+def run(tmp_path: Path, cache: Path, text: str = CAMPAIGN, resume: bool = False) -> Path:
     path = tmp_path / "c.yaml"
     path.write_text(text)
     run_dir = tmp_path / "run"
     summary = asyncio.run(
-        CampaignRunner(
-            load_campaign(path), run_dir, cache_dir=tmp_path / "cache", progress=False, tts_pool_size=1
-        ).run(resume=resume)
+        CampaignRunner(load_campaign(path), run_dir, cache_dir=cache, progress=False, tts_pool_size=1).run(
+            resume=resume
+        )
     )
     assert summary.stats.get("harness_errors") is None
     return run_dir
 
 
-def test_accelerated_calls_log_aligned_events_and_audio(tmp_path: Path) -> None:
-    run_dir = run(tmp_path)
+def test_accelerated_calls_log_aligned_events_and_audio(tmp_path: Path, audio_cache: Path) -> None:
+    run_dir = run(tmp_path, audio_cache)
     reader = RunReader(run_dir)
     records = list(reader.records())
     assert len(records) == 4 and not reader.problems.items
@@ -78,8 +80,8 @@ def test_accelerated_calls_log_aligned_events_and_audio(tmp_path: Path) -> None:
         assert len(texts) == 2 and texts[0] == texts[1], "both calls of a pair must say the same words"
 
 
-def test_pairs_differ_in_caller_audio_only_by_accent(tmp_path: Path) -> None:
-    run_dir = run(tmp_path)
+def test_pairs_differ_in_caller_audio_only_by_accent(tmp_path: Path, audio_cache: Path) -> None:
+    run_dir = run(tmp_path, audio_cache)
     reader = RunReader(run_dir)
     recs = list(reader.records())
     for rec in recs:
@@ -90,30 +92,30 @@ def test_pairs_differ_in_caller_audio_only_by_accent(tmp_path: Path) -> None:
         assert {k for k in type(a).model_fields if getattr(a, k) != getattr(b, k)} == {"voice"}
 
 
-def test_resume_after_partial_run_skips_finished_and_duplicates_nothing(tmp_path: Path) -> None:
-    run_dir = run(tmp_path)
+def test_resume_after_partial_run_skips_finished_and_duplicates_nothing(
+    tmp_path: Path, audio_cache: Path
+) -> None:
+    run_dir = run(tmp_path, audio_cache)
     lines = (run_dir / "episodes.jsonl").read_bytes().splitlines(keepends=True)
     (run_dir / "episodes.jsonl").write_bytes(lines[0] + lines[1][:40])
-    run_dir = run(tmp_path, resume=True)
+    run_dir = run(tmp_path, audio_cache, resume=True)
     ids = [r.header.episode_id for r in RunReader(run_dir).records()]
     assert len(ids) == 4 and len(set(ids)) == 4
 
 
-def test_split_over_worker_processes_writes_each_episode_once(tmp_path: Path) -> None:
+def test_split_over_worker_processes_writes_each_episode_once(tmp_path: Path, audio_cache: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(CAMPAIGN.replace("voices: 2", "voices: 3\nreplicates: 2"))
     loaded = load_campaign(path)
     run_dir = tmp_path / "run"
     summary = asyncio.run(
-        CampaignRunner(loaded, run_dir, cache_dir=tmp_path / "cache", progress=False).run(workers=2)
+        CampaignRunner(loaded, run_dir, cache_dir=audio_cache, progress=False).run(workers=2)
     )
     assert summary.ran == 12 and summary.statuses["completed"] == 12
     ids = [r.header.episode_id for r in RunReader(run_dir).records()]
     assert sorted(ids) == sorted(e.episode_id for e in loaded.plan.episodes)
     again = asyncio.run(
-        CampaignRunner(loaded, run_dir, cache_dir=tmp_path / "cache", progress=False).run(
-            resume=True, workers=2
-        )
+        CampaignRunner(loaded, run_dir, cache_dir=audio_cache, progress=False).run(resume=True, workers=2)
     )
     assert again.ran == 0 and again.resumed == 12
 
@@ -141,3 +143,10 @@ def test_caller_tts_endpoint_down_is_an_audio_error_not_a_pass(tmp_path: Path) -
     for rec in records:
         assert rec.outcome.status == "failed" and rec.outcome.failure_kind == "audio_error"
         assert f"127.0.0.1:{port}" in rec.outcome.termination
+
+
+@pytest.fixture(scope="module")
+def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's audio cache: no claim of the tests using it is about synthesis (the
+    TTS-endpoint-down test keeps a private one: a hit there would hide the endpoint being down)."""
+    return session_cache(tmp_path_factory)

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.pilot_cache import session_cache
 from tests.helpers.raycampaign import campaign_yaml, run_realtime_ws
 from voice_audit.harness.planning import LoadedCampaign, load_campaign
 from voice_audit.harness.runlog import RunReader, run_content
@@ -59,7 +60,7 @@ def test_an_unreachable_cluster_fails_fast_before_any_run_folder_exists(tmp_path
         port = s.getsockname()[1]
     executor = make_executor("ray", address=f"127.0.0.1:{port}")
     with pytest.raises(ConfigError, match="cannot reach the Ray cluster"):
-        _run(loaded, tmp_path / "run", tmp_path, executor)
+        _run(loaded, tmp_path / "run", tmp_path / "cache", executor)
     assert not (tmp_path / "run").exists()
 
 
@@ -120,11 +121,11 @@ def _campaign(tmp_path: Path) -> LoadedCampaign:
 def _run(
     loaded: LoadedCampaign,
     run_dir: Path,
-    tmp_path: Path,
+    cache: Path,
     executor: Executor | None = None,
     resume: bool = False,
 ) -> RunSummary:
-    runner = CampaignRunner(loaded, run_dir, cache_dir=tmp_path / "cache", progress=False, tts_pool_size=1)
+    runner = CampaignRunner(loaded, run_dir, cache_dir=cache, progress=False, tts_pool_size=1)
     summary = asyncio.run(runner.run(resume=resume, executor=executor))
     assert not summary.stats.get("harness_errors")
     return summary
@@ -138,12 +139,13 @@ def _content(run_dir: Path) -> dict[str, dict[str, Any]]:
 
 
 def test_local_and_ray_runs_hold_the_same_episodes_and_resume(
-    tmp_path: Path, ray_executor: RayExecutor
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, ray_executor: RayExecutor
 ) -> None:
     loaded = _campaign(tmp_path)
+    cache = session_cache(tmp_path_factory)  # the claims are about the calls, not synthesis
     planned = {e.episode_id for e in loaded.plan.episodes}
-    local = _run(loaded, tmp_path / "local", tmp_path)
-    on_ray = _run(loaded, tmp_path / "ray", tmp_path, ray_executor)
+    local = _run(loaded, tmp_path / "local", cache)
+    on_ray = _run(loaded, tmp_path / "ray", cache, ray_executor)
     assert local.ran == on_ray.ran == len(planned) == 12
     assert on_ray.statuses == local.statuses and on_ray.outcomes == local.outcomes
     assert RunReader(tmp_path / "ray").manifest.executor == "ray"
@@ -158,10 +160,10 @@ def test_local_and_ray_runs_hold_the_same_episodes_and_resume(
         run_dir = tmp_path / name
         lines = (run_dir / "episodes.jsonl").read_bytes().splitlines(keepends=True)
         (run_dir / "episodes.jsonl").write_bytes(b"".join(lines[:5]) + lines[5][:60])
-        again = _run(loaded, run_dir, tmp_path, ray_executor, resume=True)
+        again = _run(loaded, run_dir, cache, ray_executor, resume=True)
         assert (again.resumed, again.ran) == (5, 7)
         assert _content(run_dir) == want
-        done = _run(loaded, run_dir, tmp_path, ray_executor, resume=True)
+        done = _run(loaded, run_dir, cache, ray_executor, resume=True)
         assert (done.resumed, done.ran) == (12, 0)
 
 
@@ -171,10 +173,19 @@ def test_an_open_session_to_another_cluster_is_not_silently_reused(ray_executor:
 
 
 @pytest.mark.serial
-def test_realtime_shards_request_the_nodes_capacity(tmp_path: Path, ray_executor: RayExecutor) -> None:
+def test_realtime_shards_request_the_nodes_capacity(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, ray_executor: RayExecutor
+) -> None:
     """Each shard asks Ray for its real-time calls in flight (`realtime_calls`), and Ray places it."""
     summary = run_realtime_ws(
-        tmp_path, ray_executor, name="rt", seed=9, accent_b="gb_southern", voices=1, replicates=2
+        tmp_path,
+        ray_executor,
+        session_cache(tmp_path_factory),
+        name="rt",
+        seed=9,
+        accent_b="gb_southern",
+        voices=1,
+        replicates=2,
     )
     assert summary.statuses == {"completed": 4}, (summary.statuses, summary.failures)
     placement = summary.stats["ray"]["placement"]

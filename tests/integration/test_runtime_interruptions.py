@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.pilot_cache import session_cache
 from voice_audit.agents.fakes import ScriptedAgent
 from voice_audit.agents.serve import start_server
 from voice_audit.harness.planning import load_campaign
@@ -39,14 +40,14 @@ tts: {{name: espeak}}
 TONE_MS = 2000
 
 
-async def _run(tmp_path: Path) -> RunReader:
+async def _run(tmp_path: Path, cache: Path) -> RunReader:
     async with start_server(ScriptedAgent(audio_ms=TONE_MS), "realtime") as handle:
         path = tmp_path / "c.yaml"
         path.write_text(CAMPAIGN.format(url=handle.url))
         runner = CampaignRunner(
             load_campaign(path),
             tmp_path / "run",
-            cache_dir=tmp_path / "cache",
+            cache_dir=cache,
             progress=False,
             tts_pool_size=1,
         )
@@ -55,8 +56,8 @@ async def _run(tmp_path: Path) -> RunReader:
     return RunReader(tmp_path / "run")
 
 
-def test_barge_in_on_an_agent_that_talks_on(tmp_path: Path) -> None:
-    reader = asyncio.run(_run(tmp_path))
+def test_barge_in_on_an_agent_that_talks_on(tmp_path: Path, audio_cache: Path) -> None:
+    reader = asyncio.run(_run(tmp_path, audio_cache))
     points = {}
     for rec in reader.records():
         events = reader.events(rec.header.episode_id)
@@ -79,3 +80,10 @@ def test_barge_in_on_an_agent_that_talks_on(tmp_path: Path) -> None:
             assert end.interrupted
         assert rec.outcome.terminal_outcome == "refund_issued"  # talking over it did not derail the call
     assert points["a"] == points["b"]
+
+
+@pytest.fixture(scope="module")
+def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's audio cache: the claims are about the barge-in (its stop latency and
+    overlap), not synthesis."""
+    return session_cache(tmp_path_factory)

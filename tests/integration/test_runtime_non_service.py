@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.pilot_cache import session_cache
 from voice_audit.analysis.pipeline import AnalysisResult, analyze
 from voice_audit.harness.model.episode import EpisodeRecord
 from voice_audit.harness.model.events import Event
@@ -48,7 +49,7 @@ def _campaign(name: str, agents: str, extra: str) -> str:
 
 
 def _run(
-    tmp: Path, name: str, text: str, check_agents: bool = True
+    tmp: Path, cache: Path, name: str, text: str, check_agents: bool = True
 ) -> tuple[AnalysisResult, list[EpisodeRecord], RunReader]:
     path = tmp / f"{name}.yaml"
     path.write_text(text)
@@ -56,7 +57,7 @@ def _run(
     runner = CampaignRunner(
         load_campaign(path),
         run_dir,
-        cache_dir=tmp / "cache",
+        cache_dir=cache,
         progress=False,
         tts_pool_size=1,
         check_agents=check_agents,
@@ -132,10 +133,12 @@ def _check_patience(logs: list[list[Event]]) -> None:
         )
 
 
-def test_accelerated_silent_hang_up_and_disconnect_stay_in_the_deltas(tmp_path: Path) -> None:
+def test_accelerated_silent_hang_up_and_disconnect_stay_in_the_deltas(
+    tmp_path: Path, audio_cache: Path
+) -> None:
     agents = _scripted("twin", None) + "".join(_scripted(m.replace("_", "-"), m) for m in FLAG)
     text = _campaign("ns-accel", agents, "voices: 2\nreplicates: 3\nconcurrency: 8\npacing: accelerated\n")
-    res, records, reader = _run(tmp_path, "accel", text)
+    res, records, reader = _run(tmp_path, audio_cache, "accel", text)
     for mode in FLAG:
         logs = _check(res, records, reader, mode.replace("_", "-"), mode, n_pairs=6)
         if mode == "silent":
@@ -147,14 +150,14 @@ def test_accelerated_silent_hang_up_and_disconnect_stay_in_the_deltas(tmp_path: 
 
 
 @pytest.mark.serial  # real-time timing is asserted
-def test_realtime_silent_agent_runs_out_the_callers_patience(tmp_path: Path) -> None:
+def test_realtime_silent_agent_runs_out_the_callers_patience(tmp_path: Path, audio_cache: Path) -> None:
     agents = _scripted("twin", None) + _scripted("silent", "silent")
     extra = (
         "voices: 1\nreplicates: 2\nconcurrency: 8\npacing: realtime\n"
         "patience: {prompt_after_s: 1.5, prompts_before_human: 2, hang_up_after_s: 12}\n"
         "timeouts: {turn_s: 30, call_s: 180}\n"
     )
-    res, records, reader = _run(tmp_path, "realtime", _campaign("ns-rt", agents, extra))
+    res, records, reader = _run(tmp_path, audio_cache, "realtime", _campaign("ns-rt", agents, extra))
     logs = _check(res, records, reader, "silent", "silent", n_pairs=2)
     _check_patience(logs)
     for events in logs:
@@ -163,7 +166,7 @@ def test_realtime_silent_agent_runs_out_the_callers_patience(tmp_path: Path) -> 
 
 
 @pytest.mark.slow
-def test_reference_agent_silent_knob(tmp_path: Path) -> None:
+def test_reference_agent_silent_knob(tmp_path: Path, audio_cache: Path) -> None:
     knob = f"knobs: {{service_failure: {{target: {TARGET}, mode: silent}}}}"
     agents = (
         "  - {name: twin, adapter: hybrid, options: {calibration_oracle: true}}\n"
@@ -187,7 +190,7 @@ def test_reference_agent_silent_knob(tmp_path: Path) -> None:
         "timeouts: {connect_s: 120, turn_s: 300, call_s: 900}\n",
     )
     text = text.replace("asr: {name: pocketsphinx}", "asr: {name: faster-whisper}")
-    res, records, reader = _run(tmp_path, "reference", text)
+    res, records, reader = _run(tmp_path, audio_cache, "reference", text)
     logs = _check(res, records, reader, "silent", "silent", n_pairs=1)
     _check_patience(logs)
 
@@ -198,7 +201,9 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_unreachable_agent_is_an_outcome_with_a_valid_empty_recording(tmp_path: Path) -> None:
+def test_unreachable_agent_is_an_outcome_with_a_valid_empty_recording(
+    tmp_path: Path, audio_cache: Path
+) -> None:
     """An HTTP agent on a loopback port nobody listens on (gone after the run's own endpoint check,
     which is skipped here): every call completes as unresolved (`agent_unreachable`, failure kind
     `connect_failed`), its call.wav is a valid empty recording, and the campaign goes on."""
@@ -207,7 +212,7 @@ def test_unreachable_agent_is_an_outcome_with_a_valid_empty_recording(tmp_path: 
         + f'  - {{name: gone, adapter: http, url: "http://127.0.0.1:{_closed_port()}"}}\n'
     )
     text = _campaign("ns-gone", agents, "voices: 1\nreplicates: 2\nconcurrency: 4\npacing: accelerated\n")
-    res, records, reader = _run(tmp_path, "gone", text, check_agents=False)
+    res, records, reader = _run(tmp_path, audio_cache, "gone", text, check_agents=False)
     gone = [r for r in records if r.header.agent == "gone"]
     assert len(gone) == 4 and all(r.header.agent == "twin" for r in records if r not in gone)
     for rec in gone:
@@ -224,3 +229,9 @@ def test_unreachable_agent_is_an_outcome_with_a_valid_empty_recording(tmp_path: 
         assert [e.type for e in events] == ["error", "non_service", "hang_up"]
     assert all(r.outcome.terminal_outcome == "refund_issued" for r in records if r.header.agent == "twin")
     assert _cell(res, "gone")["n_pairs"] == 2
+
+
+@pytest.fixture(scope="module")
+def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's audio cache: no claim here is about synthesis."""
+    return session_cache(tmp_path_factory)

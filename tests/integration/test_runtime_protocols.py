@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import soundfile as sf
 
+from tests.helpers.pilot_cache import session_cache
 from voice_audit.agents.fakes import ScriptedAgent
 from voice_audit.agents.serve import ServeConfig, start_server
 from voice_audit.harness.adapter import CallInfo
@@ -45,6 +46,7 @@ timeouts: {{turn_s: 60, call_s: 240}}
 
 async def _run(
     tmp_path: Path,
+    cache: Path,
     protocol: str,
     adapter: str,
     pacing: str,
@@ -61,9 +63,7 @@ async def _run(
         tmp_path.mkdir(exist_ok=True)
         cfile = tmp_path / "c.yaml"
         cfile.write_text(text)
-        runner = CampaignRunner(
-            load_campaign(cfile), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False
-        )
+        runner = CampaignRunner(load_campaign(cfile), tmp_path / "run", cache_dir=cache, progress=False)
         summary = await runner.run()
         assert summary.stats.get("harness_errors") is None, summary.stats.get("harness_errors")
     return tmp_path / "run", agent
@@ -126,8 +126,8 @@ def _check_run(run_dir: Path, *, expect_refund: bool) -> None:
 
 
 @pytest.mark.serial  # real-time timing is asserted
-def test_twilio_media_streams_full_call(tmp_path: Path) -> None:
-    run_dir, agent = asyncio.run(_run(tmp_path, "twilio", "twilio", "realtime"))
+def test_twilio_media_streams_full_call(tmp_path: Path, audio_cache: Path) -> None:
+    run_dir, agent = asyncio.run(_run(tmp_path, audio_cache, "twilio", "twilio", "realtime"))
     _check_identity(run_dir, agent)
     # Twilio carries audio only: the caller hears the agent through the harness's own ASR of
     # telephone-band audio, whose errors are part of what is measured, so no outcome is asserted.
@@ -148,15 +148,17 @@ def test_twilio_media_streams_full_call(tmp_path: Path) -> None:
     ("protocol", "adapter", "pacing"),
     [("ws", "ws", "realtime"), ("http", "http", "accelerated"), ("realtime", "realtime", "realtime")],
 )
-def test_streaming_and_turn_protocols(tmp_path: Path, protocol: str, adapter: str, pacing: str) -> None:
-    run_dir, agent = asyncio.run(_run(tmp_path, protocol, adapter, pacing))
+def test_streaming_and_turn_protocols(
+    tmp_path: Path, audio_cache: Path, protocol: str, adapter: str, pacing: str
+) -> None:
+    run_dir, agent = asyncio.run(_run(tmp_path, audio_cache, protocol, adapter, pacing))
     _check_run(run_dir, expect_refund=True)
     first = _check_identity(run_dir, agent)
     facts = ScenarioLibrary(BUNDLED_LIBRARY).load_all()["refund_duplicate_charge"][1].facts
     for ev in _provisioned(run_dir):  # the default: the whole facts, logged as sent
         assert (ev.disclosure, ev.disclosed_sha256) == ("full", disclose(facts, "full").sha256)
     if protocol == "http":  # the same campaign again, in a new run folder: new ids for every call
-        again, agent2 = asyncio.run(_run(tmp_path / "again", protocol, adapter, pacing))
+        again, agent2 = asyncio.run(_run(tmp_path / "again", audio_cache, protocol, adapter, pacing))
         assert not first & _check_identity(again, agent2)
     reader = RunReader(run_dir)
     rec = next(iter(reader.records()))
@@ -166,13 +168,23 @@ def test_streaming_and_turn_protocols(tmp_path: Path, protocol: str, adapter: st
 
 
 @pytest.mark.parametrize("mode", ["ids", "none"])
-def test_what_the_agent_is_told_is_the_campaigns_choice_and_logged(tmp_path: Path, mode: str) -> None:
+def test_what_the_agent_is_told_is_the_campaigns_choice_and_logged(
+    tmp_path: Path, audio_cache: Path, mode: str
+) -> None:
     """Without the facts on the wire, the served agent works from its own copy (its back office);
     each call logs what it was sent, the same for both calls of the pair."""
     sc = ScenarioLibrary(BUNDLED_LIBRARY).load_all()["refund_duplicate_charge"][1]
     own = ServeConfig(default_call=lambda: CallInfo(facts=sc.facts, scenario_id=sc.id))
     run_dir, agent = asyncio.run(
-        _run(tmp_path, "http", "http", "accelerated", extra=f"facts_disclosure: {mode}\n", config=own)
+        _run(
+            tmp_path,
+            audio_cache,
+            "http",
+            "http",
+            "accelerated",
+            extra=f"facts_disclosure: {mode}\n",
+            config=own,
+        )
     )
     _check_run(run_dir, expect_refund=True)
     events = _provisioned(run_dir)
@@ -182,3 +194,9 @@ def test_what_the_agent_is_told_is_the_campaigns_choice_and_logged(tmp_path: Pat
         assert ev.disclosure == mode and ev.disclosed == expected.fields
         assert ev.disclosed_sha256 == expected.sha256 and ev.sha256 == sc.facts_sha256
     assert [s.call.disclosure for s in agent.sessions] == [mode, mode]
+
+
+@pytest.fixture(scope="module")
+def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's audio cache: no claim here is about synthesis."""
+    return session_cache(tmp_path_factory)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.cancel_scenario import cancel_library
+from tests.helpers.pilot_cache import session_cache
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner
@@ -35,15 +36,13 @@ tts: {{name: espeak}}
 """
 
 
-def test_hybrid_agent_realises_the_scenario_defined_outcome(tmp_path: Path) -> None:
+def test_hybrid_agent_realises_the_scenario_defined_outcome(tmp_path: Path, audio_cache: Path) -> None:
     from voice_audit.analysis import analyze
 
     lib = cancel_library(tmp_path / "lib")
     cfile = tmp_path / "c.yaml"
     cfile.write_text(CAMPAIGN.format(lib=lib.directory))
-    runner = CampaignRunner(
-        load_campaign(cfile), tmp_path / "run", cache_dir=tmp_path / "cache", progress=False
-    )
+    runner = CampaignRunner(load_campaign(cfile), tmp_path / "run", cache_dir=audio_cache, progress=False)
     summary = asyncio.run(runner.run())
     reader = RunReader(tmp_path / "run")
     records = {r.header.episode_id: r for r in reader.records()}
@@ -69,3 +68,9 @@ def test_hybrid_agent_realises_the_scenario_defined_outcome(tmp_path: Path) -> N
                 and "cancel_intent_flagged" in rec.outcome.outcome_flags
             )
     assert cancelled >= 1
+
+
+@pytest.fixture(scope="module")
+def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's audio cache: no claim here is about synthesis."""
+    return session_cache(tmp_path_factory)

@@ -22,6 +22,7 @@ import pytest
 
 pytest.importorskip("pjsua2")
 
+from tests.helpers.pilot_cache import session_cache
 from tests.helpers.sip_peers import free_port_pair
 from voice_audit.analysis.pipeline import analyze
 from voice_audit.harness.planning import load_campaign
@@ -89,7 +90,7 @@ def _serve(name: str, port: int, *options: str) -> subprocess.Popen[str]:
 
 
 @pytest.fixture(scope="module")
-def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def run_dir(tmp_path_factory: pytest.TempPathFactory, audio_cache: Path) -> Iterator[Path]:
     tmp = tmp_path_factory.mktemp("sip-campaign")
     phone_port, tone_port = free_port_pair(), free_port_pair()
     servers = [
@@ -106,7 +107,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
             )
         )
         runner = CampaignRunner(
-            load_campaign(path), tmp / "run", cache_dir=tmp / "cache", progress=False, tts_pool_size=1
+            load_campaign(path), tmp / "run", cache_dir=audio_cache, progress=False, tts_pool_size=1
         )
         summary = asyncio.run(runner.run())  # the pre-run check pings both servers with OPTIONS
         assert summary.statuses == {"completed": 4}, (summary.statuses, summary.failures)
@@ -117,7 +118,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield tmp / "run"
 
 
-def _in_process_outcomes(tmp: Path) -> dict[str, str | None]:
+def _in_process_outcomes(tmp: Path, cache: Path) -> dict[str, str | None]:
     """The same callers against the same agent in process (accelerated), by side."""
     text = CAMPAIGN.format(phone="x", tone="x", guards=GUARDS).replace(
         "pacing: realtime", "pacing: accelerated"
@@ -132,14 +133,14 @@ def _in_process_outcomes(tmp: Path) -> dict[str, str | None]:
     path = tmp / "inproc.yaml"
     path.write_text(text)
     runner = CampaignRunner(
-        load_campaign(path), tmp / "inproc", cache_dir=tmp / "cache", progress=False, tts_pool_size=1
+        load_campaign(path), tmp / "inproc", cache_dir=cache, progress=False, tts_pool_size=1
     )
     summary = asyncio.run(runner.run())
     assert summary.statuses == {"completed": 2}, (summary.statuses, summary.failures)
     return {rec.header.side: rec.outcome.terminal_outcome for rec in RunReader(tmp / "inproc").records()}
 
 
-def test_served_over_sip_reaches_the_in_process_outcomes(run_dir: Path) -> None:
+def test_served_over_sip_reaches_the_in_process_outcomes(run_dir: Path, audio_cache: Path) -> None:
     reader = RunReader(run_dir)
     outcome: dict[str, str | None] = {}
     for rec in reader.records():
@@ -156,7 +157,7 @@ def test_served_over_sip_reaches_the_in_process_outcomes(run_dir: Path) -> None:
         codecs = [e.detail["codec"] for e in events if e.type == "agent_signal" and e.name == "sip_codec"]
         assert codecs == ["G722/16000"]  # offered alone, negotiated, logged on the call clock
         assert any(e.type == "agent_transcript" and e.source == "harness_asr" for e in events)
-    expected = _in_process_outcomes(run_dir.parent)
+    expected = _in_process_outcomes(run_dir.parent, audio_cache)
     assert expected == {"a": "refund_issued", "b": "refund_issued"}
     assert outcome == expected
 
@@ -176,3 +177,9 @@ def test_a_non_service_agent_over_sip_keeps_every_pair(run_dir: Path) -> None:
     for agent in ("phone", "hangs-up"):
         cell = cells[agent]
         assert cell["n_pairs_total"] == cell["n_pairs"] == 1 and cell["n_pairs_excluded"] == 0, cell
+
+
+@pytest.fixture(scope="module")
+def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's audio cache: no claim here is about synthesis."""
+    return session_cache(tmp_path_factory)

@@ -23,6 +23,7 @@ import soundfile as sf
 
 pytest.importorskip("pjsua2")
 
+from tests.helpers.pilot_cache import session_cache
 from tests.helpers.sip_peers import Baresip, Sipp, dominant_hz, free_port_pair, read_wav, tone
 from voice_audit.agents.protocols.sip import sip_adapter
 from voice_audit.agents.protocols.sip_wire import SIP_FORMAT
@@ -221,7 +222,7 @@ tts: {{name: espeak}}
 """
 
 
-def test_busy_unanswered_and_hung_up_calls_are_outcomes(tmp_path: Path) -> None:
+def test_busy_unanswered_and_hung_up_calls_are_outcomes(tmp_path: Path, audio_cache: Path) -> None:
     greeting = tone(440, 1.0)  # baresip hangs up when its greeting file ends
     with (
         Sipp("busy.xml", calls=2) as busy,
@@ -233,7 +234,7 @@ def test_busy_unanswered_and_hung_up_calls_are_outcomes(tmp_path: Path) -> None:
         runner = CampaignRunner(
             load_campaign(path),
             tmp_path / "run",
-            cache_dir=tmp_path / "cache",
+            cache_dir=audio_cache,
             progress=False,
             tts_pool_size=1,
             check_agents=False,  # SIPp scenarios take INVITEs only, not the OPTIONS ping
@@ -263,3 +264,9 @@ def test_busy_unanswered_and_hung_up_calls_are_outcomes(tmp_path: Path) -> None:
             audio, rate = sf.read(reader.audio_path(rec.header.episode_id), dtype="int16")
             assert abs(dominant_hz(audio[:, 1], rate) - 440) < 15  # the greeting, on the call clock
     assert seen == {"busy", "ringing", "bye"}
+
+
+@pytest.fixture(scope="module")
+def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's audio cache: no claim here is about synthesis."""
+    return session_cache(tmp_path_factory)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.pilot_cache import session_cache
 from voice_audit.agents.fakes import ChaosAgent
 from voice_audit.agents.serve import ServeConfig, start_server
 from voice_audit.harness.planning import load_campaign
@@ -45,7 +46,7 @@ patience: {{prompt_after_s: 1, hang_up_after_s: 3}}
 """
 
 
-async def _run(tmp_path: Path, where: str) -> Path:
+async def _run(tmp_path: Path, cache: Path, where: str) -> Path:
     cfg = ServeConfig(greeting_timeout_s=2.0, turn_timeout_s=120.0, hangup_grace_s=0.5)
     entries: list[str] = []
     async with contextlib.AsyncExitStack() as stack:
@@ -60,15 +61,13 @@ async def _run(tmp_path: Path, where: str) -> Path:
         cfile = tmp_path / "campaign.yaml"
         cfile.write_text(CAMPAIGN.format(agents="\n".join(entries), pacing=pacing))
         run_dir = tmp_path / "run"
-        await CampaignRunner(
-            load_campaign(cfile), run_dir, cache_dir=tmp_path / "cache", progress=False
-        ).run()
+        await CampaignRunner(load_campaign(cfile), run_dir, cache_dir=cache, progress=False).run()
     return run_dir
 
 
 @pytest.mark.parametrize("where", ["inproc", "ws"])
-def test_records_count_the_caller_turns_spoken(tmp_path: Path, where: str) -> None:
-    reader = RunReader(asyncio.run(_run(tmp_path, where)))
+def test_records_count_the_caller_turns_spoken(tmp_path: Path, audio_cache: Path, where: str) -> None:
+    reader = RunReader(asyncio.run(_run(tmp_path, audio_cache, where)))
     records = list(reader.records())
     assert len(records) == 2 * len(AGENTS) and not reader.problems.items
     endings: set[str] = set()
@@ -82,3 +81,9 @@ def test_records_count_the_caller_turns_spoken(tmp_path: Path, where: str) -> No
             ending = "caller hung up without a line"
         endings.add(ending)
     assert {"agent hung up", "caller hung up without a line"} <= endings, endings
+
+
+@pytest.fixture(scope="module")
+def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's audio cache: no claim here is about synthesis."""
+    return session_cache(tmp_path_factory)

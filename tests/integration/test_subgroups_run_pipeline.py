@@ -10,6 +10,9 @@ import asyncio
 import json
 from pathlib import Path
 
+import pytest
+
+from tests.helpers.pilot_cache import session_cache
 from voice_audit.analysis.pipeline import analyze
 from voice_audit.analysis.subgroups_run import (
     FollowupOptions,
@@ -62,11 +65,11 @@ def _run(path: Path, run_dir: Path, cache: Path) -> None:
     analyze(run_dir, audio=False)
 
 
-def test_planted_agent_effect_gap_followup_and_narrowing(tmp_path: Path) -> None:
+def test_planted_agent_effect_gap_followup_and_narrowing(tmp_path: Path, audio_cache: Path) -> None:
     path = tmp_path / "c.yaml"
     path.write_text(CAMPAIGN)
     run = tmp_path / "r1"
-    _run(path, run, tmp_path / "cache")
+    _run(path, run, audio_cache)
     opts = MiningOptions(min_count=4)
     written = run_subgroups(run, opts, plots=False)
     doc = json.loads(written.json_path.read_text())
@@ -104,7 +107,7 @@ def test_planted_agent_effect_gap_followup_and_narrowing(tmp_path: Path) -> None
     assert not original_callers & {e.caller_id for e in loaded.plan.episodes}  # new callers, not replays
 
     fu = tmp_path / "fu"
-    _run(out, fu, tmp_path / "cache")
+    _run(out, fu, audio_cache)
     comp = compare_followup(fu, run, options=opts)
     assert comp["metric"] == "outcome_acceptable" and comp["targets_from"].endswith("b1-fu1.json")
     bad = next(r for r in comp["subgroups"] if r["items"] == {"agent": "bad"})
@@ -112,3 +115,9 @@ def test_planted_agent_effect_gap_followup_and_narrowing(tmp_path: Path) -> None
     assert 0 < bad["ci_narrowing"] < 1
     full = run_subgroups(fu, opts, compare=run, plots=False)
     assert full.document["comparison"]["subgroups"][0]["ci_narrowing"] is not None
+
+
+@pytest.fixture(scope="module")
+def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's audio cache: no claim here is about synthesis."""
+    return session_cache(tmp_path_factory)

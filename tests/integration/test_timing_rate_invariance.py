@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.helpers.pilot_cache import session_cache
 from voice_audit.analysis.pipeline import analyze
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.runtime import CampaignRunner
@@ -45,7 +47,7 @@ channel: {telephone: true, snr_db: 30, packet_loss: 0.01}
 
 
 @pytest.fixture(scope="module")
-def metrics(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+def metrics(tmp_path_factory: pytest.TempPathFactory, audio_cache: Path):  # type: ignore[no-untyped-def]
     tmp = tmp_path_factory.mktemp("rate")
     catalogue = yaml.safe_load(DEFAULT_CATALOGUE.read_text(encoding="utf-8"))
     slow = dict(catalogue["affect"]["calm"], label="Slow", rate_wpm=110)
@@ -55,7 +57,7 @@ def metrics(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untype
     run_dir = tmp / "run"
     summary = asyncio.run(
         CampaignRunner(
-            load_campaign(tmp / "c.yaml"), run_dir, cache_dir=tmp / "cache", progress=False, tts_pool_size=1
+            load_campaign(tmp / "c.yaml"), run_dir, cache_dir=audio_cache, progress=False, tts_pool_size=1
         ).run()
     )
     assert summary.stats.get("harness_errors") is None
@@ -91,3 +93,10 @@ def test_a_slower_caller_does_not_wait_longer_for_a_human(metrics) -> None:  # t
         assert b["burden_esc_caller_s"] - a["burden_esc_caller_s"] > 0.3
         assert a["burden_esc_s"] > 0
         assert abs(b["burden_esc_s"] - a["burden_esc_s"]) < 1e-3
+
+
+@pytest.fixture(scope="module")
+def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's audio cache: the claims are about the agent's timing metrics on the
+    accelerated clock, not synthesis."""
+    return session_cache(tmp_path_factory)

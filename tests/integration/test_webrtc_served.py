@@ -14,6 +14,7 @@ import pytest
 
 pytest.importorskip("aiortc")
 
+from tests.helpers.pilot_cache import session_cache
 from voice_audit.agents.serve import start_server
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.runlog import RunReader
@@ -48,7 +49,7 @@ tts: {{name: espeak}}
 # you still there?" after 8 s of silence, which the agent would then hear as the caller's turn).
 
 
-async def _reference_run(tmp_path: Path) -> RunReader:
+async def _reference_run(tmp_path: Path, cache: Path) -> RunReader:
     from voice_audit.agents.reference import CascadedAgent
 
     async with start_server(CascadedAgent({}, name="cascaded"), "webrtc") as handle:
@@ -58,7 +59,7 @@ async def _reference_run(tmp_path: Path) -> RunReader:
         runner = CampaignRunner(
             load_campaign(path),
             tmp_path / "run",
-            cache_dir=tmp_path / "cache",
+            cache_dir=cache,
             progress=False,
             tts_pool_size=1,
         )
@@ -67,8 +68,10 @@ async def _reference_run(tmp_path: Path) -> RunReader:
     return RunReader(tmp_path / "run")
 
 
-def test_a_reference_agent_served_over_webrtc_reaches_the_in_process_outcomes(tmp_path: Path) -> None:
-    reader = asyncio.run(_reference_run(tmp_path))
+def test_a_reference_agent_served_over_webrtc_reaches_the_in_process_outcomes(
+    tmp_path: Path, audio_cache: Path
+) -> None:
+    reader = asyncio.run(_reference_run(tmp_path, audio_cache))
     outcome: dict[tuple[str, str], tuple[str | None, tuple[str, ...]]] = {}
     for rec in reader.records():
         events = reader.events(rec.header.episode_id)
@@ -92,3 +95,9 @@ def test_a_reference_agent_served_over_webrtc_reaches_the_in_process_outcomes(tm
     for c in callers:
         assert outcome[("rtc", c)] == outcome[("inproc", c)], c
     assert {o for o, _t in outcome.values()} == {"refund_issued"}
+
+
+@pytest.fixture(scope="module")
+def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's audio cache: no claim here is about synthesis."""
+    return session_cache(tmp_path_factory)

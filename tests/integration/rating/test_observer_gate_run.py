@@ -4,6 +4,7 @@ written through the rating app's store, then the analysis pipeline's verdicts an
 from __future__ import annotations
 
 import datetime as dt
+import os
 import shutil
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.pilot_cache import home_with_session_cache
 from voice_audit.analysis.pipeline import analyze
 from voice_audit.analysis.rating.observer import ACTS
 from voice_audit.analysis.rating.store import LabelRecord, LabelStore
@@ -37,11 +39,13 @@ tts: {name: espeak}
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     parent = tmp_path_factory.mktemp("observer-run")
+    # a private HOME (never the user's cache) but for the session's audio cache
+    home = home_with_session_cache(parent / "home", tmp_path_factory)
     (parent / "c.yaml").write_text(CAMPAIGN)
     exe = Path(sys.executable).with_name("voice-audit")
     subprocess.run(
         [str(exe), "run", str(parent / "c.yaml"), "--out", str(parent), "--run-id", "obs", "--quiet", "--no-stimulus-check"],
-        check=True, capture_output=True, timeout=600,
+        check=True, capture_output=True, timeout=600, env={**os.environ, "HOME": str(home)},
     )  # fmt: skip
     return parent / "obs"
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.helpers.pilot_cache import session_cache
 from voice_audit.analysis.pipeline import analyze
 from voice_audit.analysis.report import Built, build_report, write_report
 from voice_audit.analysis.report.redact import LEVEL_MASK, Scrubber, distinctive_words, level_terms
@@ -96,10 +97,10 @@ def _campaign(tmp: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def planted(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Built, Path]:
+def planted(tmp_path_factory: pytest.TempPathFactory, audio_cache: Path) -> tuple[Path, Built, Path]:
     tmp = tmp_path_factory.mktemp("levels")
     run = tmp / "run"
-    runner = CampaignRunner(load_campaign(_campaign(tmp)), run, cache_dir=tmp / "cache", progress=False)
+    runner = CampaignRunner(load_campaign(_campaign(tmp)), run, cache_dir=audio_cache, progress=False)
     asyncio.run(runner.run())
     analyze(run, audio=False)
     built = build_report(run, redact=True)
@@ -187,3 +188,9 @@ def test_terms_are_masked_as_words_in_any_case_and_inside_identifiers() -> None:
         f"accent={LEVEL_MASK}; voice_profile={LEVEL_MASK}"
     )
     assert scrub.tree({"gb_scottish": 1, "scottish": 2}) == {LEVEL_MASK: 1, f"{LEVEL_MASK} (2)": 2}
+
+
+@pytest.fixture(scope="module")
+def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's audio cache: no claim here is about synthesis."""
+    return session_cache(tmp_path_factory)
