@@ -30,6 +30,7 @@ from tests.helpers.raycampaign import campaign_yaml
 from tests.helpers.raycluster import (
     VOICE_AUDIT,
     PrivateDriver,
+    add_node,
     episode_content,
     namespaces_available,
     ray_cluster,
@@ -89,14 +90,42 @@ def _local_run(root: Path, home: Path, campaign: str, calls: int) -> dict[str, d
 
 
 @pytest.fixture(scope="module")
-def local_reference(tmp_path_factory: pytest.TempPathFactory, home: Path) -> dict[str, dict[str, Any]]:
-    return _local_run(tmp_path_factory.mktemp("local"), home, CAMPAIGN, CALLS)
-
-
-@pytest.fixture(scope="module")
 def cluster() -> Iterator[Any]:
     with ray_cluster([1, 1]) as c:
         yield c
+
+
+@pytest.fixture(scope="module")
+def gate(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The release file of the module's gated campaign; a test removes it to hold calls at the gate."""
+    return tmp_path_factory.mktemp("gate") / "release"
+
+
+@pytest.fixture(scope="module")
+def gated_reference(
+    tmp_path_factory: pytest.TempPathFactory, cluster: Any, gate: Path, home: Path
+) -> dict[str, dict[str, Any]]:
+    """The gated campaign on the local executor, its gate open (the cluster's fixture gives the
+    local run the test helpers' path, which the campaign's agent needs)."""
+    gate.touch()
+    return _local_run(tmp_path_factory.mktemp("local"), home, GATED.replace("RELEASE", str(gate)), CALLS)
+
+
+HELPERS_ENV = {"PYTHONPATH": str(Path.cwd())}
+"""The gated agent is importable by the driver, and so by its tasks (Ray gives them its sys.path)."""
+
+
+def _hold_at_the_gate(driver: PrivateDriver, cluster: Any, home: Path, gate: Path) -> tuple[Any, int]:
+    """Starts the gated campaign with its gate shut: six shards of four calls on two one-CPU nodes,
+    each shard's first two calls run and the rest wait until the test opens the gate, so when the
+    first four episodes are in, each node has a shard with calls undelivered, however fast or slow
+    the machine (without the gate a run could end before the test acts on it)."""
+    gate.unlink(missing_ok=True)
+    driver.write(driver.root / "c.yaml", GATED.replace("RELEASE", str(gate)))
+    proc = _start(driver, cluster, home, "--workers", "6", env={**os.environ, **HELPERS_ENV})
+    seen = wait_for_lines(driver, driver.root / "r" / "episodes.jsonl", 4, proc, RUN_TIMEOUT_S)
+    assert 4 <= seen < CALLS - 4, "the run must be held at the gate"
+    return proc, seen
 
 
 @pytest.fixture
@@ -155,54 +184,47 @@ def test_two_hundred_calls_on_the_cluster_match_the_local_executor(
 
 
 def test_a_worker_node_removed_mid_run_loses_and_duplicates_nothing(
-    cluster: Any, driver: PrivateDriver, home: Path, tmp_path: Path
+    cluster: Any,
+    driver: PrivateDriver,
+    gated_reference: dict[str, dict[str, Any]],
+    gate: Path,
+    home: Path,
+    tmp_path: Path,
 ) -> None:
-    # Six shards of four calls on two one-CPU nodes. Each shard's first two calls run; the rest
-    # wait at the gate until the test opens it, so when the first four episodes are in, each node
-    # has a shard with calls undelivered, however fast or slow the machine (without the gate a
-    # node could deliver its whole share before it was removed, and nothing would be lost).
-    release = tmp_path / "release"
-    campaign = GATED.replace("RELEASE", str(release))
-    release.touch()
-    (tmp_path / "local").mkdir()
-    reference = _local_run(tmp_path / "local", home, campaign, CALLS)
-    release.unlink()
-    driver.write(driver.root / "c.yaml", campaign)
-    proc = _start(driver, cluster, home, "--workers", "6", env={**os.environ, "PYTHONPATH": str(Path.cwd())})
-    seen = wait_for_lines(driver, driver.root / "r" / "episodes.jsonl", 4, proc, RUN_TIMEOUT_S)
-    assert 4 <= seen < CALLS - 4, "the run must still be going when its node is removed"
+    proc, _ = _hold_at_the_gate(driver, cluster, home, gate)
     cluster.remove_node(next(iter(cluster.worker_nodes)), allow_graceful=False)
-    cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1")  # the replacement capacity
-    release.touch()
+    add_node(cluster, num_cpus=1, node_ip_address="127.0.0.1")  # the replacement capacity
+    gate.touch()
     out, err = _finish(proc)
     assert f"completed {CALLS}" in out
     assert "lost on node" in err and "placed again" in err
-    assert _result(driver, tmp_path) == reference
+    assert _result(driver, tmp_path) == gated_reference
 
 
 def test_a_driver_killed_mid_run_resumes_at_once_to_the_same_run(
     cluster: Any,
     driver: PrivateDriver,
-    local_reference: dict[str, dict[str, Any]],
+    gated_reference: dict[str, dict[str, Any]],
+    gate: Path,
     home: Path,
     tmp_path: Path,
 ) -> None:
-    proc = _start(driver, cluster, home)
-    seen = wait_for_lines(driver, driver.root / "r" / "episodes.jsonl", 6, proc, RUN_TIMEOUT_S)
-    assert 6 <= seen < CALLS - 4, "the run must still be going when its driver is killed"
+    proc, seen = _hold_at_the_gate(driver, cluster, home, gate)
     proc.send_signal(signal.SIGKILL)
     proc.wait(timeout=30)
     # A worker node dies with it; the resume starts before the cluster has dropped that node.
     cluster.remove_node(next(iter(cluster.worker_nodes)), allow_graceful=False)
+    gate.touch()
     resumed = driver.start(
-        *_ray_run(driver, cluster, "--resume", str(driver.root / "r")), env={**os.environ, "HOME": str(home)}
+        *_ray_run(driver, cluster, "--resume", str(driver.root / "r")),
+        env={**os.environ, **HELPERS_ENV, "HOME": str(home)},
     )
     out, _ = _finish(resumed)
     m = re.search(r"(\d+) already finished \(resumed\), (\d+) run now", out)
     assert m is not None, out
     assert int(m[1]) >= seen and int(m[1]) + int(m[2]) == CALLS
-    assert _result(driver, tmp_path) == local_reference
-    cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1")
+    assert _result(driver, tmp_path) == gated_reference
+    add_node(cluster, num_cpus=1, node_ip_address="127.0.0.1")
 
 
 def _ledger(driver: PrivateDriver, path: Path) -> list[bytes]:
@@ -218,8 +240,7 @@ def test_a_node_removed_mid_call_loses_no_usage_line(
     trap.touch()
     driver.write(driver.root / "c.yaml", TRAPPED.replace("TRAP", str(trap)).replace("RELEASE", str(release)))
     run = driver.root / "r"
-    # the test's agent is importable by the driver, and so by the tasks (Ray gives them its sys.path)
-    proc = _start(driver, cluster, home, env={**os.environ, "PYTHONPATH": str(Path.cwd())})
+    proc = _start(driver, cluster, home, env={**os.environ, **HELPERS_ENV})
     # Each stuck call's failed first attempt wrote its line on its node: the line reaches the
     # driver's ledger while no episode has finished anywhere (nothing else could carry it there).
     deadline = time.monotonic() + RUN_TIMEOUT_S
@@ -234,7 +255,7 @@ def test_a_node_removed_mid_call_loses_no_usage_line(
     assert all(json.loads(x)["failure_kind"] == "connect_failed" for x in before)
     assert driver.lines(run / "episodes.jsonl") == 0
     cluster.remove_node(next(iter(cluster.worker_nodes)), allow_graceful=False)  # mid-call
-    cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1")
+    add_node(cluster, num_cpus=1, node_ip_address="127.0.0.1")
     trap.unlink()
     release.touch()
     out, err = _finish(proc)

@@ -13,7 +13,7 @@ import pytest
 
 from tests.helpers.pilot_cache import session_cache
 from tests.helpers.raycampaign import campaign_yaml
-from tests.helpers.raycluster import ray_cluster
+from tests.helpers.raycluster import add_node, ray_cluster
 from tests.integration.test_ray_cluster import CALLS
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.runlog import RunFolderError, RunReader
@@ -67,7 +67,7 @@ def test_a_run_with_no_live_node_left_ends_in_one_line_and_resumes(
             assert 3 <= len(done) <= ALLOWED
 
             release.touch()
-            cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1")
+            add_node(cluster, num_cpus=1, node_ip_address="127.0.0.1")
             again = CampaignRunner(
                 load_campaign(tmp_path / "c.yaml"), tmp_path / "run", cache_dir=cache, progress=False
             )

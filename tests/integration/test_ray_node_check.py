@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.helpers.pilot_cache import home_with_session_cache
-from tests.helpers.raycluster import VOICE_AUDIT, ray_cluster
+from tests.helpers.raycluster import VOICE_AUDIT, add_node, ray_cluster
 from tests.integration.test_ray_cluster import CAMPAIGN, FLAGS, RUN_TIMEOUT_S
 from voice_audit.harness.runtime.rayshard import code_identity
 
@@ -53,7 +53,7 @@ def _run_with_a_node(tmp_path: Path, home: Path, node_path: Path) -> tuple[Any, 
     with ray_cluster([1]) as cluster:
         address = cluster.address
         env = {"PYTHONPATH": os.pathsep.join([str(node_path), os.environ.get("PYTHONPATH", "")])}
-        odd = cluster.add_node(num_cpus=1, node_ip_address="127.0.0.1", env_vars=env)
+        odd = add_node(cluster, num_cpus=1, node_ip_address="127.0.0.1", env_vars=env)
         cluster.wait_for_nodes()
         done = subprocess.run(
             [VOICE_AUDIT, "run", str(tmp_path / "c.yaml"), "--out", str(tmp_path), "--run-id", "r",
