@@ -21,6 +21,7 @@ pytestmark = pytest.mark.cpu_bound
 
 REPLICATES = 12
 CALLS = 72
+GATED_AGENT = '{{name: s, adapter: "tests.helpers.trap_agent:gated", options: {{allow: 2, release: "{}"}}}}'
 
 
 def _run(home: Path, address: str, *args: str) -> subprocess.Popen[str]:
@@ -35,7 +36,13 @@ def test_a_lost_head_ends_the_run_in_one_line_and_a_resume_completes_it(
 ) -> None:
     # the driver's HOME: private (never the user's cache) but for the session's audio cache
     home = home_with_session_cache(tmp_path / "home", tmp_path_factory)
-    (tmp_path / "c.yaml").write_text(campaign_yaml(name="rc", seed=17, replicates=REPLICATES))
+    # Each shard's first two calls run and the rest wait at the gate, so the head is lost mid-run
+    # however fast the machine (the cluster's helpers path lets the driver import the gated agent).
+    gate = tmp_path / "release"
+    (tmp_path / "c.yaml").write_text(
+        campaign_yaml(name="rc", seed=17, replicates=REPLICATES, agents=GATED_AGENT.format(gate))
+        + "timeouts: {connect_s: 600}\n"
+    )
     run = tmp_path / "r"
     episodes = run / "episodes.jsonl"
     with ray_cluster([1, 1]) as cluster:
@@ -43,7 +50,7 @@ def test_a_lost_head_ends_the_run_in_one_line_and_a_resume_completes_it(
         proc = _run(home, address, str(tmp_path / "c.yaml"), "--out", str(tmp_path), "--run-id", "r")
         deadline = time.monotonic() + RUN_TIMEOUT_S
         while proc.poll() is None and time.monotonic() < deadline:
-            if episodes.exists() and len(episodes.read_bytes().splitlines()) >= 6:
+            if episodes.exists() and len(episodes.read_bytes().splitlines()) >= 4:
                 break
             time.sleep(0.2)
         assert proc.poll() is None, proc.communicate()[1]
@@ -59,8 +66,9 @@ def test_a_lost_head_ends_the_run_in_one_line_and_a_resume_completes_it(
     assert "lost the Ray cluster's head at" in last, err
     assert last.endswith(f"resume with: voice-audit run --resume {run} --executor ray --address {address}")
     done = episode_content(run)  # reads clean, nothing twice, no unrecorded folder left
-    assert 6 <= len(done) < CALLS
+    assert 4 <= len(done) < CALLS
 
+    gate.touch()
     with ray_cluster([1, 1]) as cluster:
         resumed = _run(home, cluster.address, "--resume", str(run))
         out, err = resumed.communicate(timeout=RUN_TIMEOUT_S)
