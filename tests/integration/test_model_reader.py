@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.pilot_cache import home_with_session_cache
 from voice_audit.harness.caller import ACTS, RuleReader
 from voice_audit.harness.caller.model_reader import ModelReader, ReaderError, fact_names
 from voice_audit.harness.caller.readers import Readers
@@ -212,14 +213,15 @@ def run_server(weights: Path, tmp_path_factory: pytest.TempPathFactory) -> Itera
 
 @pytest.mark.parametrize("acting", ["rules", "model"])
 def test_a_run_logs_both_readings_per_turn_and_never_the_key(
-    run_server: tuple[str, str, Path], tmp_path: Path, acting: str
+    run_server: tuple[str, str, Path], tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, acting: str
 ) -> None:
     url, key, _ = run_server
+    home = home_with_session_cache(tmp_path / "home", tmp_path_factory)  # never the user's cache
     (tmp_path / "c.yaml").write_text(RUN_CAMPAIGN.format(url=url, env=KEY_ENV, acting=acting))
     exe = Path(sys.executable).with_name("voice-audit")
     done = subprocess.run(
         [str(exe), "run", str(tmp_path / "c.yaml"), "--out", str(tmp_path), "--run-id", "r", "--quiet", "--no-stimulus-check"],
-        capture_output=True, text=True, timeout=1200, env={**os.environ, KEY_ENV: key},
+        capture_output=True, text=True, timeout=1200, env={**os.environ, KEY_ENV: key, "HOME": str(home)},
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert key not in done.stdout + done.stderr
