@@ -28,6 +28,16 @@ class _PromptedBackend(Protocol):
     def transcribe(self, pcm: np.ndarray, sample_rate: int, prompt: str | None = None) -> Transcript: ...
 
 
+def transcript_key(
+    pcm: np.ndarray, sample_rate: int, backend: str, model: str, prompt: str | None = None
+) -> str:
+    """The cache key of a transcript: the audio, the backend and model that read it (and the prompt,
+    for a backend that takes one); a reader that knows which recogniser would read can look a
+    transcript up without loading it."""
+    extra = {"prompt": prompt} if prompt else {}
+    return content_key(audio=pcm_sha256(pcm, sample_rate), backend=backend, model=model, **extra)
+
+
 class SpeechRecognizer:
     """`await asr.transcribe(pcm, sample_rate)` -> Transcript, off the event loop and cached."""
 
@@ -53,9 +63,8 @@ class SpeechRecognizer:
         return bool(getattr(self.backend, "accepts_prompt", False))
 
     def key(self, pcm: np.ndarray, sample_rate: int, prompt: str | None = None) -> str:
-        extra = {"prompt": prompt} if prompt and self.accepts_prompt else {}
-        return content_key(
-            audio=pcm_sha256(pcm, sample_rate), backend=self.backend.name, model=self.backend.model, **extra
+        return transcript_key(
+            pcm, sample_rate, self.backend.name, self.backend.model, prompt if self.accepts_prompt else None
         )
 
     async def transcribe(self, pcm: np.ndarray, sample_rate: int, *, prompt: str | None = None) -> Transcript:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import importlib.metadata
 import io
 import math
 import statistics
@@ -28,6 +29,7 @@ from voice_audit.harness.audio import SpeechRecognizer, SpeechSynthesizer, Telep
 from voice_audit.harness.audio.cache import ContentCache, content_key, transcript_cache
 from voice_audit.harness.audio.dsp import pcm_sha256
 from voice_audit.harness.audio.rate_match import MATCHED_WPS, REFERENCE_WPM
+from voice_audit.harness.audio.recognizer import transcript_key
 from voice_audit.harness.audio.types import Transcript
 from voice_audit.harness.audio.wer import normalise_words, word_errors
 from voice_audit.harness.caller.lines import VoiceLine, campaign_lines
@@ -155,15 +157,23 @@ class _Renderer:
             s.close()
 
 
+try:
+    _VERSION = importlib.metadata.version("voice-audit")
+except importlib.metadata.PackageNotFoundError:  # a source tree run without installing
+    _VERSION = "unknown"
+
+
 class _Reader:
     """The reference recogniser, built only when a line's transcript is not in the cache.
 
     Building it (loading Whisper's model) costs about 0.6 s of CPU, which a pilot whose every line
-    is cached (the pre-screen of a `run` after `stimuli`, a run again) would pay for nothing. So each
-    transcript is also cached under the recogniser's spec (its name and options) and the audio, and
-    the backend and model a spec built are recorded the first time. Without that record (a first
-    pilot, or no cache) it is built at once, as before, so a recogniser that cannot load is refused
-    before any line is rendered. A recogniser passed in is used as it is."""
+    is cached (the pre-screen of a `run` after `stimuli`, a run again) would pay for nothing. The
+    recogniser caches each transcript under its backend, model and the audio
+    (`SpeechRecognizer.key`); the backend and model a recogniser spec builds are recorded the first
+    time, under the spec and this voice-audit's version (a release may build another model for the
+    same spec), so a later pilot finds its transcripts without building it. Without that record (a
+    first pilot, or no cache) it is built at once, as before, so a recogniser that cannot load is
+    refused before any line is rendered. A recogniser passed in is used as it is."""
 
     def __init__(self, spec: BackendSpec, cache_dir: Path | None, given: SpeechRecognizer | None) -> None:
         self.spec = spec
@@ -173,51 +183,54 @@ class _Reader:
         self._cache: ContentCache[Transcript] | None = (
             transcript_cache(self._dir) if self._dir is not None and given is None else None
         )
-        if self._cache is None or self._cache.get(self._key()) is None:
+        if self._cache is None or self._cache.get(self._record_key()) is None:
             self.recogniser()
 
-    def _key(self, **audio: str) -> str:
-        """A transcript's key (`audio`: the audio's hash), or the record of what the spec built."""
-        return content_key(stimulus_recogniser=self.spec.name, options=self.spec.options, **audio)
+    def _record_key(self) -> str:
+        return content_key(
+            stimulus_recogniser=self.spec.name, options=self.spec.options, voice_audit=_VERSION
+        )
 
     def recogniser(self) -> SpeechRecognizer:
         if self._asr is None:
             self._asr = SpeechRecognizer(self.spec.name, options=self.spec.options, cache_dir=self._dir)
             if self._cache is not None:
                 b = self._asr.backend
-                self._cache.put(self._key(), Transcript(text="", backend=b.name, model=str(b.model)))
+                self._cache.put(self._record_key(), Transcript(text="", backend=b.name, model=str(b.model)))
         return self._asr
+
+    def identity(self) -> dict[str, str]:
+        """The backend and model that read (or, every line cached, would have read) the lines."""
+        if self._asr is None and self._cache is not None:
+            known = self._cache.get(self._record_key())
+            if known is not None:
+                return {"backend": known.backend, "model": known.model}
+        b = self.recogniser().backend
+        return {"backend": b.name, "model": str(b.model)}
+
+    def _cached(self, pcm16k: np.ndarray) -> Transcript | None:
+        """The recogniser's own cache entry for this audio, read without building it."""
+        if self._asr is not None:
+            return self._asr.cache.get(self._asr.key(pcm16k, RECORDING_RATE))
+        if self._cache is None:
+            return None
+        who = self.identity()
+        return self._cache.get(transcript_key(pcm16k, RECORDING_RATE, who["backend"], who["model"]))
 
     def ready(self, lines: Iterable[np.ndarray]) -> None:
         """Build the recogniser now (outside the tasks that read) if any of these lines needs it."""
         if self._asr is None and any(self._cached(pcm) is None for pcm in lines):
             self.recogniser()
 
-    def _cached(self, pcm16k: np.ndarray) -> Transcript | None:
-        if self._cache is None:
-            return None
-        return self._cache.get(self._key(audio=pcm_sha256(pcm16k, RECORDING_RATE)))
-
     async def transcribe(self, pcm16k: np.ndarray) -> str:
-        hit = self._cached(pcm16k)
+        hit = self._cached(pcm16k) if self._asr is None else None
         if hit is not None:
             return hit.text
-        out = await self.recogniser().transcribe(pcm16k, RECORDING_RATE)
-        if self._cache is not None:
-            self._cache.put(self._key(audio=pcm_sha256(pcm16k, RECORDING_RATE)), out)
-        return out.text
+        return (await self.recogniser().transcribe(pcm16k, RECORDING_RATE)).text
 
     @property
     def recognised(self) -> int:
         return self._asr.recognised if self._asr is not None else 0
-
-    def identity(self) -> dict[str, str]:
-        """The backend and model that read (or, every line cached, would have read) the lines."""
-        known = self._cache.get(self._key()) if self._asr is None and self._cache is not None else None
-        if known is not None:
-            return {"backend": known.backend, "model": known.model}
-        b = self.recogniser().backend
-        return {"backend": b.name, "model": str(b.model)}
 
     def close(self) -> None:
         if self._own and self._asr is not None:
