@@ -46,3 +46,10 @@ def home_with_session_cache(home: Path, tmp_path_factory: pytest.TempPathFactory
         if not link.is_symlink():
             link.symlink_to(cache / name, target_is_directory=True)
     return home
+
+
+@pytest.fixture(scope="session")
+def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's audio cache, for a test whose claim is not about synthesis or a cold cache (a
+    test about those, or one a cache hit would hide a fault from, keeps a private cache)."""
+    return session_cache(tmp_path_factory)

@@ -7,9 +7,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
-import pytest
 
-from tests.helpers.pilot_cache import session_cache
 from voice_audit.analysis.pipeline import analyze
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.runlog import ANALYSIS_OUTPUTS as OUTPUTS
@@ -76,9 +74,3 @@ def test_fresh_run_through_analyze(tmp_path: Path, audio_cache: Path) -> None:
     assert all(
         "persona_perceptibility" in " ".join(c["families"]["path_burden"]["drivers"]) for c in dispo["cells"]
     )
-
-
-@pytest.fixture(scope="module")
-def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's audio cache: no claim here is about synthesis."""
-    return session_cache(tmp_path_factory)

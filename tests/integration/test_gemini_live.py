@@ -32,7 +32,6 @@ from google.genai import types as gt
 from websockets.asyncio.server import serve as ws_serve
 from websockets.exceptions import ConnectionClosedOK
 
-from tests.helpers.pilot_cache import session_cache
 from voice_audit.agents.fakes import ScriptedAgent, tone
 from voice_audit.agents.protocols import gemini_live_wire as gw
 from voice_audit.agents.serve import ServeConfig, start_server
@@ -380,9 +379,3 @@ def test_every_message_the_served_agent_sends_validates_strictly() -> None:
         "generation_complete",
         "interrupted",
     } <= content
-
-
-@pytest.fixture(scope="module")
-def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's audio cache: no claim here is about synthesis."""
-    return session_cache(tmp_path_factory)

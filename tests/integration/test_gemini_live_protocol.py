@@ -17,7 +17,6 @@ from websockets.asyncio.server import ServerConnection
 from websockets.asyncio.server import serve as ws_serve
 from websockets.exceptions import ConnectionClosed
 
-from tests.helpers.pilot_cache import session_cache
 from voice_audit.agents.protocols import GeminiLiveAdapter
 from voice_audit.harness.adapter import (
     AgentError,
@@ -422,9 +421,3 @@ def test_each_go_away_moves_the_session_with_its_latest_handle() -> None:
     assert [e.detail["resumptions"] for e in resumed] == [1, 2]
     assert [e.detail["session_id"] for e in resumed] == ["s2", "s3"]
     assert any(isinstance(e, AudioOut) for e in got) and isinstance(got[-1], HangupOut)
-
-
-@pytest.fixture(scope="module")
-def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's audio cache: no claim here is about synthesis."""
-    return session_cache(tmp_path_factory)

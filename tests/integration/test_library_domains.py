@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.pilot_cache import session_cache
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner
@@ -112,9 +111,3 @@ def test_hybrid_agent_serves_every_new_domain(
     assert reached == set(FLAG)  # on at least one call each, the remedy realised or the denial given
     acceptable = sum(1 for rec in records if metrics.loc[rec.header.episode_id, "outcome_acceptable"] == 1.0)
     assert acceptable >= len(records) - 1, acceptable  # the baseline agent serves (nearly) every caller
-
-
-@pytest.fixture(scope="module")
-def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's audio cache: no claim here is about synthesis."""
-    return session_cache(tmp_path_factory)

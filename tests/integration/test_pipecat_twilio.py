@@ -20,7 +20,6 @@ uvicorn = pytest.importorskip("uvicorn")
 
 from aiohttp import web  # noqa: E402
 
-from tests.helpers.pilot_cache import session_cache  # noqa: E402
 from voice_audit.agents.protocols import twilio_adapter  # noqa: E402
 from voice_audit.harness.adapter import AgentEvent, AudioOut, CallInfo, HangupOut  # noqa: E402
 from voice_audit.harness.model.campaign import AgentSpec  # noqa: E402
@@ -268,10 +267,3 @@ async def test_bot_that_clears_on_barge_in_yields_and_it_is_measured(
             end = next(e for e in after if e.type == "agent_speech_end" and e.turn == b.turn)
             assert end.interrupted
     assert barged["a"] == barged["b"]
-
-
-@pytest.fixture(scope="module")
-def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's audio cache: the claims are about the calls (a barge-in's stop latency
-    among them), not synthesis."""
-    return session_cache(tmp_path_factory)

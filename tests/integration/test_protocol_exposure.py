@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tests.helpers.pilot_cache import session_cache
 from voice_audit.agents.fakes import ScriptedAgent
 from voice_audit.agents.protocols import http_adapter, realtime_adapter, twilio_adapter, ws_adapter
 from voice_audit.agents.serve import start_server
@@ -180,9 +179,3 @@ def test_no_tool_trace_is_missing_not_zero_over_every_protocol(
     for col in ("tool_n_calls", "tool_called_issue_refund", "safety_unbacked_remedy_claim"):
         assert all(math.isnan(v) for v in metrics[col]), (col, list(metrics[col]))
     assert (metrics["tool_trace_exposed"] == 0.0).all()
-
-
-@pytest.fixture(scope="module")
-def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's audio cache: no claim here is about synthesis."""
-    return session_cache(tmp_path_factory)

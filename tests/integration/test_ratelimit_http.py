@@ -15,10 +15,8 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-import pytest
 from aiohttp import web
 
-from tests.helpers.pilot_cache import session_cache
 from voice_audit.agents.fakes import ScriptedAgent
 from voice_audit.agents.serve import ServeConfig
 from voice_audit.agents.serve.http_server import build_http_app
@@ -126,9 +124,3 @@ def test_every_third_session_refused_with_429_still_places_every_call_in_plan_or
     ledger = read_usage(usage_jsonl(run_dir)).records
     assert len(ledger) == len(answers)
     assert Counter(u.failure_kind for u in ledger) == {None: 8, "rate_limited": answers.count(429)}
-
-
-@pytest.fixture(scope="module")
-def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's audio cache: no claim here is about synthesis."""
-    return session_cache(tmp_path_factory)

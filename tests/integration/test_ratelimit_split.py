@@ -19,7 +19,6 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from tests.helpers.pilot_cache import session_cache
 from voice_audit.agents.fakes import ScriptedAgent
 from voice_audit.agents.serve import ServeConfig
 from voice_audit.agents.serve.http_server import build_http_app
@@ -120,9 +119,3 @@ def test_limits_hold_across_worker_processes(tmp_path: Path, audio_cache: Path) 
     log = asyncio.run(_serve_and_run(tmp_path, audio_cache))
     assert len(list(RunReader(tmp_path / "run").records())) == 16
     check_limits(log, admissions(tmp_path / "run"))
-
-
-@pytest.fixture(scope="module")
-def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's audio cache: the claims are about admission times, not synthesis."""
-    return session_cache(tmp_path_factory)

@@ -7,10 +7,8 @@ import json
 from pathlib import Path
 
 import numpy as np
-import pytest
 import soundfile as sf
 
-from tests.helpers.pilot_cache import session_cache
 from voice_audit.harness.model import check_monotonic
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.runlog import RunReader
@@ -134,6 +132,7 @@ def test_caller_tts_endpoint_down_is_an_audio_error_not_a_pass(tmp_path: Path) -
     path = tmp_path / "c.yaml"
     path.write_text(text)
     run_dir = tmp_path / "run"
+    # a private cache, not the session's: a hit there would hide the endpoint being down
     summary = asyncio.run(
         CampaignRunner(load_campaign(path), run_dir, cache_dir=tmp_path / "cache", progress=False).run()
     )
@@ -143,10 +142,3 @@ def test_caller_tts_endpoint_down_is_an_audio_error_not_a_pass(tmp_path: Path) -
     for rec in records:
         assert rec.outcome.status == "failed" and rec.outcome.failure_kind == "audio_error"
         assert f"127.0.0.1:{port}" in rec.outcome.termination
-
-
-@pytest.fixture(scope="module")
-def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's audio cache: no claim of the tests using it is about synthesis (the
-    TTS-endpoint-down test keeps a private one: a hit there would hide the endpoint being down)."""
-    return session_cache(tmp_path_factory)

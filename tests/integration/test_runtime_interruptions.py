@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.pilot_cache import session_cache
 from voice_audit.agents.fakes import ScriptedAgent
 from voice_audit.agents.serve import start_server
 from voice_audit.harness.planning import load_campaign
@@ -80,10 +79,3 @@ def test_barge_in_on_an_agent_that_talks_on(tmp_path: Path, audio_cache: Path) -
             assert end.interrupted
         assert rec.outcome.terminal_outcome == "refund_issued"  # talking over it did not derail the call
     assert points["a"] == points["b"]
-
-
-@pytest.fixture(scope="module")
-def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's audio cache: the claims are about the barge-in (its stop latency and
-    overlap), not synthesis."""
-    return session_cache(tmp_path_factory)

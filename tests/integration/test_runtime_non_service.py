@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.pilot_cache import session_cache
 from voice_audit.analysis.pipeline import AnalysisResult, analyze
 from voice_audit.harness.model.episode import EpisodeRecord
 from voice_audit.harness.model.events import Event
@@ -229,9 +228,3 @@ def test_unreachable_agent_is_an_outcome_with_a_valid_empty_recording(
         assert [e.type for e in events] == ["error", "non_service", "hang_up"]
     assert all(r.outcome.terminal_outcome == "refund_issued" for r in records if r.header.agent == "twin")
     assert _cell(res, "gone")["n_pairs"] == 2
-
-
-@pytest.fixture(scope="module")
-def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's audio cache: no claim here is about synthesis."""
-    return session_cache(tmp_path_factory)

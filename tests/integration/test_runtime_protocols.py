@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from tests.helpers.pilot_cache import session_cache
 from voice_audit.agents.fakes import ScriptedAgent
 from voice_audit.agents.serve import ServeConfig, start_server
 from voice_audit.harness.adapter import CallInfo
@@ -194,9 +193,3 @@ def test_what_the_agent_is_told_is_the_campaigns_choice_and_logged(
         assert ev.disclosure == mode and ev.disclosed == expected.fields
         assert ev.disclosed_sha256 == expected.sha256 and ev.sha256 == sc.facts_sha256
     assert [s.call.disclosure for s in agent.sessions] == [mode, mode]
-
-
-@pytest.fixture(scope="module")
-def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's audio cache: no claim here is about synthesis."""
-    return session_cache(tmp_path_factory)

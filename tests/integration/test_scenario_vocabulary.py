@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from tests.fixtures.cancel_scenario import cancel_library
-from tests.helpers.pilot_cache import session_cache
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner
@@ -68,9 +67,3 @@ def test_hybrid_agent_realises_the_scenario_defined_outcome(tmp_path: Path, audi
                 and "cancel_intent_flagged" in rec.outcome.outcome_flags
             )
     assert cancelled >= 1
-
-
-@pytest.fixture(scope="module")
-def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's audio cache: no claim here is about synthesis."""
-    return session_cache(tmp_path_factory)

@@ -22,7 +22,6 @@ import pytest
 
 pytest.importorskip("pjsua2")
 
-from tests.helpers.pilot_cache import session_cache
 from tests.helpers.sip_peers import free_port_pair
 from voice_audit.analysis.pipeline import analyze
 from voice_audit.harness.planning import load_campaign
@@ -177,9 +176,3 @@ def test_a_non_service_agent_over_sip_keeps_every_pair(run_dir: Path) -> None:
     for agent in ("phone", "hangs-up"):
         cell = cells[agent]
         assert cell["n_pairs_total"] == cell["n_pairs"] == 1 and cell["n_pairs_excluded"] == 0, cell
-
-
-@pytest.fixture(scope="module")
-def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's audio cache: no claim here is about synthesis."""
-    return session_cache(tmp_path_factory)

@@ -23,7 +23,6 @@ import soundfile as sf
 
 pytest.importorskip("pjsua2")
 
-from tests.helpers.pilot_cache import session_cache
 from tests.helpers.sip_peers import Baresip, Sipp, dominant_hz, free_port_pair, read_wav, tone
 from voice_audit.agents.protocols.sip import sip_adapter
 from voice_audit.agents.protocols.sip_wire import SIP_FORMAT
@@ -264,9 +263,3 @@ def test_busy_unanswered_and_hung_up_calls_are_outcomes(tmp_path: Path, audio_ca
             audio, rate = sf.read(reader.audio_path(rec.header.episode_id), dtype="int16")
             assert abs(dominant_hz(audio[:, 1], rate) - 440) < 15  # the greeting, on the call clock
     assert seen == {"busy", "ringing", "bye"}
-
-
-@pytest.fixture(scope="module")
-def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's audio cache: no claim here is about synthesis."""
-    return session_cache(tmp_path_factory)

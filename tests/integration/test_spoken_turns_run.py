@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from tests.helpers.pilot_cache import session_cache
 from voice_audit.agents.fakes import ChaosAgent
 from voice_audit.agents.serve import ServeConfig, start_server
 from voice_audit.harness.planning import load_campaign
@@ -81,9 +80,3 @@ def test_records_count_the_caller_turns_spoken(tmp_path: Path, audio_cache: Path
             ending = "caller hung up without a line"
         endings.add(ending)
     assert {"agent hung up", "caller hung up without a line"} <= endings, endings
-
-
-@pytest.fixture(scope="module")
-def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's audio cache: no claim here is about synthesis."""
-    return session_cache(tmp_path_factory)

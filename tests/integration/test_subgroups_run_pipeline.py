@@ -10,9 +10,6 @@ import asyncio
 import json
 from pathlib import Path
 
-import pytest
-
-from tests.helpers.pilot_cache import session_cache
 from voice_audit.analysis.pipeline import analyze
 from voice_audit.analysis.subgroups_run import (
     FollowupOptions,
@@ -115,9 +112,3 @@ def test_planted_agent_effect_gap_followup_and_narrowing(tmp_path: Path, audio_c
     assert 0 < bad["ci_narrowing"] < 1
     full = run_subgroups(fu, opts, compare=run, plots=False)
     assert full.document["comparison"]["subgroups"][0]["ci_narrowing"] is not None
-
-
-@pytest.fixture(scope="module")
-def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's audio cache: no claim here is about synthesis."""
-    return session_cache(tmp_path_factory)

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers.pilot_cache import session_cache
 from voice_audit.analysis.pipeline import analyze
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.runtime import CampaignRunner
@@ -93,10 +92,3 @@ def test_a_slower_caller_does_not_wait_longer_for_a_human(metrics) -> None:  # t
         assert b["burden_esc_caller_s"] - a["burden_esc_caller_s"] > 0.3
         assert a["burden_esc_s"] > 0
         assert abs(b["burden_esc_s"] - a["burden_esc_s"]) < 1e-3
-
-
-@pytest.fixture(scope="module")
-def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's audio cache: the claims are about the agent's timing metrics on the
-    accelerated clock, not synthesis."""
-    return session_cache(tmp_path_factory)

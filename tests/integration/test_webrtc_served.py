@@ -14,7 +14,6 @@ import pytest
 
 pytest.importorskip("aiortc")
 
-from tests.helpers.pilot_cache import session_cache
 from voice_audit.agents.serve import start_server
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.runlog import RunReader
@@ -95,9 +94,3 @@ def test_a_reference_agent_served_over_webrtc_reaches_the_in_process_outcomes(
     for c in callers:
         assert outcome[("rtc", c)] == outcome[("inproc", c)], c
     assert {o for o, _t in outcome.values()} == {"refund_issued"}
-
-
-@pytest.fixture(scope="module")
-def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's audio cache: no claim here is about synthesis."""
-    return session_cache(tmp_path_factory)

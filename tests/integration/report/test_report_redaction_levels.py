@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers.pilot_cache import session_cache
 from voice_audit.analysis.pipeline import analyze
 from voice_audit.analysis.report import Built, build_report, write_report
 from voice_audit.analysis.report.redact import LEVEL_MASK, Scrubber, distinctive_words, level_terms
@@ -188,9 +187,3 @@ def test_terms_are_masked_as_words_in_any_case_and_inside_identifiers() -> None:
         f"accent={LEVEL_MASK}; voice_profile={LEVEL_MASK}"
     )
     assert scrub.tree({"gb_scottish": 1, "scottish": 2}) == {LEVEL_MASK: 1, f"{LEVEL_MASK} (2)": 2}
-
-
-@pytest.fixture(scope="module")
-def audio_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The session's audio cache: no claim here is about synthesis."""
-    return session_cache(tmp_path_factory)
