@@ -18,6 +18,7 @@ import pytest
 
 from tests.helpers.pilot_cache import session_cache
 from tests.helpers.raycampaign import campaign_yaml, run_realtime_ws
+from tests.helpers.raycluster import starting_nodes
 from voice_audit.harness.planning import LoadedCampaign, load_campaign
 from voice_audit.harness.runlog import RunReader, run_content
 from voice_audit.harness.runtime import CampaignRunner, RunSummary
@@ -64,28 +65,16 @@ def test_an_unreachable_cluster_fails_fast_before_any_run_folder_exists(tmp_path
     assert not (tmp_path / "run").exists()
 
 
-def _start_local_instance(attempts: int = 3) -> RayExecutor:
-    """The module's local instance. A start that misses Ray's fixed 30 s window for its raylet to
-    register (the executor's one-line ConfigError; measured beside a CPU-bound job on two cores) is
-    tried again after the failed attempt's processes are ended: these tests are about the executor,
-    not about how fast Ray starts on a loaded machine (the refusal itself is a unit test)."""
-    import psutil
+def _start_local_instance() -> RayExecutor:
+    """The module's local instance, started again if its raylet missed Ray's window to register
+    (the executor says so in a one-line ConfigError)."""
 
-    me = psutil.Process()
-    for attempt in range(1, attempts + 1):
-        before = {p.pid for p in me.children(recursive=True)}
+    def start() -> RayExecutor:
         executor = RayExecutor(num_cpus=2)
-        try:
-            asyncio.run(executor.__aenter__())
-            return executor
-        except ConfigError as exc:
-            if "did not register" not in str(exc) or attempt == attempts:
-                raise
-            for child in me.children(recursive=True):
-                if child.pid not in before:
-                    child.kill()
-            psutil.wait_procs([c for c in me.children() if c.pid not in before], timeout=10)
-    raise AssertionError("unreachable")
+        asyncio.run(executor.__aenter__())
+        return executor
+
+    return starting_nodes(start, slow="did not register")
 
 
 @pytest.fixture(scope="module")
