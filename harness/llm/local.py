@@ -13,6 +13,11 @@ whether it came from the cache, from another conversation with the same start, o
 after an eviction: an answer depends only on its own messages, identical across processes, call
 orders and interleaved conversations (re-using whatever the context last evaluated, as a bare
 llama.cpp context does, is not: batch boundaries change the floating-point sums).
+
+The state after a leading system message is also kept on disk (`voice_audit.harness.llm.states`,
+folder `VOICE_AUDIT_LLM_STATES`, by default under the models cache): being canonical, its bytes are
+the same in every process, so a fresh process loads it instead of evaluating the prompt again, and
+its answers are bit-identical to those of the process that computed it.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from voice_audit.harness.llm import states
 from voice_audit.harness.llm.openai import parse_response, request_body
 from voice_audit.harness.llm.types import ChatRequest, ChatResponse, LLMError, Usage
 from voice_audit.harness.llm.weights import PackagedModel, resolve_weights
@@ -153,6 +159,7 @@ class LocalChatClient:
         self._lock = threading.Lock()
         self._prefixes: OrderedDict[str, _Saved] = OrderedDict()
         self._formatter: Any = None
+        self._state_config: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         return f"LocalChatClient({self.name!r}, sha256={self.sha256[:12]}...)"
@@ -216,21 +223,76 @@ class LocalChatClient:
         import ctypes
 
         import llama_cpp
-        import numpy as np
-        from llama_cpp.llama import LlamaState
 
         size = llama_cpp.llama_state_get_size(llm._ctx.ctx)
         buf = (ctypes.c_uint8 * int(size))()
         n = int(llama_cpp.llama_state_get_data(llm._ctx.ctx, buf, size))
         if n > int(size):
             raise RuntimeError("failed to copy the llama state")
+        state = self._state(llm, llm.input_ids.copy(), llm.n_tokens, bytes(buf)[:n])
+        return self._keep(key, _Saved(tokens, state))
+
+    @staticmethod
+    def _state(llm: Any, input_ids: Any, n_tokens: int, data: bytes) -> Any:
+        import numpy as np
+        from llama_cpp.llama import LlamaState
+
         scores = np.zeros((1, llm.n_vocab()), dtype=np.single)
-        state = LlamaState(llm.input_ids.copy(), scores, llm.n_tokens, bytes(buf)[:n], n, llm._seed)
-        saved = _Saved(tokens, state)
+        return LlamaState(input_ids, scores, n_tokens, data, len(data), llm._seed)
+
+    def _keep(self, key: str, saved: _Saved) -> _Saved:
         self._prefixes[key] = saved
         while len(self._prefixes) > PREFIX_STATES:
             self._prefixes.popitem(last=False)
         return saved
+
+    def _state_key(self, llm: Any, tokens: tuple[int, ...]) -> str:
+        """The on-disk key of the state after `tokens` evaluated from a reset context: the model's
+        bytes, llama.cpp's build and CPU features, every context setting but the thread counts
+        (results are bit-identical whatever the thread count), the tokens."""
+        if self._state_config is None:
+            import llama_cpp
+
+            params = llm.context_params
+            config: dict[str, Any] = {
+                name: getattr(params, name)
+                for name, *_ in type(params)._fields_
+                if name not in ("n_threads", "n_threads_batch")
+                and isinstance(getattr(params, name), (int, float, bool))
+            }
+            config["llama_cpp"] = llama_cpp.__version__
+            config["system"] = llama_cpp.llama_print_system_info().decode("utf-8", "replace")
+            config["n_gpu_layers"] = int(llm.model_params.n_gpu_layers)
+            self._state_config = config
+        return states.state_key(self.sha256, self._state_config, tokens)
+
+    def _stored(self, llm: Any, first: dict[str, Any], key: str) -> _Saved | None:
+        """The leading system message's state from disk, loaded into `llm` and kept, or None."""
+        folder = states.states_dir()
+        if folder is None or first.get("role") != "system":
+            return None
+        tokens = self._tokens(llm, [first])
+        if not tokens:
+            return None
+        data = states.load(folder, self._state_key(llm, tokens), tokens)
+        if data is None:
+            return None
+        import numpy as np
+
+        input_ids = np.zeros(llm.input_ids.shape, dtype=llm.input_ids.dtype)
+        input_ids[: len(tokens)] = tokens
+        state = self._state(llm, input_ids, len(tokens), data)
+        try:
+            llm.load_state(state)
+        except RuntimeError:  # not this context's layout after all: computed as if absent
+            llm.reset()
+            return None
+        return self._keep(key, _Saved(tokens, state))
+
+    def _store(self, llm: Any, first: dict[str, Any], saved: _Saved) -> None:
+        folder = states.states_dir()
+        if folder is not None and first.get("role") == "system":
+            states.store(folder, self._state_key(llm, saved.tokens), saved.tokens, saved.state.llama_state)
 
     def _prefix(self, llm: Any, messages: list[dict[str, Any]]) -> tuple[_Saved | None, int]:
         """The state after all messages but the last, computed message by message from the
@@ -241,13 +303,15 @@ class LocalChatClient:
         keys = [_key(prefix[: j + 1]) for j in range(len(prefix))]
         start = next((j for j in range(len(prefix), 0, -1) if keys[j - 1] in self._prefixes), 0)
         saved = self._prefixes[keys[start - 1]] if start else None
-        if saved is None:
-            llm.reset()
-            done: tuple[int, ...] = ()
-        else:
+        done: tuple[int, ...] = ()
+        if saved is not None:
             self._prefixes.move_to_end(keys[start - 1])
             llm.load_state(saved.state)
             done = saved.tokens
+        elif (saved := self._stored(llm, prefix[0], keys[0])) is not None:
+            start, done = 1, saved.tokens  # loaded from disk: the same bytes as computing it
+        else:
+            llm.reset()
         warm = len(self._tokens(llm, prefix[:1]) or ())
         evaluated = 0  # beyond the leading system message, the warm prefix (see `chat_sync`)
         for j in range(start + 1, len(prefix) + 1):
@@ -263,6 +327,8 @@ class LocalChatClient:
             done = tokens
             if j == 1 or j == len(prefix):
                 saved = self._save(llm, keys[j - 1], tokens)
+                if j == 1:
+                    self._store(llm, prefix[0], saved)
         return saved, evaluated
 
     def chat_sync(self, req: ChatRequest) -> ChatResponse:

@@ -2,7 +2,8 @@
 `llm-qwen15b`) in-process: whole calls with real speech end in the refund for the baseline caller,
 in-process and over a streaming protocol; the remedy never runs before verification; the same
 conversation gives the same steps in two fresh processes, whether or not another conversation's
-requests came in between; and the endpoint backend against a real local OpenAI-compatible server
+requests came in between (the first process computes the system prompt's state and leaves it on
+disk, the second loads it: computed == loaded); and the endpoint backend against a real local OpenAI-compatible server
 (with the tiny SmolLM2 model: plumbing, not decisions) keeps the key out of every message and log."""
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 import pytest
 
 from voice_audit.harness.adapter import StateOut, ToolCallOut, ToolResultOut
+from voice_audit.harness.llm.states import ENV as STATES_ENV
 
 # cpu_bound: a local LLM on one thread, no wall-clock assertion (the real-time call below is serial instead)
 pytestmark = [pytest.mark.slow, pytest.mark.cpu_bound]
@@ -46,6 +48,20 @@ needs_default = pytest.mark.skipif(
 )
 
 
+@pytest.fixture
+def session_states(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The in-process model's on-disk system-prompt states (`VOICE_AUDIT_LLM_STATES`) go to a
+    folder of this pytest session, never the user's cache. These tests run the agent in the pytest
+    process, where one loaded model and its states in memory serve both; `make test` runs them in
+    two lanes (separate sessions, at the same time), each computing the prompt's state once."""
+    base = tmp_path_factory.getbasetemp()
+    # an xdist worker's base is <session base>/<worker id>: the session's folder is its parent
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder = root / "llm-states"
+    monkeypatch.setenv(STATES_ENV, str(folder))
+    return folder
+
+
 def _remedy_after_verification(events: list[Any]) -> bool:
     """True when an issue_refund succeeded and identity was verified before it was called."""
     verified = False
@@ -60,7 +76,9 @@ def _remedy_after_verification(events: list[Any]) -> bool:
 
 
 @needs_default
-async def test_llm_hybrid_whole_call_refunds_the_baseline_caller(caplog: pytest.LogCaptureFixture) -> None:
+async def test_llm_hybrid_whole_call_refunds_the_baseline_caller(
+    caplog: pytest.LogCaptureFixture, session_states: Path
+) -> None:
     """Real eSpeak caller, real Whisper, the default model choosing the steps: General American,
     calm, fluent, the duplicate charge is refunded, after verification, and the model's messages
     are logged."""
@@ -105,7 +123,7 @@ timeouts: {{connect_s: 120, turn_s: 360, call_s: 1200}}
 
 @needs_default
 @pytest.mark.serial  # real-time pacing: a loaded machine would stretch the model's turns past the caller's patience
-def test_llm_hybrid_over_websocket_streaming_refunds(tmp_path: Path) -> None:
+def test_llm_hybrid_over_websocket_streaming_refunds(tmp_path: Path, session_states: Path) -> None:
     """The same agent served over the WebSocket streaming protocol and dialled by the harness: a
     baseline caller gets the refund, and the tool trace says so; no call fails on the harness's side
     and none gets a remedy before verification. The calls run one at a time and the caller is
@@ -199,21 +217,31 @@ asyncio.run(main())
 """
 
 
-def run_child(mode: str) -> dict[str, Any]:
+def run_child(mode: str, states: Path) -> dict[str, Any]:
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, mode], capture_output=True, text=True, timeout=1800, check=False
-    )
+        [sys.executable, "-c", CHILD, mode], capture_output=True, text=True, timeout=1800, check=False,
+        env={**os.environ, STATES_ENV: str(states)},
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     result: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return result
 
 
 @needs_default
-def test_steps_depend_only_on_the_calls_own_messages_across_processes() -> None:
+def test_steps_depend_only_on_the_calls_own_messages_across_processes(tmp_path: Path) -> None:
     """Two fresh processes, one running a second conversation's requests between this one's: the
-    steps are identical (each request starts from the canonical saved state of its own prefix)."""
-    alone = run_child("alone")
-    interleaved = run_child("interleaved")
+    steps are identical (each request starts from the canonical saved state of its own prefix). The
+    first computes the system prompt's state into an empty folder, the second loads that file (the
+    same inode, its use time refreshed, so not recomputed): the steps are also those of a computed
+    state."""
+    states = tmp_path / "llm-states"
+    alone = run_child("alone", states)
+    (written,) = states.iterdir()
+    inode = written.stat().st_ino
+    os.utime(written, ns=(10**9, 10**9))
+    interleaved = run_child("interleaved", states)
+    assert [p.name for p in states.iterdir()] == [written.name], "both conversations have one prompt"
+    assert written.stat().st_ino == inode and written.stat().st_mtime_ns > 10**9, "loaded, not rewritten"
     assert alone == interleaved
     steps = [s for turn in alone["steps"] for s in turn]
     assert any(s[0] == "say" and s[1] for s in steps), "the agent said something"

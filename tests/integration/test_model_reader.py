@@ -148,9 +148,11 @@ async def test_readings_over_http_are_parsed_logged_and_identical_across_process
 
 
 def test_in_process_readings_are_identical_across_processes_and_orders(
-    scenario: Scenario, weights: Path
+    scenario: Scenario, weights: Path, tmp_path: Path
 ) -> None:
-    """Two fresh processes with the in-process backend give the same readings, in either order."""
+    """Two fresh processes with the in-process backend give the same readings, in either order. The
+    reader prompt's state goes to a private folder, never the user's cache: the first process
+    computes it, the second loads it (a loaded state answers as the computed one)."""
     code = (
         "import json, sys\n"
         "from voice_audit.harness.caller.model_reader import ModelReader\n"
@@ -163,6 +165,7 @@ def test_in_process_readings_are_identical_across_processes_and_orders(
         "print(json.dumps(out, sort_keys=True))\n"
     )
     env = {k: v for k, v in os.environ.items() if k != KEY_ENV}
+    env["VOICE_AUDIT_LLM_STATES"] = str(tmp_path / "llm-states")
     runs = [
         subprocess.run(
             [sys.executable, "-c", code, json.dumps(order)],
