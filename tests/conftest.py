@@ -1,8 +1,33 @@
-"""Test ordering for the lanes of `make test`."""
+"""Test ordering for the lanes of `make test`, and the session's folder of LLM states."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+
 import pytest
+
+# A model run in a test process keeps the state after its system prompt on disk (harness/llm/states.py),
+# by default in the user's cache, where a later run would load it instead of computing it. Every
+# session gets a fresh folder of its own unless one is given (`make test` gives its three lanes one);
+# xdist workers inherit the controller's. Tests whose claim is about computing or loading a state
+# point the variable at a private folder. The name is harness.llm.states.ENV, spelt here because
+# importing that package costs every test process 0.3 s; test_llm_agent fails if the two differ.
+LLM_STATES_ENV = "VOICE_AUDIT_LLM_STATES"
+_OWN_STATES: list[str] = []
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not os.environ.get(LLM_STATES_ENV):
+        _OWN_STATES.append(tempfile.mkdtemp(prefix="voice-audit-llm-states-"))
+        os.environ[LLM_STATES_ENV] = _OWN_STATES[-1]
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    for folder in _OWN_STATES:
+        shutil.rmtree(folder, ignore_errors=True)
+
 
 # The serial and cpu_bound lanes run with --dist loadfile --no-loadscope-reorder: each worker takes
 # whole files in this order, and queues one more file behind a file with two tests or fewer left.

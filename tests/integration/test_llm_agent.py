@@ -49,17 +49,14 @@ needs_default = pytest.mark.skipif(
 
 
 @pytest.fixture
-def session_states(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The in-process model's on-disk system-prompt states (`VOICE_AUDIT_LLM_STATES`) go to a
-    folder of this pytest session, never the user's cache. These tests run the agent in the pytest
-    process, where one loaded model and its states in memory serve both; `make test` runs them in
-    two lanes (separate sessions, at the same time), each computing the prompt's state once."""
-    base = tmp_path_factory.getbasetemp()
-    # an xdist worker's base is <session base>/<worker id>: the session's folder is its parent
-    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    folder = root / "llm-states"
-    monkeypatch.setenv(STATES_ENV, str(folder))
-    return folder
+def session_states() -> Path:
+    """The in-process model's on-disk system-prompt states (`VOICE_AUDIT_LLM_STATES`): the folder
+    tests/conftest.py gives every pytest session (under `make test`, one fresh folder for all its
+    lanes), never the user's cache. The first of these tests to run computes the agent prompt's
+    state; the others, in this process or another lane, load it."""
+    folder = os.environ.get(STATES_ENV)
+    assert folder, f"tests/conftest.py sets no {STATES_ENV}: its name differs from harness.llm.states.ENV"
+    return Path(folder)
 
 
 def _remedy_after_verification(events: list[Any]) -> bool:
