@@ -30,6 +30,26 @@ HEALTH = {
     "health_check_failure_threshold": 3,
 }
 """The head drops a dead node after about 3 s (Ray's default is about 15 s)."""
+QUIET = {
+    "enable_metrics_collection": False,
+    "task_events_report_interval_ms": 0,
+    "enable_timeline": False,
+    "event_stats": False,
+}
+"""What no test reads, turned off in every process of a cluster (the head's `_system_config`
+reaches every raylet, driver and worker): metrics recording and export (and the dashboard
+agents' metrics), task events for the state API and dashboard (0 ms: never reported), timeline
+and event-loop statistics. Node health checks, scheduling and failure reporting are untouched."""
+QUIET_ENV = {
+    **{f"RAY_{name}": str(int(value)) for name, value in QUIET.items()},
+    "REPORTER_UPDATE_INTERVAL_MS": "60000",
+}
+"""Set while a cluster is up, so every Ray process started then inherits them: QUIET as the
+`RAY_<name>` variables Ray also reads at start, and the dashboard agents' node-stats poll (read
+only by the dashboard, which these clusters do not start) once a minute instead of every 5 s."""
+QUIET_HEAD = {"no_monitor": True, "include_log_monitor": False}
+"""Head processes no test uses: the autoscaler's monitor (these clusters never scale) and the log
+monitor, which forwards worker output to drivers that all connect with `log_to_driver=False`."""
 SLOW_START = "timed out during startup"
 """Ray's error when a node's raylet has not registered within its fixed 30 s."""
 T = TypeVar("T")
@@ -59,6 +79,21 @@ def starting_nodes(start: Callable[[], T], attempts: int = 3, slow: str = SLOW_S
     raise AssertionError("unreachable")
 
 
+@contextmanager
+def quiet_ray() -> Iterator[None]:
+    """`QUIET_ENV` set while the block runs (a Ray process started in it keeps them), then as before."""
+    saved = {name: os.environ.get(name) for name in QUIET_ENV}
+    os.environ.update(QUIET_ENV)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def add_node(cluster: Any, **node_args: Any) -> Any:
     """`cluster.add_node(**node_args)`, started again if its raylet missed Ray's window."""
     return starting_nodes(lambda: cluster.add_node(**node_args))
@@ -84,25 +119,23 @@ def ray_cluster(worker_cpus: Sequence[int], head_cpus: int = 0) -> Iterator[Any]
     if repo not in paths:
         os.environ["PYTHONPATH"] = os.pathsep.join([*paths, repo])
 
-    cluster = starting_nodes(
-        lambda: Cluster(
-            initialize_head=True,
-            head_node_args={
-                "num_cpus": head_cpus,
-                "resources": node_resources(head_cpus),
-                "node_ip_address": "127.0.0.1",
-                "include_dashboard": False,
-                "_system_config": HEALTH,
-            },
-        )
-    )
-    try:
-        for cpus in worker_cpus:
-            add_node(cluster, num_cpus=cpus, resources=node_resources(cpus), node_ip_address="127.0.0.1")
-        cluster.wait_for_nodes()
-        yield cluster
-    finally:
-        cluster.shutdown()
+    head = {
+        "num_cpus": head_cpus,
+        "resources": node_resources(head_cpus),
+        "node_ip_address": "127.0.0.1",
+        "include_dashboard": False,
+        "_system_config": {**HEALTH, **QUIET},
+        **QUIET_HEAD,
+    }
+    with quiet_ray():  # while the test adds nodes too
+        cluster = starting_nodes(lambda: Cluster(initialize_head=True, head_node_args=head))
+        try:
+            for cpus in worker_cpus:
+                add_node(cluster, num_cpus=cpus, resources=node_resources(cpus), node_ip_address="127.0.0.1")
+            cluster.wait_for_nodes()
+            yield cluster
+        finally:
+            cluster.shutdown()
 
 
 class PrivateDriver:
