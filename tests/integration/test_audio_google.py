@@ -19,13 +19,13 @@ import numpy as np
 import pytest
 from aiohttp import web
 
+from tests.helpers.collect_imports import LazyModule, skip_unless_installed
 from voice_audit.harness.audio import SpeechSynthesizer, SynthesisError, UnknownVoiceError, create_tts
 from voice_audit.harness.audio.errors import BackendLoadError
 from voice_audit.personas import SpeechParams
 
-texttospeech = pytest.importorskip(
-    "google.cloud.texttospeech", reason="the official client comes with the dev extra"
-)
+skip_unless_installed("google.cloud.texttospeech", reason="the official client comes with the dev extra")
+texttospeech = LazyModule("google.cloud.texttospeech")  # imported by the test that uses it
 
 KEY = "AIza-local-test-93b1e0f2"
 ENV = "VOICE_AUDIT_TEST_GOOGLE_KEY"

@@ -16,14 +16,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytest.importorskip("TTS", reason="needs the coqui extra: pip install 'voice-audit[coqui]'")
-import torch
-from TTS.utils.synthesizer import PAD_SILENCE_SAMPLES as PAD
-
+from tests.helpers.collect_imports import skip_unless_installed
 from tests.helpers.coqui_tiny import TinyVits, build_tiny_vits
 from voice_audit.harness.audio import BackendLoadError, SpeechSynthesizer, create_tts
 from voice_audit.personas import SpeechParams
 from voice_audit.scenarios.errors import MissingBackendError
+
+skip_unless_installed("TTS", reason="needs the coqui extra: pip install 'voice-audit[coqui]'")
 
 VOICE = SpeechParams(voice="en-us", variant="f2")
 ONE = "I would like to check my balance, please."
@@ -65,6 +64,9 @@ async def test_registry_path_loads_the_checkpoint_and_speaks_in_a_worker(tiny: T
 
 
 def test_sentences_keep_their_pause_and_the_output_is_reproducible(tiny: TinyVits) -> None:
+    import torch
+    from TTS.utils.synthesizer import PAD_SILENCE_SAMPLES as PAD
+
     backend = create_tts("coqui", model_path=tiny.checkpoint, config_path=tiny.config)
     first, second = "I was charged twice.", "Can you refund me?"
     s = backend.synthesize(TWO, None, VOICE)

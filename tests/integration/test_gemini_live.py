@@ -27,11 +27,10 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from google import genai
-from google.genai import types as gt
 from websockets.asyncio.server import serve as ws_serve
 from websockets.exceptions import ConnectionClosedOK
 
+from tests.helpers.collect_imports import LazyModule, imported_before_tests
 from voice_audit.agents.fakes import ScriptedAgent, tone
 from voice_audit.agents.protocols import gemini_live_wire as gw
 from voice_audit.agents.serve import ServeConfig, start_server
@@ -43,6 +42,11 @@ from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner
 from voice_audit.harness.tools import ToolFixture
 from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary, canonical_json
+
+# the SDK is imported when the file's tests start, not when the file is collected
+genai = LazyModule("google.genai")
+gt = LazyModule("google.genai.types")
+_sdk_imported = imported_before_tests("google.genai")
 
 pytestmark = [
     pytest.mark.slow,

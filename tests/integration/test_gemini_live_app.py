@@ -32,16 +32,20 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
-from google import genai
-from google.genai import errors as genai_errors
-from google.genai import types as gt
 
+from tests.helpers.collect_imports import LazyModule, imported_before_tests
 from voice_audit.agents.fakes import ScriptedAgent, tone
 from voice_audit.agents.protocols import gemini_live_wire as gw
 from voice_audit.agents.serve import ServeConfig, start_server, tls_context
 from voice_audit.harness.adapter import CallInfo
 from voice_audit.harness.tools import TOOL_SCHEMAS
 from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
+
+# the SDK is imported when the file's tests start, not when the file is collected
+genai = LazyModule("google.genai")
+genai_errors = LazyModule("google.genai.errors")
+gt = LazyModule("google.genai.types")
+_sdk_imported = imported_before_tests("google.genai")
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]  # real sockets, a served process, real TTS
 

@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from google.genai import types as gt
 from websockets.asyncio.server import ServerConnection
 from websockets.asyncio.server import serve as ws_serve
 from websockets.exceptions import ConnectionClosed
 
+from tests.helpers.collect_imports import LazyModule, imported_before_tests
 from voice_audit.agents.protocols import GeminiLiveAdapter
 from voice_audit.harness.adapter import (
     AgentError,
@@ -39,7 +39,11 @@ from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner
 from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
-Script = Callable[[ServerConnection, list[gt.LiveClientMessage]], Awaitable[None]]
+# the SDK is imported when the file's tests start, not when the file is collected
+gt = LazyModule("google.genai.types")
+_sdk_imported = imported_before_tests("google.genai.types")
+
+Script = Callable[[ServerConnection, list["gt.LiveClientMessage"]], Awaitable[None]]
 
 
 def out(msg: gt.LiveServerMessage) -> str:

@@ -18,19 +18,21 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("pipecat.serializers.twilio")
-pytest.importorskip("pipecat.transports.websocket.fastapi")
-uvicorn = pytest.importorskip("uvicorn")
+from tests.helpers.collect_imports import skip_unless_installed
+
+skip_unless_installed("pipecat.serializers.twilio")
+skip_unless_installed("pipecat.transports.websocket.fastapi")
+skip_unless_installed("uvicorn")
 if shutil.which("flite") is None:
     pytest.skip("the fixture bot speaks with Debian's flite (make system-deps)", allow_module_level=True)
 
+from tests.helpers.collect_scenarios import locked  # noqa: E402
 from tests.helpers.picky_bot import PickyRun, run_against_picky_bot  # noqa: E402
 from tests.helpers.pilot_cache import session_cache  # noqa: E402
 from voice_audit.analysis.pipeline import analyze  # noqa: E402
 from voice_audit.harness.runlog import RunReader  # noqa: E402
-from voice_audit.scenarios import ScenarioLibrary  # noqa: E402
 
-MAX_TURNS = ScenarioLibrary().get_locked("refund_duplicate_charge").caller.max_turns
+MAX_TURNS = locked("refund_duplicate_charge").caller.max_turns
 
 
 @pytest.fixture(scope="module")

@@ -14,9 +14,11 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("pipecat.serializers.twilio")
-pytest.importorskip("pipecat.transports.websocket.fastapi")
-uvicorn = pytest.importorskip("uvicorn")
+from tests.helpers.collect_imports import skip_unless_installed
+
+skip_unless_installed("pipecat.serializers.twilio")
+skip_unless_installed("pipecat.transports.websocket.fastapi")
+skip_unless_installed("uvicorn")
 
 from aiohttp import web  # noqa: E402
 
@@ -63,6 +65,8 @@ async def _rest_stub(calls: list[dict[str, Any]]) -> tuple[web.AppRunner, str]:
 
 
 async def test_pipecat_twilio_bot_hears_us_and_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    import uvicorn
+
     monkeypatch.setenv("TWILIO_ACCOUNT_SID", "AC" + "0" * 32)
     monkeypatch.setenv("TWILIO_AUTH_TOKEN", "dummy-token")
     bot = _load_bot()
@@ -169,6 +173,8 @@ async def _campaign_against(
     tmp_path: Path, cache: Path, behaviour: str, extra: str, monkeypatch: pytest.MonkeyPatch
 ) -> tuple[list[EpisodeRecord], RunReader, Any]:
     """A real-time campaign through the runtime against one of the fixture bots on loopback."""
+    import uvicorn
+
     monkeypatch.setenv("TWILIO_ACCOUNT_SID", "AC" + "0" * 32)
     monkeypatch.setenv("TWILIO_AUTH_TOKEN", "dummy-token")
     bots = _load(SERVICE_BOTS, "va_pipecat_service_bots")

@@ -15,6 +15,7 @@ events it sends validate against the SDK's client-event models.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import AsyncIterator, Iterator
 from types import SimpleNamespace
@@ -22,30 +23,9 @@ from typing import Annotated, Any, get_args, get_origin
 
 import pytest
 from pydantic import BaseModel
-
-pytest.importorskip("openai")
-
-from openai.types.beta.realtime import RealtimeServerEvent as BetaServerEvent
-from openai.types.realtime import (
-    ConversationItemInputAudioTranscriptionCompletedEvent,
-    InputAudioBufferSpeechStartedEvent,
-    RealtimeClientEvent,
-    RealtimeConversationItemFunctionCall,
-    RealtimeErrorEvent,
-    RealtimeResponse,
-    RealtimeServerEvent,
-    ResponseAudioDeltaEvent,
-    ResponseAudioTranscriptDeltaEvent,
-    ResponseAudioTranscriptDoneEvent,
-    ResponseCreatedEvent,
-    ResponseDoneEvent,
-    ResponseFunctionCallArgumentsDoneEvent,
-    SessionCreatedEvent,
-)
-from openai.types.realtime.realtime_error import RealtimeError
-from openai.types.realtime.realtime_session_create_request import RealtimeSessionCreateRequest
 from websockets.asyncio.client import connect
 
+from tests.helpers.collect_imports import skip_unless_installed
 from voice_audit.agents.fakes import tone
 from voice_audit.agents.protocols.event_json import b64encode
 from voice_audit.agents.protocols.realtime import RealtimeSession, session_config
@@ -66,6 +46,8 @@ from voice_audit.harness.adapter import (
 )
 from voice_audit.harness.tools import ToolFixture
 from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary, canonical_json
+
+skip_unless_installed("openai")
 
 CFG = ServeConfig(
     greeting_timeout_s=2.0, turn_timeout_s=10.0, vad=VadConfig(hangover_ms=300), hangup_grace_s=1.0
@@ -95,9 +77,26 @@ def _by_type(union: Any) -> dict[str, type[BaseModel]]:
     return out
 
 
-GA_SERVER = _by_type(RealtimeServerEvent)
-BETA_SERVER = _by_type(BetaServerEvent)
-GA_CLIENT = _by_type(RealtimeClientEvent)
+# The SDK's types are imported when a test first needs them, not when the file is collected.
+@functools.cache
+def ga_server() -> dict[str, type[BaseModel]]:
+    from openai.types.realtime import RealtimeServerEvent
+
+    return _by_type(RealtimeServerEvent)
+
+
+@functools.cache
+def beta_server() -> dict[str, type[BaseModel]]:
+    from openai.types.beta.realtime import RealtimeServerEvent as BetaServerEvent
+
+    return _by_type(BetaServerEvent)
+
+
+@functools.cache
+def ga_client() -> dict[str, type[BaseModel]]:
+    from openai.types.realtime import RealtimeClientEvent
+
+    return _by_type(RealtimeClientEvent)
 
 
 def _extras(obj: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[str, ...]]:
@@ -336,7 +335,7 @@ async def _whole_call(api: str) -> tuple[_Client, _HeldAgent, list[int], list[di
 @pytest.mark.parametrize("api", ["ga", "beta"])
 async def test_every_server_event_validates_against_the_sdk(api: str) -> None:
     c, agent, _onsets, _tools = await _whole_call(api)
-    models = GA_SERVER if api == "ga" else BETA_SERVER
+    models = ga_server() if api == "ga" else beta_server()
     for raw in c.raw:
         _strict(raw, models)
     seen = {e["type"] for e in c.events}
@@ -458,6 +457,23 @@ class _FakeSocket:
 
 
 def _sdk_frames(call: CallInfo) -> list[str]:
+    from openai.types.realtime import (
+        ConversationItemInputAudioTranscriptionCompletedEvent,
+        InputAudioBufferSpeechStartedEvent,
+        RealtimeConversationItemFunctionCall,
+        RealtimeErrorEvent,
+        RealtimeResponse,
+        ResponseAudioDeltaEvent,
+        ResponseAudioTranscriptDeltaEvent,
+        ResponseAudioTranscriptDoneEvent,
+        ResponseCreatedEvent,
+        ResponseDoneEvent,
+        ResponseFunctionCallArgumentsDoneEvent,
+        SessionCreatedEvent,
+    )
+    from openai.types.realtime.realtime_error import RealtimeError
+    from openai.types.realtime.realtime_session_create_request import RealtimeSessionCreateRequest
+
     audio = b64encode(b"\x01\x00" * 2400)  # 100 ms at 24 kHz
     account = call.facts.account.account_id
     where = {"response_id": "resp_1", "item_id": "item_a", "output_index": 0, "content_index": 0}
@@ -560,7 +576,7 @@ async def test_client_parses_events_built_from_the_sdk_models() -> None:
     sent = [json.loads(s) for s in ws.sent]
     assert [m["type"] for m in sent] == ["conversation.item.create", "response.create"]
     for raw in ws.sent:
-        _strict(str(raw), GA_CLIENT)
+        _strict(str(raw), ga_client())
 
 
 def test_client_events_validate_against_the_sdk() -> None:
@@ -592,14 +608,14 @@ def test_client_events_validate_against_the_sdk() -> None:
         json.dumps(rw.user_text("DTMF 1")),
     ]
     for raw in frames:
-        _strict(raw, GA_CLIENT)
+        _strict(raw, ga_client())
 
 
 def test_beta_names_are_one_table() -> None:
     from voice_audit.agents.protocols.realtime_wire import BETA_NAMES, on_wire, to_ga
 
     for ga, beta in BETA_NAMES.items():
-        assert ga in GA_SERVER and beta in BETA_SERVER, (ga, beta)
+        assert ga in ga_server() and beta in beta_server(), (ga, beta)
         assert to_ga(beta) == ga and on_wire(ga, True) == beta and on_wire(ga, False) == ga
     # every other server event our front end sends has the same name in both protocols
     for name in (
@@ -608,4 +624,4 @@ def test_beta_names_are_one_table() -> None:
         "input_audio_buffer.speech_started",
         "conversation.item.truncated",
     ):
-        assert name in GA_SERVER and name in BETA_SERVER and to_ga(name) == name
+        assert name in ga_server() and name in beta_server() and to_ga(name) == name

@@ -23,6 +23,7 @@ import soundfile as sf
 
 pytest.importorskip("pjsua2")
 
+from tests.helpers.collect_scenarios import bundled
 from tests.helpers.sip_peers import Baresip, Sipp, dominant_hz, free_port_pair, read_wav, tone
 from voice_audit.agents.protocols.sip import sip_adapter
 from voice_audit.agents.protocols.sip_wire import SIP_FORMAT
@@ -32,14 +33,13 @@ from voice_audit.harness.model.campaign import AgentSpec
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner
-from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.serial,
 ]  # serial: real-time RTP pacing; answer and RTP timeouts decide the outcomes
 
-FACTS = ScenarioLibrary(BUNDLED_LIBRARY).load_all()["refund_duplicate_charge"][1].facts
+FACTS = bundled("refund_duplicate_charge").facts
 
 
 async def _call(

@@ -21,16 +21,16 @@ import pytest
 
 pytest.importorskip("pjsua2")
 
+from tests.helpers.collect_scenarios import bundled
 from tests.helpers.sip_peers import Sipp, dominant_hz, free_port_pair, tone
 from voice_audit.agents.protocols.sip import sip_adapter
 from voice_audit.agents.protocols.sip_wire import SIP_FORMAT
 from voice_audit.harness.adapter import AgentError, AudioOut, CallInfo, HangupOut, SignalOut
 from voice_audit.harness.model.campaign import AgentSpec
-from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]  # real-time RTP pacing
 
-FACTS = ScenarioLibrary(BUNDLED_LIBRARY).load_all()["refund_duplicate_charge"][1].facts
+FACTS = bundled("refund_duplicate_charge").facts
 PCMA = 8
 
 

@@ -14,17 +14,11 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
-import pytest
-
-pytest.importorskip("pipecat.serializers.twilio")
-
-from pipecat.audio.utils import create_stream_resampler, pcm_to_ulaw, ulaw_to_pcm
-from pipecat.frames.frames import InputAudioRawFrame, InputDTMFFrame, InterruptionFrame, OutputAudioRawFrame
-from pipecat.runner.utils import parse_telephony_websocket
-from pipecat.serializers.twilio import TwilioFrameSerializer
 from websockets.asyncio.server import ServerConnection, serve
 
+from tests.helpers.collect_imports import skip_unless_installed
 from voice_audit.agents.fakes import tone
 from voice_audit.agents.protocols import twilio_adapter
 from voice_audit.agents.protocols import twilio_wire as tw
@@ -34,6 +28,10 @@ from voice_audit.harness.adapter import AudioOut, CallInfo, ClearOut, HangupOut
 from voice_audit.harness.model.campaign import AgentSpec
 from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
 
+skip_unless_installed("pipecat.serializers.twilio")
+if TYPE_CHECKING:  # pipecat is imported by the tests that use it, not when the file is collected
+    from pipecat.serializers.twilio import TwilioFrameSerializer
+
 
 def _call() -> CallInfo:
     sc = ScenarioLibrary(BUNDLED_LIBRARY).load_all()["refund_duplicate_charge"][1]
@@ -42,6 +40,8 @@ def _call() -> CallInfo:
 
 async def _serializer(stream_sid: str) -> TwilioFrameSerializer:
     """pipecat's serializer as a bot's pipeline sets it up, at the 8 kHz of the line."""
+    from pipecat.serializers.twilio import TwilioFrameSerializer
+
     ser = TwilioFrameSerializer(stream_sid, params=TwilioFrameSerializer.InputParams(auto_hang_up=False))
     await ser.setup(SimpleNamespace(audio_in_sample_rate=8000))  # type: ignore[arg-type]
     return ser
@@ -83,6 +83,10 @@ async def _record_a_call() -> tuple[list[str], TwilioSession, bytes]:
 
 
 async def test_pipecat_reads_what_the_harness_sends() -> None:
+    from pipecat.audio.utils import create_stream_resampler, ulaw_to_pcm
+    from pipecat.frames.frames import InputAudioRawFrame, InputDTMFFrame
+    from pipecat.runner.utils import parse_telephony_websocket
+
     frames, session, ulaw = await _record_a_call()
     transport, data = await parse_telephony_websocket(_Texts(frames[:2]))  # type: ignore[arg-type]
     assert transport == "twilio"
@@ -109,6 +113,9 @@ async def test_pipecat_reads_what_the_harness_sends() -> None:
 
 
 async def test_the_harness_reads_what_pipecat_sends() -> None:
+    from pipecat.audio.utils import create_stream_resampler, pcm_to_ulaw
+    from pipecat.frames.frames import InterruptionFrame, OutputAudioRawFrame
+
     sid = "MZ" + "1" * 32
     ser = await _serializer(sid)
     pcm = tone(60, 8000)

@@ -17,11 +17,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-
-pytest.importorskip("aiortc")
-
 from aiohttp import web
 
+from tests.helpers.collect_imports import imported_before_tests, skip_unless_installed
 from voice_audit.agents.fakes import ToneAgent, tone
 from voice_audit.agents.protocols import webrtc_wire as ww
 from voice_audit.agents.protocols.webrtc import webrtc_adapter
@@ -42,6 +40,9 @@ from voice_audit.harness.adapter import (
 from voice_audit.harness.endpoints import unreachable_agents
 from voice_audit.harness.model.campaign import AgentSpec
 from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
+
+skip_unless_installed("aiortc")
+_aiortc_imported = imported_before_tests("aiortc")  # before the first call, not inside its deadlines
 
 # serial: real-time calls with connect and dead-peer deadlines
 pytestmark = pytest.mark.serial

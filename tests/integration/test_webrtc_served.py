@@ -12,12 +12,14 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("aiortc")
-
+from tests.helpers.collect_imports import imported_before_tests, skip_unless_installed
 from voice_audit.agents.serve import start_server
 from voice_audit.harness.planning import load_campaign
 from voice_audit.harness.runlog import RunReader
 from voice_audit.harness.runtime import CampaignRunner
+
+skip_unless_installed("aiortc")
+_aiortc_imported = imported_before_tests("aiortc")  # before the first call, not inside its deadlines
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]  # serial: a real-time WebRTC campaign under call timeouts
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers.collect_scenarios import locked
 from voice_audit.analysis.metrics import lexicon
 from voice_audit.harness.caller import ACTS, PRECEDENCE, RuleReader, classify, make_reading, read_turn
 from voice_audit.harness.caller import acts as caller_acts
 from voice_audit.harness.caller.reading import ActHit
-from voice_audit.scenarios import ScenarioLibrary, safety
+from voice_audit.scenarios import safety
 
-REFUND = ScenarioLibrary().get_locked("refund_duplicate_charge")
+REFUND = locked("refund_duplicate_charge")
 
 
 @pytest.mark.parametrize(

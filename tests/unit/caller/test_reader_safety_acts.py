@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers.collect_scenarios import locked
 from voice_audit.harness.caller import read_turn
-from voice_audit.scenarios import ScenarioLibrary
 
-REFUND = ScenarioLibrary().get_locked("refund_duplicate_charge")
+REFUND = locked("refund_duplicate_charge")
 
 
 @pytest.mark.parametrize(

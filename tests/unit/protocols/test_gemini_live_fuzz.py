@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from websockets.asyncio.client import connect
 
+from tests.helpers.collect_scenarios import bundled
 from voice_audit.agents.fakes import ToneAgent
 from voice_audit.agents.protocols import gemini_live_wire as gw
 from voice_audit.agents.protocols.event_json import b64encode
@@ -29,7 +30,7 @@ from voice_audit.harness.adapter import AgentError, AgentEvent, AudioOut, CallIn
 from voice_audit.harness.model.failures import FAILURE_KINDS
 from voice_audit.harness.runtime.playback import decode_agent_audio
 from voice_audit.harness.tools import ToolFixture
-from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary, canonical_json
+from voice_audit.scenarios import canonical_json
 
 settings.register_profile("ci", max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 settings.register_profile("volume", max_examples=5000, deadline=None, suppress_health_check=list(HealthCheck))
@@ -147,7 +148,7 @@ RAW = st.one_of(
 FRAME = st.one_of(JSON.map(json.dumps), mutated().map(json.dumps), RAW)
 FRAMES = st.lists(FRAME, min_size=1, max_size=5)
 
-_SC = ScenarioLibrary(BUNDLED_LIBRARY).load_all()["refund_duplicate_charge"][1]
+_SC = bundled("refund_duplicate_charge")
 CALL = CallInfo(facts=_SC.facts, scenario_id=_SC.id)
 
 

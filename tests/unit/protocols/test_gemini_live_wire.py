@@ -10,13 +10,16 @@ from typing import Any
 
 import numpy as np
 import pytest
-from google.genai import types as gt
 
+from tests.helpers.collect_imports import LazyModule
 from voice_audit.agents.protocols import gemini_live_wire as gw
 from voice_audit.agents.protocols.gemini_live import usage_quantities
 from voice_audit.harness.adapter import AgentError
 from voice_audit.harness.tools import ToolFixture
 from voice_audit.scenarios import BUNDLED_LIBRARY, ScenarioLibrary
+
+# the SDK is imported by the first test that uses it, not when the file is collected
+gt = LazyModule("google.genai.types")
 
 PCM = np.arange(-800, 800, 3, dtype="<i2").tobytes()  # bytes that use +, / and padding in base64
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers.collect_scenarios import locked
 from voice_audit.harness.caller import (
     HUMAN_REQUEST,
     UNKNOWN_FACT,
@@ -16,7 +17,7 @@ from voice_audit.harness.caller import (
 )
 from voice_audit.scenarios import ScenarioLibrary
 
-REFUND = ScenarioLibrary().get_locked("refund_duplicate_charge")
+REFUND = locked("refund_duplicate_charge")
 CH = REFUND.caller.challenges
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tests.helpers.collect_scenarios import locked
 from voice_audit.harness.caller.policy import CallerPolicy, Say
 from voice_audit.harness.model.campaign import Patience
 from voice_audit.harness.model.events import Event
@@ -18,9 +19,8 @@ from voice_audit.harness.runtime.eventlog import EventLog
 from voice_audit.harness.runtime.recorder import CallRecorder
 from voice_audit.harness.runtime.voice import Spoken
 from voice_audit.personas import CallerCondition
-from voice_audit.scenarios import ScenarioLibrary
 
-REFUND = ScenarioLibrary().get_locked("refund_duplicate_charge")
+REFUND = locked("refund_duplicate_charge")
 CONDITION = CallerCondition(
     accent="us_general", voice_profile="female_adult", affect="calm", disfluency="none", wording="plain"
 )

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.helpers.collect_scenarios import locked
 from voice_audit.harness.caller.policy import CallerPolicy, Say
 from voice_audit.harness.model.campaign import Patience
 from voice_audit.harness.model.events import Event
@@ -21,9 +22,8 @@ from voice_audit.harness.runtime.eventlog import EventLog
 from voice_audit.harness.runtime.recorder import CallRecorder
 from voice_audit.harness.runtime.voice import Spoken
 from voice_audit.personas import CallerCondition
-from voice_audit.scenarios import ScenarioLibrary
 
-REFUND = ScenarioLibrary().get_locked("refund_duplicate_charge")
+REFUND = locked("refund_duplicate_charge")
 SHORT = REFUND.model_copy(update={"caller": REFUND.caller.model_copy(update={"max_turns": 3})})
 CONDITION = CallerCondition(
     accent="us_general", voice_profile="female_adult", affect="calm", disfluency="none", wording="plain"
