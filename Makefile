@@ -95,49 +95,57 @@ docs: install
 	$(BIN)/python -m voice_audit.harness.reference_docs docs/reference
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
-# Three lanes. The `cpu_bound` tests (long, no wall-clock assertion) start first, in the
-# background and their own session, at nice 10, their longest files first. Where the kernel groups
-# each session for scheduling (autogroup, on by default in most distributions), a process's nice
-# value ranks it only inside its session, and a new session competes as an equal with all the
-# others: the lane's session is given nice 10 too (/proc/self/autogroup), or it would take a whole
-# core from the parallel lane (measured: the parallel lane 1,200 s beside it, 444 s alone). They take the core that
-# ruff, mypy and mkdocs leave idle and the moments the parallel lane leaves idle (its tests wait on
-# subprocesses and servers: its CPU time, 727 s, is well under twice its 444 s alone)
-# while taking about 5% from it when it saturates both cores (ending the cpu_bound lane alone,
-# after the serial lane, on one core, made `make test` 20 minutes long). The timing-sensitive `serial`
-# tests come after the parallel lane, and the cpu_bound lane is then reniced to 19 (raising one's own
-# niceness needs no privilege), so the real-time calls run ahead of it, as a real-time audio system
-# is scheduled ahead of batch work (and, once the serial lane ends and where lowering niceness is
-# permitted, its session goes back to nice 0, so another job on the machine does not starve it); where lowering niceness is permitted (root, CAP_SYS_NICE) the
-# serial lane also runs at nice -5, ahead of other work on the machine, and elsewhere at the default
-# (its tests must hold beside a CPU-bound job either way). The serial tests mostly wait on the wall
-# clock, so a few files run at once, one file per worker (a file's tests share its module fixtures;
-# tests/conftest.py puts the longest files first). The cpu_bound report follows. These two lanes
-# collect only the files that name their mark (collecting every test costs each worker ~14 s of
-# CPU). Each lane prints its time.
+# Three lanes, each its own pytest session, run at once and ranked by the scheduler, as a real-time
+# audio system is scheduled ahead of batch work. Where the kernel groups each session for scheduling
+# (autogroup, on by default in most distributions), a process's nice value ranks it only inside its
+# session and a new session competes as an equal with all the others, so each batch lane runs in a
+# session of its own whose group is niced too (/proc/self/autogroup; raising one's own niceness needs
+# no privilege); elsewhere the processes' own nice values rank them the same way.
+# - `serial`: the timing-sensitive tests (real-time calls against servers and bots), in this session,
+#   ahead of everything else; where lowering niceness is permitted (root, CAP_SYS_NICE) at nice -5,
+#   ahead of other work on the machine too (its tests must hold beside a CPU-bound job either way).
+#   They mostly wait on the wall clock (about 400 s of it), so a few files run at once, one file per
+#   worker (a file's tests share its module fixtures; tests/conftest.py puts the longest files first).
+# - `parallel`: every other test, at nice 10: it takes what the real-time calls leave, which is most
+#   of both cores. Started after the serial lane had the machine to itself, `make test` waited about
+#   400 s for calls that used well under a core.
+# - `cpu_bound` (long, no wall-clock assertion): started first, on the core ruff, mypy and mkdocs leave
+#   idle, at nice 10 as the parallel lane, with which it shares what the real-time calls leave (at
+#   nice 19 behind it, its LLM files were left to run alone, on one core, for the last 170 s); its
+#   session goes back to nice 0 once the other lanes end (where lowering niceness is permitted), so
+#   another job on the machine does not starve it.
+# The serial and cpu_bound lanes collect only the files that name their mark (collecting every test
+# costs each worker ~10 s of CPU). Each lane prints its time; the serial and cpu_bound reports follow.
+# The lanes share one fresh folder of LLM system-prompt states (harness/llm/states.py): a model's
+# prompt is evaluated once per run, not once per lane, and never read from the user's cache.
 CPU_LANE_LOG := $(VENV)/cpu-bound-lane.log
+SERIAL_LANE_LOG := $(VENV)/serial-lane.log
 SERIAL_FILES = $(shell grep -rlE 'mark\.serial\b' tests --include='test_*.py' | sort)
 CPU_BOUND_FILES = $(shell grep -rlE 'mark\.cpu_bound\b' tests --include='test_*.py' | sort)
+BATCH_LANE := setsid sh -c 'echo 10 >/proc/self/autogroup 2>/dev/null; exec nice -n 10 "$$@"'
 test: install system-deps
-	@t0=$$(date +%s); echo "cpu_bound lane started (nice 10, then 19; report in $(CPU_LANE_LOG))"; \
-	  setsid sh -c 'echo 10 >/proc/self/autogroup 2>/dev/null; exec nice -n 10 "$$@"' cpu-lane \
-	    $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder \
-	    -m "cpu_bound and not serial" \
-	    $(CPU_BOUND_FILES) >$(CPU_LANE_LOG) 2>&1 & cpu=$$!; \
+	@t0=$$(date +%s); echo "cpu_bound lane started (nice 10; report in $(CPU_LANE_LOG))"; \
+	  VOICE_AUDIT_LLM_STATES=$$(mktemp -d); export VOICE_AUDIT_LLM_STATES; \
+	  trap 'rm -rf "$$VOICE_AUDIT_LLM_STATES"' EXIT; \
+	  $(BATCH_LANE) cpu-lane $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder \
+	    -m "cpu_bound and not serial" $(CPU_BOUND_FILES) >$(CPU_LANE_LOG) 2>&1 & cpu=$$!; \
 	  lap() { now=$$(date +%s); echo "$$1: $$((now - t0)) s"; t0=$$now; }; \
-	  { $(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy \
+	  $(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy \
 	    && NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet && lap "lint, typecheck, docs" \
-	    && $(BIN)/python -m pytest -q -n 4 --dist worksteal -m "not serial and not cpu_bound" \
-	    && lap "parallel lane"; } || { kill -TERM -$$cpu 2>/dev/null; wait $$cpu; exit 1; }; \
-	  ps -e -o pid=,sid= | awk -v s=$$cpu '$$2 == s {print $$1}' | xargs -r renice -n 19 -p >/dev/null 2>&1; \
-	  echo 19 2>/dev/null >/proc/$$cpu/autogroup; \
+	    || { kill -TERM -$$cpu 2>/dev/null; wait $$cpu; exit 1; }; \
 	  rt=""; [ "$$(nice -n -5 nice 2>/dev/null)" = -5 ] && rt="nice -n -5"; \
-	  echo "serial lane$${rt:+ at nice -5}, with the cpu_bound lane beside it at nice 19"; \
+	  echo "serial lane$${rt:+ at nice -5} (report in $(SERIAL_LANE_LOG)), parallel and cpu_bound lanes at nice 10"; \
 	  $$rt $(BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder -m serial \
-	    $(SERIAL_FILES); serial=$$?; lap "serial lane"; \
+	    $(SERIAL_FILES) >$(SERIAL_LANE_LOG) 2>&1 & serial=$$!; \
+	  $(BATCH_LANE) parallel-lane $(BIN)/python -m pytest -q -n 4 --dist worksteal \
+	    -m "not serial and not cpu_bound" & par=$$!; \
+	  trap 'kill -TERM -$$cpu -$$par $$serial 2>/dev/null' INT TERM; \
+	  wait $$par || { kill -TERM -$$cpu $$serial 2>/dev/null; wait; exit 1; }; lap "parallel lane"; \
+	  wait $$serial; serial=$$?; lap "serial lane, after the parallel lane"; \
 	  echo 0 2>/dev/null >/proc/$$cpu/autogroup; \
-	  wait $$cpu; cpu=$$?; lap "cpu_bound lane, after the serial lane"; echo "cpu_bound lane:"; \
-	  cat $(CPU_LANE_LOG); [ $$serial -eq 0 ] && [ $$cpu -eq 0 ]
+	  wait $$cpu; cpu=$$?; lap "cpu_bound lane, after the other two"; \
+	  echo "serial lane:"; cat $(SERIAL_LANE_LOG); echo "cpu_bound lane:"; cat $(CPU_LANE_LOG); \
+	  [ $$serial -eq 0 ] && [ $$cpu -eq 0 ]
 
 unit: install
 	$(BIN)/python -m pytest -q tests/unit
