@@ -70,6 +70,7 @@ class StreamingCall:
         self.interruptions = interruptions
         self._barge: tuple[int, int] | None = None  # (agent turn, barge-in time) of the turn under way
         self._barge_cleared = False
+        self._barge_answered = False  # the agent has spoken since the caller's interruption line ended
         self.pump = FramePump(log, session, input_format)
         self.turn_text: list[str] = []
         self.hung_up: str | None = None
@@ -115,6 +116,10 @@ class StreamingCall:
         log = self.log
         async for ev in self.events:
             now = log.now()
+            if isinstance(ev, AudioOut | TextOut) and self._barge is not None:
+                # the interruption line (which started at the barge-in) has ended: this answers it
+                end = log.caller_end_ms
+                self._barge_answered |= end >= self._barge[1] and now >= end
             if isinstance(ev, AudioOut):
                 if self.pump.speaking and log.playback.turn_start is None:
                     log.emit("barge_in", by="agent")
@@ -175,7 +180,15 @@ class StreamingCall:
 
     async def next_turn(self, quiet_ms: int, give_up_ms: int) -> AgentTurn:
         """Wait for the agent's turn to end: its audio played out, then quiet for `ENDPOINT_MS`;
-        a turn that has not begun within `quiet_ms` is silence (the caller's patience decides)."""
+        a turn that has not begun within `quiet_ms` is silence (the caller's patience decides).
+
+        A turn the caller barged in on also holds the agent's answer to the interruption, which
+        the caller waits for as for any answer: up to `quiet_ms` after its interruption line for
+        the agent to speak again, then until that audio has played out. Ending the turn
+        `ENDPOINT_MS` after the line would leave the agent 0.7 s to answer (a voice agent's own
+        end-of-speech detection alone takes about half of that): a later answer would begin the
+        next turn while the caller decides, and whether the caller then talks over it would
+        depend on a race with the harness's load, not on what the agent did."""
         del give_up_ms  # quiet_ms never exceeds it, and a streaming agent can speak at any time
         start = self.log.now()
         limit_ms = self.turn_s * 1000
@@ -192,7 +205,8 @@ class StreamingCall:
             if pb.turn_start is not None or self.turn_text:
                 wake_ms = max(pb.end_ms, self.last_activity_ms) + ENDPOINT_MS
                 if self._barge is not None:  # the agent's answer to the interruption is still this turn
-                    wake_ms = max(wake_ms, self.log.caller_end_ms + ENDPOINT_MS)
+                    wait_ms = ENDPOINT_MS if self._barge_answered else quiet_ms
+                    wake_ms = max(wake_ms, self.log.caller_end_ms + wait_ms)
             else:
                 wake_ms = start + quiet_ms
             barge_at = self._barge_point()
@@ -284,7 +298,7 @@ class StreamingCall:
         plan, pb = self.interruptions, self.log.playback
         assert plan is not None and pb.turn_start is not None
         played = at - pb.turn_start
-        self._barge, self._barge_cleared = (pb.turn, at), False
+        self._barge, self._barge_cleared, self._barge_answered = (pb.turn, at), False, False
         self.log.emit("barge_in", by="caller", turn=pb.turn, played_ms=played, reason=plan.reason)
         await self.session.barge_in(played)
         return AgentTurn(had_audio=True, barged=True)
