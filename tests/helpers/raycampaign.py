@@ -36,13 +36,7 @@ def campaign_yaml(
     concurrency: int = 4,
     pacing: str = "accelerated",
 ) -> str:
-    """The campaign's YAML; `agents` is the entries of its agent list (flow style, comma-separated).
-
-    The callers are eSpeak's adult male voices (m1, m3, m5). The female ones include `breath`
-    variants (f2; f3 and f5 too), whose Klatt breath noise differs from one synthesis to the next even
-    on a fresh engine, so a voice's rate calibration (and the pace of every line) came out different
-    on a node that calibrated it without the driver's cache (native 4.367 vs 4.399 words/s for es+f2:
-    154 vs 153 wpm sent), and the executors' episodes differed by the voice, not by where they ran."""
+    """The campaign's YAML; `agents` is the entries of its agent list (flow style, comma-separated)."""
     return f"""\
 name: {name}
 seed: {seed}
@@ -50,7 +44,7 @@ scenarios: [refund_duplicate_charge]
 agents: [{agents}]
 pairs:
   - contrast: [accent]
-    base: {{voice_profile: male_adult, affect: calm, disfluency: none, wording: plain}}
+    base: {{voice_profile: female_adult, affect: calm, disfluency: none, wording: plain}}
     a: {{accent: us_general}}
     b: {{accent: {accent_b}}}
 voices: {voices}

@@ -4,11 +4,12 @@ order: what was said before (another line, another voice, SSML) must not change 
 from __future__ import annotations
 
 import hashlib
+import time
 
 import pytest
 
 from voice_audit.harness.audio import SpeechSynthesizer, create_tts
-from voice_audit.personas import SpeechParams
+from voice_audit.personas import SpeechParams, load_catalogue
 
 LINE = "Hello, I am calling about a charge on my account."
 VOICE = SpeechParams(voice="en-us", variant="m3", pitch=40, pitch_range=45, rate_wpm=160)
@@ -66,3 +67,25 @@ async def test_the_same_audio_in_fresh_worker_processes_in_any_order() -> None:
             assert synth._workers().pids() == pids, "the worker must not have been replaced in between"
         digests += [digest(first.pcm.tobytes()), digest(second.pcm.tobytes())]
     assert len(set(digests)) == 1, digests
+
+
+def test_every_catalogue_voice_is_the_same_in_another_second() -> None:
+    """The engine seeds its random generator (breath noise) from the clock at initialisation: every
+    voice the catalogue uses, spoken again once the clock's second has changed, gives the same samples."""
+    tts = create_tts("espeak")
+    variants = sorted(
+        {
+            (r.variant, r.pitch, r.pitch_range)
+            for p in load_catalogue().voice_profile.values()
+            for r in p.realisations
+        }
+    )
+    assert {"f2", "f5", "m1"} <= {v for v, _, _ in variants}, variants
+    voices = [SpeechParams(voice="en-us", variant=v, pitch=p, pitch_range=r) for v, p, r in variants]
+    first = [digest(tts.synthesize(LINE, None, params).pcm.tobytes()) for params in voices]
+    second = int(time.time())
+    while int(time.time()) == second:
+        time.sleep(0.05)
+    again = [digest(tts.synthesize(LINE, None, params).pcm.tobytes()) for params in voices]
+    changed = [params.espeak_name for params, a, b in zip(voices, first, again, strict=True) if a != b]
+    assert not changed, f"different audio a second later: {changed}"
