@@ -118,11 +118,15 @@ docs: install
 #   nice 19 behind it, its LLM files were left to run alone, on one core, for the last 170 s); its
 #   session goes back to nice 0 once the other lanes end (where lowering niceness is permitted), so
 #   another job on the machine does not starve it.
+# Beside the lint step, the numba kernels the tests load (librosa's, the project's PYIN) are compiled
+# once (tests/helpers/warm_numba.py, 22 s of CPU): on a fresh install every process that reached one
+# before another had written it to disk compiled it again (13 to 20 s of CPU each).
 # The serial and cpu_bound lanes collect only the files that name their mark (collecting every test
 # costs each worker ~10 s of CPU). Each lane prints its time; the serial and cpu_bound reports follow.
 # The lanes share one fresh folder of LLM system-prompt states (harness/llm/states.py): a model's
 # prompt is evaluated once per run, not once per lane, and never read from the user's cache.
 CPU_LANE_LOG := $(VENV)/cpu-bound-lane.log
+NUMBA_LOG := $(VENV)/warm-numba.log
 SERIAL_LANE_LOG := $(VENV)/serial-lane.log
 SERIAL_FILES = $(shell grep -rlE 'mark\.serial\b' tests --include='test_*.py' | sort)
 CPU_BOUND_FILES = $(shell grep -rlE 'mark\.cpu_bound\b' tests --include='test_*.py' | sort)
@@ -133,10 +137,12 @@ test: install system-deps
 	  trap 'rm -rf "$$VOICE_AUDIT_LLM_STATES"' EXIT; \
 	  $(BATCH_LANE) cpu-lane $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder \
 	    -m "cpu_bound and not serial" $(CPU_BOUND_FILES) >$(CPU_LANE_LOG) 2>&1 & cpu=$$!; \
+	  $(BIN)/python -m tests.helpers.warm_numba >$(NUMBA_LOG) 2>&1 & warm=$$!; \
 	  lap() { now=$$(date +%s); echo "$$1: $$((now - t0)) s"; t0=$$now; }; \
 	  $(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy \
 	    && NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet && lap "lint, typecheck, docs" \
-	    || { kill -TERM -$$cpu 2>/dev/null; wait $$cpu; exit 1; }; \
+	    || { kill -TERM -$$cpu $$warm 2>/dev/null; wait $$cpu; exit 1; }; \
+	  wait $$warm || echo "numba kernels not compiled ahead (each test process compiles its own): $(NUMBA_LOG)"; \
 	  rt=""; [ "$$(nice -n -5 nice 2>/dev/null)" = -5 ] && rt="nice -n -5"; \
 	  echo "serial lane$${rt:+ at nice -5} (report in $(SERIAL_LANE_LOG)), parallel and cpu_bound lanes at nice 10"; \
 	  $$rt $(BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder -m serial \
