@@ -124,7 +124,9 @@ docs: install
 # The serial and cpu_bound lanes collect only the files that name their mark (collecting every test
 # costs each worker ~10 s of CPU). Each lane prints its time; the serial and cpu_bound reports follow.
 # The lanes share one fresh folder of LLM system-prompt states (harness/llm/states.py): a model's
-# prompt is evaluated once per run, not once per lane, and never read from the user's cache.
+# prompt is evaluated once per run, not once per lane, and never read from the user's cache. They also
+# share one fresh audio cache (tests/helpers/pilot_cache.py): a line one lane has rendered and read
+# with the pilot's recogniser is read from it by the others.
 CPU_LANE_LOG := $(VENV)/cpu-bound-lane.log
 NUMBA_LOG := $(VENV)/warm-numba.log
 SERIAL_LANE_LOG := $(VENV)/serial-lane.log
@@ -133,8 +135,9 @@ CPU_BOUND_FILES = $(shell grep -rlE 'mark\.cpu_bound\b' tests --include='test_*.
 BATCH_LANE := setsid sh -c 'echo 10 >/proc/self/autogroup 2>/dev/null; exec nice -n 10 "$$@"'
 test: install system-deps
 	@t0=$$(date +%s); echo "cpu_bound lane started (nice 10; report in $(CPU_LANE_LOG))"; \
-	  VOICE_AUDIT_LLM_STATES=$$(mktemp -d); export VOICE_AUDIT_LLM_STATES; \
-	  trap 'rm -rf "$$VOICE_AUDIT_LLM_STATES"' EXIT; \
+	  VOICE_AUDIT_LLM_STATES=$$(mktemp -d); VOICE_AUDIT_TEST_AUDIO_CACHE=$$(mktemp -d); \
+	  export VOICE_AUDIT_LLM_STATES VOICE_AUDIT_TEST_AUDIO_CACHE; \
+	  trap 'rm -rf "$$VOICE_AUDIT_LLM_STATES" "$$VOICE_AUDIT_TEST_AUDIO_CACHE"' EXIT; \
 	  $(BATCH_LANE) cpu-lane $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder \
 	    -m "cpu_bound and not serial" $(CPU_BOUND_FILES) >$(CPU_LANE_LOG) 2>&1 & cpu=$$!; \
 	  $(BIN)/python -m tests.helpers.warm_numba >$(NUMBA_LOG) 2>&1 & warm=$$!; \

@@ -9,7 +9,9 @@ entry to a temporary file renamed into place (`voice_audit.scenarios.atomic`), s
 writers of one key leave one whole entry and a hit is exact: a test reads what it would have
 computed. The directory is under the session's base temporary folder, which the xdist workers of
 one session share and every pytest session gets afresh: never the user's home cache, and never a
-cache left by an earlier `make test`.
+cache left by an earlier `make test`. `make test` gives its three lanes (three pytest sessions) one
+fresh folder for all of them (`SHARED_CACHE_ENV`), as it gives them one folder of LLM states: a line
+the parallel lane has rendered and read is not rendered and read again by the serial lane.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+SHARED_CACHE_ENV = "VOICE_AUDIT_TEST_AUDIO_CACHE"
+"""A folder that replaces the session's own (set by `make test` for all its lanes; empty at the start)."""
 SHARED = ("tts", "stimuli-asr", "stimuli-measures")
 """The content-addressed folders of `~/.cache/voice-audit` (what `run` and `stimuli` use by default).
 Its model weights and encoders stay in each test's own HOME, as before."""
@@ -26,10 +30,14 @@ Its model weights and encoders stay in each test's own HOME, as before."""
 
 def session_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The session's shared cache folder (the layout of `~/.cache/voice-audit`)."""
-    base = tmp_path_factory.getbasetemp()
-    # an xdist worker's base is <session base>/<worker id>: the session's folder is its parent
-    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
-    path = root / "shared-audio-cache"
+    given = os.environ.get(SHARED_CACHE_ENV)
+    if given:
+        path = Path(given)
+    else:
+        base = tmp_path_factory.getbasetemp()
+        # an xdist worker's base is <session base>/<worker id>: the session's folder is its parent
+        root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+        path = root / "shared-audio-cache"
     for name in SHARED:
         (path / name).mkdir(parents=True, exist_ok=True)
     return path
