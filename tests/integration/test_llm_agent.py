@@ -1,10 +1,11 @@
 """The LLM agents with the real default offline model (Qwen2.5-Coder-1.5B-Instruct, extra
-`llm-qwen15b`) in-process: whole calls with real speech end in the refund for the baseline caller,
-in-process and over a streaming protocol; the remedy never runs before verification; the same
-conversation gives the same steps in two fresh processes, whether or not another conversation's
-requests came in between (the first process computes the system prompt's state and leaves it on
-disk, the second loads it: computed == loaded); and the endpoint backend against a real local OpenAI-compatible server
-(with the tiny SmolLM2 model: plumbing, not decisions) keeps the key out of every message and log."""
+`llm-qwen15b`): whole calls with real speech, the agent served over a streaming protocol from this
+process, end in the refund for the baseline caller, with the model's messages logged; the remedy never
+runs before verification; the same conversation gives the same steps in two fresh processes, whether
+or not another conversation's requests came in between (the first process computes the system
+prompt's state and leaves it on disk, the second loads it: computed == loaded); and the endpoint
+backend against a real local OpenAI-compatible server (with the tiny SmolLM2 model: plumbing, not
+decisions) keeps the key out of every message and log."""
 
 from __future__ import annotations
 
@@ -23,7 +24,6 @@ from typing import Any
 
 import pytest
 
-from voice_audit.harness.adapter import StateOut, ToolCallOut, ToolResultOut
 from voice_audit.harness.llm.states import ENV as STATES_ENV
 
 # cpu_bound: a local LLM on one thread, no wall-clock assertion (the real-time call below is serial instead)
@@ -59,47 +59,6 @@ def session_states() -> Path:
     return Path(folder)
 
 
-def _remedy_after_verification(events: list[Any]) -> bool:
-    """True when an issue_refund succeeded and identity was verified before it was called."""
-    verified = False
-    for e in events:
-        if isinstance(e, StateOut) and "identity_verified" in e.flags:
-            verified = True
-        if isinstance(e, ToolCallOut) and e.name == "issue_refund":
-            assert verified, "a refund was called before identity was verified"
-        if isinstance(e, ToolResultOut) and e.name == "issue_refund" and e.ok:
-            return True
-    return False
-
-
-@needs_default
-async def test_llm_hybrid_whole_call_refunds_the_baseline_caller(
-    caplog: pytest.LogCaptureFixture, session_states: Path
-) -> None:
-    """Real eSpeak caller, real Whisper, the default model choosing the steps: General American,
-    calm, fluent, the duplicate charge is refunded, after verification, and the model's messages
-    are logged."""
-    from tests.helpers.reference_caller import condition, run_call, scenario
-    from voice_audit.agents.reference import LLMHybridAgent
-    from voice_audit.agents.reference._audio import shared_recognizer, shared_synthesizer
-
-    caplog.set_level(logging.DEBUG, logger="voice_audit.agents.reference.llm")
-    log = await run_call(
-        LLMHybridAgent(),
-        scenario("refund_duplicate_charge"),
-        condition(),
-        shared_synthesizer(),
-        shared_recognizer(),
-    )
-    assert log.terminal == "refund_issued", log.agent_text
-    assert _remedy_after_verification([e for t in log.agent_turns for e in t]), log.agent_text
-    assert "crm_lookup" in log.tools()
-    logged = [r.getMessage() for r in caplog.records if r.name == "voice_audit.agents.reference.llm"]
-    assert any("request 1:" in m and "Account ACC-40817" in m for m in logged), "the system prompt is logged"
-    assert any("[tool crm_lookup result]" in m for m in logged), "tool results reach the model and the log"
-    assert any(" answer " in m and '"say":' in m for m in logged), "the model's answers are logged"
-
-
 CAMPAIGN = """\
 name: llm-ws
 seed: 3
@@ -120,10 +79,14 @@ timeouts: {{connect_s: 120, turn_s: 360, call_s: 1200}}
 
 @needs_default
 @pytest.mark.serial  # real-time pacing: a loaded machine would stretch the model's turns past the caller's patience
-def test_llm_hybrid_over_websocket_streaming_refunds(tmp_path: Path, session_states: Path) -> None:
-    """The same agent served over the WebSocket streaming protocol and dialled by the harness: a
-    baseline caller gets the refund, and the tool trace says so; no call fails on the harness's side
-    and none gets a remedy before verification. The calls run one at a time and the caller is
+def test_llm_hybrid_over_websocket_streaming_refunds(
+    tmp_path: Path, session_states: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The agent served over the WebSocket streaming protocol and dialled by the harness (real eSpeak
+    caller, the agent's real Whisper, the default model choosing the steps): a baseline caller gets
+    the refund, after looking up the account, and the tool trace says so; no call fails on the
+    harness's side, none gets a remedy before verification, and the model's messages (the system
+    prompt, tool results, its answers) are logged. The calls run one at a time and the caller is
     patient (no "are you still there?" before 120 s) and waits up to 120 s for the session (the
     default is 10 s): on two shared cores a 1.5B model's turn takes seconds, its first session and
     turn also load the model and the recogniser beside the caller in this process, and a prompt the
@@ -147,6 +110,7 @@ def test_llm_hybrid_over_websocket_streaming_refunds(tmp_path: Path, session_sta
             assert summary.stats.get("harness_errors") is None, summary.stats.get("harness_errors")
         return tmp_path / "run"
 
+    caplog.set_level(logging.DEBUG, logger="voice_audit.agents.reference.llm")
     reader = RunReader(asyncio.run(run()))
     records = list(reader.records())
     assert len(records) == 2
@@ -160,12 +124,25 @@ def test_llm_hybrid_over_websocket_streaming_refunds(tmp_path: Path, session_sta
         ]
         assert rec.outcome.status == "completed", (rec.outcome, said)
         done = [e.name for e in events if e.type == "tool_result" and e.ok]
-        if "issue_refund" in done:
-            assert "verify_identity" in done[: done.index("issue_refund")], done
+        trace = [
+            (e.type, e.name, getattr(e, "ok", None)) for e in events if e.type in ("tool_call", "tool_result")
+        ]
+        asked = [
+            i for i, (kind, name, _) in enumerate(trace) if kind == "tool_call" and name == "issue_refund"
+        ]
+        verified = [i for i, step in enumerate(trace) if step == ("tool_result", "verify_identity", True)]
+        assert not asked or (verified and verified[0] < asked[0]), (
+            trace
+        )  # never asked for before verification
         if rec.outcome.terminal_outcome == "refund_issued":
             assert "issue_refund" in done, said
+            assert "crm_lookup" in done, done
             refunded.append(rec)
     assert refunded, [(r.outcome.terminal_outcome, r.outcome.termination) for r in records]
+    logged = [r.getMessage() for r in caplog.records if r.name == "voice_audit.agents.reference.llm"]
+    assert any("request 1:" in m and "Account ACC-40817" in m for m in logged), "the system prompt is logged"
+    assert any("[tool crm_lookup result]" in m for m in logged), "tool results reach the model and the log"
+    assert any(" answer " in m and '"say":' in m for m in logged), "the model's answers are logged"
 
 
 CHILD = r"""
