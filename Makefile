@@ -24,13 +24,15 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha256sum | cu
 # Wheels go in without byte-compiling (pip and uv compile every file they install, about 70 s of CPU
 # here); the venv is compiled afterwards in one process, leaving out the packages' own test suites
 # and the trees nothing here imports (transformers' model zoo, the ElevenLabs SDK's generated types,
-# plotly, networkx, ...): 59% of the files, in 25 s of CPU on two cores, where compileall's worker
-# pool (-j 0) took 64 s and not compiling at all cost the tests more (their nine workers, starting
-# together, each compiled the same modules on first import). compileall exits 1 on files of a newer
+# plotly, networkx, ...): 59% of the files, in 25 s of CPU on two cores (two processes, one for the
+# packages named a-p and one for q-z, about 9,000 files each), where compileall's worker pool (-j 0)
+# took 64 s and not compiling at all cost the tests more (their nine workers, starting together,
+# each compiled the same modules on first import). compileall exits 1 on files of a newer
 # Python's syntax (torch's internal tests, excluded here), so its status is not the install's.
 PIP := $(BIN)/python -m pip install --quiet --no-compile
 COMPILE_SKIP := /(tests?|testing/_internal)/|/site-packages/(plotly|networkx|tensorboard|fontTools|pip|elevenlabs)/|/transformers/models/
-COMPILE := $(BIN)/python -m compileall -qq -j 1 -x '$(COMPILE_SKIP)' $(VENV)/lib >/dev/null 2>&1 || true
+COMPILE_ONE = $(BIN)/python -m compileall -qq -j 1 -x '$(COMPILE_SKIP)|/site-packages/$(1)' $(VENV)/lib >/dev/null 2>&1
+COMPILE := { $(call COMPILE_ONE,[q-zQ-Z]) & $(call COMPILE_ONE,[^q-zQ-Z]); wait; } || true
 # Bytecode is written (into __pycache__ folders, which git ignores) even where the shell sets
 # PYTHONDONTWRITEBYTECODE: otherwise every process the tests start compiles the project's modules
 # again, and each pytest worker re-runs assertion rewriting on every test file it collects

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tests.helpers.playback import PAUSED, PLAY_TIMEOUT_MS, PLAYING
 from voice_audit.analysis.pipeline import analyze
 from voice_audit.analysis.plan import load_plan
 from voice_audit.analysis.rating.server import RatingServer
@@ -16,8 +17,6 @@ from voice_audit.analysis.rating.tasks import build_task, rater_order
 from voice_audit.harness.runlog import RunReader
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-PLAYING = "() => { const a = document.getElementById('audio'); return !a.paused && a.currentTime > 0.2; }"
-PAUSED = "() => document.getElementById('audio').paused"
 
 
 def progress_is(n: int, total: int) -> str:
@@ -61,7 +60,7 @@ async def test_rater_types_transcripts_and_the_gate_evaluates(
             page_text = str(await page.content())
             assert str(item.reference) not in page_text and item.episode_id not in page_text
             await page.keyboard.press("Escape")  # play, from inside the transcript box
-            await page.wait_for_function(PLAYING, timeout=10_000)
+            await page.wait_for_function(PLAYING, timeout=PLAY_TIMEOUT_MS)
             await page.keyboard.press("Escape")
             await page.wait_for_function(PAUSED)
             if n == 0:

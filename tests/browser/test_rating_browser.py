@@ -8,14 +8,13 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.playback import PAUSED, PLAY_TIMEOUT_MS, PLAYING
 from voice_audit.analysis.rating.server import RatingServer
 from voice_audit.analysis.rating.session import RatingSession
 from voice_audit.analysis.rating.store import read_labels
 from voice_audit.analysis.rating.tasks import TaskKind, build_task, rater_order
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-PLAYING = "() => { const a = document.getElementById('audio'); return !a.paused && a.currentTime > 0.2; }"
-PAUSED = "() => document.getElementById('audio').paused"
 
 
 async def serve(run_dir: Path, task: TaskKind) -> RatingServer:
@@ -59,7 +58,7 @@ async def test_perceptibility_keyboard_label_reload_resume(run_dir: Path, page_l
 
         for n, key in enumerate(["1", "2", "1"]):
             await page.keyboard.press("Space")
-            await page.wait_for_function(PLAYING, timeout=10_000)
+            await page.wait_for_function(PLAYING, timeout=PLAY_TIMEOUT_MS)
             await page.keyboard.press("Space")
             await page.wait_for_function(PAUSED)
             await page.keyboard.press(key)
@@ -88,7 +87,7 @@ async def test_perceptibility_keyboard_label_reload_resume(run_dir: Path, page_l
         src = await page.get_attribute("#audio", "src")
         assert src == "clip/" + server.session.clips.token_for(order[3].key)
         await page.keyboard.press("Space")
-        await page.wait_for_function(PLAYING, timeout=10_000)
+        await page.wait_for_function(PLAYING, timeout=PLAY_TIMEOUT_MS)
         await page.keyboard.press("2")
         ARTIFACTS.mkdir(exist_ok=True)
         await page.screenshot(path=str(ARTIFACTS / "rating-perceptibility.png"), full_page=True)
@@ -107,7 +106,7 @@ async def test_quality_scales_by_keyboard(run_dir: Path, page_log: Any) -> None:
         await page.goto(server.url + "?rater=q1")
         await page.wait_for_function("() => document.querySelectorAll('#choices .scale').length === 6")
         await page.keyboard.press("Space")
-        await page.wait_for_function(PLAYING, timeout=10_000)
+        await page.wait_for_function(PLAYING, timeout=PLAY_TIMEOUT_MS)
         for key in "43511":
             await page.keyboard.press(key)
         await page.keyboard.press("Enter")
@@ -157,7 +156,7 @@ async def test_observer_act_and_facts_by_keyboard_and_mouse(run_dir: Path, page_
         n_facts = await page.eval_on_selector_all("#facts .choice", "bs => bs.length")
         assert n_facts == len(first.facts)
         await page.keyboard.press("Space")
-        await page.wait_for_function(PLAYING, timeout=10_000)
+        await page.wait_for_function(PLAYING, timeout=PLAY_TIMEOUT_MS)
         await page.keyboard.press("0")  # the tenth act: question
         await page.keyboard.press("3")  # changed mind: challenge
         await page.click("#facts .choice >> nth=1")

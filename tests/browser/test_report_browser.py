@@ -7,6 +7,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from tests.helpers.playback import PLAY_TIMEOUT_MS
 from voice_audit.analysis.report import build_report, write_report
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -50,7 +51,7 @@ async def test_report_opens_plays_and_shows_a_pair(browser: Any, fx: ModuleType,
     await page.wait_for_function(
         f"() => {{ const a = document.querySelector('#pair-{pair.pair_id} .side-b audio');"
         f" return !a.paused && a.currentTime > {start_s} + 0.5; }}",
-        timeout=10_000,
+        timeout=PLAY_TIMEOUT_MS,
     )
     left = await viewer.locator(".side-b .playhead").evaluate("el => el.style.left")
     assert left.startswith("calc(")
