@@ -146,16 +146,13 @@ SERIAL_LANE_LOG := $(VENV)/serial-lane.log
 SERIAL_FILES = $(shell grep -rlE 'mark\.serial\b' tests --include='test_*.py' | sort)
 CPU_BOUND_FILES = $(shell grep -rlE 'mark\.cpu_bound\b' tests --include='test_*.py' | sort)
 BATCH_LANE := setsid sh -c 'echo 10 >/proc/self/autogroup 2>/dev/null; exec nice -n 10 "$$@"'
-# The lanes keep two cores busy with a dozen processes, so three libraries' defaults for a machine of
+# The lanes keep two cores busy with a dozen processes, so two libraries' defaults for a machine of
 # one job cost CPU without changing a result (measured over a whole `make test` with `perf record -a`:
 # 3.4% of all CPU in llama.cpp's and torch's OpenMP threads spinning, 1.9% in OpenBLAS threads
-# spinning, 7.4% in page faults, mostly of memory glibc had just handed back to the kernel):
-# OpenMP and OpenBLAS threads sleep as soon as they are idle, and glibc keeps freed memory for the
-# next allocation instead of unmapping it. OpenBLAS keeps its thread count: a result computed on one
-# thread can differ in the last bits (measured: the recogniser then reads a telephone-band line
-# differently), and the tests hold the product to what a user's machine computes.
-TEST_ENV := OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4 \
-	GLIBC_TUNABLES=$(if $(GLIBC_TUNABLES),$(GLIBC_TUNABLES):)glibc.malloc.mmap_threshold=268435456:glibc.malloc.trim_threshold=1073741824
+# spinning): their threads sleep as soon as they are idle. OpenBLAS keeps its thread count: a result
+# computed on one thread can differ in the last bits (measured: the recogniser then reads a
+# telephone-band line differently), and the tests hold the product to what a user's machine computes.
+TEST_ENV := OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4
 test: install system-deps
 	@export $(TEST_ENV); t0=$$(date +%s); echo "cpu_bound lane started (nice 10; report in $(CPU_LANE_LOG))"; \
 	  VOICE_AUDIT_LLM_STATES=$$(mktemp -d); VOICE_AUDIT_TEST_AUDIO_CACHE=$$(mktemp -d); \
