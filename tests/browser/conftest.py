@@ -41,9 +41,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture
-async def browser(tmp_path: Path) -> AsyncIterator[Any]:
-    """A fresh profile per test; Playwright's own browsers are never downloaded."""
+async def browser(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[Any]:
+    """A fresh profile per test; Playwright's own browsers are never downloaded. Playwright's driver
+    and Chromium start with glibc's allocator at its defaults: `make test` raises its thresholds for
+    the Python processes (Makefile `TEST_ENV`), and a browser is the user's, not ours to tune."""
     from playwright.async_api import async_playwright
+
+    monkeypatch.delenv("GLIBC_TUNABLES", raising=False)
 
     ARTIFACTS.mkdir(exist_ok=True)
     async with async_playwright() as pw:

@@ -111,16 +111,22 @@ async def turn_events(it: object) -> list[AgentEvent]:
     return out
 
 
+TURN_WAIT_S = 30
+"""How long a turn's events may take before the test fails as hung: a liveness guard, not a timing
+claim (the agent runs on fakes and computes its audio, a hold included, in well under a second on a
+quiet machine; a 5 s guard once expired in a loaded `make test` lane)."""
+
+
 async def call(adapter: AgentAdapter, turns: list[bytes]) -> list[list[AgentEvent]]:
     session = await adapter.connect(CallInfo(facts=SCEN.facts, scenario_id=SCEN.id))
     it = session.events().__aiter__()
-    log = [await asyncio.wait_for(turn_events(it), 5)]
+    log = [await asyncio.wait_for(turn_events(it), TURN_WAIT_S)]
     for audio in turns:
         if any(isinstance(e, HangupOut) for e in log[-1]):
             break
         await session.send_audio(audio)
         await session.end_turn()
-        log.append(await asyncio.wait_for(turn_events(it), 5))
+        log.append(await asyncio.wait_for(turn_events(it), TURN_WAIT_S))
     await session.close("done")
     return log
 
@@ -182,7 +188,7 @@ async def test_human_request_hands_off_and_iterator_ends() -> None:
     assert any(isinstance(e, TextOut) and "transferring you" in e.text for e in events)
     assert any(isinstance(e, StateOut) and e.to_state == "escalated" for e in events)
     with pytest.raises(StopAsyncIteration):
-        await asyncio.wait_for(it.__anext__(), 2)
+        await asyncio.wait_for(it.__anext__(), TURN_WAIT_S)
     await session.send_audio(speech(10))  # after the hang-up: ignored, no crash
     await session.end_turn()
 
