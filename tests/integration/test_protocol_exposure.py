@@ -153,13 +153,19 @@ async def _run(tmp_path: Path, cache: Path, protocol: str, pacing: str, options:
     return tmp_path / "run"
 
 
+# A real-time call waits on the wall clock for most of its 45 s: the serial lane of `make test` runs
+# those, at a few at once (Makefile); in the parallel lane three of them once ran one after another
+# on one worker after every other test there had finished.
+REALTIME = pytest.mark.serial
+
+
 @pytest.mark.parametrize(
     ("protocol", "pacing", "options"),
     [
         ("http", "accelerated", ""),
-        ("ws", "realtime", ""),
-        ("twilio", "realtime", ""),
-        ("realtime", "realtime", ", options: {tools: false}"),
+        pytest.param("ws", "realtime", "", marks=REALTIME),
+        pytest.param("twilio", "realtime", "", marks=REALTIME),
+        pytest.param("realtime", "realtime", ", options: {tools: false}", marks=REALTIME),
     ],
 )
 def test_no_tool_trace_is_missing_not_zero_over_every_protocol(

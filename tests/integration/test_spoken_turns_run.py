@@ -64,7 +64,10 @@ async def _run(tmp_path: Path, cache: Path, where: str) -> Path:
     return run_dir
 
 
-@pytest.mark.parametrize("where", ["inproc", "ws"])
+@pytest.mark.parametrize(
+    "where",
+    ["inproc", pytest.param("ws", marks=pytest.mark.serial)],  # real-time: the serial lane (Makefile)
+)
 def test_records_count_the_caller_turns_spoken(tmp_path: Path, audio_cache: Path, where: str) -> None:
     reader = RunReader(asyncio.run(_run(tmp_path, audio_cache, where)))
     records = list(reader.records())
