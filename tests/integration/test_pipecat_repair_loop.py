@@ -33,6 +33,10 @@ from voice_audit.analysis.pipeline import analyze  # noqa: E402
 from voice_audit.harness.runlog import RunReader  # noqa: E402
 
 MAX_TURNS = locked("refund_duplicate_charge").caller.max_turns
+# Real-time calls against a bot: the serial lane of `make test` (Makefile), which runs a file on one
+# worker, so the campaign of the module's fixture runs once (the parallel lane's work stealing once
+# split the two tests over two workers, and each ran the 55 s campaign).
+pytestmark = pytest.mark.serial
 
 
 @pytest.fixture(scope="module")
