@@ -158,7 +158,7 @@ BATCH_LANE := setsid sh -c 'echo 10 >/proc/self/autogroup 2>/dev/null; exec nice
 # telephone-band line differently), and the tests hold the product to what a user's machine computes.
 # glibc's allocator keeps what a process frees for reuse instead of handing it back to the kernel and
 # faulting it in again at the next audio buffer (mmap below 256 MB and trimming below 1 GB are off):
-# the tests' system time fell from about 220 s to 130 s. The browser tests start Chromium and
+# the run's system time fell from 250-270 s to 145-180 s. The browser tests start Chromium and
 # Playwright's driver with the defaults (tests/browser/conftest.py).
 TEST_ENV := OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4 \
 	GLIBC_TUNABLES=glibc.malloc.mmap_threshold=268435456:glibc.malloc.trim_threshold=1073741824
