@@ -158,10 +158,11 @@ BATCH_LANE := setsid sh -c 'echo 10 >/proc/self/autogroup 2>/dev/null; exec nice
 # telephone-band line differently), and the tests hold the product to what a user's machine computes.
 # glibc's allocator keeps what a process frees for reuse instead of handing it back to the kernel and
 # faulting it in again at the next audio buffer (mmap below 256 MB and trimming below 1 GB are off):
-# the run's system time fell from 250-270 s to 145-180 s. The browser tests start Chromium and
-# Playwright's driver with the defaults (tests/browser/conftest.py).
+# the run's system time fell from 250-270 s to 145-180 s. Tunables the caller's environment already
+# sets are kept, ahead of these. The browser tests start Chromium and Playwright's driver with the
+# defaults (tests/browser/conftest.py).
 TEST_ENV := OMP_WAIT_POLICY=PASSIVE OPENBLAS_THREAD_TIMEOUT=4 \
-	GLIBC_TUNABLES=glibc.malloc.mmap_threshold=268435456:glibc.malloc.trim_threshold=1073741824
+	GLIBC_TUNABLES=$(if $(GLIBC_TUNABLES),$(GLIBC_TUNABLES):)glibc.malloc.mmap_threshold=268435456:glibc.malloc.trim_threshold=1073741824
 test: install system-deps
 	@export $(TEST_ENV); t0=$$(date +%s); echo "cpu_bound lane started (nice 10; report in $(CPU_LANE_LOG))"; \
 	  VOICE_AUDIT_LLM_STATES=$$(mktemp -d); VOICE_AUDIT_TEST_AUDIO_CACHE=$$(mktemp -d); \
