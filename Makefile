@@ -26,9 +26,10 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml Makefile | sha256sum | cu
 # named a-p and one for q-z (about 9,000 files each), leaving out the packages' own test suites and
 # the trees nothing here imports (transformers' model zoo, the ElevenLabs SDK's generated types,
 # plotly, networkx, ...): 59% of the files, 17 s wall and 30 s of CPU on two cores, where compileall's
-# worker pool (-j 0) took 35 s wall and 64 s of CPU and not compiling at all cost the tests more (their nine workers, starting together,
-# each compiled the same modules on first import). compileall exits 1 on files of a newer
-# Python's syntax (torch's internal tests, excluded here), so its status is not the install's.
+# worker pool (-j 0) took 35 s wall and 64 s of CPU, and not compiling at all cost the tests more
+# (their nine workers, starting together, each compiled the same modules on first import).
+# compileall exits 1 on files of a newer Python's syntax (torch's internal tests, excluded here), so
+# its status is not the install's.
 PIP := $(BIN)/python -m pip install --quiet --no-compile
 COMPILE_SKIP := /(tests?|testing/_internal)/|/site-packages/(plotly|networkx|tensorboard|fontTools|pip|elevenlabs)/|/transformers/models/
 COMPILE_ONE = $(BIN)/python -m compileall -qq -j 1 -x '$(COMPILE_SKIP)|/site-packages/$(1)' $(VENV)/lib >/dev/null 2>&1
@@ -48,8 +49,9 @@ LLAMA_SPEC := $(shell grep -o 'llama-cpp-python\[server\]==[0-9.]*' pyproject.to
 UV := $(BIN)/uv pip install --quiet --python $(BIN)/python --constraint $(VENV)/constraints.txt
 # uv reads no pip configuration: the folder of local wheels pip is configured with (here the CPU build
 # of torch) is handed to it, and uv installs torch from its cache in 2 s where pip unpacked it in 15.
-PIP_LINKS := $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null || printenv PIP_FIND_LINKS)
-UV_LINKS := $(foreach d,$(PIP_LINKS),--find-links $(d))
+# Read when the install recipe runs, not each time make reads this file.
+PIP_LINKS = $(shell $(PYTHON) -m pip config get global.find-links 2>/dev/null || printenv PIP_FIND_LINKS)
+UV_LINKS = $(foreach d,$(PIP_LINKS),--find-links $(d))
 FAST_INSTALL = { $(1) $(UV) $(2) || $(1) $(PIP) $(2); }
 
 .PHONY: install system-deps docs demo test lint typecheck unit integration benchmarks clean
