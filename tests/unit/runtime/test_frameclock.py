@@ -31,6 +31,10 @@ async def test_every_call_ticks_every_20_ms_on_its_own_grid_slot() -> None:
 
 
 async def test_a_stalled_loop_still_serves_every_missed_deadline_in_order() -> None:
+    """The deadlines a blocked loop missed are served in order, none skipped, their lateness
+    reported, and back to back once the loop runs again (not one per period). Checked on the send
+    times relative to each other and to the stall's end, not on how late the last frame was: a
+    process the machine starves (a batch lane beside a CPU-bound job) is late on every frame."""
     loop = asyncio.get_running_loop()
     clock = FrameClock(loop)
     deadlines: list[float] = []
@@ -43,13 +47,20 @@ async def test_a_stalled_loop_still_serves_every_missed_deadline_in_order() -> N
     clock.add(tick)
     await asyncio.sleep(0.05)
     time.sleep(0.1)  # the event loop is blocked for five frames
-    await asyncio.sleep(0.06)
+    resumed = time.monotonic()
+    async with asyncio.timeout(30):  # however long a loaded machine takes to get back to the loop
+        while not deadlines or deadlines[-1] < resumed + FRAME_S:
+            await asyncio.sleep(0.005)
     clock.remove(tick)
     steps = [b - a for a, b in itertools.pairwise(deadlines)]
     assert all(s == pytest.approx(FRAME_S, abs=1e-9) for s in steps)
     late = [s - d for s, d in zip(sent_at, deadlines, strict=True)]
     assert max(late) >= 0.08  # the stall is reported as lateness, not hidden
-    assert late[-1] < max(late) - 0.05  # and the clock caught up afterwards
+    missed = [i for i, (d, at) in enumerate(zip(deadlines, sent_at, strict=True)) if d < resumed <= at]
+    assert len(missed) >= 4, (deadlines, sent_at, resumed)
+    # caught up: the missed frames went out together, not one per period as a timer would send them
+    span = sent_at[missed[-1]] - sent_at[missed[0]]
+    assert span < (len(missed) - 1) * FRAME_S / 2, (span, len(missed))
 
 
 async def test_removed_call_gets_no_more_ticks_and_an_idle_clock_stops() -> None:
@@ -73,9 +84,10 @@ async def test_a_failing_tick_leaves_the_clock_and_the_others_keep_going() -> No
 
     clock.add(bad)
     clock.add(good.append)
-    await asyncio.sleep(0.08)
+    async with asyncio.timeout(30):  # three frames, however long a loaded machine takes
+        while len(good) < 3:
+            await asyncio.sleep(0.01)
     assert clock.calls == 1
-    assert len(good) >= 3
     clock.remove(good.append)
 
 
