@@ -71,6 +71,7 @@ class StreamingCall:
         self._barge: tuple[int, int] | None = None  # (agent turn, barge-in time) of the turn under way
         self._barge_cleared = False
         self._barge_answered = False  # the agent has spoken since the caller's interruption line ended
+        self._barge_line_end: int | None = None  # when the interruption line ends, once it is queued whole
         self.pump = FramePump(log, session, input_format)
         self.turn_text: list[str] = []
         self.hung_up: str | None = None
@@ -116,10 +117,11 @@ class StreamingCall:
         log = self.log
         async for ev in self.events:
             now = log.now()
-            if isinstance(ev, AudioOut | TextOut) and self._barge is not None:
-                # the interruption line (which started at the barge-in) has ended: this answers it
-                end = log.caller_end_ms
-                self._barge_answered |= end >= self._barge[1] and now >= end
+            if isinstance(ev, AudioOut | TextOut) and self._barge_line_end is not None:
+                # the interruption line has ended: this answers it. The line's own end, not the
+                # caller's last: a caller still finishing its previous line when it cut in ends
+                # that line after the barge-in, and the agent's audio before its clear is no answer.
+                self._barge_answered |= now >= self._barge_line_end
             if isinstance(ev, AudioOut):
                 if self.pump.speaking and log.playback.turn_start is None:
                     log.emit("barge_in", by="agent")
@@ -161,6 +163,10 @@ class StreamingCall:
         self.pump.queue.append(QueuedUtterance(spoken, done, say))
         await self._guarded(done)
         self.caller_done_ms = self.log.now()
+        if self._barge is not None and self._barge_line_end is None:
+            # the caller's first line after cutting in is its interruption: queued whole, its end
+            # is the caller's last (the pump has just scheduled it)
+            self._barge_line_end = self.log.caller_end_ms
         if self.hung_up is None:
             await self.session.end_turn()
 
@@ -206,7 +212,10 @@ class StreamingCall:
                 wake_ms = max(pb.end_ms, self.last_activity_ms) + ENDPOINT_MS
                 if self._barge is not None:  # the agent's answer to the interruption is still this turn
                     wait_ms = ENDPOINT_MS if self._barge_answered else quiet_ms
-                    wake_ms = max(wake_ms, self.log.caller_end_ms + wait_ms)
+                    line_end = (
+                        self.log.caller_end_ms if self._barge_line_end is None else self._barge_line_end
+                    )
+                    wake_ms = max(wake_ms, line_end + wait_ms)
             else:
                 wake_ms = start + quiet_ms
             barge_at = self._barge_point()
@@ -299,6 +308,7 @@ class StreamingCall:
         assert plan is not None and pb.turn_start is not None
         played = at - pb.turn_start
         self._barge, self._barge_cleared, self._barge_answered = (pb.turn, at), False, False
+        self._barge_line_end = None
         self.log.emit("barge_in", by="caller", turn=pb.turn, played_ms=played, reason=plan.reason)
         await self.session.barge_in(played)
         return AgentTurn(had_audio=True, barged=True)
@@ -308,7 +318,7 @@ class StreamingCall:
         if self._barge is None:
             return False
         turn, at = self._barge
-        self._barge = None
+        self._barge, self._barge_line_end = None, None
         stopped = self.log.recorder.agent_stop_ms(at)
         latency = max(0, stopped - at)
         overlap = max(0, min(latency, self.log.caller_end_ms - at))

@@ -256,14 +256,10 @@ async def test_bot_that_clears_on_barge_in_yields_and_it_is_measured(
     clear and the agent's stop latency measured on the recording, at the same points on both sides.
     The bot answers the interruption a second after the caller's line (as an LLM agent would): the
     caller waits for that answer within the barged turn, so the turns it barges in on do not
-    depend on how fast the bot or the harness ran. It waits up to 8 s (its patience before a
-    prompt): the answer starts 1.7 to 2.2 s after the line here (Silero's 0.4 s of silence, the
-    second of thought, Pipecat's pipeline), but the bot's VAD and pipeline share this test's event
-    loop with the harness and both calls, and on a loaded machine it has started more than 3 s
-    after the line, when a caller with 3 s of patience had already moved on."""
+    depend on how fast the bot or the harness ran."""
     extra = (
         "interruptions: {at_ms: 800, reason: impatience, turns: [1, 2]}\n"
-        "patience: {prompt_after_s: 8, prompts_before_human: 1, hang_up_after_s: 16}"
+        "patience: {prompt_after_s: 3, prompts_before_human: 1, hang_up_after_s: 10}"
     )
     records, reader, stats = await _campaign_against(tmp_path, audio_cache, "yielding", extra, monkeypatch)
     assert stats.interruptions >= 2
