@@ -163,9 +163,9 @@ class StreamingCall:
         self.pump.queue.append(QueuedUtterance(spoken, done, say))
         await self._guarded(done)
         self.caller_done_ms = self.log.now()
-        if self._barge is not None and self._barge_line_end is None:
-            # the caller's first line after cutting in is its interruption: queued whole, its end
-            # is the caller's last (the pump has just scheduled it)
+        if say.kind == "interruption" and self._barge is not None:
+            # the interruption line, queued whole: its end is the caller's last (the pump has just
+            # scheduled it)
             self._barge_line_end = self.log.caller_end_ms
         if self.hung_up is None:
             await self.session.end_turn()
