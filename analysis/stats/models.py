@@ -30,10 +30,12 @@ from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
-import statsmodels.api as sm
 from pydantic import BaseModel, ConfigDict, Field
 from scipy import stats
+from statsmodels.genmod import cov_struct, families
 from statsmodels.genmod.bayes_mixed_glm import BinomialBayesMixedGLM
+from statsmodels.genmod.generalized_estimating_equations import GEE
+from statsmodels.regression.mixed_linear_model import MixedLM
 
 from voice_audit.analysis.stats.estimate import CONVENTION, CONVENTION_SENTENCE
 from voice_audit.analysis.stats.pairing import complete_pairs_frame
@@ -133,8 +135,8 @@ def _fit_bayes_glmm(
 
 
 def _fit_gee(data: pd.DataFrame, family: Any) -> tuple[float, float, bool, tuple[str, ...]]:
-    model = sm.GEE.from_formula(
-        "_y ~ is_a", groups="pair_id", data=data, family=family, cov_struct=sm.cov_struct.Exchangeable()
+    model = GEE.from_formula(
+        "_y ~ is_a", groups="pair_id", data=data, family=family, cov_struct=cov_struct.Exchangeable()
     )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -225,7 +227,7 @@ def logistic_mixed(
                     variance_components=vcs,
                     warnings=msgs,
                 )
-    coef, se, converged, msgs = _fit_gee(data, sm.families.Binomial())
+    coef, se, converged, msgs = _fit_gee(data, families.Binomial())
     if abs(coef) > _SEPARATION_LIMIT or not (math.isfinite(coef) and math.isfinite(se)):
         msgs = (*msgs, "GEE coefficient suggests (quasi-)separation; interval unreliable")
     interval: tuple[float | None, float | None, float | None] = (None, None, None)
@@ -277,7 +279,7 @@ def linear_mixed(
         components=varying,
     )
     try:
-        model = sm.MixedLM.from_formula("_y ~ is_a", groups="_all", re_formula="0", vc_formula=vc, data=data)
+        model = MixedLM.from_formula("_y ~ is_a", groups="_all", re_formula="0", vc_formula=vc, data=data)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             result = model.fit(reml=reml, method=["powell", "lbfgs"])
