@@ -124,9 +124,13 @@ docs: install
 # session and a new session competes as an equal with all the others, so each batch lane runs in a
 # session of its own whose group is niced too (/proc/self/autogroup; raising one's own niceness needs
 # no privilege); elsewhere the processes' own nice values rank them the same way.
-# - `serial`: the timing-sensitive tests (real-time calls against servers and bots), in this session,
-#   ahead of everything else; where lowering niceness is permitted (root, CAP_SYS_NICE) at nice -5,
-#   ahead of other work on the machine too (its tests must hold beside a CPU-bound job either way).
+# - `serial`: the timing-sensitive tests (real-time calls against servers and bots), ahead of
+#   everything else: in this session, or, where lowering niceness is permitted (root, CAP_SYS_NICE),
+#   in a session of its own whose group is at nice -5 too, ahead of other work on the machine (its
+#   tests must hold beside a CPU-bound job). In this session at nice -5, its group weighed as much as
+#   one CPU-bound job started elsewhere, which then took a core from the real-time calls: the SIP
+#   campaign's served agent, starved, took late RTP frames for the end of a caller's turn and the
+#   call ended escalated (a run beside one such job).
 #   They mostly wait on the wall clock (about 400 s of it), so a few files run at once, one file per
 #   worker (a file's tests share its module fixtures; tests/conftest.py puts the longest files first).
 # - `parallel`: every other test, at nice 10: it takes what the real-time calls leave, which is most
@@ -152,6 +156,8 @@ SERIAL_LANE_LOG := $(VENV)/serial-lane.log
 SERIAL_FILES = $(shell grep -rlE 'mark\.serial\b' tests --include='test_*.py' | sort)
 CPU_BOUND_FILES = $(shell grep -rlE 'mark\.cpu_bound\b' tests --include='test_*.py' | sort)
 BATCH_LANE := setsid sh -c 'echo 10 >/proc/self/autogroup 2>/dev/null; exec nice -n 10 "$$@"'
+RT_LANE := setsid sh -c 'echo -5 >/proc/self/autogroup 2>/dev/null; exec nice -n -5 "$$@"'
+SERIAL_LANE = $(BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder -m serial $(SERIAL_FILES)
 # The lanes keep two cores busy with a dozen processes, so two libraries' defaults for a machine of
 # one job cost CPU without changing a result (measured over a whole `make test` with `perf record -a`:
 # 3.4% of all CPU in llama.cpp's and torch's OpenMP threads spinning, 1.9% in OpenBLAS threads
@@ -178,10 +184,10 @@ test: install system-deps
 	    && NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet && lap "lint, typecheck, docs" \
 	    || { kill -TERM -$$cpu $$warm 2>/dev/null; wait $$cpu; exit 1; }; \
 	  wait $$warm || echo "numba kernels not compiled ahead (each test process compiles its own): $(NUMBA_LOG)"; \
-	  rt=""; [ "$$(nice -n -5 nice 2>/dev/null)" = -5 ] && rt="nice -n -5"; \
+	  rt=""; [ "$$(nice -n -5 nice 2>/dev/null)" = -5 ] && rt=1; \
 	  echo "serial lane$${rt:+ at nice -5} (report in $(SERIAL_LANE_LOG)), parallel and cpu_bound lanes at nice 10"; \
-	  $$rt $(BIN)/python -m pytest -q -n 3 --dist loadfile --no-loadscope-reorder -m serial \
-	    $(SERIAL_FILES) >$(SERIAL_LANE_LOG) 2>&1 & serial=$$!; \
+	  if [ -n "$$rt" ]; then $(RT_LANE) serial-lane $(SERIAL_LANE) >$(SERIAL_LANE_LOG) 2>&1 & \
+	  else $(SERIAL_LANE) >$(SERIAL_LANE_LOG) 2>&1 & fi; serial=$$!; \
 	  $(BATCH_LANE) parallel-lane $(BIN)/python -m pytest -q -n 4 --dist worksteal \
 	    -m "not serial and not cpu_bound" & par=$$!; \
 	  trap 'kill -TERM -$$cpu -$$par $$serial 2>/dev/null' INT TERM; \
