@@ -15,6 +15,8 @@ import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
+
 from voice_audit.harness.adapter import AgentEvent, TextOut, TurnEnd
 from voice_audit.harness.model.campaign import PATIENCE_MARGIN_S
 from voice_audit.harness.runtime.calllog import CallLog
@@ -80,6 +82,7 @@ async def test_accelerated_a_turn_whose_compute_outlasts_the_patience_is_silent(
     assert now == GIVE_UP_MS  # the caller stopped waiting when its patience ran out
 
 
+@pytest.mark.serial  # real time: the give-up timer and the agent's sleep are the wall clock's
 async def test_real_time_the_wall_time_is_the_callers_wait(tmp_path: Path) -> None:
     turn, now = await _turn(tmp_path, RealClock(), compute_ms=10.0)
     assert turn.silent
